@@ -1,0 +1,25 @@
+"""The Transformer of "Attention Is All You Need" (Vaswani et al., 2017), one module per idea.
+
+    attention    eq. (1), scaled dot-product attention
+    masks        padding and subsequent masks (True = attend)
+    multihead    §3.2.2, multi-head attention
+    feedforward  eq. (2), position-wise feed-forward network
+    positional   §3.5, sinusoidal and learned positional encodings
+    embeddings   §3.4, embeddings scaled by sqrt(d_model)
+    sublayer     §3.1, LayerNorm(x + Dropout(Sublayer(x)))
+    encoder, decoder, model   §3.1, the stacks and the full encoder-decoder
+    configs      base, big and every Table 3 row
+"""
+from annotated.masks import padding_mask, subsequent_mask, target_mask
+from annotated.model import EncoderDecoder, count_parameters, make_model, masks
+
+__all__ = ["configs", "make_model", "EncoderDecoder", "count_parameters", "masks",
+           "padding_mask", "subsequent_mask", "target_mask"]
+
+
+def __getattr__(name):
+    # `annotated.configs` is imported on first use, so `python -m annotated.configs` runs cleanly.
+    if name == "configs":
+        import importlib
+        return importlib.import_module("annotated.configs")
+    raise AttributeError(f"module 'annotated' has no attribute {name!r}")

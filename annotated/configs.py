@@ -1,0 +1,131 @@
+"""Named configurations: the paper's base and big models, every row of Table 3, and the
+presets this project trains on small machines.
+
+One dataclass holds everything a run needs (model shape, regularisation, optimiser schedule,
+batching), so a preset is one line and `key=value` overrides on the command line are checked
+against its fields. Run `python -m annotated.configs` to print Table 3's parameter column
+computed from these presets beside the paper's.
+"""
+from dataclasses import asdict, dataclass, fields, replace
+
+from annotated.model import count_parameters, make_model
+
+
+@dataclass(frozen=True)
+class Config:
+    # model (§3, Table 3)
+    N: int = 6
+    d_model: int = 512
+    d_ff: int = 2048
+    h: int = 8
+    d_k: int = 64
+    d_v: int = 64
+    P_drop: float = 0.1
+    attn_dropout: float = 0.0      # not in the paper; tensor2tensor's default was also 0
+    ffn_dropout: float = 0.0       # likewise
+    positional: str = "sinusoidal"  # or "learned" (Table 3 row E)
+    max_len: int = 1024            # only bounds learned positions
+    # training (§5)
+    eps_ls: float = 0.1
+    train_steps: int = 100_000
+    warmup_steps: int = 4000
+    max_tokens: int = 25_000       # source tokens (and about as many target tokens) per step
+    # what Table 3 reports, for comparison with our own numbers (None where the paper is blank)
+    paper_params_M: float | None = None
+    paper_ppl: float | None = None
+    paper_bleu: float | None = None
+
+    def make_model(self, src_vocab: int, tgt_vocab: int | None = None):
+        """The model of this configuration; one shared vocabulary unless tgt_vocab differs."""
+        return make_model(src_vocab, src_vocab if tgt_vocab is None else tgt_vocab, N=self.N,
+                          d_model=self.d_model, d_ff=self.d_ff, h=self.h, d_k=self.d_k,
+                          d_v=self.d_v, dropout=self.P_drop, attn_dropout=self.attn_dropout,
+                          ffn_dropout=self.ffn_dropout, positional=self.positional,
+                          max_len=self.max_len)
+
+    def override(self, **changes) -> "Config":
+        """A copy with some fields changed; an unknown field is an error naming the valid ones."""
+        valid = [f.name for f in fields(self)]
+        unknown = sorted(set(changes) - set(valid))
+        if unknown:
+            raise KeyError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(valid)}")
+        return replace(self, **changes)
+
+
+base = Config(paper_params_M=65, paper_ppl=4.92, paper_bleu=25.8)
+
+
+def _row(ppl, bleu, params=None, **changes):
+    return base.override(paper_params_M=params, paper_ppl=ppl, paper_bleu=bleu, **changes)
+
+
+PRESETS: dict[str, Config] = {
+    "base": base,
+    # (A) heads, at constant computation: h * d_k = d_model
+    "A1": _row(5.29, 24.9, h=1, d_k=512, d_v=512),
+    "A2": _row(5.00, 25.5, h=4, d_k=128, d_v=128),
+    "A3": _row(4.91, 25.8, h=16, d_k=32, d_v=32),
+    "A4": _row(5.01, 25.4, h=32, d_k=16, d_v=16),
+    # (B) smaller attention keys
+    "B1": _row(5.16, 25.1, 58, d_k=16),
+    "B2": _row(5.01, 25.4, 60, d_k=32),
+    # (C) model size
+    "C1": _row(6.11, 23.7, 36, N=2),
+    "C2": _row(5.19, 25.3, 50, N=4),
+    "C3": _row(4.88, 25.5, 80, N=8),
+    "C4": _row(5.75, 24.5, 28, d_model=256, d_k=32, d_v=32),
+    "C5": _row(4.66, 26.0, 168, d_model=1024, d_k=128, d_v=128),
+    "C6": _row(5.12, 25.4, 53, d_ff=1024),
+    "C7": _row(4.75, 26.2, 90, d_ff=4096),
+    # (D) regularisation
+    "D1": _row(5.77, 24.6, P_drop=0.0),
+    "D2": _row(4.95, 25.5, P_drop=0.2),
+    "D3": _row(4.67, 25.3, eps_ls=0.0),
+    "D4": _row(5.47, 25.7, eps_ls=0.2),
+    # (E) learned positional embeddings instead of sinusoids
+    "E": _row(4.92, 25.7, positional="learned"),
+    "big": _row(4.33, 26.4, 213, d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000),
+}
+TABLE3_ROWS = ["base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6",
+               "C7", "D1", "D2", "D3", "D4", "E", "big"]
+
+
+def get(name: str) -> Config:
+    if name not in PRESETS:
+        raise KeyError(f"unknown config {name!r}; choose one of: {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def build(name: str, src_vocab: int, tgt_vocab: int | None = None, **changes):
+    """The model of a named preset, e.g. `build("base", 37000)`."""
+    return get(name).override(**changes).make_model(src_vocab, tgt_vocab)
+
+
+def table3_params(vocab: int = 37_000):
+    """(row, our parameter count, paper's count in millions or None) for every Table 3 row."""
+    import torch
+    rows = []
+    with torch.device("meta"):                    # count shapes without allocating weights
+        for name in TABLE3_ROWS:
+            rows.append((name, count_parameters(get(name).make_model(vocab)),
+                         get(name).paper_params_M))
+    return rows
+
+
+def main():
+    import argparse
+    parser = argparse.ArgumentParser(description="Table 3's parameter column from the presets")
+    parser.add_argument("--vocab", type=int, default=37_000, help="shared BPE vocabulary size")
+    args = parser.parse_args()
+    print(f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways")
+    print(f"{'row':>5} {'ours (M)':>10} {'paper (M)':>10} {'diff (M)':>9}  config")
+    for name, n, paper in table3_params(args.vocab):
+        c = get(name)
+        diff = f"{n / 1e6 - paper:+9.2f}" if paper else f"{'':>9}"
+        shape = (f"N={c.N} d_model={c.d_model} d_ff={c.d_ff} h={c.h} d_k={c.d_k} d_v={c.d_v} "
+                 f"P_drop={c.P_drop} eps_ls={c.eps_ls} pos={c.positional}")
+        print(f"{name:>5} {n / 1e6:10.2f} {paper if paper else '':>10} {diff}  {shape}")
+
+
+if __name__ == "__main__":
+    main()
