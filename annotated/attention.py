@@ -13,17 +13,18 @@ import torch
 import torch.nn.functional as F
 
 
-def attention(q, k, v, mask=None, dropout_p: float = 0.0, training: bool = False):
-    """q: (..., q_len, d_k), k: (..., k_len, d_k), v: (..., k_len, d_v).
-    Returns the output (..., q_len, d_v) and the weights (..., q_len, k_len)."""
+def attention(q, k, v, mask=None, dropout=None):
+    """q: (..., q_len, d_k), k: (..., k_len, d_k), v: (..., k_len, d_v); `dropout` an optional
+    module applied to the weights. Returns the output (..., q_len, d_v) and the weights
+    (..., q_len, k_len)."""
     d_k = q.size(-1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., q_len, k_len)
     if mask is not None:
         # exp(-inf) = 0 exactly: a blocked key gets no weight at all, not merely a small one.
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, dropout_p, training)
+    if dropout is not None:
+        weights = dropout(weights)
     return weights @ v, weights
 
 

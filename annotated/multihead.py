@@ -28,7 +28,7 @@ class MultiHeadAttention(nn.Module):
         self.W_K = nn.Linear(d_model, h * self.d_k)
         self.W_V = nn.Linear(d_model, h * self.d_v)
         self.W_O = nn.Linear(h * self.d_v, d_model)
-        self.attn_dropout = attn_dropout
+        self.dropout = nn.Dropout(attn_dropout)   # on the weights; 0 in the paper
         self.fast = True              # fused kernel; False computes eq. (1) literally
         self.record_weights = False   # keep the last attention weights in self.weights
         self.weights = None           # (batch, h, q_len, k_len) when recorded
@@ -56,9 +56,9 @@ class MultiHeadAttention(nn.Module):
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         if self.record_weights or not self.fast:
-            out, weights = attention(q, k, v, mask, self.attn_dropout, self.training)
+            out, weights = attention(q, k, v, mask, self.dropout)
             self.weights = weights.detach() if self.record_weights else None
         else:
-            out = fast_attention(q, k, v, mask, self.attn_dropout, self.training)
+            out = fast_attention(q, k, v, mask, self.dropout.p, self.training)
         out = out.transpose(1, 2).reshape(out.size(0), out.size(2), self.h * self.d_v)  # Concat
         return self.W_O(out)                                           # (batch, q_len, d_model)
