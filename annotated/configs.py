@@ -25,11 +25,31 @@ class Config:
     ffn_dropout: float = 0.0       # likewise
     positional: str = "sinusoidal"  # or "learned" (Table 3 row E)
     max_len: int = 1024            # only bounds learned positions
-    # training (§5)
+    # data (§5.1)
+    dataset: str = "wmt14"         # "copy", "multi30k" or "wmt14"
+    vocab_size: int = 37_000       # shared source-target BPE vocabulary
+    max_sentence_len: int = 256    # pairs longer than this (in tokens, either side) are dropped
+    copy_len: int = 10             # copy task only: sequences of 1..copy_len random symbols
+    copy_examples: int = 10_000    # copy task only: training pairs generated
+    # training (§5.2-5.4)
     eps_ls: float = 0.1
     train_steps: int = 100_000
     warmup_steps: int = 4000
-    max_tokens: int = 25_000       # source tokens (and about as many target tokens) per step
+    lr_factor: float = 1.0         # multiplies the §5.3 schedule; 1 in the paper
+    max_tokens: int = 25_000       # source tokens (and about as many target) per optimizer step
+    accum_steps: int = 1           # micro-batches per step and rank (gradient accumulation)
+    seed: int = 1234
+    amp: str = "none"              # "bf16" or "fp16" (with loss scaling) on GPU
+    compile: bool = False          # torch.compile the model (GPU)
+    log_every: int = 100           # steps between metric lines
+    eval_every: int = 1000         # steps between validation passes
+    ckpt_every: int = 1000         # steps between checkpoints ...
+    ckpt_minutes: float = 10.0     # ... or minutes, whichever comes first (§6.1: every 10 min)
+    keep_last: int = 5             # checkpoints kept on disk (base averages the last 5)
+    # decoding (§6.1)
+    beam_size: int = 4
+    length_penalty: float = 0.6    # alpha
+    max_output_extra: int = 50     # maximum output length = input length + this
     # what Table 3 reports, for comparison with our own numbers (None where the paper is blank)
     paper_params_M: float | None = None
     paper_ppl: float | None = None
@@ -84,7 +104,18 @@ PRESETS: dict[str, Config] = {
     "D4": _row(5.47, 25.7, eps_ls=0.2),
     # (E) learned positional embeddings instead of sinusoids
     "E": _row(4.92, 25.7, positional="learned"),
-    "big": _row(4.33, 26.4, 213, d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000),
+    "big": _row(4.33, 26.4, 213, d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000,
+                keep_last=20),
+    # Small presets for one CPU (not in the paper). copy: learn to repeat the input.
+    "copy": base.override(dataset="copy", vocab_size=11, N=2, d_model=64, d_ff=128, h=4, d_k=16,
+                          d_v=16, P_drop=0.0, eps_ls=0.0, train_steps=400, warmup_steps=100,
+                          lr_factor=2.0, max_tokens=1500, log_every=50, eval_every=200,
+                          ckpt_every=200, keep_last=2),
+    # multi30k: English->German image captions; a model that trains on a 2-core CPU in an hour.
+    "multi30k": base.override(dataset="multi30k", vocab_size=8000, N=3, d_model=256, d_ff=1024,
+                              h=8, d_k=32, d_v=32, P_drop=0.1, train_steps=6000,
+                              warmup_steps=1000, lr_factor=2.0, max_tokens=4096, log_every=50,
+                              eval_every=500, ckpt_every=500, keep_last=5),
 }
 TABLE3_ROWS = ["base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6",
                "C7", "D1", "D2", "D3", "D4", "E", "big"]
