@@ -28,7 +28,9 @@ class LossStats:
 def label_smoothed_loss(logits, target, *, pad: int, eps_ls: float) -> LossStats:
     """logits: (batch, tgt_len, V) or (n, V); target: the matching token ids."""
     V = logits.size(-1)
-    log_p = logits.float().log_softmax(dim=-1).reshape(-1, V)          # (n, V)
+    # half-precision logits are lifted to float32; float64 stays float64 (reference tests)
+    log_p = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    log_p = log_p.log_softmax(dim=-1).reshape(-1, V)                   # (n, V)
     target = target.reshape(-1)                                        # (n,)
     keep = target != pad
     log_p_y = log_p.gather(1, target[:, None]).squeeze(1)              # log p(y)
