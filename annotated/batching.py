@@ -1,0 +1,129 @@
+"""Batches by token count (§5.1): "Sentence pairs were batched together by approximate
+sequence length. Each training batch contained a set of sentence pairs containing approximately
+25000 source tokens and 25000 target tokens."
+
+A batch is a list of example indices. Its cost is what the model computes on, padding included:
+a batch of b pairs whose longest source has S tokens and longest target T tokens fills a
+(b, S) and a (b, T) tensor, so we require b * S <= max_tokens and b * T <= max_tokens. Sorting
+the pairs by length before cutting them into batches makes neighbours nearly equally long, so
+little of each tensor is padding (`padding_fraction` measures it; benchmarks/padding.py prints it
+for Multi30k).
+
+Lengths count what the model sees: the source is `ids + [EOS]`, the target input `[BOS] + ids`
+and the target output `ids + [EOS]`, so both sides have len(ids) + 1 positions (`lengths_of`).
+
+Under data parallelism every rank builds the same global batches from the same (seed, epoch),
+then `shard` gives each rank its own part; with gradient accumulation each rank's part is
+further cut into micro-batches. The global batch, not the micro-batch, is the paper's batch:
+25,000 + 25,000 tokens per step on 8 GPUs is max_tokens=25_000 with world_size=8, or on one
+device the same global batch split into accum_steps=8 micro-batches.
+"""
+import numpy as np
+import torch
+
+from annotated.tokenizer import BOS, EOS, PAD
+
+
+def lengths_of(pairs) -> list[tuple[int, int]]:
+    """(source, target) positions of each pair of token-id sequences: one more than the ids
+    on each side, for EOS (source and target output) or BOS (target input)."""
+    return [(len(src) + 1, len(tgt) + 1) for src, tgt in pairs]
+
+
+def make_batches(lengths, max_tokens: int, seed: int, epoch: int) -> list[list[int]]:
+    """Cut examples into batches of at most max_tokens padded tokens per side, in shuffled order.
+
+    lengths: (src_len, tgt_len) per example, BOS/EOS included. The result depends only on
+    (lengths, max_tokens, seed, epoch), so every process of a run builds the same batches, and a
+    resumed run rebuilds the epoch it stopped in.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1, 2)
+    too_long = np.flatnonzero(lengths.max(axis=1) > max_tokens)
+    if too_long.size:
+        i = int(too_long[0])
+        raise ValueError(f"example {i} has {lengths[i, 0]} source and {lengths[i, 1]} target "
+                         f"tokens, more than max_tokens={max_tokens} on its own; raise max_tokens "
+                         f"or lower max_sentence_len")
+    rng = np.random.default_rng([seed, epoch])
+    # Shuffle first so that pairs of equal length meet different neighbours every epoch, then
+    # sort stably by the longer side (the one the budget binds on), then by source and target
+    # length: a batch holds one stretch of this order. (Sorting by the source alone would leave
+    # the targets of a batch unequal: 12% target padding on Multi30k against 4% this way.)
+    shuffled = rng.permutation(len(lengths))
+    src, tgt = lengths[shuffled, 0], lengths[shuffled, 1]
+    order = shuffled[np.lexsort((tgt, src, np.maximum(src, tgt)))]
+
+    batches, current, longest_src, longest_tgt = [], [], 0, 0
+    for i in order.tolist():
+        src_len, tgt_len = lengths[i]
+        s, t = max(longest_src, src_len), max(longest_tgt, tgt_len)
+        if current and (len(current) + 1) * max(s, t) > max_tokens:
+            batches.append(current)
+            current, s, t = [], src_len, tgt_len
+        current.append(i)
+        longest_src, longest_tgt = s, t
+    if current:
+        batches.append(current)
+    return [batches[j] for j in rng.permutation(len(batches))]
+
+
+def shard(batch: list[int], rank: int, world_size: int, accum_steps: int = 1) -> list[list[int]]:
+    """This rank's accum_steps micro-batches of one global batch.
+
+    The batch is cut into world_size * accum_steps contiguous pieces of (nearly) equal count:
+    make_batches returns each batch sorted by length and its lengths differ by little, so equal
+    counts are also (nearly) equal token counts. Piece k goes to rank k % world_size as its
+    micro-batch k // world_size, so every example lands in exactly one micro-batch.
+
+    A batch with fewer examples than pieces leaves the last pieces empty (`[]`). A rank that gets
+    an empty micro-batch has nothing to compute for it; under DistributedDataParallel it must
+    still join that step's gradient all-reduce (e.g. backward of a zero loss over its
+    parameters), and the loss is normalised by the global token count, so the update is the same.
+    """
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} outside 0..{world_size - 1}")
+    if accum_steps < 1:
+        raise ValueError(f"accum_steps must be >= 1, got {accum_steps}")
+    pieces = np.array_split(np.asarray(batch, dtype=np.int64), world_size * accum_steps)
+    return [pieces[a * world_size + rank].tolist() for a in range(accum_steps)]
+
+
+def collate(pairs, indices, pad: int = PAD):
+    """The tensors of one (micro-)batch, right-padded with `pad`:
+
+        src     (batch, S)  ids + [EOS]     what the encoder reads
+        tgt_in  (batch, T)  [BOS] + ids     what the decoder reads (outputs shifted right, §3.1)
+        tgt_out (batch, T)  ids + [EOS]     what it must predict at each position
+    """
+    if len(indices) == 0:
+        raise ValueError("collate got no examples; shard() returns empty micro-batches when a "
+                         "global batch has fewer examples than shards: skip those")
+    chosen = [pairs[i] for i in indices]
+    S = max(len(src) for src, _ in chosen) + 1
+    T = max(len(tgt) for _, tgt in chosen) + 1
+    src = torch.full((len(chosen), S), pad, dtype=torch.long)      # (batch, S)
+    tgt_in = torch.full((len(chosen), T), pad, dtype=torch.long)   # (batch, T)
+    tgt_out = torch.full((len(chosen), T), pad, dtype=torch.long)  # (batch, T)
+    for row, (s, t) in enumerate(chosen):
+        s, t = torch.as_tensor(s, dtype=torch.long), torch.as_tensor(t, dtype=torch.long)
+        src[row, :len(s)] = s
+        src[row, len(s)] = EOS
+        tgt_in[row, 0] = BOS
+        tgt_in[row, 1:len(t) + 1] = t
+        tgt_out[row, :len(t)] = t
+        tgt_out[row, len(t)] = EOS
+    return src, tgt_in, tgt_out
+
+
+def padding_fraction(lengths, batches) -> tuple[float, float]:
+    """Share of the (source, target) tensor positions that are padding, over all batches."""
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1, 2)
+    real, padded = np.zeros(2), np.zeros(2)
+    for batch in batches:
+        if len(batch) == 0:
+            continue
+        chosen = lengths[batch]                          # (batch, 2)
+        real += chosen.sum(axis=0)
+        padded += len(batch) * chosen.max(axis=0)
+    src_frac, tgt_frac = 1.0 - real / np.maximum(padded, 1)
+    return float(src_frac), float(tgt_frac)

@@ -1,0 +1,209 @@
+"""Parallel corpora (§5.1) turned into token ids: the copy task, Multi30k and WMT14 English-German.
+
+Every dataset ends up as the same `Corpus`: train/valid/test lists of (source ids, target ids)
+without BOS/EOS (batching adds them), the shared-vocabulary tokenizer, and counts of everything
+dropped on the way. Nothing is dropped silently:
+
+- parallel files must have the same number of lines (else an error naming both counts);
+- pairs with a blank side carry no translation and are dropped and counted;
+- pairs longer than `max_sentence_len` tokens on either side (EOS/BOS counted) are dropped from
+  train and valid and counted, never from test: the test set is scored whole.
+
+Where the data comes from (the "data location": `--data-dir` or ANNOTATED_DATA_DIR, which may
+name the folder holding `multi30k/` and `wmt14/` or the dataset's folder itself):
+
+    copy      synthetic: random symbol sequences to repeat, generated from config.seed
+    multi30k  English->German image captions (29,000 training pairs), the data location or,
+              when none is given, downloaded once into the cache (ANNOTATED_CACHE_DIR, default
+              ~/.cache/annotated-transformer) and checked against known sha256 sums
+    wmt14     the paper's data: what `python -m annotated.prepare_wmt14` wrote, in the data
+              location or by default in the cache's wmt14/ folder
+
+Tokenizers are trained on the training split and cached in the cache folder (see tokenizer.py).
+"""
+import hashlib
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from annotated.tokenizer import (CopyTokenizer, atomic_open, load_or_train, read_lines,
+                                 sha256_file)
+
+DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
+DEFAULT_CACHE = Path("~/.cache/annotated-transformer")
+
+# Multi30k task 1 (Elliott et al., 2016), from the multi30k/dataset repository.
+MULTI30K_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw/{name}"
+MULTI30K_SPLITS = dict(train="train", valid="val", test="test_2016_flickr")
+MULTI30K_SHA256 = {
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+}
+# WMT14 as prepare_wmt14 writes it: newstest2013 is the paper's dev set, newstest2014 its test.
+WMT14_SPLITS = dict(train="train", valid="newstest2013", test="newstest2014")
+SOURCE, TARGET = "en", "de"      # English->German, the paper's direction
+
+
+@dataclass
+class Corpus:
+    train: list          # [(src_ids, tgt_ids)], ids without BOS/EOS
+    valid: list
+    test: list
+    tokenizer: object    # Tokenizer or CopyTokenizer, shared by source and target
+    stats: dict          # {split: {"read", "empty", "too_long", "kept"}}
+    test_src: list = field(default_factory=list)   # raw test sentences, aligned with test
+    test_ref: list = field(default_factory=list)   # raw references, for BLEU
+
+
+def read_parallel(src_path, tgt_path):
+    """Line-aligned sentence pairs of two text files (plain or gzip), blank pairs dropped.
+
+    Returns (pairs, stats) with stats = {"read": lines read, "empty": pairs dropped}.
+    """
+    src, tgt = list(read_lines(src_path)), list(read_lines(tgt_path))
+    if len(src) != len(tgt):
+        raise ValueError(f"parallel files differ in length: {src_path} has {len(src):,} lines, "
+                         f"{tgt_path} has {len(tgt):,}")
+    pairs = [(s.strip(), t.strip()) for s, t in zip(src, tgt)]
+    kept = [(s, t) for s, t in pairs if s and t]
+    return kept, {"read": len(pairs), "empty": len(pairs) - len(kept)}
+
+
+def cache_folder(cache_dir=None) -> Path:
+    return Path(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
+
+
+def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
+    """The corpus config.dataset names, tokenized with a shared vocabulary of config.vocab_size."""
+    cache = cache_folder(cache_dir)
+    data_dir = data_dir or os.environ.get(DATA_ENV)
+    if config.dataset == "copy":
+        return _copy_corpus(config, log)
+    if config.dataset == "multi30k":
+        names = [f"{MULTI30K_SPLITS[split]}.{lang}.gz" for split in MULTI30K_SPLITS
+                 for lang in (SOURCE, TARGET)]
+        folder = (_find("multi30k", names, data_dir) if data_dir
+                  else _download_multi30k(cache / "multi30k", names, log))
+        files = {split: [folder / f"{stem}.{lang}.gz" for lang in (SOURCE, TARGET)]
+                 for split, stem in MULTI30K_SPLITS.items()}
+    elif config.dataset == "wmt14":
+        names = [f"{stem}.{lang}" for stem in WMT14_SPLITS.values() for lang in (SOURCE, TARGET)]
+        folder = _find("wmt14", names, data_dir or cache / "wmt14")
+        files = {split: [folder / f"{stem}.{lang}" for lang in (SOURCE, TARGET)]
+                 for split, stem in WMT14_SPLITS.items()}
+    else:
+        raise ValueError(f"unknown dataset {config.dataset!r}; choose copy, multi30k or wmt14")
+    tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
+                              config.dataset, log)
+    splits, stats, test_text = {}, {}, None
+    for split, (src_path, tgt_path) in files.items():
+        text, stats[split] = read_parallel(src_path, tgt_path)
+        src_ids = _as_arrays(tokenizer.encode_all([s for s, _ in text]))
+        tgt_ids = _as_arrays(tokenizer.encode_all([t for _, t in text]))
+        ids = list(zip(src_ids, tgt_ids))
+        stats[split]["too_long"] = 0
+        if split == "test":
+            test_text = text
+        else:
+            ids = _drop_too_long(ids, config.max_sentence_len, stats[split])
+        splits[split] = ids
+        stats[split]["kept"] = len(ids)
+        log(f"{config.dataset} {split}: {_describe(stats[split])}")
+    return Corpus(splits["train"], splits["valid"], splits["test"], tokenizer, stats,
+                  [s for s, _ in test_text], [t for _, t in test_text])
+
+
+def _copy_corpus(config, log) -> Corpus:
+    """Random sequences of 1..copy_len symbols (ids 4..V-1); the target repeats the source.
+    valid and test hold a tenth as many pairs as train, each split from its own seeded stream."""
+    tokenizer = CopyTokenizer(config.vocab_size)
+    sizes = dict(train=config.copy_examples, valid=max(1, config.copy_examples // 10),
+                 test=max(1, config.copy_examples // 10))
+    splits, stats = {}, {}
+    for stream, (split, n) in enumerate(sizes.items()):
+        rng = np.random.default_rng([config.seed, stream])
+        lengths = rng.integers(1, config.copy_len + 1, size=n)
+        seqs = [rng.integers(4, config.vocab_size, size=k).astype(np.int32) for k in lengths]
+        ids = [(s, s) for s in seqs]
+        stats[split] = {"read": n, "empty": 0, "too_long": 0}
+        if split != "test":
+            ids = _drop_too_long(ids, config.max_sentence_len, stats[split])
+        splits[split] = ids
+        stats[split]["kept"] = len(ids)
+        log(f"copy {split}: {_describe(stats[split])}")
+    test_text = [tokenizer.decode(s) for s, _ in splits["test"]]
+    return Corpus(splits["train"], splits["valid"], splits["test"], tokenizer, stats,
+                  test_text, list(test_text))
+
+
+def _as_arrays(seqs):
+    return [np.asarray(s, dtype=np.int32) for s in seqs]
+
+
+def _drop_too_long(pairs, max_len, stats):
+    """Keep pairs whose source + EOS and BOS + target fit in max_len; count the others."""
+    kept = [(s, t) for s, t in pairs if len(s) + 1 <= max_len and len(t) + 1 <= max_len]
+    stats["too_long"] = len(pairs) - len(kept)
+    return kept
+
+
+def _describe(s) -> str:
+    return (f"{s['read']:,} pairs read, {s['empty']:,} with a blank side dropped, "
+            f"{s['too_long']:,} longer than max_sentence_len dropped, {s['kept']:,} kept")
+
+
+def _find(dataset, names, location) -> Path:
+    """The folder holding all `names`: location/dataset or location itself."""
+    location = Path(location).expanduser()
+    for folder in (location / dataset, location):
+        if all((folder / name).is_file() for name in names):
+            return folder
+    point = (f"point --data-dir or {DATA_ENV} at the folder holding them (or at its parent "
+             f"holding {dataset}/)")
+    if dataset == "wmt14":
+        point = f"run `python -m annotated.prepare_wmt14 --out DIR` with internet, then {point}"
+    raise FileNotFoundError(f"{dataset}: looked for {', '.join(names)} in {location / dataset} "
+                            f"and in {location}; not all are there. To fix: {point}")
+
+
+def _download_multi30k(folder: Path, names, log) -> Path:
+    """Fetch each missing Multi30k file into the cache, checking its sha256."""
+    for name in names:
+        path = folder / name
+        if path.is_file():
+            if sha256_file(path) == MULTI30K_SHA256[name]:
+                continue
+            log(f"multi30k: {path} does not match its sha256; removing it and downloading again")
+            path.unlink()
+        url = MULTI30K_URL.format(name=name)
+        log(f"multi30k: downloading {url}")
+        try:
+            download(url, path, MULTI30K_SHA256[name])
+        except (urllib.error.URLError, OSError) as e:
+            raise FileNotFoundError(
+                f"multi30k: {path} is not in the cache and downloading {url} failed ({e}). "
+                f"Without internet, point --data-dir or {DATA_ENV} at a folder holding "
+                f"{', '.join(names)} (or at its parent holding multi30k/)") from e
+    return folder
+
+
+def download(url: str, path: Path, sha256: str | None = None):
+    """Save url at path atomically; with sha256 given, a mismatch raises and keeps nothing.
+    Returns the sha256 of what was saved."""
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(url, timeout=60) as response, atomic_open(path) as f:
+        for block in iter(lambda: response.read(1 << 20), b""):
+            digest.update(block)
+            f.write(block)
+        if sha256 is not None and digest.hexdigest() != sha256:
+            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got "
+                             f"{digest.hexdigest()}; the download was discarded")
+    return digest.hexdigest()

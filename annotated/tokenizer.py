@@ -1,0 +1,218 @@
+"""Subword tokenization (§5.1): "Sentences were encoded using byte-pair encoding, which has a
+shared source-target vocabulary of about 37000 tokens."
+
+We train a sentencepiece BPE model on the training split of both languages together, so the
+source and target share one vocabulary, and with it one embedding matrix (§3.4). Four ids are
+fixed for the whole project:
+
+    PAD = 0   fills batches to a common length; never predicted, never attended to
+    UNK = 1   a character the training text never showed
+    BOS = 2   starts the decoder's input (the outputs "shifted right", §3.1)
+    EOS = 3   ends every source and every target
+
+`encode` returns subword ids without BOS/EOS; batching adds them. Deviation: the paper's BPE
+worked on tokenized text; sentencepiece reads raw text (spaces become part of the pieces), so
+decoding gives detokenized text directly, which is what sacrebleu scores.
+
+A Tokenizer is a few hundred kilobytes: `to_bytes` lets a checkpoint carry it, so translating
+needs nothing but the checkpoint. The copy task's `CopyTokenizer` has the same interface.
+
+The small file helpers used across the data code live here too (plain or gzip text, sha256,
+atomic writes), since everything else that reads data imports this module.
+"""
+import gzip
+import hashlib
+import io
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SPECIAL = (PAD, BOS, EOS)          # ids decode() leaves out
+
+# Everything that shapes the BPE model besides the text and the vocabulary size; recorded with
+# each cached model, so changing a setting here retrains.
+BPE_SETTINGS = dict(
+    model_type="bpe", pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
+    character_coverage=1.0,           # European languages: keep every character seen
+    input_sentence_size=2_000_000,    # above this many sentences, train on a seeded sample
+    shuffle_input_sentence=True, seed=1234,
+    num_threads=1,                    # one thread: the same model on every machine
+)
+
+
+# --- files: plain or gzip text, hashes, atomic writes -------------------------------------------
+
+def read_lines(path):
+    """Yield the lines of a UTF-8 text file, plain or gzip (recognised by content), without the
+    line end. Only "\\n" ends a line: a stray "\\r" or U+2028 inside a sentence must not split it
+    and misalign a parallel corpus."""
+    path = Path(path)
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
+        for number, line in enumerate(f, start=1):
+            try:
+                yield line.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}, line {number}: not UTF-8 ({e.reason} at byte "
+                                 f"{e.start})") from None
+
+
+def sha256_file(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextmanager
+def atomic_open(path, mode="wb"):
+    """Write to a temporary file beside `path` and rename it to `path` only if the block ends
+    without error: a crash or an exception never leaves a half-written file under that name."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    text = {} if "b" in mode else dict(encoding="utf-8", newline="\n")
+    try:
+        with os.fdopen(fd, mode, **text) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# --- tokenizers ----------------------------------------------------------------------------------
+
+class Tokenizer:
+    """A sentencepiece BPE model with the project's fixed special ids."""
+
+    def __init__(self, processor: spm.SentencePieceProcessor):
+        found = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+        if found != (PAD, UNK, BOS, EOS):
+            raise ValueError(f"sentencepiece model has pad/unk/bos/eos ids {found}, expected "
+                             f"{(PAD, UNK, BOS, EOS)}; train it with train_bpe()")
+        self.sp = processor
+
+    @staticmethod
+    def from_bytes(data: bytes):
+        """The tokenizer `to_bytes` wrote: a BPE Tokenizer, or a CopyTokenizer."""
+        if data.startswith(CopyTokenizer.MAGIC):
+            return CopyTokenizer.from_bytes(data)
+        return Tokenizer(spm.SentencePieceProcessor(model_proto=data))
+
+    @staticmethod
+    def load(path):
+        return Tokenizer.from_bytes(Path(path).read_bytes())
+
+    def to_bytes(self) -> bytes:
+        return self.sp.serialized_model_proto()
+
+    def save(self, path):
+        with atomic_open(path) as f:
+            f.write(self.to_bytes())
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.sp.encode(text)
+
+    def encode_all(self, texts: list[str]) -> list[list[int]]:
+        """encode() of many sentences at once (sentencepiece runs the batch in C++)."""
+        return self.sp.encode(list(texts))
+
+    def decode(self, ids) -> str:
+        return self.sp.decode([int(i) for i in ids if int(i) not in SPECIAL])
+
+
+class CopyTokenizer:
+    """The copy task's vocabulary: ids 4..V-1 are the symbols, written as their decimal ids, so
+    encode("4 9 5") == [4, 9, 5] and decode inverts it. UNK decodes to "⁇" as in sentencepiece."""
+    MAGIC = b"annotated.CopyTokenizer vocab_size="
+
+    def __init__(self, vocab_size: int):
+        if vocab_size < 5:
+            raise ValueError(f"copy task needs vocab_size >= 5 (4 special ids + symbols), got "
+                             f"{vocab_size}")
+        self.vocab_size = vocab_size
+
+    @staticmethod
+    def from_bytes(data: bytes):
+        return CopyTokenizer(int(data[len(CopyTokenizer.MAGIC):]))
+
+    def to_bytes(self) -> bytes:
+        return CopyTokenizer.MAGIC + str(self.vocab_size).encode()
+
+    def encode(self, text: str) -> list[int]:
+        ids = [int(word) for word in text.split()]
+        bad = [i for i in ids if not 4 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"copy task symbols are 4..{self.vocab_size - 1}, got {bad}")
+        return ids
+
+    def encode_all(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
+
+    def decode(self, ids) -> str:
+        return " ".join("⁇" if int(i) == UNK else str(int(i)) for i in ids
+                        if int(i) not in SPECIAL)
+
+
+# --- training and the cache ----------------------------------------------------------------------
+
+def _sentences(texts_or_files):
+    for source in texts_or_files:
+        lines = read_lines(source) if isinstance(source, (str, os.PathLike)) else source
+        yield from (line for line in lines if line.strip())
+
+
+def train_bpe(texts_or_files, vocab_size: int, model_path) -> Tokenizer:
+    """Train a shared BPE vocabulary and save it (atomically) at model_path.
+
+    texts_or_files: paths of text files (plain or gzip), or lists of sentences, or a mixture:
+    pass the training split of both languages. Blank lines are skipped. The result depends only
+    on the sentences, their order, vocab_size and BPE_SETTINGS.
+    """
+    settings = dict(BPE_SETTINGS)
+    spm.set_random_generator_seed(settings.pop("seed"))
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=_sentences(texts_or_files),
+                                   model_writer=model, vocab_size=vocab_size,
+                                   minloglevel=2, **settings)
+    tokenizer = Tokenizer.from_bytes(model.getvalue())
+    tokenizer.save(model_path)
+    return tokenizer
+
+
+def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> Tokenizer:
+    """The BPE model of these training files, trained once and then reused from cache_dir.
+
+    The model is stored as `{name}-bpe{vocab_size}-{key}.model`, where key hashes the record of
+    what it was trained on (each file's sha256, vocab_size, BPE_SETTINGS, sentencepiece version),
+    written beside it as a .json file; a model whose record differs is trained again.
+    """
+    record = dict(inputs=[sha256_file(f) for f in files], vocab_size=vocab_size,
+                  settings=BPE_SETTINGS, sentencepiece=spm.__version__)
+    text = json.dumps(record, indent=1, sort_keys=True)
+    key = hashlib.sha256(text.encode()).hexdigest()[:12]
+    model_path = Path(cache_dir) / f"{name}-bpe{vocab_size}-{key}.model"
+    record_path = model_path.with_suffix(".json")
+    if model_path.is_file() and record_path.is_file() and record_path.read_text() == text:
+        log(f"tokenizer: reusing {model_path}")
+        return Tokenizer.load(model_path)
+    log(f"tokenizer: training a {vocab_size:,}-token BPE vocabulary on "
+        f"{', '.join(Path(f).name for f in files)}")
+    tokenizer = train_bpe(files, vocab_size, model_path)
+    with atomic_open(record_path, "w") as f:     # written last: a model without it is retrained
+        f.write(text)
+    return tokenizer
