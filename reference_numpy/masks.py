@@ -1,0 +1,20 @@
+"""Masks (§3.1 padding, §3.2.3 the decoder's "no leftward flow"), as in annotated.masks:
+boolean arrays where True means attend, shaped to broadcast against attention scores
+(batch, h, q_len, k_len).
+"""
+import numpy as np
+
+
+def padding_mask(tokens, pad):
+    """Keys that are real tokens, not padding: (batch, seq) -> (batch, 1, 1, seq)."""
+    return (tokens != pad)[:, None, None, :]
+
+
+def subsequent_mask(size):
+    """Position i may attend to positions j <= i only: (1, 1, size, size), lower triangle."""
+    return np.tril(np.ones((size, size), dtype=bool))[None, None]
+
+
+def target_mask(tgt, pad):
+    """Decoder self-attention: not padding AND not in the future, (batch, 1, tgt, tgt)."""
+    return padding_mask(tgt, pad) & subsequent_mask(tgt.shape[1])

@@ -1,0 +1,58 @@
+"""Adam (Kingma & Ba) with the learning-rate schedule of §5.3, and one whole training step.
+
+    lrate = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)
+
+Adam keeps, per parameter, running averages of the gradient (m) and of its square (v):
+
+    m <- beta1 m + (1 - beta1) g          v <- beta2 v + (1 - beta2) g^2
+    m_hat = m / (1 - beta1^t)             v_hat = v / (1 - beta2^t)     (bias correction)
+    theta <- theta - lr * m_hat / (sqrt(v_hat) + eps)
+
+with the paper's beta1 = 0.9, beta2 = 0.98, eps = 1e-9. The corrections undo the pull
+towards the zero initial values of m and v in the first steps. The arithmetic follows
+torch.optim.Adam's order (eps added to sqrt(v) / sqrt(1 - beta2^t)), so the two agree to
+rounding.
+"""
+import numpy as np
+
+from reference_numpy.model import loss_and_grads
+
+
+def noam_rate(step, d_model, warmup_steps, factor=1.0):
+    """The learning rate at `step` (counting from 1), as annotated.optim.noam_rate."""
+    step = max(step, 1)
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+class Adam:
+    """Adam over a params dict, updated in place."""
+
+    def __init__(self, params, betas=(0.9, 0.98), eps=1e-9):
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        self.t = 0
+        self.m = {name: np.zeros_like(p) for name, p in params.items()}
+        self.v = {name: np.zeros_like(p) for name, p in params.items()}
+
+    def step(self, params, grads, lr):
+        self.t += 1
+        correction1 = 1.0 - self.beta1 ** self.t
+        correction2 = 1.0 - self.beta2 ** self.t
+        for name, g in grads.items():
+            m, v = self.m[name], self.v[name]
+            m *= self.beta1
+            m += (1.0 - self.beta1) * g
+            v *= self.beta2
+            v += (1.0 - self.beta2) * g * g
+            denom = np.sqrt(v) / np.sqrt(correction2) + self.eps
+            params[name] -= (lr / correction1) * m / denom
+
+
+def train_step(params, adam, src, tgt_in, tgt_out, *, pad, eps_ls, config, warmup_steps,
+               factor=1.0, dropout_masks=None):
+    """One optimizer step at the §5.3 rate for step adam.t + 1; returns the loss before it."""
+    loss, grads = loss_and_grads(params, src, tgt_in, tgt_out, pad=pad, eps_ls=eps_ls,
+                                 config=config, dropout_masks=dropout_masks)
+    d_model = params["src_embed.lut.weight"].shape[1]
+    adam.step(params, grads, noam_rate(adam.t + 1, d_model, warmup_steps, factor))
+    return loss
