@@ -70,10 +70,13 @@ def make_batches(lengths, max_tokens: int, seed: int, epoch: int) -> list[list[i
 def shard(batch: list[int], rank: int, world_size: int, accum_steps: int = 1) -> list[list[int]]:
     """This rank's accum_steps micro-batches of one global batch.
 
-    The batch is cut into world_size * accum_steps contiguous pieces of (nearly) equal count:
-    make_batches returns each batch sorted by length and its lengths differ by little, so equal
-    counts are also (nearly) equal token counts. Piece k goes to rank k % world_size as its
-    micro-batch k // world_size, so every example lands in exactly one micro-batch.
+    The batch (sorted by length) is dealt like cards into world_size * accum_steps pieces, in
+    snake order 0, 1, ..., P-1, P-1, ..., 1, 0, 0, 1, ... so that over every two rounds each
+    piece gets one shorter and one longer example: the pieces' counts are within one of each
+    other and their token counts differ by little more than one example (not exactly equal:
+    the budget, so the sort, is on the longer side of each pair, while tokens count both
+    sides). Piece k goes to rank k % world_size
+    as its micro-batch k // world_size, so every example lands in exactly one micro-batch.
 
     A batch with fewer examples than pieces leaves the last pieces empty (`[]`). A rank that gets
     an empty micro-batch has nothing to compute for it; under DistributedDataParallel it must
@@ -84,8 +87,12 @@ def shard(batch: list[int], rank: int, world_size: int, accum_steps: int = 1) ->
         raise ValueError(f"rank {rank} outside 0..{world_size - 1}")
     if accum_steps < 1:
         raise ValueError(f"accum_steps must be >= 1, got {accum_steps}")
-    pieces = np.array_split(np.asarray(batch, dtype=np.int64), world_size * accum_steps)
-    return [pieces[a * world_size + rank].tolist() for a in range(accum_steps)]
+    pieces = world_size * accum_steps
+    dealt = [[] for _ in range(pieces)]
+    for j, example in enumerate(batch):
+        round_, k = divmod(j, pieces)
+        dealt[k if round_ % 2 == 0 else pieces - 1 - k].append(example)
+    return [dealt[a * world_size + rank] for a in range(accum_steps)]
 
 
 def collate(pairs, indices, pad: int = PAD):
