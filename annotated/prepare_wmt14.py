@@ -1,0 +1,182 @@
+"""Download and prepare WMT 2014 English-German, the paper's data (§5.1): "the standard WMT 2014
+English-German dataset consisting of about 4.5 million sentence pairs".
+
+    python -m annotated.prepare_wmt14 --out DIR      (needs internet and about 3 GB of disk)
+
+writes into DIR the files `load_corpus` reads for dataset="wmt14" (point --data-dir or
+ANNOTATED_DATA_DIR at DIR; without --out, DIR is the cache's wmt14/ folder, where load_corpus
+looks by default):
+
+    train.{en,de}          Europarl v7 + Common Crawl + News Commentary v9, in that order
+    newstest2013.{en,de}   the development set (the paper's "newstest2013", Table 3)
+    newstest2014.{en,de}   the full 3,003-sentence test set, from the `test-full` SGML files
+    manifest.json          sha256 and size of every archive, line count and sha256 of every output
+
+The archives are the ones the WMT14 shared task published on statmt.org (the URLs below are
+the task page's well-known links; statmt.org publishes no checksums for them, so none is pinned
+here: the manifest records what was downloaded, to compare machines or reruns). They are kept
+in DIR/downloads, so a rerun reuses them. Text is copied as is (no tokenization, no cleaning):
+the only changes are SGML markup and entities removed from the test set. Every corpus is
+checked to have as many English as German lines, and the test set's English and German
+segments to carry the same document and segment ids, in order.
+"""
+import argparse
+import html
+import json
+import re
+import shutil
+import tarfile
+from pathlib import Path
+
+from annotated.data import cache_folder, download
+from annotated.tokenizer import atomic_open, read_lines, sha256_file
+
+STATMT = "http://www.statmt.org/"
+URLS = {
+    "training-parallel-europarl-v7.tgz": STATMT + "wmt13/training-parallel-europarl-v7.tgz",
+    "training-parallel-commoncrawl.tgz": STATMT + "wmt13/training-parallel-commoncrawl.tgz",
+    "training-parallel-nc-v9.tgz": STATMT + "wmt14/training-parallel-nc-v9.tgz",
+    "dev.tgz": STATMT + "wmt14/dev.tgz",
+    "test-full.tgz": STATMT + "wmt14/test-full.tgz",
+}
+# Where each side is: (archive, the file's name inside it, whatever its folder there).
+TRAIN = {
+    "europarl": ("training-parallel-europarl-v7.tgz", "europarl-v7.de-en.{lang}"),
+    "commoncrawl": ("training-parallel-commoncrawl.tgz", "commoncrawl.de-en.{lang}"),
+    "news-commentary": ("training-parallel-nc-v9.tgz", "news-commentary-v9.de-en.{lang}"),
+}
+DEV = ("dev.tgz", "newstest2013.{lang}")
+TEST = {"en": ("test-full.tgz", "newstest2014-deen-src.en.sgm"),
+        "de": ("test-full.tgz", "newstest2014-deen-ref.de.sgm")}
+LANGS = ("en", "de")
+
+
+def extract(archive: Path, names: list[str], folder: Path) -> dict[str, Path]:
+    """Copy the members of a .tgz whose file names (any folder) are in `names` into `folder`,
+    in one pass over the archive. A name not found is an error listing what the archive holds."""
+    found = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        seen = []
+        for member in tar:
+            name = Path(member.name).name
+            seen.append(member.name)
+            if member.isfile() and name in names:
+                found[name] = folder / name
+                with tar.extractfile(member) as src, open(found[name], "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValueError(f"{archive} has no {', '.join(missing)}; it holds: {', '.join(seen)}")
+    return found
+
+
+_DOC = re.compile(r'<doc\b[^>]*\bdocid="([^"]*)"', re.IGNORECASE)
+_SEG = re.compile(r'<seg\b[^>]*\bid="?([^">\s]*)"?[^>]*>(.*)</seg>', re.IGNORECASE)
+
+
+def read_sgml(path) -> tuple[list[str], list[tuple[str, str]]]:
+    """The segments of a WMT SGML file, entities unescaped (&amp; -> &, &quot; -> "), and
+    their (document id, segment id) pairs, in file order."""
+    texts, ids, doc = [], [], None
+    for line in read_lines(path):
+        if m := _DOC.search(line):
+            doc = m.group(1)
+        if m := _SEG.search(line):
+            ids.append((doc, m.group(1)))
+            texts.append(html.unescape(m.group(2)).strip())
+    return texts, ids
+
+
+def aligned_sgml(src_path, ref_path) -> tuple[list[str], list[str]]:
+    """Source and reference segments of a test set, checked to be the same documents and
+    segments in the same order."""
+    src, src_ids = read_sgml(src_path)
+    ref, ref_ids = read_sgml(ref_path)
+    if src_ids != ref_ids:
+        n = next((i for i, (a, b) in enumerate(zip(src_ids, ref_ids)) if a != b),
+                 min(len(src_ids), len(ref_ids)))
+        raise ValueError(f"{src_path} ({len(src_ids):,} segments) and {ref_path} "
+                         f"({len(ref_ids):,} segments) are not aligned: segment {n + 1} is "
+                         f"{src_ids[n] if n < len(src_ids) else 'missing'} in one and "
+                         f"{ref_ids[n] if n < len(ref_ids) else 'missing'} in the other")
+    return src, ref
+
+
+def concatenate(parts: list[tuple[Path, Path]], out_en: Path, out_de: Path) -> list[int]:
+    """Append each (English, German) file pair to out_en/out_de after checking that both have
+    the same number of lines; returns the pairs per part. Only "\\n" ends a line (read_lines)."""
+    counts = []
+    for en, de in parts:
+        n_en, n_de = (sum(1 for _ in read_lines(p)) for p in (en, de))
+        if n_en != n_de:
+            raise ValueError(f"parallel files differ in length: {en} has {n_en:,} lines, "
+                             f"{de} has {n_de:,}")
+        counts.append(n_en)
+    for out, side in ((out_en, 0), (out_de, 1)):
+        write_lines(out, (line for part in parts for line in read_lines(part[side])))
+    return counts
+
+
+def write_lines(path, lines):
+    with atomic_open(path, "w") as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def prepare(out, urls=URLS, log=print) -> dict:
+    """Download what is missing into out/downloads, then write the text files and the manifest."""
+    out = Path(out)
+    downloads, work = out / "downloads", out / "extracted"
+    work.mkdir(parents=True, exist_ok=True)
+    manifest = {"archives": {}, "corpora": {}, "outputs": {}}
+    for name, url in urls.items():
+        path = downloads / name
+        if not path.is_file():
+            log(f"downloading {url}")
+            download(url, path)
+        manifest["archives"][name] = {"url": url, "bytes": path.stat().st_size,
+                                      "sha256": sha256_file(path)}
+
+    wanted = {}                               # archive -> member names to extract
+    for archive, pattern in [*TRAIN.values(), DEV]:
+        wanted.setdefault(archive, []).extend(pattern.format(lang=lang) for lang in LANGS)
+    for archive, member in TEST.values():
+        wanted.setdefault(archive, []).append(member)
+    files = {}
+    for archive, names in wanted.items():
+        log(f"extracting {', '.join(names)} from {archive}")
+        files.update(extract(downloads / archive, names, work))
+
+    parts = [tuple(files[pattern.format(lang=lang)] for lang in LANGS)
+             for _, pattern in TRAIN.values()]
+    counts = concatenate(parts, out / "train.en", out / "train.de")
+    manifest["corpora"] = dict(zip(TRAIN, counts))
+    concatenate([tuple(files[DEV[1].format(lang=lang)] for lang in LANGS)],
+                out / "newstest2013.en", out / "newstest2013.de")
+    en, de = aligned_sgml(files[TEST["en"][1]], files[TEST["de"][1]])
+    write_lines(out / "newstest2014.en", en)
+    write_lines(out / "newstest2014.de", de)
+    shutil.rmtree(work)
+
+    for stem in ("train", "newstest2013", "newstest2014"):
+        for lang in LANGS:
+            path = out / f"{stem}.{lang}"
+            manifest["outputs"][path.name] = {"lines": sum(1 for _ in read_lines(path)),
+                                              "sha256": sha256_file(path)}
+    with atomic_open(out / "manifest.json", "w") as f:
+        json.dump(manifest, f, indent=1)
+    log(f"wrote {out}: " + ", ".join(f"{name} {info['lines']:,} lines"
+                                     for name, info in manifest["outputs"].items()))
+    return manifest
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: the cache's wmt14/, where training looks)")
+    args = parser.parse_args()
+    prepare(args.out or cache_folder() / "wmt14")
+
+
+if __name__ == "__main__":
+    main()

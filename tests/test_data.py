@@ -1,0 +1,272 @@
+"""Reading parallel text, the three datasets, downloads with checksums, WMT14 preparation."""
+import gzip
+import html
+import io
+import json
+import os
+import tarfile
+
+import pytest
+
+import annotated.data as data
+from annotated.batching import lengths_of, make_batches, padding_fraction
+from annotated.configs import get
+from annotated.data import load_corpus, read_parallel
+from annotated.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
+from annotated.tokenizer import read_lines, sha256_file
+
+
+def quiet(*_):
+    pass
+
+
+# --- read_parallel ---------------------------------------------------------------------------
+
+def test_read_parallel_gzip_and_plain_with_empty_pairs(tmp_path):
+    with gzip.open(tmp_path / "a.en.gz", "wt", encoding="utf-8") as f:
+        f.write("A dog.\n\nA cat.\n   \nTwo men.\n")
+    (tmp_path / "a.de").write_text("Ein Hund.\nLeer.\nEine Katze.\nZwei.\nZwei Männer.\n")
+    pairs, stats = read_parallel(tmp_path / "a.en.gz", tmp_path / "a.de")
+    assert pairs == [("A dog.", "Ein Hund."), ("A cat.", "Eine Katze."), ("Two men.", "Zwei Männer.")]
+    assert stats == {"read": 5, "empty": 2}
+
+
+def test_read_parallel_line_count_mismatch_names_both(tmp_path):
+    (tmp_path / "x.en").write_text("a\nb\nc\n")
+    (tmp_path / "x.de").write_text("a\nb\n")
+    with pytest.raises(ValueError, match=r"x\.en has 3 lines, .*x\.de has 2"):
+        read_parallel(tmp_path / "x.en", tmp_path / "x.de")
+
+
+# --- copy task -------------------------------------------------------------------------------
+
+def test_copy_corpus_is_seeded_and_repeats_its_input():
+    config = get("copy")
+    a, b = load_corpus(config, log=quiet), load_corpus(config, log=quiet)
+    other = load_corpus(config.override(seed=config.seed + 1), log=quiet)
+    assert [s.tolist() for s, _ in a.train] == [s.tolist() for s, _ in b.train]
+    assert [s.tolist() for s, _ in a.train] != [s.tolist() for s, _ in other.train]
+    assert len(a.train) == config.copy_examples and len(a.valid) == len(a.test) > 0
+    for src, tgt in a.train + a.valid + a.test:
+        assert src.tolist() == tgt.tolist()
+        assert 1 <= len(src) <= config.copy_len and src.min() >= 4
+        assert src.max() < config.vocab_size
+    assert a.test_src == a.test_ref == [a.tokenizer.decode(s) for s, _ in a.test]
+    assert a.tokenizer.encode(a.test_src[0]) == a.test[0][0].tolist()
+
+
+def test_too_long_pairs_dropped_from_train_and_valid_counted_never_from_test():
+    config = get("copy").override(max_sentence_len=6)       # keeps 1..5 symbols + EOS
+    full = load_corpus(get("copy"), log=quiet)
+    cut = load_corpus(config, log=quiet)
+    for split in ("train", "valid"):
+        expected = sum(len(s) + 1 > 6 for s, _ in getattr(full, split))
+        assert expected > 0
+        assert cut.stats[split]["too_long"] == expected
+        assert len(getattr(cut, split)) == len(getattr(full, split)) - expected
+        assert cut.stats[split]["kept"] == len(getattr(cut, split))
+    assert len(cut.test) == len(full.test) and cut.stats["test"]["too_long"] == 0
+    assert max(len(s) for s, _ in cut.test) > 5
+
+
+# --- Multi30k: locating, downloading, checksums ------------------------------------------------
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """No data location; downloads come from a local folder standing in for the server."""
+    server = tmp_path / "server"
+    server.mkdir()
+    monkeypatch.delenv(data.DATA_ENV, raising=False)
+    monkeypatch.setattr(data, "MULTI30K_URL", server.as_uri() + "/{name}")
+    return server, tmp_path / "cache"
+
+
+def test_checksum_mismatch_is_an_error_and_keeps_nothing(offline):
+    server, cache = offline
+    for name in data.MULTI30K_SHA256:
+        with gzip.open(server / name, "wt") as f:
+            f.write("not the real file\n")
+    with pytest.raises(ValueError, match="checksum mismatch for .*train.en.gz: expected sha256 "
+                                         + data.MULTI30K_SHA256["train.en.gz"]):
+        load_corpus(get("multi30k"), cache_dir=cache, log=quiet)
+    assert list((cache / "multi30k").iterdir()) == []          # nor any temporary file
+
+
+def test_corrupt_cached_file_is_removed_and_no_network_says_what_to_set(offline):
+    server, cache = offline
+    (cache / "multi30k").mkdir(parents=True)
+    (cache / "multi30k" / "train.en.gz").write_bytes(b"truncated")
+    logs = []
+    with pytest.raises(FileNotFoundError) as error:
+        load_corpus(get("multi30k"), cache_dir=cache, log=logs.append)
+    message = str(error.value)
+    assert str(cache / "multi30k" / "train.en.gz") in message
+    assert "--data-dir" in message and data.DATA_ENV in message
+    assert any("does not match its sha256; removing it" in line for line in logs)
+    assert not (cache / "multi30k" / "train.en.gz").exists()
+
+
+def test_data_dir_without_the_files_names_where_it_looked(tmp_path):
+    with pytest.raises(FileNotFoundError, match=rf"train\.en\.gz.* in {tmp_path}/multi30k and "
+                                                rf"in {tmp_path}; .*--data-dir or "
+                                                rf"{data.DATA_ENV}"):
+        load_corpus(get("multi30k"), data_dir=tmp_path, cache_dir=tmp_path, log=quiet)
+
+
+# --- Multi30k: the real data (shared folder, or downloaded) ------------------------------------
+
+@pytest.fixture(scope="module")
+def multi30k(tmp_path_factory):
+    """Multi30k with a small (1,000) vocabulary, from the data location or the network."""
+    cache, logs = tmp_path_factory.mktemp("cache"), []
+    try:
+        corpus = load_corpus(get("multi30k").override(vocab_size=1000), cache_dir=cache,
+                             log=logs.append)
+    except FileNotFoundError as e:
+        pytest.skip(f"Multi30k unavailable (no data location and no network): {e}")
+    return corpus, cache, logs
+
+
+def test_multi30k_splits_and_raw_test_text(multi30k):
+    corpus, _, _ = multi30k
+    assert {split: (s["read"], s["empty"], s["kept"]) for split, s in corpus.stats.items()} == {
+        "train": (29_000, 0, 29_000), "valid": (1_014, 0, 1_014), "test": (1_000, 0, 1_000)}
+    assert len(corpus.test_src) == len(corpus.test_ref) == len(corpus.test) == 1_000
+    tok = corpus.tokenizer
+    assert tok.vocab_size == 1000
+    for (src, tgt), en, de in zip(corpus.test, corpus.test_src, corpus.test_ref):
+        assert tok.decode(src) == en and tok.decode(tgt) == de     # lossless on the test set
+
+
+def test_multi30k_padding_fraction_at_most_ten_percent(multi30k):
+    corpus, _, _ = multi30k
+    lengths = lengths_of(corpus.train)
+    batches = make_batches(lengths, get("multi30k").max_tokens, seed=1234, epoch=0)
+    src_frac, tgt_frac = padding_fraction(lengths, batches)
+    assert src_frac <= 0.10 and tgt_frac <= 0.10, (src_frac, tgt_frac)
+
+
+def test_multi30k_tokenizer_cached_and_length_filter_counted(multi30k):
+    corpus, cache, logs = multi30k
+    assert any("training a 1,000-token BPE" in line for line in logs)
+    logs = []
+    short = load_corpus(get("multi30k").override(vocab_size=1000, max_sentence_len=16),
+                        cache_dir=cache, log=logs.append)
+    assert any("tokenizer: reusing" in line for line in logs)
+    assert short.tokenizer.to_bytes() == corpus.tokenizer.to_bytes()
+    too_long = sum(len(s) + 1 > 16 or len(t) + 1 > 16 for s, t in corpus.train)
+    assert too_long > 0 and short.stats["train"]["too_long"] == too_long
+    assert len(short.train) == 29_000 - too_long and len(short.test) == 1_000
+
+
+def test_multi30k_folder_itself_is_accepted(multi30k):
+    corpus, cache, _ = multi30k
+    location = os.environ.get(data.DATA_ENV)
+    folder = data._find("multi30k", list(data.MULTI30K_SHA256), location or cache)
+    again = load_corpus(get("multi30k").override(vocab_size=1000), data_dir=folder,
+                        cache_dir=cache, log=quiet)
+    assert again.test_src == corpus.test_src
+
+
+# --- WMT14: preparation on toy archives, then loading ------------------------------------------
+
+def _tgz(path, members):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in members.items():
+            raw = text.encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+
+
+def _sgml(setid, lang, docs):
+    lines = [f'<{setid} setid="newstest2014" srclang="any" trglang="{lang}">']
+    for docid, segs in docs:
+        lines.append(f'<doc sysid="ref" docid="{docid}" genre="news" origlang="en">')
+        lines += [f'<seg id="{i}">{html.escape(seg)}</seg>' for i, seg in enumerate(segs, 1)]
+        lines.append("</doc>")
+    return "\n".join(lines + [f"</{setid}>"]) + "\n"
+
+
+TEST_EN = [("d1", ["Tom & Jerry say \"hi\".", "1 < 2 isn't news."]), ("d2", ["Short."])]
+TEST_DE = [("d1", ["Tom & Jerry sagen \"hallo\".", "1 < 2 ist nichts Neues."]), ("d2", ["Kurz."])]
+
+
+def toy_wmt14(folder, europarl_de="Haus eins.\nHaus zwei.\n\n"):
+    """The five statmt.org archives in miniature, with the members prepare() looks for."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _tgz(folder / "training-parallel-europarl-v7.tgz", {
+        "training/europarl-v7.de-en.en": "House one.\nHouse two.\nHouse three.\n",
+        "training/europarl-v7.de-en.de": europarl_de,
+        "training/europarl-v7.fr-en.en": "Not this one.\n"})
+    _tgz(folder / "training-parallel-commoncrawl.tgz", {
+        "commoncrawl.de-en.en": "A web\rpage.\nAnother one.\n",
+        "commoncrawl.de-en.de": "Eine Web\rseite.\nNoch eine.\n"})
+    _tgz(folder / "training-parallel-nc-v9.tgz", {
+        "training/news-commentary-v9.de-en.en": "News " * 30 + "\n",
+        "training/news-commentary-v9.de-en.de": "Nachrichten.\n"})
+    _tgz(folder / "dev.tgz", {"dev/newstest2013.en": "Dev one.\nDev two.\n",
+                              "dev/newstest2013.de": "Dev eins.\nDev zwei.\n"})
+    _tgz(folder / "test-full.tgz", {
+        "test-full/newstest2014-deen-src.en.sgm": _sgml("srcset", "en", TEST_EN),
+        "test-full/newstest2014-deen-ref.de.sgm": _sgml("refset", "de", TEST_DE)})
+    return {name: (folder / name).as_uri() for name in URLS}
+
+
+def test_prepare_wmt14_on_local_archives_then_load(tmp_path):
+    urls = toy_wmt14(tmp_path / "server")
+    out = tmp_path / "wmt14"
+    manifest = prepare(out, urls, log=quiet)
+    assert list(read_lines(out / "train.en")) == [
+        "House one.", "House two.", "House three.", "A web\rpage.", "Another one.", "News " * 30]
+    assert list(read_lines(out / "train.de"))[:4] == ["Haus eins.", "Haus zwei.", "",
+                                                      "Eine Web\rseite."]
+    assert manifest["corpora"] == {"europarl": 3, "commoncrawl": 2, "news-commentary": 1}
+    assert list(read_lines(out / "newstest2013.de")) == ["Dev eins.", "Dev zwei."]
+    assert list(read_lines(out / "newstest2014.en")) == [s for _, d in TEST_EN for s in d]
+    assert list(read_lines(out / "newstest2014.de")) == [s for _, d in TEST_DE for s in d]
+    on_disk = json.loads((out / "manifest.json").read_text())
+    assert on_disk == manifest
+    for name, info in manifest["archives"].items():
+        assert info["sha256"] == sha256_file(out / "downloads" / name)
+    assert manifest["outputs"]["newstest2014.en"]["lines"] == 3
+    assert not (out / "extracted").exists()
+
+    config = get("base").override(vocab_size=60, max_sentence_len=12)
+    corpus = load_corpus(config, data_dir=tmp_path, cache_dir=tmp_path / "cache", log=quiet)
+    assert corpus.stats["train"] == {"read": 6, "empty": 1, "too_long": 1, "kept": 4}
+    assert corpus.stats["valid"]["kept"] == 2
+    assert corpus.test_src == [s for _, d in TEST_EN for s in d] and len(corpus.test) == 3
+
+
+def test_prepare_wmt14_rejects_misaligned_corpora(tmp_path):
+    urls = toy_wmt14(tmp_path / "server", europarl_de="Nur eins.\n")
+    with pytest.raises(ValueError, match=r"europarl-v7\.de-en\.en has 3 lines, "
+                                         r".*europarl-v7\.de-en\.de has 1"):
+        prepare(tmp_path / "out", urls, log=quiet)
+
+
+def test_sgml_alignment_is_checked(tmp_path):
+    (tmp_path / "src.sgm").write_text(_sgml("srcset", "en", TEST_EN))
+    (tmp_path / "ref.sgm").write_text(_sgml("refset", "de", [TEST_DE[0], ("d3", ["Kurz."])]))
+    with pytest.raises(ValueError, match=r"segment 3 is \('d2', '1'\) in one and \('d3', '1'\)"):
+        aligned_sgml(tmp_path / "src.sgm", tmp_path / "ref.sgm")
+
+
+def test_missing_archive_member_lists_the_archive(tmp_path):
+    urls = toy_wmt14(tmp_path / "server")
+    _tgz(tmp_path / "server" / "dev.tgz", {"dev/newstest2012.en": "x\n"})
+    with pytest.raises(ValueError, match=r"dev\.tgz has no newstest2013\.en, newstest2013\.de; "
+                                         r"it holds: dev/newstest2012\.en"):
+        prepare(tmp_path / "out", urls, log=quiet)
+
+
+def test_sgml_round_trip_on_real_newstest2014(tmp_path):
+    location = os.environ.get(data.DATA_ENV)
+    path = location and os.path.join(location, "wmt14", "newstest2014.en")
+    if not path or not os.path.isfile(path):
+        pytest.skip(f"no wmt14/newstest2014.en in the data location ({data.DATA_ENV} unset or "
+                    f"without it)")
+    lines = list(read_lines(path))
+    (tmp_path / "src.sgm").write_text(_sgml("srcset", "en", [("all", lines)]), encoding="utf-8")
+    assert read_sgml(tmp_path / "src.sgm")[0] == [line.strip() for line in lines]
