@@ -10,6 +10,9 @@ concatenation (a reshape, whose backward is the inverse reshape), attention, the
 projections. When query, key and value are the same tensor (self-attention) the caller adds
 up the three input gradients.
 
+One gradient is zero in exact arithmetic: the key bias b_K adds q . b_K to every score of a
+row, which the softmax cancels, so d loss / d b_K = 0 up to rounding on any input.
+
 Parameters are looked up by their PyTorch names under `name`, e.g.
 "encoder.layers.0.self_attn.W_Q.weight".
 """
