@@ -51,17 +51,16 @@ def make_batches(lengths, max_tokens: int, seed: int, epoch: int) -> list[list[i
     # the targets of a batch unequal: 12% target padding on Multi30k against 4% this way.)
     shuffled = rng.permutation(len(lengths))
     src, tgt = lengths[shuffled, 0], lengths[shuffled, 1]
-    order = shuffled[np.lexsort((tgt, src, np.maximum(src, tgt)))]
+    longer = np.maximum(src, tgt)
+    order = shuffled[np.lexsort((tgt, src, longer))]
 
-    batches, current, longest_src, longest_tgt = [], [], 0, 0
-    for i in order.tolist():
-        src_len, tgt_len = lengths[i]
-        s, t = max(longest_src, src_len), max(longest_tgt, tgt_len)
-        if current and (len(current) + 1) * max(s, t) > max_tokens:
+    batches, current = [], []
+    for i, n in zip(order.tolist(), np.sort(longer).tolist()):
+        # the order rises in the longer side, so n is the longest side of the batch so far
+        if current and (len(current) + 1) * n > max_tokens:
             batches.append(current)
-            current, s, t = [], src_len, tgt_len
+            current = []
         current.append(i)
-        longest_src, longest_tgt = s, t
     if current:
         batches.append(current)
     return [batches[j] for j in rng.permutation(len(batches))]
