@@ -103,22 +103,16 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
         raise ValueError(f"unknown dataset {config.dataset!r}; choose copy, multi30k or wmt14")
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               config.dataset, log)
-    splits, stats, test_text = {}, {}, None
+    splits, stats = {}, {}
     for split, (src_path, tgt_path) in files.items():
-        text, stats[split] = read_parallel(src_path, tgt_path)
-        src_ids = _as_arrays(tokenizer.encode_all([s for s, _ in text]))
-        tgt_ids = _as_arrays(tokenizer.encode_all([t for _, t in text]))
-        ids = list(zip(src_ids, tgt_ids))
-        stats[split]["too_long"] = 0
+        pairs, stats[split] = read_parallel(src_path, tgt_path)
+        src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
+        ids = list(zip(_encode(tokenizer, src), _encode(tokenizer, tgt)))
+        splits[split] = _filter(config, split, ids, stats[split], log)
         if split == "test":
-            test_text = text
-        else:
-            ids = _drop_too_long(ids, config.max_sentence_len, stats[split])
-        splits[split] = ids
-        stats[split]["kept"] = len(ids)
-        log(f"{config.dataset} {split}: {_describe(stats[split])}")
+            test_src, test_ref = src, tgt          # raw text, for BLEU
     return Corpus(splits["train"], splits["valid"], splits["test"], tokenizer, stats,
-                  [s for s, _ in test_text], [t for _, t in test_text])
+                  test_src, test_ref)
 
 
 def _copy_corpus(config, log) -> Corpus:
@@ -132,20 +126,27 @@ def _copy_corpus(config, log) -> Corpus:
         rng = np.random.default_rng([config.seed, stream])
         lengths = rng.integers(1, config.copy_len + 1, size=n)
         seqs = [rng.integers(4, config.vocab_size, size=k).astype(np.int32) for k in lengths]
-        ids = [(s, s) for s in seqs]
-        stats[split] = {"read": n, "empty": 0, "too_long": 0}
-        if split != "test":
-            ids = _drop_too_long(ids, config.max_sentence_len, stats[split])
-        splits[split] = ids
-        stats[split]["kept"] = len(ids)
-        log(f"copy {split}: {_describe(stats[split])}")
+        stats[split] = {"read": n, "empty": 0}
+        splits[split] = _filter(config, split, [(s, s) for s in seqs], stats[split], log)
     test_text = [tokenizer.decode(s) for s, _ in splits["test"]]
     return Corpus(splits["train"], splits["valid"], splits["test"], tokenizer, stats,
                   test_text, list(test_text))
 
 
-def _as_arrays(seqs):
-    return [np.asarray(s, dtype=np.int32) for s in seqs]
+def _encode(tokenizer, texts, chunk=100_000):
+    """Token ids as int32 arrays, a chunk at a time: lists of Python ints take 10x the memory."""
+    return [np.asarray(ids, dtype=np.int32) for start in range(0, len(texts), chunk)
+            for ids in tokenizer.encode_all(texts[start:start + chunk])]
+
+
+def _filter(config, split, pairs, stats, log):
+    """Drop pairs longer than max_sentence_len (never from test), count and log."""
+    stats["too_long"] = 0
+    if split != "test":
+        pairs = _drop_too_long(pairs, config.max_sentence_len, stats)
+    stats["kept"] = len(pairs)
+    log(f"{config.dataset} {split}: {_describe(stats)}")
+    return pairs
 
 
 def _drop_too_long(pairs, max_len, stats):
