@@ -74,6 +74,8 @@ def test_model_with_other_special_ids_is_rejected():
                                    model_writer=model, vocab_size=40, minloglevel=2)
     with pytest.raises(ValueError, match="pad/unk/bos/eos ids"):
         Tokenizer.from_bytes(model.getvalue())
+    with pytest.raises(ValueError, match="not a tokenizer: 5 bytes"):
+        Tokenizer.from_bytes(b"hello")
 
 
 def test_cache_reuses_and_retrains_when_inputs_change(corpus_files, tmp_path, monkeypatch):
