@@ -1,6 +1,5 @@
-"""Batches by token count (§5.1): "Sentence pairs were batched together by approximate
-sequence length. Each training batch contained a set of sentence pairs containing approximately
-25000 source tokens and 25000 target tokens."
+"""Batches by token count (§5.1). The paper groups sentence pairs of similar length and sizes
+each batch by tokens, not sentences: about 25,000 source and 25,000 target tokens per step.
 
 A batch is a list of example indices. Its cost is what the model computes on, padding included:
 a batch of b pairs whose longest source has S tokens and longest target T tokens fills a
