@@ -15,9 +15,12 @@ def embedding_forward(tokens, table):
     return table[tokens] * scale, (tokens, table.shape, scale)
 
 
-def embedding_backward(dy, cache):
-    """The gradient of the table, (vocab, d_model); token ids have no gradient."""
+def embedding_backward(dy, cache, dtable=None):
+    """The gradient of the table, (vocab, d_model); token ids have no gradient. It is added
+    into `dtable` when given (a tied matrix collects its three uses in one array), else into
+    a new array of zeros. Returns the array."""
     tokens, table_shape, scale = cache
-    dtable = np.zeros(table_shape, dtype=dy.dtype)
+    if dtable is None:
+        dtable = np.zeros(table_shape, dtype=dy.dtype)
     np.add.at(dtable, tokens.reshape(-1), dy.reshape(-1, table_shape[1]) * scale)  # scatter-add
     return dtable

@@ -23,7 +23,8 @@ def feedforward_backward(dout, cache):
     """Returns dx and the gradients of W_1, b_1, W_2, b_2."""
     name, cache_1, positive, mask, cache_2 = cache
     grads = {}
-    ddropped, grads[f"{name}.W_2.weight"], grads[f"{name}.W_2.bias"] = linear_backward(dout, cache_2)
+    W_1, W_2 = f"{name}.W_1", f"{name}.W_2"
+    ddropped, grads[f"{W_2}.weight"], grads[f"{W_2}.bias"] = linear_backward(dout, cache_2)
     dhidden = relu_backward(dropout_backward(ddropped, mask), positive)
-    dx, grads[f"{name}.W_1.weight"], grads[f"{name}.W_1.bias"] = linear_backward(dhidden, cache_1)
+    dx, grads[f"{W_1}.weight"], grads[f"{W_1}.bias"] = linear_backward(dhidden, cache_1)
     return dx, grads

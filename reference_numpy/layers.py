@@ -9,21 +9,24 @@ import numpy as np
 
 
 def linear_forward(x, W, b=None):
-    """y = x W^T + b.  x: (..., d_in), W: (d_out, d_in), b: (d_out,) or None."""
-    y = x @ W.T                                                    # (..., d_out)
+    """y = x W^T + b.  x: (..., d_in), W: (d_out, d_in), b: (d_out,) or None.
+    Every position of every sentence is one row of a single (n, d_in) matrix, so the whole
+    batch is one matrix product."""
+    x2 = x.reshape(-1, x.shape[-1])                                # (n, d_in)
+    y = x2 @ W.T                                                   # (n, d_out)
     if b is not None:
-        y = y + b
-    return y, (x, W, b is not None)
+        y += b
+    return y.reshape(*x.shape[:-1], W.shape[0]), (x2, W, b is not None)
 
 
 def linear_backward(dy, cache):
-    """dx = dy W;  dW = sum over all positions of dy^T x;  db = sum of dy.  (db is None
-    without a bias.)  Flattening the leading axes turns the sum over batch and positions
-    into one matrix product."""
-    x, W, has_bias = cache
-    dx = dy @ W                                                    # (..., d_in)
+    """dx = dy W;  dW = dy^T x summed over all n rows (batch and positions), which is one
+    matrix product of the flattened arrays;  db = sum of dy over the rows (None without a
+    bias)."""
+    x2, W, has_bias = cache
     dy2 = dy.reshape(-1, dy.shape[-1])                             # (n, d_out)
-    dW = dy2.T @ x.reshape(-1, x.shape[-1])                        # (d_out, d_in)
+    dx = (dy2 @ W).reshape(*dy.shape[:-1], W.shape[1])             # (..., d_in)
+    dW = dy2.T @ x2                                                # (d_out, d_in)
     db = dy2.sum(axis=0) if has_bias else None
     return dx, dW, db
 

@@ -63,7 +63,9 @@ def read_config(config, params) -> Shape:
         if get(key) is not None and get(key) != value:
             raise ValueError(f"config has {key}={get(key)!r} but the parameters have "
                              f"{key}={value!r} (with h={h})")
-    tgt_table = "tgt_embed.lut.weight" if "tgt_embed.lut.weight" in params else "src_embed.lut.weight"
+    tgt_table = "tgt_embed.lut.weight"
+    if tgt_table not in params:
+        tgt_table = "src_embed.lut.weight"
     generator = "generator.weight" if "generator.weight" in params else tgt_table
     return Shape(N, h, tgt_table, generator)
 
@@ -74,23 +76,18 @@ def _positions_forward(params, name, x):
     return (sinusoidal_forward(x), None) if table is None else learned_forward(x, table)
 
 
-def _add(grads, name, g):
-    """Accumulate: a tied matrix receives gradient from several uses."""
-    grads[name] = grads[name] + g if name in grads else g
-
-
 def forward(params, src, tgt_in, config, *, pad, dropout_masks=None):
     """src: (batch, src_len), tgt_in: (batch, tgt_len) token ids -> log p (batch, tgt_len, V)
     and the cache for `backward`."""
     shape = read_config(config, params)
     src_mask, tgt_mask = padding_mask(src, pad), target_mask(tgt_in, pad)
 
-    x, src_embed = embedding_forward(src, params["src_embed.lut.weight"])  # (batch, src_len, d_model)
+    x, src_embed = embedding_forward(src, params["src_embed.lut.weight"])  # (batch, src_len, d)
     x, src_pos = _positions_forward(params, "src_pos", x)
     x, src_drop = dropout_forward(x, mask_for(dropout_masks, "src_dropout"))
     memory, encoder = encoder_forward(params, x, src_mask, shape.N, shape.h, dropout_masks)
 
-    y, tgt_embed = embedding_forward(tgt_in, params[shape.tgt_table])     # (batch, tgt_len, d_model)
+    y, tgt_embed = embedding_forward(tgt_in, params[shape.tgt_table])     # (batch, tgt_len, d)
     y, tgt_pos = _positions_forward(params, "tgt_pos", y)
     y, tgt_drop = dropout_forward(y, mask_for(dropout_masks, "tgt_dropout"))
     y, decoder = decoder_forward(params, y, memory, src_mask, tgt_mask, shape.N, shape.h,
@@ -108,22 +105,24 @@ def backward(dlog_p, cache):
      generator, log_softmax) = cache
     dlogits = log_softmax_backward(dlog_p, log_softmax)
     dy, dW_gen, _ = linear_backward(dlogits, generator)
-    grads = {}
-    _add(grads, shape.generator, dW_gen)                            # use 3 of a tied matrix
+    # A tied matrix collects its three uses in one array: this output projection, then the
+    # target embedding, then the source embedding (each adds to what the previous left).
+    grads = {shape.generator: dW_gen}
 
     dy, dmemory, decoder_grads = decoder_backward(dy, decoder)
     grads.update(decoder_grads)
     dy = dropout_backward(dy, tgt_drop)
     if tgt_pos is not None:
         dy, grads["tgt_pos.embedding.weight"] = learned_backward(dy, tgt_pos)
-    _add(grads, shape.tgt_table, embedding_backward(dy, tgt_embed))  # use 2
+    grads[shape.tgt_table] = embedding_backward(dy, tgt_embed, grads.get(shape.tgt_table))
 
     dx, encoder_grads = encoder_backward(dmemory, encoder)
     grads.update(encoder_grads)
     dx = dropout_backward(dx, src_drop)
     if src_pos is not None:
         dx, grads["src_pos.embedding.weight"] = learned_backward(dx, src_pos)
-    _add(grads, "src_embed.lut.weight", embedding_backward(dx, src_embed))  # use 1
+    src_table = "src_embed.lut.weight"
+    grads[src_table] = embedding_backward(dx, src_embed, grads.get(src_table))
     return grads
 
 

@@ -1,6 +1,7 @@
 """Multi-head attention (§3.2.2), forward and backward:
 
-    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O
+    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
 As in annotated.multihead, the h matrices W_i^Q (d_model x d_k) sit side by side in one
 (h*d_k x d_model) weight, so one product projects every head; a reshape then moves the heads

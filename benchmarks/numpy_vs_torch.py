@@ -1,0 +1,112 @@
+"""Time the NumPy reference against PyTorch autograd: float64 forward + backward of the full
+model (label-smoothed loss, dropout off) on the same few short sentences, same thread count.
+
+    python benchmarks/numpy_vs_torch.py [--threads 1] [--repeats 5]
+
+Prints, per configuration, the median time of each side and the ratio NumPy / PyTorch; the
+target is a ratio of at most 3. Thread counts are set before NumPy loads its BLAS (through
+the usual environment variables, and threadpoolctl when it is installed) and with
+torch.set_num_threads, and both are printed.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="BLAS and torch threads")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per side (median)")
+    parser.add_argument("--sentences", type=int, default=4, help="sentences in the batch")
+    return parser.parse_args()
+
+
+args = parse_args()
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = str(args.threads)                 # must precede the numpy import
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import reference_numpy as ref  # noqa: E402
+from annotated import configs, masks  # noqa: E402
+from annotated.loss import label_smoothed_loss  # noqa: E402
+
+PAD, BOS, EOS = 0, 2, 3
+# (name, config, shared vocabulary size)
+CASES = [("copy preset, V=1000", configs.get("copy"), 1000),
+         ("multi30k preset, V=8000", configs.get("multi30k"), 8000),
+         ("base, V=37000", configs.get("base"), 37_000)]
+
+
+def blas_threads():
+    """What NumPy's BLAS will use, as threadpoolctl reports it, else the environment."""
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError:
+        return f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} (no threadpoolctl)"
+    threadpool_limits(args.threads)
+    return ", ".join(f"{i['internal_api']}={i['num_threads']}" for i in threadpool_info())
+
+
+def sentences(rng, vocab, n):
+    """n short sentences of 8-14 words, padded: src, tgt_in, tgt_out (batch, len)."""
+    lengths = rng.integers(8, 15, size=(n, 2))
+    src_len, tgt_len = lengths.max(axis=0) + 1
+    src, tgt_in, tgt_out = (np.full((n, L), PAD) for L in (src_len, tgt_len, tgt_len))
+    for i, (a, b) in enumerate(lengths):
+        src[i, :a + 1] = [*rng.integers(4, vocab, a), EOS]
+        words = rng.integers(4, vocab, b)
+        tgt_in[i, :b + 1], tgt_out[i, :b + 1] = [BOS, *words], [*words, EOS]
+    return src, tgt_in, tgt_out
+
+
+def median_time(fn, repeats):
+    fn()                                                # warm-up (allocations, lazy setup)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    torch.set_num_threads(args.threads)
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, torch {torch.__version__}")
+    print(f"threads: torch {torch.get_num_threads()}; numpy BLAS {blas_threads()}")
+    print(f"{'config':<26} {'tokens':>7} {'numpy (s)':>10} {'torch (s)':>10} {'ratio':>6}  "
+          f"{'|loss diff|':>11}")
+    rng = np.random.default_rng(0)
+    for name, config, vocab in CASES:
+        torch.manual_seed(0)
+        model = config.make_model(vocab).double().eval()        # eval: dropout off
+        params = ref.params_from_torch(model)
+        src, tgt_in, tgt_out = sentences(rng, vocab, args.sentences)
+        t_src, t_in, t_out = (torch.from_numpy(a) for a in (src, tgt_in, tgt_out))
+        result = {}
+
+        def numpy_step():
+            result["numpy"] = ref.loss_and_grads(params, src, tgt_in, tgt_out, pad=PAD,
+                                                 eps_ls=config.eps_ls, config=config)[0]
+
+        def torch_step():
+            model.zero_grad(set_to_none=True)
+            stats = label_smoothed_loss(model(t_src, t_in, *masks(t_src, t_in, PAD)), t_out,
+                                        pad=PAD, eps_ls=config.eps_ls)
+            loss = stats.loss / stats.tokens
+            loss.backward()
+            result["torch"] = loss.item()
+
+        t_numpy = median_time(numpy_step, args.repeats)
+        t_torch = median_time(torch_step, args.repeats)
+        tokens = int((src != PAD).sum() + (tgt_in != PAD).sum())
+        print(f"{name:<26} {tokens:>7} {t_numpy:>10.4f} {t_torch:>10.4f} "
+              f"{t_numpy / t_torch:>6.2f}  {abs(result['numpy'] - result['torch']):>11.1e}")
+    print("target: ratio (numpy / torch) <= 3")
+
+
+if __name__ == "__main__":
+    main()
