@@ -33,7 +33,9 @@ class SinusoidalPositionalEncoding(nn.Module):
     def __init__(self, d_model: int):
         super().__init__()
         self.d_model = d_model
-        self.register_buffer("table", sinusoid_table(0, d_model), persistent=False)
+        # A cache, not a buffer: Module.double() would convert a buffer computed in float32
+        # and keep its float32 rounding; here a change of dtype or device recomputes it.
+        self.table = sinusoid_table(0, d_model)
 
     def forward(self, x, start: int = 0):
         """x: (batch, seq, d_model) embeddings; positions start .. start+seq-1 are added."""

@@ -49,3 +49,10 @@ def test_learned_positions_are_bounded_with_a_clear_error():
 def test_odd_d_model_is_rejected():
     with pytest.raises(ValueError, match="even d_model"):
         sinusoid_table(4, 7)
+
+
+def test_table_is_recomputed_not_converted_when_the_dtype_changes():
+    pe = SinusoidalPositionalEncoding(16)
+    pe(torch.zeros(1, 50, 16))                      # a float32 table now exists
+    out = pe.double()(torch.zeros(1, 50, 16, dtype=torch.float64))
+    assert torch.equal(out[0], sinusoid_table(50, 16, dtype=torch.float64))
