@@ -1,0 +1,169 @@
+"""The translate and evaluate commands: order, empty lines, batching, averaged checkpoints,
+clear errors for bad checkpoints, and BLEU on hand-computable examples."""
+import io
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from annotated import checkpoint, configs
+from annotated.decoding import beam_search, greedy_decode, source_batch
+from annotated.evaluate import main as evaluate_main
+from annotated.evaluate import paper_bleu, paper_tokenize, sacre_bleu, split_compounds
+from annotated.tokenizer import EOS, CopyTokenizer
+from annotated.translate import main as translate_main
+from annotated.translate import translate_lines
+
+CONFIG = configs.get("copy")                      # vocabulary 11: symbols 4..10
+LINES = ["4 5 6", "", "7 8 9 10 4 5 6 7", "9", "   ", "10 10 4 5", "6 7 8 9 10 4 5 6 7 8 9"]
+
+
+def save_checkpoint(path, seed=0, step=1):
+    """A random copy-task model whose outputs are not all empty: EOS's (tied) embedding row is
+    zero, so EOS never stands out, and larger other rows make the choices clear-cut."""
+    torch.manual_seed(seed)
+    model = CONFIG.make_model(11)
+    with torch.no_grad():
+        model.src_embed.lut.weight.mul_(2.0)
+        model.src_embed.lut.weight[EOS] = 0.0
+    return checkpoint.save(path, model=model, config=CONFIG, tokenizer=CopyTokenizer(11),
+                           step=step)
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    return save_checkpoint(tmp_path / "ckpt_0000001.pt")
+
+
+def run_translate(monkeypatch, capsys, argv, stdin=""):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+    translate_main(argv)
+    return capsys.readouterr()
+
+
+def test_translate_keeps_order_and_empty_lines_and_equals_one_by_one(ckpt):
+    model, _, tokenizer = checkpoint.load_model(ckpt)
+    out = translate_lines(model, tokenizer, LINES, max_extra=5, batch_tokens=12)  # 4 batches
+    assert [o == "" for o in out] == [not line.strip() for line in LINES]
+    alone = [tokenizer.decode(beam_search(model, source_batch([tokenizer.encode(line)]),
+                                          max_extra=5)[0].tokens)
+             for line in LINES if line.strip()]
+    assert [o for o, line in zip(out, LINES) if line.strip()] == alone
+
+
+def test_translate_command_stdin_to_stdout_with_progress(ckpt, monkeypatch, capsys):
+    model, _, tokenizer = checkpoint.load_model(ckpt)
+    captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(ckpt), "--greedy",
+                                                   "--batch-tokens", "10"],
+                             stdin="\n".join(LINES) + "\n")
+    expected = [tokenizer.decode(h.tokens) for h in
+                greedy_decode(model, source_batch([tokenizer.encode(x) for x in LINES]))]
+    expected = [e if line.strip() else "" for e, line in zip(expected, LINES)]
+    assert captured.out == "".join(e + "\n" for e in expected)
+    assert "greedy search" in captured.err and f"translated 5/5 sentences" in captured.err
+
+
+def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypatch, capsys):
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n")
+    (tmp_path / "ref.txt").write_text("\n".join(LINES) + "\n")
+    captured = run_translate(monkeypatch, capsys, [
+        "--checkpoint", str(ckpt), "--input", str(tmp_path / "in.txt"), "--output",
+        str(tmp_path / "out.txt"), "--beam", "3", "--alpha", "0.3", "--max-extra", "2",
+        "--ref", str(tmp_path / "ref.txt")])
+    model, _, tokenizer = checkpoint.load_model(ckpt)
+    expected = translate_lines(model, tokenizer, LINES, beam_size=3, alpha=0.3, max_extra=2)
+    assert (tmp_path / "out.txt").read_text() == "".join(e + "\n" for e in expected)
+    assert captured.out == ""
+    assert "beam 3, alpha 0.3, maximum length input + 2" in captured.err
+    assert "sacreBLEU" in captured.err and "compound splitting" in captured.err
+
+
+def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
+    paths = [save_checkpoint(tmp_path / checkpoint.checkpoint_name(s), seed=s, step=s)
+             for s in (1, 2)]
+    checkpoint.main(["average", "--out", str(tmp_path / "avg.pt"), *map(str, paths)])
+    capsys.readouterr()
+    captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(tmp_path / "avg.pt")],
+                             stdin="4 5 6\n\n7 8\n")
+    first, empty, last, end = captured.out.split("\n")
+    assert first and not empty and last and not end
+
+
+def _rewrite(path, **changes):
+    payload = torch.load(path, weights_only=True)
+    payload.update(changes)
+    torch.save(payload, path)
+
+
+@pytest.mark.parametrize("damage,message", [
+    ("missing", "does not exist"),
+    ("garbage", "corrupt"),
+    ("truncated", "corrupt"),
+    ("version", "format version 999"),
+    ("config", "unknown to this version"),
+])
+def test_bad_checkpoints_give_a_clear_error(ckpt, tmp_path, monkeypatch, capsys, damage, message):
+    target = tmp_path / "bad.pt"
+    if damage == "garbage":
+        target.write_bytes(b"not a checkpoint at all" * 10)
+    elif damage == "truncated":
+        target.write_bytes(ckpt.read_bytes()[:5000])
+    elif damage in ("version", "config"):
+        target.write_bytes(ckpt.read_bytes())
+        if damage == "version":
+            _rewrite(target, version=999)
+        else:
+            _rewrite(target, config={**torch.load(ckpt, weights_only=True)["config"],
+                                     "n_experts": 8})
+    with pytest.raises(SystemExit) as exit_:
+        run_translate(monkeypatch, capsys, ["--checkpoint", str(target)], stdin="4 5\n")
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_translate_module_runs_as_a_command(ckpt):
+    done = subprocess.run([sys.executable, "-m", "annotated.translate", "--checkpoint", str(ckpt),
+                           "--greedy"], input="4 5 6\n\n9 10\n", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 3 and done.stdout.split("\n")[1] == ""
+
+
+# --- evaluate -------------------------------------------------------------------------------
+
+def test_identical_output_scores_100_both_ways():
+    refs = ["Ein Mann fährt ein rot-weißes Fahrrad.", "Zwei Hunde spielen im Schnee!"]
+    assert sacre_bleu(refs, refs)[0].score == pytest.approx(100.0)
+    assert paper_bleu(refs, refs).score == pytest.approx(100.0)
+
+
+def test_hand_computed_bleu():
+    # precisions 5/6, 3/5, 2/4, 1/3 at equal length: BLEU = (1/12)^(1/4)
+    score, signature = sacre_bleu(["the cat sat on the mat"], ["the cat sat on a mat"])
+    assert score.score == pytest.approx(100 * (1 / 12) ** 0.25, abs=1e-9)
+    assert "case:mixed" in signature and "tok:13a" in signature
+
+
+def test_compound_splitting_as_in_get_ende_bleu():
+    assert split_compounds("a-b-c x-y - z") == "a ##AT##-##AT## b-c x ##AT##-##AT## y - z"
+    assert paper_tokenize("Das Mehrfamilien-Haus, 5-fach.") == \
+        "Das Mehrfamilien ##AT##-##AT## Haus , 5 - fach ."
+    # 4 tokens, all 1..4-grams matched, reference 5 tokens: BLEU = exp(1 - 5/4)
+    score = paper_bleu(["ein Mehrfamilien-Haus"], ["ein Mehrfamilien-Haus steht"])
+    assert score.score == pytest.approx(100 * math.exp(-0.25), abs=1e-9)
+
+
+def test_evaluate_command(tmp_path, capsys):
+    (tmp_path / "hyp").write_text("the cat sat on the mat\n")
+    (tmp_path / "ref").write_text("the cat sat on a mat\n")
+    evaluate_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
+    out = capsys.readouterr().out
+    assert "sacreBLEU (cased, detokenized): BLEU = 53.73" in out and "signature: nrefs:1" in out
+    assert "paper-style tokenized BLEU with compound splitting" in out
+    (tmp_path / "ref").write_text("one\ntwo\n")
+    with pytest.raises(SystemExit):
+        evaluate_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
+    assert "has 1 lines but" in capsys.readouterr().err
