@@ -63,14 +63,18 @@ def sentences(rng, vocab, n):
     return src, tgt_in, tgt_out
 
 
-def median_time(fn, repeats):
-    fn()                                                # warm-up (allocations, lazy setup)
-    times = []
+def median_times(fns, repeats):
+    """Median seconds per call of each function. The runs alternate between the functions,
+    so a burst of load from other processes slows both sides alike."""
+    for fn in fns:
+        fn()                                            # warm-up (allocations, lazy setup)
+    times = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for fn, fn_times in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            fn_times.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def main():
@@ -100,8 +104,7 @@ def main():
             loss.backward()
             result["torch"] = loss.item()
 
-        t_numpy = median_time(numpy_step, args.repeats)
-        t_torch = median_time(torch_step, args.repeats)
+        t_numpy, t_torch = median_times([numpy_step, torch_step], args.repeats)
         tokens = int((src != PAD).sum() + (tgt_in != PAD).sum())
         print(f"{name:<26} {tokens:>7} {t_numpy:>10.4f} {t_torch:>10.4f} "
               f"{t_numpy / t_torch:>6.2f}  {abs(result['numpy'] - result['torch']):>11.1e}")

@@ -14,9 +14,10 @@ import numpy as np
 
 def numerical_grad(f, x, eps=1e-6, entries=None):
     """d f / d x by central differences at the flat indices `entries` (all by default),
-    perturbing x in place and restoring it. Returns {flat index: derivative}."""
-    grad = {}
-    for i in range(x.size) if entries is None else entries:
+    perturbing x in place and restoring it. Returns the derivatives in the order of entries."""
+    entries = range(x.size) if entries is None else entries
+    grad = np.empty(len(entries))
+    for n, i in enumerate(entries):
         at = np.unravel_index(i, x.shape)
         saved = x[at]
         x[at] = saved + eps
@@ -24,7 +25,7 @@ def numerical_grad(f, x, eps=1e-6, entries=None):
         x[at] = saved - eps
         f_minus = f()
         x[at] = saved
-        grad[i] = (f_plus - f_minus) / (2 * eps)
+        grad[n] = (f_plus - f_minus) / (2 * eps)
     return grad
 
 

@@ -46,9 +46,9 @@ def read_config(config, params) -> Shape:
     def get(key):
         return config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
 
-    if get("h") is None:
-        raise ValueError("config needs h (the number of heads); it cannot be read off the weights")
     h = get("h")
+    if h is None:
+        raise ValueError("config needs h (the number of heads); it cannot be read off the weights")
     N = sum(1 for name in params if name.endswith(".self_attn.W_Q.weight")
             and name.startswith("encoder."))
     W_Q = params["encoder.layers.0.self_attn.W_Q.weight"]           # (h*d_k, d_model)
