@@ -1,0 +1,249 @@
+"""Checkpoints: one self-contained file per save, written atomically, and averaging (§6.1).
+
+A checkpoint is a dict saved with torch.save and read back with `weights_only=True` (plain
+containers, numbers, strings, bytes and tensors; no pickled code):
+
+    format, version      "annotated-transformer checkpoint", FORMAT_VERSION
+    config               the run's Config as a dict of its fields
+    model                the model's state_dict (float32 weights)
+    tokenizer            {"kind": "bpe" | "copy", "bytes": tokenizer.to_bytes()}
+    step                 optimizer steps taken
+    training             what `--resume` needs: optimizer, scheduler and grad-scaler states, the
+                         RNG states of every rank and the data position; None in an averaged file
+    averaged_from        names of the files averaged into this one (averaged files only)
+
+So `load_model(path)` rebuilds the model and its tokenizer from the file alone.
+
+Atomic writes: the bytes go to a temporary file in the same folder, are flushed to disk
+(fsync), and only then renamed over the final name with os.replace, which is atomic on POSIX.
+A crash at any moment leaves either the old files or the complete new one, never half a file
+under a checkpoint name; the orphaned temporary file is ignored (and removed by the next run).
+
+    python -m annotated.checkpoint average --out OUT CKPT [CKPT ...]
+    python -m annotated.checkpoint average --out OUT --last N RUN_DIR
+
+average the weights of several checkpoints of one run; the paper decodes with the average of
+the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals.
+"""
+import argparse
+import random
+import re
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from annotated.tokenizer import atomic_open
+
+FORMAT = "annotated-transformer checkpoint"
+FORMAT_VERSION = 1
+NAME = re.compile(r"ckpt_(\d+)\.pt$")
+TOKENIZER_CLASSES = {"bpe": "Tokenizer", "copy": "CopyTokenizer"}   # in annotated.tokenizer
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that is missing, unreadable, or of another format version."""
+
+
+def checkpoint_name(step: int) -> str:
+    return f"ckpt_{step:07d}.pt"
+
+
+def checkpoints(run_dir) -> list[Path]:
+    """The checkpoints of a run folder, oldest first (by step, from the file name)."""
+    found = [(int(m.group(1)), p) for p in Path(run_dir).glob("ckpt_*.pt")
+             if (m := NAME.fullmatch(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+# ---------------------------------------------------------------------------- RNG states
+
+def rng_state() -> dict:
+    """Every random stream training may draw from, as plain data (python, numpy, torch, CUDA)."""
+    np_state = np.random.get_state(legacy=False)
+    return {
+        "python": random.getstate(),
+        "numpy": {"key": np_state["state"]["key"].tolist(), "pos": np_state["state"]["pos"],
+                  "has_gauss": np_state["has_gauss"], "gauss": np_state["gauss"]},
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def set_rng_state(state: dict) -> None:
+    """Undo `rng_state`: the streams continue exactly where they were saved."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = state["numpy"]
+    np.random.set_state({"bit_generator": "MT19937",
+                         "state": {"key": np.array(n["key"], dtype=np.uint32), "pos": n["pos"]},
+                         "has_gauss": n["has_gauss"], "gauss": n["gauss"]})
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ---------------------------------------------------------------------------- writing
+
+def _tokenizer_record(tokenizer) -> dict:
+    kind = next((k for k, cls in TOKENIZER_CLASSES.items()
+                 if type(tokenizer).__name__ == cls), None)
+    if kind is None:
+        raise TypeError(f"cannot store a tokenizer of type {type(tokenizer).__name__}; "
+                        f"known: {', '.join(TOKENIZER_CLASSES.values())}")
+    return {"kind": kind, "bytes": tokenizer.to_bytes()}
+
+
+def atomic_save(obj, path) -> None:
+    """torch.save `obj` to `path` so that `path` is always either the old file or the new one."""
+    with atomic_open(path) as f:      # temporary file, fsync, os.replace (annotated.tokenizer)
+        torch.save(obj, f)
+
+
+def remove_temporaries(run_dir) -> list[Path]:
+    """Delete temporary files left by a save that was killed half-way; returns them."""
+    stale = list(Path(run_dir).glob(".ckpt_*.pt.*.tmp"))
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale
+
+
+def save(path, *, model, config, tokenizer, step: int, training: dict | None = None,
+         averaged_from: list[str] | None = None) -> Path:
+    """Write one checkpoint atomically. Refuses weights that are not finite, so a diverged run
+    can never overwrite good checkpoints with NaN."""
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(f"not writing {path}: non-finite values in {', '.join(bad[:5])}")
+    payload = {"format": FORMAT, "version": FORMAT_VERSION, "config": asdict(config),
+               "model": state, "tokenizer": _tokenizer_record(tokenizer), "step": step,
+               "training": training}
+    if averaged_from is not None:
+        payload["averaged_from"] = averaged_from
+    atomic_save(payload, path)
+    return Path(path)
+
+
+def rotate(run_dir, keep_last: int) -> list[Path]:
+    """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones."""
+    old = checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []
+    for p in old:
+        p.unlink()
+    return old
+
+
+# ---------------------------------------------------------------------------- reading
+
+def load(path, map_location="cpu") -> dict:
+    """The checkpoint's dict, after checking it is complete and of this format version."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:
+        raise CheckpointError(f"checkpoint {path} is corrupt or truncated "
+                              f"({type(e).__name__}: {str(e).split(". ")[0][:160]})") from e
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
+    if payload.get("version") != FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has format version {payload.get('version')}; "
+                              f"this code reads version {FORMAT_VERSION}")
+    missing = {"config", "model", "tokenizer", "step", "training"} - set(payload)
+    if missing:
+        raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
+    return payload
+
+
+def config_from(payload: dict, path="checkpoint"):
+    """The Config stored in a checkpoint; fields this code does not know are an error."""
+    from annotated.configs import Config
+    known = {f.name for f in fields(Config)}
+    unknown = sorted(set(payload["config"]) - known)
+    if unknown:
+        raise CheckpointError(f"{path}: config fields {', '.join(unknown)} are unknown to this "
+                              f"version of the code")
+    return Config(**payload["config"])
+
+
+def tokenizer_from(payload: dict, path="checkpoint"):
+    import annotated.tokenizer as tokenizers
+    record = payload["tokenizer"]
+    if record.get("kind") not in TOKENIZER_CLASSES:
+        raise CheckpointError(f"{path}: unknown tokenizer kind {record.get('kind')!r}")
+    return getattr(tokenizers, TOKENIZER_CLASSES[record["kind"]]).from_bytes(record["bytes"])
+
+
+def load_model(path, map_location="cpu"):
+    """(model in eval mode, Config, tokenizer) from one checkpoint file, e.g. for translation."""
+    payload = load(path, map_location)
+    config = config_from(payload, path)
+    tokenizer = tokenizer_from(payload, path)
+    model = config.make_model(tokenizer.vocab_size).to(map_location)
+    try:
+        model.load_state_dict(payload["model"])
+    except RuntimeError as e:
+        raise CheckpointError(f"checkpoint {path} does not fit its own config: {e}") from e
+    return model.eval(), config, tokenizer
+
+
+# ---------------------------------------------------------------------------- averaging
+
+def average(paths) -> dict:
+    """The element-wise mean of the weights of several checkpoints of the same model (§6.1),
+    computed in float64 and stored in the original dtype."""
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    payloads = [load(p) for p in paths]
+    first = payloads[0]
+    for p, other in zip(paths[1:], payloads[1:]):
+        shapes = {k: tuple(v.shape) for k, v in other["model"].items()}
+        if shapes != {k: tuple(v.shape) for k, v in first["model"].items()}:
+            raise CheckpointError(f"{p} holds a different model from {paths[0]}")
+        if other["tokenizer"] != first["tokenizer"]:
+            raise CheckpointError(f"{p} has a different tokenizer from {paths[0]}")
+    mean = {}
+    for k, v in first["model"].items():
+        if v.is_floating_point():
+            total = sum(p["model"][k].double() for p in payloads)
+            mean[k] = (total / len(payloads)).to(v.dtype)
+        else:
+            mean[k] = payloads[-1]["model"][k]
+    last = payloads[-1]
+    return {**last, "model": mean, "training": None,
+            "averaged_from": [Path(p).name for p in paths]}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m annotated.checkpoint",
+                                     description="checkpoint tools")
+    commands = parser.add_subparsers(dest="command", required=True)
+    avg = commands.add_parser("average", help="average several checkpoints (§6.1)")
+    avg.add_argument("--out", required=True, help="file to write the averaged checkpoint to")
+    avg.add_argument("--last", type=int, metavar="N",
+                     help="average the newest N checkpoints of the one RUN_DIR given")
+    avg.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR")
+    args = parser.parse_args(argv)
+    try:
+        if args.last is not None:
+            if args.last < 1:
+                parser.error(f"--last must be at least 1, got {args.last}")
+            if len(args.paths) != 1 or not Path(args.paths[0]).is_dir():
+                parser.error("--last N takes exactly one run folder")
+            found = checkpoints(args.paths[0])
+            if len(found) < args.last:
+                raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
+                                      f"fewer than --last {args.last}")
+            paths = found[-args.last:]
+        else:
+            paths = [Path(p) for p in args.paths]
+        atomic_save(average(paths), args.out)
+    except CheckpointError as e:
+        parser.exit(1, f"error: {e}\n")
+    print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
