@@ -145,7 +145,7 @@ def load(path, map_location="cpu") -> dict:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:
         raise CheckpointError(f"checkpoint {path} is corrupt or truncated "
-                              f"({type(e).__name__}: {str(e).split(". ")[0][:160]})") from e
+                              f"({type(e).__name__}: {str(e).split('. ')[0][:160]})") from e
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
     if payload.get("version") != FORMAT_VERSION:
