@@ -12,8 +12,9 @@ the target embedding and the output projection then read that same entry, and it
 the sum of the three uses. With separate vocabularies "tgt_embed.lut.weight" and
 "generator.weight" are present and each gets its own gradient.
 
-`dropout_masks` (None = dropout off) maps each dropout site, named like the nn.Dropout module
-of annotated's model, to its mask (see reference_numpy.layers.dropout_forward).
+`dropout_masks` (None = dropout off) maps every dropout site, named like the nn.Dropout module
+of annotated's model ("src_dropout", "encoder.layers.0.self_attn.dropout", ...), to its mask
+(see reference_numpy.layers.dropout_forward); a site without a mask is an error naming it.
 """
 from collections.abc import Mapping
 from dataclasses import dataclass
