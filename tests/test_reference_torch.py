@@ -67,8 +67,9 @@ def record_dropout(model, rng):
 
 
 def random_batch(rng, batch=3, src_len=6, tgt_len=5, vocab=V):
-    """Sentences of random lengths (one of full length), padded: src = tokens + [EOS],
-    tgt_in = [BOS] + tokens, tgt_out = tokens + [EOS]."""
+    """Sentences of random lengths, the first of full length and the others shorter, so that
+    source and target both have padding: src = tokens + [EOS], tgt_in = [BOS] + tokens,
+    tgt_out = tokens + [EOS]."""
     src = np.full((batch, src_len), PAD)
     tgt_in, tgt_out = np.full((batch, tgt_len), PAD), np.full((batch, tgt_len), PAD)
     for i in range(batch):
