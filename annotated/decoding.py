@@ -7,13 +7,13 @@ BOS, EOS included when the hypothesis ended with one, and |Y| = n counts exactly
 PAD and BOS are never produced (their log-probabilities are set to -inf; the others are not
 renormalised, so a score is the model's own log P(Y|X)).
 
-Beam search, §6.1: "beam search with a beam size of 4 and length penalty alpha = 0.6 ...
-maximum output length during inference to input length + 50, but terminate early when
-possible". The length penalty is GNMT's (Wu et al. 2016)
+Beam search as §6.1 describes it: beam size 4, a length penalty with alpha = 0.6, outputs at
+most 50 tokens longer than the input, and early termination whenever it is safe. The length
+penalty is GNMT's (Wu et al. 2016)
 
     lp(Y) = ((5 + |Y|) / 6)^alpha,     score(Y) = log P(Y|X) / lp(Y)
 
-and the maximum length counts like tensor2tensor: |Y| <= |X| + 50 with |X| the source
+and the maximum length counts like tensor2tensor: |Y| <= |X| + max_extra (50), |X| the source
 tokens including its EOS. At each step every live hypothesis is extended by every token; the
 candidates are ranked by log-probability; a candidate ending in EOS that ranks among the top
 `beam_size` is finished and set aside (never extended), and the `beam_size` best candidates
@@ -37,10 +37,12 @@ stopping there returns exactly what running to the maximum length would. For alp
 is no such bound and we refuse it.
 
 Incremental decoding (`cached=True`): each decoder layer keeps the keys and values of earlier
-positions (annotated.decoder), so a step feeds only the newest token, and the encoder-decoder
-keys and values are projected from the memory once. When beams are re-ranked, or finished
-sentences leave the batch, `reorder_cache` picks the surviving rows of every cached tensor.
-`cached=False` recomputes the whole prefix each step; both give the same tokens and scores.
+positions (annotated.decoder), so a step feeds only the newest token. The first step runs on
+one row per sentence (every beam starts from the same [BOS]), so the encoder-decoder keys and
+values are projected from the memory once per sentence and then copied to its beams. When
+beams are re-ranked, or finished sentences leave the batch, `reorder_cache` picks the
+surviving rows of every cached tensor. `cached=False` recomputes the whole prefix each step;
+both give the same tokens and scores (tests/test_decoding.py).
 """
 import contextlib
 from dataclasses import dataclass

@@ -115,11 +115,11 @@ def test_batched_equals_one_by_one_and_early_finishers_do_not_matter(search):
 def test_cached_equals_uncached_in_float32(search):
     model = tiny_model(5, vocab=40, sharpness=3.0, eos_bias=-1.0, dtype=torch.float32,
                        N=3, d_model=64, d_ff=128)
-    src = source_batch(sentences(6, 8, vocab=40, max_len=10))
+    src = source_batch(sentences(6, 8, vocab=40, max_len=6))
     if search == "greedy":
-        cached, plain = (greedy_decode(model, src, max_extra=10, cached=c) for c in (True, False))
+        cached, plain = (greedy_decode(model, src, max_extra=6, cached=c) for c in (True, False))
     else:
-        cached, plain = (beam_search(model, src, beam_size=4, alpha=0.6, max_extra=10, cached=c)
+        cached, plain = (beam_search(model, src, beam_size=4, alpha=0.6, max_extra=6, cached=c)
                          for c in (True, False))
     assert [h.tokens for h in cached] == [h.tokens for h in plain]
     assert [h.score for h in cached] == pytest.approx([h.score for h in plain], abs=1e-5)

@@ -56,10 +56,10 @@ def test_translate_keeps_order_and_empty_lines_and_equals_one_by_one(ckpt):
 def test_translate_command_stdin_to_stdout_with_progress(ckpt, monkeypatch, capsys):
     model, _, tokenizer = checkpoint.load_model(ckpt)
     captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(ckpt), "--greedy",
-                                                   "--batch-tokens", "10"],
+                                                   "--max-extra", "3", "--batch-tokens", "10"],
                              stdin="\n".join(LINES) + "\n")
     expected = [tokenizer.decode(h.tokens) for h in
-                greedy_decode(model, source_batch([tokenizer.encode(x) for x in LINES]))]
+                greedy_decode(model, source_batch([tokenizer.encode(x) for x in LINES]), max_extra=3)]
     expected = [e if line.strip() else "" for e, line in zip(expected, LINES)]
     assert captured.out == "".join(e + "\n" for e in expected)
     assert "greedy search" in captured.err and f"translated 5/5 sentences" in captured.err
@@ -85,7 +85,8 @@ def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
              for s in (1, 2)]
     checkpoint.main(["average", "--out", str(tmp_path / "avg.pt"), *map(str, paths)])
     capsys.readouterr()
-    captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(tmp_path / "avg.pt")],
+    captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(tmp_path / "avg.pt"),
+                                                   "--max-extra", "3"],
                              stdin="4 5 6\n\n7 8\n")
     first, empty, last, end = captured.out.split("\n")
     assert first and not empty and last and not end
@@ -126,7 +127,7 @@ def test_bad_checkpoints_give_a_clear_error(ckpt, tmp_path, monkeypatch, capsys,
 
 def test_translate_module_runs_as_a_command(ckpt):
     done = subprocess.run([sys.executable, "-m", "annotated.translate", "--checkpoint", str(ckpt),
-                           "--greedy"], input="4 5 6\n\n9 10\n", capture_output=True, text=True,
+                           "--greedy", "--max-extra", "3"], input="4 5 6\n\n9 10\n", capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 3 and done.stdout.split("\n")[1] == ""
