@@ -58,11 +58,11 @@ def test_translate_command_stdin_to_stdout_with_progress(ckpt, monkeypatch, caps
     captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(ckpt), "--greedy",
                                                    "--max-extra", "3", "--batch-tokens", "10"],
                              stdin="\n".join(LINES) + "\n")
-    expected = [tokenizer.decode(h.tokens) for h in
-                greedy_decode(model, source_batch([tokenizer.encode(x) for x in LINES]), max_extra=3)]
+    src = source_batch([tokenizer.encode(x) for x in LINES])
+    expected = [tokenizer.decode(h.tokens) for h in greedy_decode(model, src, max_extra=3)]
     expected = [e if line.strip() else "" for e, line in zip(expected, LINES)]
     assert captured.out == "".join(e + "\n" for e in expected)
-    assert "greedy search" in captured.err and f"translated 5/5 sentences" in captured.err
+    assert "greedy search" in captured.err and "translated 5/5 sentences" in captured.err
 
 
 def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypatch, capsys):
@@ -127,8 +127,8 @@ def test_bad_checkpoints_give_a_clear_error(ckpt, tmp_path, monkeypatch, capsys,
 
 def test_translate_module_runs_as_a_command(ckpt):
     done = subprocess.run([sys.executable, "-m", "annotated.translate", "--checkpoint", str(ckpt),
-                           "--greedy", "--max-extra", "3"], input="4 5 6\n\n9 10\n", capture_output=True, text=True,
-                          timeout=120)
+                           "--greedy", "--max-extra", "3"], input="4 5 6\n\n9 10\n",
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 3 and done.stdout.split("\n")[1] == ""
 
