@@ -1,6 +1,6 @@
 """Tables 1, 2 and 3 (parameter column) of the paper, recomputed from this project's code.
 
-    python results/paper_tables.py [--quick]
+    python -m results.paper_tables [--quick]
 
 Writes results/paper_tables.md (every number with the command that produced it) and
 results/table1_timings.json (the measurements chapter 08 plots). Nothing here is typed in by
@@ -126,7 +126,7 @@ def main():
         dict(threads=threads, machine=platform.processor() or platform.machine(), rows=rows), indent=1))
 
     out = ["# The paper's tables, recomputed", "",
-           f"Written by `python results/paper_tables.py{' --quick' if args.quick else ''}` "
+           f"Written by `python -m results.paper_tables{' --quick' if args.quick else ''}` "
            f"(torch {torch.__version__}, {threads} threads). Do not edit by hand.", "",
            "## Table 1: self-attention vs recurrent layer", "",
            "Per layer: self-attention O(n^2 d) work in O(1) sequential steps; recurrent O(n d^2) "

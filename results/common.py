@@ -1,0 +1,68 @@
+"""What the results scripts share: train a preset with the project's own command, then score
+a checkpoint the way §6.1 does (beam 4, alpha 0.6, max length input + 50) with sacreBLEU."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from annotated.checkpoint import load_model
+from annotated.data import load_corpus
+from annotated.evaluate import paper_bleu, sacre_bleu
+from annotated.train import evaluate
+from annotated.translate import translate_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def train(preset: str, out: Path, *, minutes: float | None = None, steps: int | None = None,
+          overrides=(), data_dir=None) -> tuple[float, str]:
+    """Run `python -m annotated.train` (a fresh run in `out`); returns (wall seconds, command)."""
+    cmd = [sys.executable, "-m", "annotated.train", "--config", preset, "--out", str(out)]
+    if data_dir:
+        cmd += ["--data-dir", str(data_dir)]
+    if minutes is not None:
+        cmd += ["--max-minutes", str(minutes)]
+    if steps is not None:
+        cmd += ["--max-steps", str(steps)]
+    cmd += list(overrides)
+    shown = " ".join(["python"] + cmd[1:])
+    print(f"+ {shown}", flush=True)
+    start = time.time()
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return time.time() - start, shown
+
+
+def average(run_dir: Path, n: int) -> tuple[Path, str]:
+    """Average the newest n checkpoints of a run (§6.1) into run_dir/average.pt."""
+    out = run_dir / "average.pt"
+    cmd = [sys.executable, "-m", "annotated.checkpoint", "average", "--last", str(n),
+           str(run_dir), "--out", str(out)]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return out, " ".join(["python"] + cmd[1:])
+
+
+def score(checkpoint: Path, sources: list[str], references: list[str], **decode) -> dict:
+    """Translate with `translate_lines(**decode)`; sacreBLEU and paper-style BLEU."""
+    model, config, tokenizer = load_model(checkpoint)
+    start = time.time()
+    hyps = translate_lines(model, tokenizer, sources, **decode)
+    seconds = time.time() - start
+    sacre, signature = sacre_bleu(hyps, references)
+    return dict(bleu=round(sacre.score, 2), signature=signature,
+                paper_bleu=round(paper_bleu(hyps, references).score, 2),
+                sentences_per_s=round(len(sources) / seconds, 1), hypotheses=hyps)
+
+
+def perplexity(checkpoint: Path, split: str = "valid", data_dir=None) -> dict:
+    """Label-smoothed loss, perplexity and accuracy per target token on a split."""
+    model, config, _ = load_model(checkpoint)
+    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
+    stats = evaluate(model, getattr(corpus, split), config, torch.device("cpu"), 0, 1)
+    return {k: round(v, 4) for k, v in stats.items()}
+
+
+def markdown_table(header: list[str], rows: list[list]) -> list[str]:
+    return (["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+            + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])

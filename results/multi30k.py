@@ -1,0 +1,117 @@
+"""A real English->German model, trained, averaged, decoded and scored with this project's own
+commands on this machine (issue 7).
+
+    python -m results.multi30k [--minutes 60] [--data-dir D] [--run runs/multi30k] [--skip-train]
+
+1. trains the `multi30k` preset for --minutes of wall time (python -m annotated.train);
+2. averages its last 5 checkpoints (python -m annotated.checkpoint average, §6.1);
+3. decodes the full test2016 set (1,000 sentences) with the paper's beam search and scores it
+   with sacreBLEU (cased, detokenized, signature printed), then compares on the same model:
+   greedy vs beam 4, alpha 0 vs 0.6, averaged vs last checkpoint;
+4. writes results/multi30k.md (every number with its command), results/multi30k.json (for
+   chapter 08) and results/multi30k_attention.npz (attention maps of test sentences).
+"""
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from annotated.checkpoint import checkpoints, load_model
+from annotated.configs import get
+from annotated.data import load_corpus
+from annotated.decoding import attention_maps
+from results.common import ROOT, average, markdown_table, perplexity, score, train
+
+HERE = Path(__file__).resolve().parent
+BEAM = dict(beam_size=4, alpha=0.6, max_extra=50, batch_tokens=2000)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--run", type=Path, default=ROOT / "runs" / "multi30k")
+    parser.add_argument("--skip-train", action="store_true", help="score an existing run")
+    parser.add_argument("--average", type=int, default=5, help="checkpoints to average")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="score only the first N test sentences (a smoke test, not a result)")
+    args = parser.parse_args()
+
+    result = {"preset": "multi30k", "config": {k: v for k, v in vars(get("multi30k")).items()
+                                               if not k.startswith("paper_")}}
+    if not args.skip_train:
+        seconds, cmd = train("multi30k", args.run, minutes=args.minutes, data_dir=args.data_dir)
+        result["train"] = {"wall_minutes": round(seconds / 60, 1), "command": cmd}
+    metrics = [json.loads(line) for line in (args.run / "metrics.jsonl").read_text().splitlines()]
+    result["metrics"] = metrics
+    found = checkpoints(args.run)
+    last = found[-1]
+    avg, avg_cmd = average(args.run, min(args.average, len(found)))
+    result["average"] = {"command": avg_cmd, "checkpoints": [p.name for p in found[-args.average:]]}
+
+    _, config, _ = load_model(avg)
+    corpus = load_corpus(config, data_dir=args.data_dir, log=lambda *_: None)
+    src, ref = corpus.test_src[:args.limit], corpus.test_ref[:args.limit]
+    runs = {
+        "beam 4, alpha 0.6, averaged (the paper's setting)": (avg, BEAM),
+        "greedy, averaged": (avg, dict(BEAM, greedy=True)),
+        "beam 4, alpha 0, averaged": (avg, dict(BEAM, alpha=0.0)),
+        f"beam 4, alpha 0.6, last checkpoint ({last.name})": (last, BEAM),
+    }
+    scores = {}
+    for name, (ckpt, decode) in runs.items():
+        s = score(ckpt, src, ref, **decode)
+        s["mean_output_words"] = round(float(np.mean([len(h.split()) for h in s["hypotheses"]])), 2)
+        scores[name] = s
+        print(f"{name}: sacreBLEU {s['bleu']}  ({s['signature']})", flush=True)
+    main_run = scores[next(iter(runs))]
+    result["test2016"] = {k: {kk: vv for kk, vv in v.items() if kk != "hypotheses"}
+                          for k, v in scores.items()}
+    result["valid"] = {"averaged": perplexity(avg, data_dir=args.data_dir),
+                       "last": perplexity(last, data_dir=args.data_dir)}
+    result["examples"] = [dict(source=src[i], reference=ref[i],
+                               translation=main_run["hypotheses"][i]) for i in range(8)]
+    (HERE / "multi30k.json").write_text(json.dumps(result, indent=1))
+
+    # attention maps of the averaged model on three test sentences, for chapter 08
+    model, _, tokenizer = load_model(avg)
+    maps = {}
+    for j, i in enumerate((0, 1, 2)):
+        src_ids = tokenizer.encode(src[i])
+        out_ids = tokenizer.encode(main_run["hypotheses"][i])
+        for kind, array in attention_maps(model, src_ids, out_ids).items():
+            maps[f"{j}_{kind}"] = array
+        maps[f"{j}_src_pieces"] = np.array([tokenizer.decode([t]) for t in src_ids] + ["</s>"])
+        maps[f"{j}_out_pieces"] = np.array(["<s>"] + [tokenizer.decode([t]) for t in out_ids])
+    np.savez_compressed(HERE / "multi30k_attention.npz", **maps)
+
+    lines = ["# Multi30k English->German: trained and scored on this machine", "",
+             f"Written by `python -m results.multi30k{' --limit %d' % args.limit if args.limit else ''}`"
+             " (do not edit by hand).", ""]
+    if "train" in result:
+        lines += [f"Training: `{result['train']['command']}`: "
+                  f"{result['train']['wall_minutes']} minutes of wall time, "
+                  f"{metrics[-1].get('step', '?')} steps.", ""]
+    lines += [f"Averaging (§6.1): `{avg_cmd}`", "",
+              f"## test2016 ({len(src):,} sentences), sacreBLEU", "",
+              f"Signature: `{main_run['signature']}`", ""]
+    lines += markdown_table(
+        ["decoding", "sacreBLEU", "paper-style tokenized BLEU", "mean output words", "sentences/s"],
+        [[k, v["bleu"], v["paper_bleu"], v["mean_output_words"], v["sentences_per_s"]]
+         for k, v in scores.items()])
+    lines += ["", f"Reference mean length: {np.mean([len(r.split()) for r in ref]):.2f} words.", "",
+              "## Validation (val, 1,014 sentences)", ""]
+    lines += markdown_table(["checkpoint", "smoothed loss", "perplexity", "token accuracy"],
+                            [[k, v["loss"], v["ppl"], v["accuracy"]]
+                             for k, v in result["valid"].items()])
+    lines += ["", "## Translations beside their references", ""]
+    for e in result["examples"]:
+        lines += [f"- EN: {e['source']}", f"  - ours: {e['translation']}",
+                  f"  - reference: {e['reference']}"]
+    (HERE / "multi30k.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {HERE / 'multi30k.md'}")
+
+
+if __name__ == "__main__":
+    main()
