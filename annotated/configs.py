@@ -106,11 +106,13 @@ PRESETS: dict[str, Config] = {
     "E": _row(4.92, 25.7, positional="learned"),
     "big": _row(4.33, 26.4, 213, d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000,
                 keep_last=20),
-    # Small presets for one CPU (not in the paper). copy: learn to repeat the input.
-    "copy": Config(dataset="copy", vocab_size=11, N=2, d_model=64, d_ff=128, h=4, d_k=16,
-                          d_v=16, P_drop=0.0, eps_ls=0.0, train_steps=400, warmup_steps=100,
-                          lr_factor=2.0, max_tokens=1500, log_every=50, eval_every=200,
-                          ckpt_every=200, keep_last=2),
+    # Small presets for one CPU (not in the paper). copy: learn to repeat the input. One layer
+    # per stack learns it fastest (measured: valid loss < 0.01 in 500 steps, about 15 s of one
+    # core; N=2 needs over 800); a peak rate of 1.25e-2 or more stalls training.
+    "copy": Config(dataset="copy", vocab_size=11, N=1, d_model=64, d_ff=128, h=4, d_k=16,
+                          d_v=16, P_drop=0.0, eps_ls=0.0, train_steps=500, warmup_steps=100,
+                          lr_factor=0.5, max_tokens=1500, log_every=50, eval_every=250,
+                          ckpt_every=250, keep_last=2),
     # multi30k: English->German image captions; a model that trains on a 2-core CPU in an hour.
     "multi30k": Config(dataset="multi30k", vocab_size=8000, N=3, d_model=256, d_ff=1024,
                               h=8, d_k=32, d_v=32, P_drop=0.1, train_steps=6000,

@@ -1,0 +1,102 @@
+"""Training throughput and model FLOP utilisation (MFU) on this machine (issue 4, "Speed").
+
+One training step is exactly what `python -m annotated.train` does per step: the global batch
+(token-batched by annotated.batching) through `annotated.train.train_step` (forward,
+label-smoothed loss, backward), then the Adam update of annotated.optim. Timed round-robin
+against the machine's float32 matmul peak, measured in the same run with the same threads as
+the best rate of a large square torch.matmul, so machine noise hits both alike.
+
+    MFU = achieved FLOP/s / peak FLOP/s
+    achieved FLOPs of a step = annotated.flops.batch_training_flops over the real (unpadded)
+    lengths: 3 x the forward pass, which counts every matrix multiply: the attention
+    projections and the QK^T and weights.V products of eq. (1) (the n^2 terms), the FFN and the
+    output projection; i.e. 6 x (non-embedding parameters + output projection) per token
+    plus 6 x the attention products, with the encoder's parameters counted per source token and
+    the decoder's and the output projection's per target token. Padding is not counted.
+
+Sentence lengths are synthetic (the benchmark needs no data and no tokenizer): uniform in
+8..24 subwords per side for the multi30k preset (Multi30k captions average about 13 words) and
+16..48 for the base model (news sentences). Tokens/s counts source + target tokens, padding
+excluded; the target part is printed too.
+
+    python -m benchmarks.train_throughput [--threads 2] [--repeats 3] [--only multi30k|base]
+"""
+import argparse
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+
+from annotated import configs
+from annotated.batching import lengths_of, make_batches, shard
+from annotated.flops import batch_training_flops
+from annotated.optim import make_optimizer
+from annotated.train import train_step
+from benchmarks.common import interleaved_times, set_threads
+
+CASES = {   # name: (config, vocab, batch tokens per side, sentence length range)
+    "multi30k": (configs.get("multi30k"), 8000, None, (8, 24)),
+    "base": (configs.get("base"), 37_000, 2048, (16, 48)),
+}
+
+
+def matmul_peak(n: int = 2048):
+    """A zero-argument callable doing one (n x n) @ (n x n) float32 product, and its FLOPs."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    return (lambda: torch.matmul(a, b)), 2 * n ** 3
+
+
+def training_step(config, vocab, max_tokens, length_range, seed=0):
+    """A callable running one training step on one typical global batch, and that batch's
+    useful FLOPs and (source, target) token counts."""
+    rng = np.random.default_rng(seed)
+    lo, hi = length_range
+    pairs = [(rng.integers(4, vocab, rng.integers(lo, hi + 1)),
+              rng.integers(4, vocab, rng.integers(lo, hi + 1))) for _ in range(4000)]
+    lengths = lengths_of(pairs)
+    batches = make_batches(lengths, max_tokens, seed, 0)
+    batch = sorted(batches, key=len)[len(batches) // 2]          # a median-sized batch
+    torch.manual_seed(seed)
+    model = config.make_model(vocab).train()
+    optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps)
+    scaler = torch.amp.GradScaler("cuda", enabled=False)
+    micro = shard(batch, 0, 1, config.accum_steps)
+
+    def step():
+        train_step(model, None, pairs, batch, micro, config, torch.device("cpu"), nullcontext,
+                   scaler)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    src_lens = [lengths[i][0] for i in batch]
+    tgt_lens = [lengths[i][1] for i in batch]
+    return step, batch_training_flops(config, src_lens, tgt_lens, vocab), \
+        (sum(src_lens), sum(tgt_lens)), len(batch)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=list(CASES))
+    args = parser.parse_args()
+    print(f"threads: {set_threads(args.threads)}; target: MFU >= 0.5 at the base dimensions")
+    for name, (config, vocab, max_tokens, length_range) in CASES.items():
+        if args.only and name != args.only:
+            continue
+        step, flops, (src_tokens, tgt_tokens), n = training_step(
+            config, vocab, max_tokens or config.max_tokens, length_range)
+        peak, peak_flops = matmul_peak()
+        t = interleaved_times({"step": step, "peak": peak}, args.repeats)
+        achieved, peak_rate = flops / t["step"], peak_flops / t["peak"]
+        print(f"{name:<9} N={config.N} d_model={config.d_model} d_ff={config.d_ff} h={config.h} "
+              f"V={vocab}: batch of {n} pairs ({src_tokens}+{tgt_tokens} tokens), "
+              f"{t['step'] * 1000:.0f} ms/step")
+        print(f"{'':<9} {(src_tokens + tgt_tokens) / t['step']:,.0f} tokens/s "
+              f"({tgt_tokens / t['step']:,.0f} target tokens/s); {achieved / 1e9:.1f} GFLOP/s of "
+              f"a measured matmul peak of {peak_rate / 1e9:.1f} GFLOP/s: MFU {achieved / peak_rate:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""Checkpoints: round trip, clear errors, no NaN written, rotation, averaging (§6.1), and a
+process killed in the middle of a checkpoint write."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from annotated import checkpoint, configs, train
+from annotated.checkpoint import CheckpointError, load_model
+from annotated.tokenizer import CopyTokenizer, Tokenizer, train_bpe
+
+TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
+TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
+            "d_k=8", "d_v=8", "log_every=1000", "eval_every=1000"]
+
+
+def tiny(seed=0):
+    config = configs.get("copy").override(**TINY)
+    torch.manual_seed(seed)
+    return config, config.make_model(11), CopyTokenizer(11)
+
+
+def save_tiny(path, seed=0, step=7):
+    config, model, tokenizer = tiny(seed)
+    checkpoint.save(path, model=model, config=config, tokenizer=tokenizer, step=step)
+    return model
+
+
+def same_weights(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_load_model_rebuilds_model_config_and_tokenizer(tmp_path):
+    model = save_tiny(tmp_path / "c.pt")
+    loaded, config, tokenizer = load_model(tmp_path / "c.pt")
+    assert config == configs.get("copy").override(**TINY)
+    assert isinstance(tokenizer, CopyTokenizer) and tokenizer.vocab_size == 11
+    assert not loaded.training and same_weights(model, loaded)
+    assert loaded.generator.weight is loaded.src_embed.lut.weight    # still tied after loading
+
+
+def test_bpe_tokenizer_travels_inside_the_checkpoint(tmp_path):
+    words = ["a dog runs", "the cat sleeps", "ein hund rennt", "die katze schläft"] * 20
+    bpe = train_bpe([words], 40, tmp_path / "bpe.model")
+    config = configs.get("copy").override(**TINY, dataset="multi30k", vocab_size=40)
+    checkpoint.save(tmp_path / "c.pt", model=config.make_model(40), config=config,
+                    tokenizer=bpe, step=1)
+    _, _, tokenizer = load_model(tmp_path / "c.pt")
+    assert isinstance(tokenizer, Tokenizer)
+    assert tokenizer.to_bytes() == bpe.to_bytes()
+    assert tokenizer.encode("the dog sleeps") == bpe.encode("the dog sleeps")
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_model(tmp_path / "nope.pt")
+    assert issubclass(CheckpointError, ValueError)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_corrupt_file_is_a_clear_error(tmp_path, damage):
+    path = tmp_path / "c.pt"
+    save_tiny(path)
+    data = path.read_bytes()
+    path.write_bytes({"truncated": data[:len(data) // 2], "garbage": b"not a checkpoint" * 50,
+                      "empty": b""}[damage])
+    with pytest.raises(CheckpointError, match=f"{path}.*corrupt or truncated"):
+        load_model(path)
+
+
+def test_other_format_version_is_a_clear_error(tmp_path):
+    path = tmp_path / "c.pt"
+    save_tiny(path)
+    payload = torch.load(path, weights_only=True)
+    torch.save({**payload, "version": 99}, path)
+    with pytest.raises(CheckpointError, match="format version 99; this code reads version 1"):
+        load_model(path)
+    torch.save({"model": payload["model"]}, path)                  # a bare state_dict-like file
+    with pytest.raises(CheckpointError, match="not an annotated-transformer checkpoint"):
+        load_model(path)
+
+
+def test_unknown_config_field_is_a_clear_error(tmp_path):
+    path = tmp_path / "c.pt"
+    save_tiny(path)
+    payload = torch.load(path, weights_only=True)
+    torch.save({**payload, "config": {**payload["config"], "flux": 1}}, path)
+    with pytest.raises(CheckpointError, match="config fields flux are unknown"):
+        load_model(path)
+
+
+def test_non_finite_weights_are_never_written(tmp_path):
+    path = tmp_path / "c.pt"
+    good = save_tiny(path)
+    config, model, tokenizer = tiny(seed=1)
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] = float("nan")
+    with pytest.raises(CheckpointError, match="non-finite"):
+        checkpoint.save(path, model=model, config=config, tokenizer=tokenizer, step=8)
+    assert same_weights(load_model(path)[0], good)                  # the old file is intact
+    assert list(tmp_path.iterdir()) == [path]                       # and no temporary is left
+
+
+def test_rotation_keeps_the_newest_by_step_not_by_name(tmp_path):
+    for step in (1, 2, 10, 100):
+        save_tiny(tmp_path / checkpoint.checkpoint_name(step), step=step)
+    deleted = checkpoint.rotate(tmp_path, keep_last=2)
+    assert [p.name for p in deleted] == ["ckpt_0000001.pt", "ckpt_0000002.pt"]
+    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000010.pt",
+                                                                 "ckpt_0000100.pt"]
+
+
+def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
+    models = [save_tiny(tmp_path / checkpoint.checkpoint_name(s), seed=s, step=s) for s in (1, 2, 3)]
+    out = tmp_path / "avg.pt"
+    checkpoint.main(["average", "--out", str(out), "--last", "2", str(tmp_path)])
+    assert "averaged 2 checkpoints" in capsys.readouterr().out
+    averaged, _, _ = load_model(out)                                # a normal checkpoint
+    for name, p in averaged.state_dict().items():
+        a, b = models[1].state_dict()[name], models[2].state_dict()[name]
+        assert torch.equal(p, ((a.double() + b.double()) / 2).float()), name
+    assert checkpoint.load(out)["averaged_from"] == ["ckpt_0000002.pt", "ckpt_0000003.pt"]
+    with pytest.raises(SystemExit):
+        checkpoint.main(["average", "--out", str(out), "--last", "5", str(tmp_path)])
+    assert "holds 3 checkpoints, fewer than --last 5" in capsys.readouterr().err
+
+
+# The child runs the real training command, but its second torch.save writes half of the
+# checkpoint into the temporary file, says so, and hangs: the test kills it right there.
+KILLED_IN_SAVE = r"""
+import io, os, sys, time, torch
+from annotated import train
+real_save, calls = torch.save, []
+def save_half_then_hang(obj, f, *args, **kwargs):
+    calls.append(1)
+    if len(calls) < 2:
+        return real_save(obj, f, *args, **kwargs)
+    buffer = io.BytesIO()
+    real_save(obj, buffer)
+    f.write(buffer.getvalue()[: buffer.tell() // 2])
+    f.flush()
+    os.fsync(f.fileno())
+    open(sys.argv[1], "w").close()
+    time.sleep(600)
+torch.save = save_half_then_hang
+train.main(sys.argv[2:])
+"""
+
+
+def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_path):
+    out, signal_file = tmp_path / "run", tmp_path / "half-written"
+    command = [sys.executable, "-c", KILLED_IN_SAVE, str(signal_file), "--config", "copy",
+               "--out", str(out), "--max-steps", "4", "ckpt_every=2", *TINY_RUN]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + 120
+    while not signal_file.exists() and child.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert signal_file.exists(), child.stderr.read().decode() if child.poll() is not None else ""
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    child.stderr.close()
+
+    assert [p.name for p in checkpoint.checkpoints(out)] == ["ckpt_0000002.pt"]
+    assert checkpoint.load(out / "ckpt_0000002.pt")["step"] == 2
+    half = list(out.glob(".ckpt_0000004.pt.*.tmp"))
+    assert len(half) == 1 and half[0].stat().st_size > 0
+    train.main(["--out", str(out), "--resume", "--max-steps", "4"])  # picks up the good one
+    assert checkpoint.load(out / "ckpt_0000004.pt")["step"] == 4
+    assert not list(out.glob(".ckpt_*.tmp"))                         # the half file is gone

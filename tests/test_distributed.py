@@ -1,0 +1,51 @@
+"""Data parallelism: 2 processes under torchrun (gloo, CPU) compute the same training as 1.
+
+The global batch of a step is cut into the same micro-batches whether 2 ranks take one each
+(world_size=2, accum_steps=1) or 1 process takes both (world_size=1, accum_steps=2), and the
+loss is divided by the step's global target-token count in both cases. So the gradients agree
+up to the order of the floating-point additions (the all-reduce vs accumulation in .grad).
+Tolerance: 1e-6 relative to each tensor's largest entry, float32, after 4 Adam steps. (With two
+summands the order cannot matter, and today the parameters come out identical; the tolerance
+leaves room for a different all-reduce algorithm.)
+"""
+import os
+import subprocess
+import sys
+
+import torch
+
+from annotated import checkpoint, configs
+from annotated.train import apply_overrides
+
+STEPS = 4
+OVERRIDES = ["copy_examples=300", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
+             "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
+
+
+def launch(command, out, *extra):
+    done = subprocess.run([*command, "--config", "copy", "--out", str(out), "--max-steps",
+                           str(STEPS), *OVERRIDES, *extra],
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def weights(out):
+    return checkpoint.load(out / checkpoint.checkpoint_name(STEPS))["model"]
+
+
+def test_two_processes_train_like_one_on_the_same_global_batch(tmp_path):
+    log = launch([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                  "--nproc_per_node=2", "-m", "annotated.train"], tmp_path / "two")
+    assert "2 process(es) on cpu" in log
+    launch([sys.executable, "-m", "annotated.train"], tmp_path / "one", "accum_steps=2")
+    two, one = weights(tmp_path / "two"), weights(tmp_path / "one")
+    for name, p in one.items():
+        assert (two[name] - p).abs().max().item() <= 1e-6 * p.abs().max().item(), name
+
+    config = apply_overrides(configs.get("copy"), OVERRIDES)
+    torch.manual_seed(config.seed)                  # what train.py starts from
+    initial = config.make_model(config.vocab_size).state_dict()
+    moved = max((one[name] - p).abs().max().item() for name, p in initial.items())
+    assert moved > 1e-3                             # the steps did change the weights

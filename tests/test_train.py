@@ -1,0 +1,137 @@
+"""The training command: overrides, the copy task, exact resume, NaN stop, a Multi30k run."""
+import json
+import math
+import os
+
+import pytest
+import torch
+
+from annotated import checkpoint, configs, train
+from annotated.data import DATA_ENV, load_corpus
+
+# A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
+TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
+            "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These models are tiny: one thread is as fast as two on an idle machine, and on a busy
+    one two threads that wait for each other at every operation run ten times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def run(out, *args):
+    train.main(["--out", str(out), *map(str, args)])
+
+
+def metrics(out, split):
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [m for m in lines if m["split"] == split]
+
+
+def test_overrides_are_parsed_by_field_type():
+    config = train.apply_overrides(configs.get("copy"), [
+        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "paper_bleu=none", "paper_ppl=4.9"])
+    assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
+    assert config.paper_bleu is None and config.paper_ppl == 4.9
+    with pytest.raises(ValueError, match="config key N expects int, got 'three'"):
+        train.apply_overrides(configs.get("copy"), ["N=three"])
+    with pytest.raises(ValueError, match="config key compile expects bool, got 'maybe'"):
+        train.apply_overrides(configs.get("copy"), ["compile=maybe"])
+    with pytest.raises(ValueError, match="expected key=value, got 'N'"):
+        train.apply_overrides(configs.get("copy"), ["N"])
+
+
+def test_unknown_config_key_is_an_error_listing_the_valid_keys(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        run(tmp_path, "--config", "copy", "colour=red", "N=1")
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert "unknown config key(s) colour; valid keys: N, d_model, d_ff, h" in err
+    assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_a_run_folder_is_never_mixed_up(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        run(tmp_path, "--resume")
+    assert f"--resume: no checkpoint in {tmp_path}" in capsys.readouterr().err
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    with pytest.raises(SystemExit):
+        run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    assert "already holds checkpoints; pass --resume" in capsys.readouterr().err
+
+
+def test_copy_task_trains_to_near_zero_loss(tmp_path):
+    """The `copy` preset as it is (eps_ls = 0): about 15 s of one core."""
+    run(tmp_path, "--config", "copy")
+    final = metrics(tmp_path, "valid")[-1]
+    assert final["step"] == configs.get("copy").train_steps
+    assert final["loss"] < 0.05 and final["accuracy"] > 0.99, final
+    logged = metrics(tmp_path, "train")
+    assert logged[0]["loss"] > 1.0                                    # it did start from chance
+    assert set(logged[-1]) == {"step", "split", "loss", "nll", "ppl", "accuracy", "lr",
+                               "tokens_per_s", "elapsed"}
+    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000250.pt",
+                                                                  "ckpt_0000500.pt"]
+
+
+def test_resume_continues_bit_for_bit(tmp_path):
+    """k steps, stop, resume for k more == 2k uninterrupted, with dropout (RNG state),
+    gradient accumulation and an epoch boundary after the resume point."""
+    k, changes = 5, [*TINY_RUN, "P_drop=0.3", "accum_steps=2"]
+    run(tmp_path / "a", "--config", "copy", "--max-steps", k, *changes)
+    stopped = checkpoint.load(tmp_path / "a" / checkpoint.checkpoint_name(k))["training"]
+    assert stopped["epoch"] == 0 and 0 < stopped["index"] == k
+    run(tmp_path / "a", "--resume", "--max-steps", 2 * k)
+    run(tmp_path / "b", "--config", "copy", "--max-steps", 2 * k, *changes)
+
+    a = checkpoint.load(tmp_path / "a" / checkpoint.checkpoint_name(2 * k))
+    b = checkpoint.load(tmp_path / "b" / checkpoint.checkpoint_name(2 * k))
+    assert a["training"]["epoch"] == b["training"]["epoch"] == 1
+    assert a["model"].keys() == b["model"].keys()
+    for name in a["model"]:
+        assert torch.equal(a["model"][name], b["model"][name]), name
+    adam_a, adam_b = a["training"]["optimizer"]["state"], b["training"]["optimizer"]["state"]
+    for i in adam_a:
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(adam_a[i][key], adam_b[i][key]), (i, key)
+    # the resumed run's metrics continue those of the first part, without repeats
+    assert [m["step"] for m in metrics(tmp_path / "a", "train")] == list(range(1, 2 * k + 1))
+    assert metrics(tmp_path / "a", "train") != metrics(tmp_path / "b", "train")   # times differ
+    for x, y in zip(metrics(tmp_path / "a", "train"), metrics(tmp_path / "b", "train")):
+        assert x["loss"] == y["loss"]
+
+
+def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+    # A rate of 1e26 makes the first update throw the weights to ~1e26: the next forward
+    # pass overflows and the loss becomes NaN.
+    with pytest.raises(SystemExit) as exit_:
+        run(tmp_path, "--config", "copy", "--max-steps", 5, *TINY_RUN, "lr_factor=1e30",
+            "ckpt_every=1")
+    message = str(exit_.value.code)
+    assert "step 2: training loss is nan" in message or "step 2: training loss is inf" in message
+    assert f"Last good checkpoint: {tmp_path / 'ckpt_0000001.pt'}" in message
+    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
+    model, _, _ = checkpoint.load_model(tmp_path / "ckpt_0000001.pt")
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_short_multi30k_run_lowers_the_validation_loss(tmp_path):
+    data_dir = os.environ.get(DATA_ENV)
+    small = ["vocab_size=1000", "N=1", "d_model=64", "d_ff=128", "h=4", "d_k=16", "d_v=16",
+             "max_tokens=1500", "warmup_steps=100", "lr_factor=2", "eval_every=10",
+             "log_every=10", "ckpt_every=1000"]
+    config = train.apply_overrides(configs.get("multi30k"), small)
+    try:                       # the data location, else a download into the cache
+        load_corpus(config, data_dir, tmp_path / "cache", log=lambda message: None)
+    except (FileNotFoundError, OSError) as e:
+        pytest.skip(f"Multi30k unavailable ({DATA_ENV} unset or incomplete, no network): {e}")
+    args = ["--config", "multi30k", "--cache-dir", tmp_path / "cache", "--max-steps", 30, *small]
+    run(tmp_path / "run", *args, *(["--data-dir", data_dir] if data_dir else []))
+    losses = [m["loss"] for m in metrics(tmp_path / "run", "valid")]
+    assert len(losses) == 3 and losses[0] > losses[1] > losses[2], losses
+    assert losses[-1] < math.log(1000) - 1.0                        # well below chance
