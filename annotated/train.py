@@ -132,7 +132,8 @@ def train_step(net, ddp, pairs, batch, micro, config, device, autocast, scaler):
         with nullcontext() if ddp is None or last else ddp.no_sync():  # all-reduce grads once
             with autocast():
                 stats = forward_stats(net, src, tgt_in, tgt_out, config.eps_ls)
-            # DDP averages gradients over ranks; * world turns that mean into the global sum
+            # step loss = (sum over every rank's micro-batches of the smoothed loss) / tokens;
+            # DDP averages gradients over ranks, so * world makes that mean the global sum
             scaler.scale(stats.loss * (weight * world / tokens.float())).backward()
         sums += weight * torch.stack([stats.loss.detach().double(), stats.nll.detach().double(),
                                       stats.correct.double(), stats.tokens.double(),
@@ -166,6 +167,8 @@ def parse_args(argv=None):
     p.add_argument("--out", help="run folder for checkpoints and metrics.jsonl (default runs/CONFIG)")
     p.add_argument("--max-steps", type=int, help="stop after this global step (default train_steps)")
     p.add_argument("--max-minutes", type=float, help="also stop after this many minutes")
+    p.add_argument("--threads", type=int, help="CPU threads (default: torch's; 1 is faster on a "
+                                               "busy machine)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override config fields")
     return p, p.parse_intermixed_args(argv)
@@ -199,6 +202,8 @@ def main(argv=None):
 
 def train(config: Config, out: Path, args, resumed):
     rank, world, device = init_distributed()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     is_main = rank == 0
 
     def say(message):                    # above the progress bar; flushed, for logs in files
@@ -213,11 +218,11 @@ def train(config: Config, out: Path, args, resumed):
         if args.resume and args.config:
             say(f"--resume: using the run's saved config; --config {args.config} is not read")
     # rank 0 first: it may download data or train the tokenizer into the shared cache
-    for turn in (0, 1):
-        if dist.is_initialized() and turn == 1:
-            dist.barrier()
-        if (rank == 0) == (turn == 0):
-            corpus = load_corpus(config, args.data_dir, args.cache_dir, log=say)
+    if dist.is_initialized() and not is_main:
+        dist.barrier()
+    corpus = load_corpus(config, args.data_dir, args.cache_dir, log=say)
+    if dist.is_initialized() and is_main:
+        dist.barrier()
     tokenizer, pairs = corpus.tokenizer, corpus.train
     if resumed and resumed["tokenizer"]["bytes"] != tokenizer.to_bytes():
         raise SystemExit(f"error: the tokenizer built now differs from the one in the checkpoint "
@@ -233,7 +238,8 @@ def train(config: Config, out: Path, args, resumed):
     scaler = torch.amp.GradScaler("cuda", enabled=amp is torch.float16)
     if config.amp != "none" and not cuda:
         say(f"amp={config.amp} ignored: mixed precision is used on GPU only")
-    ddp = DistributedDataParallel(model, forward_sync_buffers=False) if world > 1 else None
+    ddp = (DistributedDataParallel(model, device_ids=[device.index] if cuda else None,
+                                   forward_sync_buffers=False) if world > 1 else None)
     net = ddp or model
     if config.compile and cuda:
         net = torch.compile(net)
@@ -244,7 +250,8 @@ def train(config: Config, out: Path, args, resumed):
         model.load_state_dict(resumed["model"])
         optimizer.load_state_dict(t["optimizer"])
         scheduler.load_state_dict(t["scheduler"])
-        scaler.load_state_dict(t["scaler"])
+        if t["scaler"]:                      # empty when saved without fp16 loss scaling
+            scaler.load_state_dict(t["scaler"])
         step, epoch, index, elapsed = resumed["step"], t["epoch"], t["index"], t["elapsed"]
         if len(t["rng"]) == world:
             checkpoint.set_rng_state(t["rng"][rank])
@@ -275,10 +282,10 @@ def train(config: Config, out: Path, args, resumed):
                 f.write(json.dumps(entry) + "\n")
 
     def save():
-        rng = [checkpoint.rng_state()]
+        rng = [checkpoint.rng_state()]                         # every rank's, gathered
         if dist.is_initialized():
-            rng = [None] * world
-            dist.all_gather_object(rng, checkpoint.rng_state())
+            rng, mine = [None] * world, rng[0]
+            dist.all_gather_object(rng, mine)
         if is_main:
             training = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                         "scaler": scaler.state_dict(), "rng": rng, "epoch": epoch,
