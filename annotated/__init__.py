@@ -8,7 +8,19 @@
     embeddings   §3.4, embeddings scaled by sqrt(d_model)
     sublayer     §3.1, LayerNorm(x + Dropout(Sublayer(x)))
     encoder, decoder, model   §3.1, the stacks and the full encoder-decoder
-    configs      base, big and every Table 3 row
+    configs      base, big, every Table 3 row, and the small presets copy and multi30k
+    tokenizer    §5.1, the shared BPE vocabulary (sentencepiece); PAD/UNK/BOS/EOS = 0/1/2/3
+    data         §5.1, the copy task, Multi30k and WMT14 as token ids
+    batching     §5.1, batches by token count, shards for DDP and accumulation, collation
+    loss         §5.4, label smoothing
+    optim        §5.3, Adam and the warmup schedule
+    train        §5, the training command (1 CPU to N GPUs)
+    checkpoint   atomic checkpoints, resume, averaging (§6.1)
+    decoding     §6.1, greedy and beam search with cached incremental decoding
+    translate, evaluate   the translation command and sacreBLEU scoring
+    prepare_wmt14         downloads and prepares the paper's WMT14 data
+    flops        FLOPs from the model's shapes (MFU, Table 2)
+    notebook     helpers for the chapters
 """
 from annotated.masks import padding_mask, subsequent_mask, target_mask
 from annotated.model import EncoderDecoder, count_parameters, make_model, masks
