@@ -7,7 +7,9 @@
 
 `key=value` arguments override fields of the preset (annotated.configs), parsed by the
 field's type. torchrun sets RANK / WORLD_SIZE / LOCAL_RANK; the same script then runs
-DistributedDataParallel over NCCL (GPUs) or gloo (CPU).
+DistributedDataParallel over NCCL (GPUs) or gloo (CPU). --max-steps K stops at global step K
+(default train_steps), --max-minutes M after M minutes of training; --resume takes the run's
+config from its newest checkpoint (key=value still applies, e.g. train_steps=... to go on).
 
 One optimizer step consumes one global batch of about max_tokens source and max_tokens target
 tokens (§5.1, annotated.batching). Every rank takes its `shard` of it, accum_steps
