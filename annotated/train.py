@@ -24,7 +24,9 @@ minutes, whichever comes first, and at the end; the newest keep_last stay on dis
 everything a resumed run needs to continue bit for bit on CPU: weights, optimizer and
 schedule, the RNG states of every rank, and the data position (epoch, batch index).
 A NaN or infinite loss stops the run before the update is applied; checkpoints never hold
-non-finite weights. Mixed precision (`amp=bf16|fp16`) and `compile=true` apply on GPU only.
+non-finite weights. Logged per step (progress bar) and every log_every steps (stdout and
+RUN_DIR/metrics.jsonl): smoothed loss, nll, perplexity, token accuracy, learning rate and
+tokens/s (source + target, padding excluded); validation every eval_every steps. Mixed precision (`amp=bf16|fp16`) and `compile=true` apply on GPU only.
 """
 import argparse
 import json
@@ -58,17 +60,11 @@ def parse_value(key: str, kind, text: str):
         if text.lower() == "none":
             return None
         kind = next(k for k in kind.__args__ if k is not type(None))
-    if kind is bool:
-        if text.lower() in ("true", "1", "yes"):
-            return True
-        if text.lower() in ("false", "0", "no"):
-            return False
-    else:
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    raise ValueError(f"config key {key} expects {kind.__name__}, got {text!r}")
+    booleans = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    try:
+        return booleans[text.lower()] if kind is bool else kind(text)
+    except (KeyError, ValueError):
+        raise ValueError(f"config key {key} expects {kind.__name__}, got {text!r}") from None
 
 
 def apply_overrides(config: Config, items: list[str]) -> Config:
@@ -309,6 +305,8 @@ def train(config: Config, out: Path, args, resumed):
                disable=not is_main or not sys.stderr.isatty())
     start = last_save = last_log = time.time()
     window = torch.zeros(5, dtype=torch.float64)               # sums since the last log line
+    if step >= max_steps:
+        say(f"step {step}: already at --max-steps / train_steps {max_steps}; nothing to do")
     model.train()
     while step < max_steps:
         if index == len(batches):
