@@ -234,8 +234,8 @@ def train(config: Config, out: Path, args, resumed):
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.amp) if cuda else None
     autocast = (lambda: torch.autocast("cuda", dtype=amp)) if amp else nullcontext
     scaler = torch.amp.GradScaler("cuda", enabled=amp is torch.float16)
-    if config.amp != "none" and not cuda:
-        say(f"amp={config.amp} ignored: mixed precision is used on GPU only")
+    if not cuda and (config.amp != "none" or config.compile):
+        say(f"amp={config.amp} compile={config.compile}: both apply on GPU only, not used here")
     ddp = (DistributedDataParallel(model, device_ids=[device.index] if cuda else None,
                                    forward_sync_buffers=False) if world > 1 else None)
     net = ddp or model
