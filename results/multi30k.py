@@ -31,6 +31,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--out-dir", type=Path, default=HERE, help="where to write the results")
     parser.add_argument("--run", type=Path, default=ROOT / "runs" / "multi30k")
     parser.add_argument("--skip-train", action="store_true", help="score an existing run")
     parser.add_argument("--average", type=int, default=5, help="checkpoints to average")
@@ -72,7 +73,7 @@ def main():
                        "last": perplexity(last, data_dir=args.data_dir)}
     result["examples"] = [dict(source=src[i], reference=ref[i],
                                translation=main_run["hypotheses"][i]) for i in range(8)]
-    (HERE / "multi30k.json").write_text(json.dumps(result, indent=1))
+    (args.out_dir / "multi30k.json").write_text(json.dumps(result, indent=1))
 
     # attention maps of the averaged model on three test sentences, for chapter 08
     model, _, tokenizer = load_model(avg)
@@ -84,7 +85,7 @@ def main():
             maps[f"{j}_{kind}"] = array
         maps[f"{j}_src_pieces"] = np.array([tokenizer.decode([t]) for t in src_ids] + ["</s>"])
         maps[f"{j}_out_pieces"] = np.array(["<s>"] + [tokenizer.decode([t]) for t in out_ids])
-    np.savez_compressed(HERE / "multi30k_attention.npz", **maps)
+    np.savez_compressed(args.out_dir / "multi30k_attention.npz", **maps)
 
     lines = ["# Multi30k English->German: trained and scored on this machine", "",
              f"Written by `python -m results.multi30k{' --limit %d' % args.limit if args.limit else ''}`"
@@ -109,8 +110,8 @@ def main():
     for e in result["examples"]:
         lines += [f"- EN: {e['source']}", f"  - ours: {e['translation']}",
                   f"  - reference: {e['reference']}"]
-    (HERE / "multi30k.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {HERE / 'multi30k.md'}")
+    (args.out_dir / "multi30k.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out_dir / 'multi30k.md'}")
 
 
 if __name__ == "__main__":

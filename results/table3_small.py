@@ -34,6 +34,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--out-dir", type=Path, default=HERE, help="where to write the results")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "table3_small")
     parser.add_argument("--limit", type=int, default=None, help="score only N val sentences")
     args = parser.parse_args()
@@ -56,7 +57,7 @@ def main():
                              minutes=round(seconds / 60, 1), bleu=s["bleu"],
                              signature=s["signature"], **perplexity(ckpt, "valid", args.data_dir))
         print(f"{name}: BLEU {s['bleu']}  PPL {results[name]['ppl']}", flush=True)
-    (HERE / "table3_small.json").write_text(json.dumps(results, indent=1))
+    (args.out_dir / "table3_small.json").write_text(json.dumps(results, indent=1))
 
     lines = ["# Table 3, small scale, on Multi30k", "",
              f"Written by `python -m results.table3_small --steps {args.steps}` (do not edit by "
@@ -70,8 +71,8 @@ def main():
         [[r["paper_row"], name, r["ppl"], r["bleu"], r["paper"], r["minutes"]]
          for name, r in results.items()])
     lines += ["", "Commands:", ""] + [f"- `{r['command']}`" for r in results.values()]
-    (HERE / "table3_small.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {HERE / 'table3_small.md'}")
+    (args.out_dir / "table3_small.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out_dir / 'table3_small.md'}")
 
 
 if __name__ == "__main__":
