@@ -68,7 +68,8 @@ def rng_state() -> dict:
         "numpy": {"key": np_state["state"]["key"].tolist(), "pos": np_state["state"]["pos"],
                   "has_gauss": np_state["has_gauss"], "gauss": np_state["gauss"]},
         "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        # this process's GPU only: touching the others would open a context on each of them
+        "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
     }
 
 
@@ -81,8 +82,8 @@ def set_rng_state(state: dict) -> None:
                          "state": {"key": np.array(n["key"], dtype=np.uint32), "pos": n["pos"]},
                          "has_gauss": n["has_gauss"], "gauss": n["gauss"]})
     torch.set_rng_state(state["torch"])
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    if state["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
 
 
 # ---------------------------------------------------------------------------- writing

@@ -1,11 +1,13 @@
 """Checkpoints: round trip, clear errors, no NaN written, rotation, averaging (§6.1), and a
 process killed in the middle of a checkpoint write."""
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -53,6 +55,16 @@ def test_bpe_tokenizer_travels_inside_the_checkpoint(tmp_path):
     assert isinstance(tokenizer, Tokenizer)
     assert tokenizer.to_bytes() == bpe.to_bytes()
     assert tokenizer.encode("the dog sleeps") == bpe.encode("the dog sleeps")
+
+
+def test_rng_states_survive_the_file_and_continue_every_stream(tmp_path):
+    draw = lambda: (random.random(), np.random.rand(), np.random.randn(), torch.rand(2).tolist())
+    np.random.randn()                              # leaves a cached Gaussian in numpy's state
+    torch.save(checkpoint.rng_state(), tmp_path / "rng.pt")
+    expected = draw()
+    draw()
+    checkpoint.set_rng_state(torch.load(tmp_path / "rng.pt", weights_only=True))
+    assert draw() == expected
 
 
 def test_missing_file_is_a_clear_error(tmp_path):
@@ -169,6 +181,10 @@ def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_
     assert checkpoint.load(out / "ckpt_0000002.pt")["step"] == 2
     half = list(out.glob(".ckpt_0000004.pt.*.tmp"))
     assert len(half) == 1 and half[0].stat().st_size > 0
-    train.main(["--out", str(out), "--resume", "--max-steps", "4"])  # picks up the good one
+    threads = torch.get_num_threads()
+    try:                                                             # picks up the good one
+        train.main(["--out", str(out), "--resume", "--max-steps", "4", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
     assert checkpoint.load(out / "ckpt_0000004.pt")["step"] == 4
     assert not list(out.glob(".ckpt_*.tmp"))                         # the half file is gone
