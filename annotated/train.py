@@ -304,6 +304,7 @@ def train(config: Config, out: Path, args, resumed):
     bar = tqdm(total=max_steps, initial=step, desc="train", dynamic_ncols=True,
                disable=not is_main or not sys.stderr.isatty())
     start = last_save = last_log = time.time()
+    saved_step = step                    # both checkpoint intervals count from the last save
     window = torch.zeros(5, dtype=torch.float64)               # sums since the last log line
     if step >= max_steps:
         say(f"step {step}: already at --max-steps / train_steps {max_steps}; nothing to do")
@@ -350,9 +351,9 @@ def train(config: Config, out: Path, args, resumed):
             last_log = now
         if step % config.eval_every == 0 or done:
             validate()
-        if step % config.ckpt_every == 0 or done or overdue:
+        if step - saved_step >= config.ckpt_every or done or overdue:
             save()
-            last_save = time.time()
+            last_save, saved_step = time.time(), step
         last_log += time.time() - now            # tokens/s counts training time only
         if done:
             break
