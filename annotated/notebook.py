@@ -14,6 +14,7 @@ QUICK = os.environ.get("ANNOTATED_QUICK", "0") == "1"
 def show(obj):
     """Display the source of a module, class or function from `annotated/` as a code block."""
     from IPython.display import Markdown, display
+    obj = inspect.unwrap(obj)                   # a decorated function: show the function itself
     source = inspect.getsource(obj)
     where = Path(inspect.getsourcefile(obj)).resolve().relative_to(FIGURES.parent)
     display(Markdown(f"`{where}`\n```python\n{source.rstrip()}\n```"))
