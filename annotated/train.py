@@ -132,7 +132,7 @@ def train_step(net, ddp, pairs, batch, micro, config, device, autocast, scaler):
                 stats = forward_stats(net, src, tgt_in, tgt_out, config.eps_ls)
             # step loss = (sum over every rank's micro-batches of the smoothed loss) / tokens;
             # DDP averages gradients over ranks, so * world makes that mean the global sum
-            scaler.scale(stats.loss * (weight * world / tokens.float())).backward()
+            scaler.scale(stats.loss * (weight * world / tokens.to(stats.loss.dtype))).backward()
         sums += weight * torch.stack([stats.loss.detach().double(), stats.nll.detach().double(),
                                       stats.correct.double(), stats.tokens.double(),
                                       (src != PAD).sum().double()])

@@ -2,11 +2,16 @@
 import json
 import math
 import os
+from contextlib import nullcontext
 
 import pytest
 import torch
 
 from annotated import checkpoint, configs, train
+from annotated.batching import collate, shard
+from annotated.loss import label_smoothed_loss
+from annotated.model import masks
+from annotated.tokenizer import PAD
 from annotated.data import DATA_ENV, load_corpus
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
@@ -135,3 +140,28 @@ def test_short_multi30k_run_lowers_the_validation_loss(tmp_path):
     losses = [m["loss"] for m in metrics(tmp_path / "run", "valid")]
     assert len(losses) == 3 and losses[0] > losses[1] > losses[2], losses
     assert losses[-1] < math.log(1000) - 1.0                        # well below chance
+
+
+def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
+    """Accumulated micro-batches give the gradient of (summed smoothed loss) / (all target
+    tokens), computed in float64 for a float64 model: a float32 token count would cost ~1e-8."""
+    config = configs.get("copy").override(d_model=16, d_ff=32, h=2, d_k=8, d_v=8, P_drop=0.0,
+                                          accum_steps=3)
+    gen = torch.Generator().manual_seed(0)
+    pairs = [(torch.randint(4, 20, (n,), generator=gen).numpy(),
+              torch.randint(4, 20, (n + 2,), generator=gen).numpy()) for n in range(3, 10)]
+    batch = list(range(len(pairs)))
+    model = config.make_model(20).double()
+    scaler = torch.amp.GradScaler("cuda", enabled=False)
+    sums = train.train_step(model, None, pairs, batch, shard(batch, 0, 1, 3), config,
+                            torch.device("cpu"), nullcontext, scaler)
+    ours = [p.grad.clone() for p in model.parameters()]
+
+    model.zero_grad()
+    src, tgt_in, tgt_out = collate(pairs, batch)                   # the whole batch at once
+    stats = label_smoothed_loss(model(src, tgt_in, *masks(src, tgt_in, PAD)), tgt_out, pad=PAD,
+                                eps_ls=config.eps_ls)
+    (stats.loss / stats.tokens).backward()
+    assert sums[3] == stats.tokens
+    for mine, expected in zip(ours, (p.grad for p in model.parameters())):
+        assert torch.allclose(mine, expected, rtol=1e-12, atol=1e-15)
