@@ -2,9 +2,15 @@
 
     python chapters/regenerate.py [01 05 ...]     # all chapters, or those whose number is given
 
-Full mode means ANNOTATED_QUICK is unset, so chapters 06 and 08 train their real models
-(tens of minutes on a CPU). CI re-runs the notebooks in quick mode with nbval instead; cells
-whose output depends on the mode are marked so in the notebooks.
+Full mode means ANNOTATED_QUICK is unset. Chapter 06 then trains its small model (a few
+minutes on a CPU). Chapters 07 and 08 decode with the trained model runs/multi30k/average.pt,
+which `python -m results.multi30k` writes (an hour of training); without it, chapter 07 trains
+a stand-in (about ten minutes) and chapter 08 a tiny one, and their model-dependent outputs
+change. Chapter 08 otherwise reads results/, so run the results scripts first when they change.
+The data location comes from ANNOTATED_DATA_DIR (or a download, with internet).
+
+CI re-runs the notebooks in quick mode with nbval instead; cells whose output depends on the
+mode are marked so in the notebooks.
 """
 import os
 import subprocess
