@@ -26,7 +26,8 @@ schedule, the RNG states of every rank, and the data position (epoch, batch inde
 A NaN or infinite loss stops the run before the update is applied; checkpoints never hold
 non-finite weights. Logged per step (progress bar) and every log_every steps (stdout and
 RUN_DIR/metrics.jsonl): smoothed loss, nll, perplexity, token accuracy, learning rate and
-tokens/s (source + target, padding excluded); validation every eval_every steps. Mixed precision (`amp=bf16|fp16`) and `compile=true` apply on GPU only.
+tokens/s (source + target, padding excluded); validation every eval_every steps. Mixed
+precision (`amp=bf16|fp16`) and `compile=true` apply on GPU only.
 """
 import argparse
 import json
