@@ -1,5 +1,6 @@
 """What the results scripts share: train a preset with the project's own command, then score
 a checkpoint the way §6.1 does (beam 4, alpha 0.6, max length input + 50) with sacreBLEU."""
+import shlex
 import subprocess
 import sys
 import time
@@ -16,10 +17,21 @@ from annotated.translate import translate_lines
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def invocation(module: str) -> str:
+    """The command line this script was started with, for the results file's first line."""
+    return " ".join(["python -m", module, shlex.join(sys.argv[1:])]).strip()
+
+
+def relative(path: Path) -> str:
+    """A path as the commands show it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def train(preset: str, out: Path, *, minutes: float | None = None, steps: int | None = None,
           overrides=(), data_dir=None) -> tuple[float, str]:
     """Run `python -m annotated.train` (a fresh run in `out`); returns (wall seconds, command)."""
-    cmd = [sys.executable, "-m", "annotated.train", "--config", preset, "--out", str(out)]
+    cmd = [sys.executable, "-m", "annotated.train", "--config", preset, "--out", relative(out)]
     if data_dir:
         cmd += ["--data-dir", str(data_dir)]
     if minutes is not None:
@@ -38,7 +50,7 @@ def average(run_dir: Path, n: int) -> tuple[Path, str]:
     """Average the newest n checkpoints of a run (§6.1) into run_dir/average.pt."""
     out = run_dir / "average.pt"
     cmd = [sys.executable, "-m", "annotated.checkpoint", "average", "--last", str(n),
-           str(run_dir), "--out", str(out)]
+           relative(run_dir), "--out", relative(out)]
     subprocess.run(cmd, check=True, cwd=ROOT)
     return out, " ".join(["python"] + cmd[1:])
 

@@ -3,6 +3,9 @@ commands on this machine (issue 7).
 
     python -m results.multi30k [--minutes 60] [--data-dir D] [--run runs/multi30k] [--skip-train]
 
+--skip-train scores an existing run again; the training command and wall time come from the
+run's train.json, which the training step writes.
+
 1. trains the `multi30k` preset for --minutes of wall time (python -m annotated.train);
 2. averages its last 5 checkpoints (python -m annotated.checkpoint average, §6.1);
 3. decodes the full test2016 set (1,000 sentences) with the paper's beam search and scores it
@@ -21,7 +24,7 @@ from annotated.checkpoint import checkpoints, load_model
 from annotated.configs import get
 from annotated.data import load_corpus
 from annotated.decoding import attention_maps
-from results.common import ROOT, average, markdown_table, perplexity, score, train
+from results.common import ROOT, average, invocation, markdown_table, perplexity, score, train
 
 HERE = Path(__file__).resolve().parent
 BEAM = dict(beam_size=4, alpha=0.6, max_extra=50, batch_tokens=2000)
@@ -36,14 +39,20 @@ def main():
     parser.add_argument("--skip-train", action="store_true", help="score an existing run")
     parser.add_argument("--average", type=int, default=5, help="checkpoints to average")
     parser.add_argument("--limit", type=int, default=None,
-                        help="score only the first N test sentences (a smoke test, not a result)")
+                        help="score only the first N >= 3 test sentences (a smoke test)")
     args = parser.parse_args()
+    if args.limit is not None and args.limit < 3:
+        parser.error(f"--limit {args.limit}: at least 3 (the attention maps use 3 test sentences)")
 
     result = {"preset": "multi30k", "config": {k: v for k, v in vars(get("multi30k")).items()
                                                if not k.startswith("paper_")}}
+    train_record = args.run / "train.json"      # how the run was made, for --skip-train
     if not args.skip_train:
         seconds, cmd = train("multi30k", args.run, minutes=args.minutes, data_dir=args.data_dir)
-        result["train"] = {"wall_minutes": round(seconds / 60, 1), "command": cmd}
+        train_record.write_text(json.dumps({"wall_minutes": round(seconds / 60, 1),
+                                            "command": cmd}))
+    if train_record.is_file():
+        result["train"] = json.loads(train_record.read_text())
     metrics = [json.loads(line) for line in (args.run / "metrics.jsonl").read_text().splitlines()]
     result["metrics"] = metrics
     found = checkpoints(args.run)
@@ -69,10 +78,11 @@ def main():
     main_run = scores[next(iter(runs))]
     result["test2016"] = {k: {kk: vv for kk, vv in v.items() if kk != "hypotheses"}
                           for k, v in scores.items()}
+    result["reference_mean_words"] = round(float(np.mean([len(r.split()) for r in ref])), 2)
     result["valid"] = {"averaged": perplexity(avg, data_dir=args.data_dir),
                        "last": perplexity(last, data_dir=args.data_dir)}
-    result["examples"] = [dict(source=src[i], reference=ref[i],
-                               translation=main_run["hypotheses"][i]) for i in range(8)]
+    result["examples"] = [dict(source=s, reference=r, translation=h) for s, r, h
+                          in zip(src[:8], ref[:8], main_run["hypotheses"])]
     (args.out_dir / "multi30k.json").write_text(json.dumps(result, indent=1))
 
     # attention maps of the averaged model on three test sentences, for chapter 08
@@ -88,7 +98,7 @@ def main():
     np.savez_compressed(args.out_dir / "multi30k_attention.npz", **maps)
 
     lines = ["# Multi30k English->German: trained and scored on this machine", "",
-             f"Written by `python -m results.multi30k{' --limit %d' % args.limit if args.limit else ''}`"
+             f"Written by `{invocation('results.multi30k')}`"
              " (do not edit by hand).", ""]
     if "train" in result:
         lines += [f"Training: `{result['train']['command']}`: "
@@ -101,7 +111,7 @@ def main():
         ["decoding", "sacreBLEU", "paper-style tokenized BLEU", "mean output words", "sentences/s"],
         [[k, v["bleu"], v["paper_bleu"], v["mean_output_words"], v["sentences_per_s"]]
          for k, v in scores.items()])
-    lines += ["", f"Reference mean length: {np.mean([len(r.split()) for r in ref]):.2f} words.", "",
+    lines += ["", f"Reference mean length: {result['reference_mean_words']:.2f} words.", "",
               "## Validation (val, 1,014 sentences)", ""]
     lines += markdown_table(["checkpoint", "smoothed loss", "perplexity", "token accuracy"],
                             [[k, v["loss"], v["ppl"], v["accuracy"]]

@@ -1,10 +1,11 @@
 """Tables 1, 2 and 3 (parameter column) of the paper, recomputed from this project's code.
 
-    python -m results.paper_tables [--quick]
+    python -m results.paper_tables [--quick] [--reuse-timings] [--out-dir results]
 
-Writes results/paper_tables.md (every number with the command that produced it) and
-results/table1_timings.json (the measurements chapter 08 plots). Nothing here is typed in by
-hand except the paper's own figures, which are quoted as such.
+Writes results/paper_tables.md (every number with the command that produced it),
+results/table1_timings.json (the measurements chapter 08 plots) and results/paper_tables.json
+(Table 2's numbers, for chapter 08). Nothing here is typed in by hand except the paper's own
+figures, which are quoted as such.
 
 Table 1 compares the cost of one layer as the sequence length n and the width d vary. The
 self-attention core (QK^T and the weighted sum of V) costs 4 n^2 d FLOPs; a recurrent layer
@@ -27,6 +28,7 @@ import torch
 from annotated import configs
 from annotated.attention import attention
 from annotated.flops import training_flops
+from results.common import invocation
 
 HERE = Path(__file__).resolve().parent
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
@@ -70,24 +72,30 @@ def crossover(rows, d):
     return None
 
 
-def table2():
-    lines = ["| model | paper: hours x GPUs x 9.5 TFLOPS | our count: FLOPs per step | "
-             "x steps = total | " + " | ".join(f"1 x {g} | 8 x {g}" for g in MODERN) + " |",
-             "| --- | --- | --- | --- | " + " | ".join("--- | ---" for _ in MODERN) + " |"]
+def table2_costs() -> dict:
+    """For base and big: the paper's cost (hours x 8 GPUs x 9.5 TFLOPS), our FLOPs per step and
+    in total, and the hours that total takes on 1 and 8 modern GPUs at UTILIZATION."""
     paper_hours = {"base": 12, "big": 3.5 * 24}
+    costs = {}
     for name in ("base", "big"):
         c = configs.get(name)
         pairs = c.max_tokens / AVG_SENTENCE                 # sentence pairs per step
         per_step = pairs * training_flops(c, AVG_SENTENCE, AVG_SENTENCE, 37_000)
         total = per_step * c.train_steps
-        paper = paper_hours[name] * 3600 * 8 * P100_TFLOPS * 1e12
-        cells = []
-        for peak in MODERN.values():
-            for gpus in (1, 8):
-                hours = total / (gpus * peak * UTILIZATION) / 3600
-                cells.append(f"{hours:.1f} h")
-        lines.append(f"| {name} | {paper:.2e} | {per_step:.2e} | {total:.2e} | "
-                     + " | ".join(cells) + " |")
+        hours = {f"{n} x {gpu}": total / (n * peak * UTILIZATION) / 3600
+                 for gpu, peak in MODERN.items() for n in (1, 8)}
+        costs[name] = dict(paper_flops=paper_hours[name] * 3600 * 8 * P100_TFLOPS * 1e12,
+                           per_step=per_step, total=total, hours=hours)
+    return costs
+
+
+def table2(costs):
+    lines = ["| model | paper: hours x GPUs x 9.5 TFLOPS | our count: FLOPs per step | "
+             "x steps = total | " + " | ".join(f"1 x {g} | 8 x {g}" for g in MODERN) + " |",
+             "| --- | --- | --- | --- | " + " | ".join("--- | ---" for _ in MODERN) + " |"]
+    for name, c in costs.items():
+        lines.append(f"| {name} | {c['paper_flops']:.2e} | {c['per_step']:.2e} | {c['total']:.2e} | "
+                     + " | ".join(f"{h:.1f} h" for h in c["hours"].values()) + " |")
     return lines
 
 
@@ -116,18 +124,32 @@ newstest2014; detokenized sacreBLEU is typically 0.7-1.5 lower (paper.md: fairse
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small Table 1 grid (seconds)")
+    parser.add_argument("--reuse-timings", action="store_true",
+                        help="rewrite the tables from OUT_DIR/table1_timings.json (no timing)")
+    parser.add_argument("--out-dir", type=Path, default=HERE, help="where to write the results")
     args = parser.parse_args()
     torch.manual_seed(0)
-    threads = torch.get_num_threads()
-    lengths = [16, 64, 256, 1024] if args.quick else [16, 32, 64, 128, 256, 512, 1024, 2048]
-    widths = [64, 256] if args.quick else [128, 512, 1024]
-    rows = table1_measurements(lengths, widths)
-    (HERE / "table1_timings.json").write_text(json.dumps(
-        dict(threads=threads, machine=platform.processor() or platform.machine(), rows=rows), indent=1))
+    timings_file = args.out_dir / "table1_timings.json"
+    if args.reuse_timings:
+        if not timings_file.is_file():
+            parser.error(f"--reuse-timings: no {timings_file}; run without it to measure")
+        timings = json.loads(timings_file.read_text())
+    else:
+        lengths = [16, 64, 256, 1024] if args.quick else [16, 32, 64, 128, 256, 512, 1024, 2048]
+        widths = [64, 256] if args.quick else [128, 512, 1024]
+        timings = dict(threads=torch.get_num_threads(),
+                       machine=platform.processor() or platform.machine(),
+                       rows=table1_measurements(lengths, widths))
+        timings_file.write_text(json.dumps(timings, indent=1))
+    rows, threads = timings["rows"], timings["threads"]
+    lengths = sorted({r["n"] for r in rows})
+    widths = sorted({r["d"] for r in rows})
 
     out = ["# The paper's tables, recomputed", "",
-           f"Written by `python -m results.paper_tables{' --quick' if args.quick else ''}` "
-           f"(torch {torch.__version__}, {threads} threads). Do not edit by hand.", "",
+           f"Written by `{invocation('results.paper_tables')}` "
+           f"(torch {torch.__version__}, {threads} threads; Table 1 timings "
+           f"{'reused from' if args.reuse_timings else 'measured into'} "
+           "`results/table1_timings.json`). Do not edit by hand.", "",
            "## Table 1: self-attention vs recurrent layer", "",
            "Per layer: self-attention O(n^2 d) work in O(1) sequential steps; recurrent O(n d^2) "
            "work in O(n) sequential steps. FLOPs of the two cores cross at n = d; measured "
@@ -141,10 +163,12 @@ def main():
             "## Table 2: training cost", "",
             f"The paper's cost = training time x 8 GPUs x {P100_TFLOPS} TFLOPS (P100). Ours = "
             "the matrix-multiply FLOPs of `annotated.flops.training_flops` for one step of "
-            f"{configs.get('base').max_tokens:,} source + target tokens (sentences of "
+            f"{configs.get('base').max_tokens:,} source and as many target tokens (sentences of "
             f"{AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps. GPU time at "
             f"{UTILIZATION:.0%} model FLOP utilisation:", ""]
-    out += table2()
+    costs = table2_costs()
+    (args.out_dir / "paper_tables.json").write_text(json.dumps(dict(table2=costs), indent=1))
+    out += table2(costs)
     out += ["", "The paper's figure is an upper bound (a P100 never sustains its peak), which is "
             "why it is larger than the FLOPs the model actually needs.", "",
             "## Table 3: parameter counts", "",
@@ -154,8 +178,8 @@ def main():
     for name, n, paper in configs.table3_params():
         out.append(f"| {name} | {n / 1e6:.2f} | {paper if paper else ''} |")
     out += ["", "## Reproducing base and big on WMT14 with 8 GPUs", "", commands(), ""]
-    (HERE / "paper_tables.md").write_text("\n".join(out))
-    print(f"wrote {HERE / 'paper_tables.md'}")
+    (args.out_dir / "paper_tables.md").write_text("\n".join(out))
+    print(f"wrote {args.out_dir / 'paper_tables.md'}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,71 @@
+"""The results scripts end to end, on tiny budgets: what they write and what chapter 08 reads."""
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+from annotated import configs
+from annotated.data import DATA_ENV, load_corpus
+from annotated.flops import training_flops
+from results import multi30k, paper_tables
+
+RESULTS = paper_tables.HERE
+
+
+def run(module, monkeypatch, *args):
+    monkeypatch.setattr(sys, "argv", [module.__name__, *map(str, args)])
+    module.main()
+
+
+def test_paper_tables_from_saved_timings(tmp_path, monkeypatch):
+    shutil.copy(RESULTS / "table1_timings.json", tmp_path)
+    run(paper_tables, monkeypatch, "--reuse-timings", "--out-dir", tmp_path)
+    text = (tmp_path / "paper_tables.md").read_text()
+    table2 = json.loads((tmp_path / "paper_tables.json").read_text())["table2"]
+    assert text.splitlines()[2].startswith(
+        "Written by `python -m results.paper_tables --reuse-timings --out-dir")
+    base = configs.get("base")
+    per_step = base.max_tokens / paper_tables.AVG_SENTENCE * training_flops(
+        base, paper_tables.AVG_SENTENCE, paper_tables.AVG_SENTENCE, 37_000)
+    assert table2["base"]["per_step"] == pytest.approx(per_step)
+    assert table2["base"]["total"] == pytest.approx(per_step * base.train_steps)
+    assert table2["base"]["paper_flops"] == pytest.approx(12 * 3600 * 8 * 9.5e12)   # 3.3e18
+    assert table2["big"]["paper_flops"] == pytest.approx(3.5 * 24 * 3600 * 8 * 9.5e12)  # 2.3e19
+    for name, cost in table2.items():         # the markdown shows the JSON's numbers
+        assert f"| {name} | {cost['paper_flops']:.2e} | {cost['per_step']:.2e} |" in text
+
+
+def test_paper_tables_reuse_without_timings_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit):
+        run(paper_tables, monkeypatch, "--reuse-timings", "--out-dir", tmp_path)
+    assert f"no {tmp_path / 'table1_timings.json'}" in capsys.readouterr().err
+
+
+def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
+    data_dir = os.environ.get(DATA_ENV)
+    try:
+        load_corpus(configs.get("multi30k"), data_dir, log=lambda message: None)
+    except (FileNotFoundError, OSError) as e:
+        pytest.skip(f"Multi30k unavailable ({DATA_ENV} unset or incomplete, no network): {e}")
+    run_dir, out = tmp_path / "run", tmp_path / "out"
+    out.mkdir()
+    common = ["--out-dir", out, "--run", run_dir, "--limit", 3,
+              *(["--data-dir", data_dir] if data_dir else [])]
+    run(multi30k, monkeypatch, "--minutes", 0.05, *common)           # a few steps of the preset
+    first = json.loads((out / "multi30k.json").read_text())
+    assert first["train"]["command"].startswith("python -m annotated.train --config multi30k")
+    assert len(first["test2016"]) == 4 and first["reference_mean_words"] > 0
+    assert all(s["signature"].startswith("nrefs:1|case:mixed") for s in first["test2016"].values())
+    assert set(first["valid"]) == {"averaged", "last"}
+    assert (out / "multi30k_attention.npz").is_file() and (run_dir / "average.pt").is_file()
+
+    run(multi30k, monkeypatch, "--skip-train", *common)             # scored again, not retrained
+    again = json.loads((out / "multi30k.json").read_text())
+    assert again["train"] == first["train"]                          # from the run's train.json
+    assert again["metrics"] == first["metrics"]
+    assert [s["bleu"] for s in again["test2016"].values()] == \
+        [s["bleu"] for s in first["test2016"].values()]
+    assert (out / "multi30k.md").read_text().splitlines()[2].startswith(
+        "Written by `python -m results.multi30k --skip-train")
