@@ -28,31 +28,35 @@ def relative(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def train(preset: str, out: Path, *, minutes: float | None = None, steps: int | None = None,
-          overrides=(), data_dir=None) -> tuple[float, str]:
-    """Run `python -m annotated.train` (a fresh run in `out`); returns (wall seconds, command)."""
-    cmd = [sys.executable, "-m", "annotated.train", "--config", preset, "--out", relative(out)]
+def train_command(preset: str, out: Path, *, minutes: float | None = None,
+                  steps: int | None = None, overrides=(), data_dir=None) -> list[str]:
+    """The command line of a fresh `python -m annotated.train` run in `out`."""
+    cmd = ["python", "-m", "annotated.train", "--config", preset, "--out", relative(out)]
     if data_dir:
         cmd += ["--data-dir", str(data_dir)]
     if minutes is not None:
         cmd += ["--max-minutes", str(minutes)]
     if steps is not None:
         cmd += ["--max-steps", str(steps)]
-    cmd += list(overrides)
-    shown = " ".join(["python"] + cmd[1:])
-    print(f"+ {shown}", flush=True)
+    return cmd + list(overrides)
+
+
+def train(preset: str, out: Path, **options) -> tuple[float, str]:
+    """Run train_command(preset, out, **options); returns (wall seconds, the command)."""
+    cmd = train_command(preset, out, **options)
+    print(f"+ {shlex.join(cmd)}", flush=True)
     start = time.time()
-    subprocess.run(cmd, check=True, cwd=ROOT)
-    return time.time() - start, shown
+    subprocess.run([sys.executable, *cmd[1:]], check=True, cwd=ROOT)
+    return time.time() - start, shlex.join(cmd)
 
 
 def average(run_dir: Path, n: int) -> tuple[Path, str]:
     """Average the newest n checkpoints of a run (§6.1) into run_dir/average.pt."""
     out = run_dir / "average.pt"
-    cmd = [sys.executable, "-m", "annotated.checkpoint", "average", "--last", str(n),
+    cmd = ["python", "-m", "annotated.checkpoint", "average", "--last", str(n),
            relative(run_dir), "--out", relative(out)]
-    subprocess.run(cmd, check=True, cwd=ROOT)
-    return out, " ".join(["python"] + cmd[1:])
+    subprocess.run([sys.executable, *cmd[1:]], check=True, cwd=ROOT)
+    return out, shlex.join(cmd)
 
 
 def score(checkpoint: Path, sources: list[str], references: list[str], **decode) -> dict:

@@ -1,22 +1,28 @@
 """A small-scale Table 3 on Multi30k (issue 7): rows A, D and E of the paper's ablation, each
 trained with the same budget (the same number of optimizer steps on the same batches).
 
-    python -m results.table3_small [--steps 2000] [--data-dir D]     # OMP_NUM_THREADS sets threads
+    python -m results.table3_small [--steps 2000] [--seeds 3] [--reuse] [--data-dir D]
 
 The paper varies one thing at a time around its base model and reports perplexity and BLEU on
 its development set; we do the same around a reduced model (`SMALL` below, smaller than the
 `multi30k` preset so that the five runs of 2,000 steps take about an hour on a 2-core CPU) and
-score on Multi30k's val split with the paper's beam search. Each row is one run with one seed,
-so differences of about one BLEU point may be run-to-run noise; the paper's own differences in
-rows A, D and E are of that size too.
+score on Multi30k's val split with the paper's beam search. Each variant is one run with one
+seed; the base row is also trained with further seeds, and their spread says how large a
+difference has to be before it means something (the paper's own differences in rows A, D and E
+are about a point of BLEU). OMP_NUM_THREADS sets the threads.
 """
 import argparse
 import json
+import shlex
+import shutil
 from pathlib import Path
 
+from annotated.checkpoint import checkpoint_name, config_from, load
 from annotated.configs import get
 from annotated.data import load_corpus
-from results.common import ROOT, invocation, markdown_table, perplexity, score, train
+from annotated.train import apply_overrides
+from results.common import (ROOT, invocation, markdown_table, perplexity, score, train,
+                            train_command)
 
 HERE = Path(__file__).resolve().parent
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
@@ -30,14 +36,28 @@ ROWS = {   # name: (paper row, what changes, the paper's dev PPL and BLEU for th
 }
 
 
+def finished_run(run: Path, config, steps: int) -> Path | None:
+    """The run's final checkpoint if it already trained `config` for `steps` steps."""
+    ckpt = run / checkpoint_name(steps)
+    if ckpt.is_file() and config_from(load(ckpt), ckpt) == config:
+        return ckpt
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--seeds", type=int, default=3,
+                        help="train the base row with this many seeds, to measure the noise")
+    parser.add_argument("--reuse", action="store_true",
+                        help="score, without retraining, runs that already finished this config")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--out-dir", type=Path, default=HERE, help="where to write the results")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "table3_small")
     parser.add_argument("--limit", type=int, default=None, help="score only N val sentences")
     args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error(f"--seeds {args.seeds}: the base row needs at least one run")
 
     config = get("multi30k").override(**SMALL)
     corpus = load_corpus(config, data_dir=args.data_dir, log=lambda *_: None)
@@ -45,19 +65,32 @@ def main():
     sources = [tok.decode(s.tolist()) for s, _ in corpus.valid][:args.limit]
     references = [tok.decode(t.tolist()) for _, t in corpus.valid][:args.limit]
 
+    jobs = [(name, row, row, changes, paper) for name, (row, changes, paper) in ROWS.items()]
+    jobs[1:1] = [(f"base, seed {config.seed + i}", "base", f"base_seed{config.seed + i}",
+                  dict(seed=config.seed + i), ROWS["base"][2]) for i in range(1, args.seeds)]
     results = {}
-    for name, (row, changes, paper) in ROWS.items():
-        run = args.runs / row
+    for name, row, folder, changes, paper in jobs:
+        run = args.runs / folder
         overrides = [f"{k}={v}" for k, v in {**SMALL, **changes}.items()]
-        seconds, cmd = train("multi30k", run, steps=args.steps, overrides=overrides,
-                             data_dir=args.data_dir)
-        ckpt = sorted(run.glob("ckpt_*.pt"))[-1]
+        intended = apply_overrides(get("multi30k"), overrides)
+        ckpt = finished_run(run, intended, args.steps) if args.reuse else None
+        options = dict(steps=args.steps, overrides=overrides, data_dir=args.data_dir)
+        reused = ckpt is not None
+        if not reused:
+            shutil.rmtree(run, ignore_errors=True)         # a fresh run, never a mixed one
+            train("multi30k", run, **options)
+            ckpt = run / checkpoint_name(args.steps)
+        log = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        seconds = max(e.get("elapsed", 0) for e in log)   # training time (validation lines: none)
         s = score(ckpt, sources, references, beam_size=4, alpha=0.6, max_extra=50)
-        results[name] = dict(paper_row=row, paper_ppl=paper[0], paper_bleu=paper[1], command=cmd,
+        results[name] = dict(paper_row=row, paper_ppl=paper[0], paper_bleu=paper[1],
+                             seed=intended.seed, reused=reused,
+                             command=shlex.join(train_command("multi30k", run, **options)),
                              minutes=round(seconds / 60, 1), bleu=s["bleu"],
                              signature=s["signature"], **perplexity(ckpt, "valid", args.data_dir))
         print(f"{name}: BLEU {s['bleu']}  PPL {results[name]['ppl']}", flush=True)
     (args.out_dir / "table3_small.json").write_text(json.dumps(results, indent=1))
+    seeds = [r for r in results.values() if r["paper_row"] == "base"]
 
     lines = ["# Table 3, small scale, on Multi30k", "",
              f"Written by `{invocation('results.table3_small')}` (do not edit by "
@@ -65,13 +98,22 @@ def main():
              + ", ".join(f"{k}={v}" for k, v in SMALL.items())
              + f", {args.steps} steps, then the row's change. Scored on Multi30k val "
              f"({len(sources):,} sentences; sacreBLEU of the detokenized BPE text, beam 4, "
-             "alpha 0.6); perplexity per BPE token.", ""]
+             "alpha 0.6); perplexity per BPE token; minutes of training as logged by the run.", ""]
     lines += markdown_table(
         ["row", "change", "val PPL", "val BLEU", "paper row: PPL / BLEU", "minutes"],
         [[r["paper_row"], name, r["ppl"], r["bleu"],
           f"{r['paper_ppl']} / {r['paper_bleu']}", r["minutes"]]
          for name, r in results.items()])
-    lines += ["", "Commands:", ""] + [f"- `{r['command']}`" for r in results.values()]
+    if len(seeds) > 1:
+        lines += ["", f"The base row with {len(seeds)} seeds (initialisation, batch order and "
+                  f"dropout all change): val PPL {min(r['ppl'] for r in seeds)} to "
+                  f"{max(r['ppl'] for r in seeds)}, val BLEU {min(r['bleu'] for r in seeds)} to "
+                  f"{max(r['bleu'] for r in seeds)}. A row's difference from the base row that "
+                  "falls inside this spread may be noise."]
+    lines += ["", "Commands (each row's training run; rows marked *reused* were trained by an "
+              "earlier invocation with the same config and only scored by this one):", ""]
+    lines += [f"- `{r['command']}`" + (" *reused*" if r["reused"] else "")
+              for r in results.values()]
     (args.out_dir / "table3_small.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out_dir / 'table3_small.md'}")
 

@@ -9,7 +9,7 @@ import pytest
 from annotated import configs
 from annotated.data import DATA_ENV, load_corpus
 from annotated.flops import training_flops
-from results import multi30k, paper_tables
+from results import multi30k, paper_tables, table3_small
 
 RESULTS = paper_tables.HERE
 
@@ -43,12 +43,18 @@ def test_paper_tables_reuse_without_timings_is_a_clear_error(tmp_path, monkeypat
     assert f"no {tmp_path / 'table1_timings.json'}" in capsys.readouterr().err
 
 
-def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
+def multi30k_data_dir():
+    """The data location, after checking that Multi30k can be loaded (else skip)."""
     data_dir = os.environ.get(DATA_ENV)
     try:
         load_corpus(configs.get("multi30k"), data_dir, log=lambda message: None)
     except (FileNotFoundError, OSError) as e:
         pytest.skip(f"Multi30k unavailable ({DATA_ENV} unset or incomplete, no network): {e}")
+    return data_dir
+
+
+def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
+    data_dir = multi30k_data_dir()
     run_dir, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
     common = ["--out-dir", out, "--run", run_dir, "--limit", 3,
@@ -69,3 +75,30 @@ def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
         [s["bleu"] for s in first["test2016"].values()]
     assert (out / "multi30k.md").read_text().splitlines()[2].startswith(
         "Written by `python -m results.multi30k --skip-train")
+
+
+def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path, monkeypatch):
+    data_dir = multi30k_data_dir()
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs", tmp_path / "runs",
+            "--out-dir", out, *(["--data-dir", data_dir] if data_dir else [])]
+    run(table3_small, monkeypatch, *args)
+    first = json.loads((out / "table3_small.json").read_text())
+    assert list(first) == ["base", "base, seed 1235", "A: h=1", "D: eps_ls=0", "D: P_drop=0",
+                           "E: learned positions"]
+    assert [r["seed"] for r in first.values()] == [1234, 1235, 1234, 1234, 1234, 1234]
+    assert " h=1 d_k=128 d_v=128 " in first["A: h=1"]["command"]
+    assert all(r["ppl"] > 1 and r["signature"].startswith("nrefs:1") for r in first.values())
+    assert not any(r["reused"] for r in first.values())
+    assert "The base row with 2 seeds" in (out / "table3_small.md").read_text()
+
+    checkpoints = sorted((tmp_path / "runs").glob("*/ckpt_0000002.pt"))
+    assert len(checkpoints) == 6
+    written = [p.stat().st_mtime_ns for p in checkpoints]
+    run(table3_small, monkeypatch, "--reuse", *args)                # scored again, not retrained
+    assert [p.stat().st_mtime_ns for p in checkpoints] == written
+    again = json.loads((out / "table3_small.json").read_text())
+    assert all(r["reused"] for r in again.values())
+    assert {k: (r["ppl"], r["bleu"]) for k, r in again.items()} == \
+        {k: (r["ppl"], r["bleu"]) for k, r in first.items()}
