@@ -6,7 +6,7 @@ Full mode means ANNOTATED_QUICK is unset. Chapter 06 then trains its small model
 minutes on a CPU). Chapters 07 and 08 decode with the trained model runs/multi30k/average.pt,
 which `python -m results.multi30k` writes (an hour of training); without it, chapter 07 trains
 a stand-in (about ten minutes) and chapter 08 a tiny one, and their model-dependent outputs
-change. Chapter 08 otherwise reads results/, so run the results scripts first when they change.
+change. Chapters 03 and 08 read results/, so run the results scripts first when they change.
 The data location comes from ANNOTATED_DATA_DIR (or a download, with internet).
 
 CI re-runs the notebooks in quick mode with nbval instead; cells whose output depends on the
