@@ -9,7 +9,6 @@ from pathlib import Path
 import torch
 
 from annotated.checkpoint import load_model
-from annotated.data import load_corpus
 from annotated.evaluate import paper_bleu, sacre_bleu
 from annotated.train import evaluate
 from annotated.translate import translate_lines
@@ -71,12 +70,15 @@ def score(checkpoint: Path, sources: list[str], references: list[str], **decode)
                 sentences_per_s=round(len(sources) / seconds, 1), hypotheses=hyps)
 
 
-def perplexity(checkpoint: Path, split: str = "valid", data_dir=None) -> dict:
-    """Label-smoothed loss, perplexity and accuracy per target token on a split."""
+def perplexity(checkpoint: Path, pairs) -> dict:
+    """Label-smoothed loss, perplexity and accuracy per target token on `pairs` (a split)."""
     model, config, _ = load_model(checkpoint)
-    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
-    stats = evaluate(model, getattr(corpus, split), config, torch.device("cpu"), 0, 1)
-    return {k: round(v, 4) for k, v in stats.items()}
+    return rounded(evaluate(model, pairs, config, torch.device("cpu"), 0, 1))
+
+
+def rounded(stats: dict) -> dict:
+    """The loss, ppl and accuracy of a validation, to 4 decimals as the results files show them."""
+    return {k: round(stats[k], 4) for k in ("loss", "ppl", "accuracy")}
 
 
 def markdown_table(header: list[str], rows: list[list]) -> list[str]:

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotated.checkpoint import checkpoints, load_model
-from annotated.configs import get
+from annotated.checkpoint import checkpoints, config_from, load, load_model
 from annotated.data import load_corpus
 from annotated.decoding import attention_maps
 from results.common import ROOT, average, invocation, markdown_table, perplexity, score, train
@@ -44,8 +43,7 @@ def main():
     if args.limit is not None and args.limit < 3:
         parser.error(f"--limit {args.limit}: at least 3 (the attention maps use 3 test sentences)")
 
-    result = {"preset": "multi30k", "config": {k: v for k, v in vars(get("multi30k")).items()
-                                               if not k.startswith("paper_")}}
+    result = {"preset": "multi30k"}
     train_record = args.run / "train.json"      # how the run was made, for --skip-train
     if not args.skip_train:
         seconds, cmd = train("multi30k", args.run, minutes=args.minutes, data_dir=args.data_dir)
@@ -60,7 +58,8 @@ def main():
     avg, avg_cmd = average(args.run, min(args.average, len(found)))
     result["average"] = {"command": avg_cmd, "checkpoints": [p.name for p in found[-args.average:]]}
 
-    _, config, _ = load_model(avg)
+    config = config_from(load(last), last)                 # what the run trained
+    result["config"] = {k: v for k, v in vars(config).items() if not k.startswith("paper_")}
     corpus = load_corpus(config, data_dir=args.data_dir, log=lambda *_: None)
     src, ref = corpus.test_src[:args.limit], corpus.test_ref[:args.limit]
     runs = {
@@ -79,8 +78,8 @@ def main():
     result["test2016"] = {k: {kk: vv for kk, vv in v.items() if kk != "hypotheses"}
                           for k, v in scores.items()}
     result["reference_mean_words"] = round(float(np.mean([len(r.split()) for r in ref])), 2)
-    result["valid"] = {"averaged": perplexity(avg, data_dir=args.data_dir),
-                       "last": perplexity(last, data_dir=args.data_dir)}
+    result["valid"] = {"averaged": perplexity(avg, corpus.valid),
+                       "last": perplexity(last, corpus.valid)}
     result["examples"] = [dict(source=s, reference=r, translation=h) for s, r, h
                           in zip(src[:8], ref[:8], main_run["hypotheses"])]
     (args.out_dir / "multi30k.json").write_text(json.dumps(result, indent=1))

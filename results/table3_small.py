@@ -21,7 +21,7 @@ from annotated.checkpoint import checkpoint_name, config_from, load
 from annotated.configs import get
 from annotated.data import load_corpus
 from annotated.train import apply_overrides
-from results.common import (ROOT, invocation, markdown_table, perplexity, score, train,
+from results.common import (ROOT, invocation, markdown_table, rounded, score, train,
                             train_command)
 
 HERE = Path(__file__).resolve().parent
@@ -82,12 +82,13 @@ def main():
             ckpt = run / checkpoint_name(args.steps)
         log = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
         seconds = max(e.get("elapsed", 0) for e in log)   # training time (validation lines: none)
+        (valid,) = [e for e in log if e["split"] == "valid" and e["step"] == args.steps]
         s = score(ckpt, sources, references, beam_size=4, alpha=0.6, max_extra=50)
         results[name] = dict(paper_row=row, paper_ppl=paper[0], paper_bleu=paper[1],
                              seed=intended.seed, reused=reused,
                              command=shlex.join(train_command("multi30k", run, **options)),
                              minutes=round(seconds / 60, 1), bleu=s["bleu"],
-                             signature=s["signature"], **perplexity(ckpt, "valid", args.data_dir))
+                             signature=s["signature"], **rounded(valid))
         print(f"{name}: BLEU {s['bleu']}  PPL {results[name]['ppl']}", flush=True)
     (args.out_dir / "table3_small.json").write_text(json.dumps(results, indent=1))
     seeds = [r for r in results.values() if r["paper_row"] == "base"]

@@ -63,6 +63,7 @@ def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
     first = json.loads((out / "multi30k.json").read_text())
     assert first["train"]["command"].startswith("python -m annotated.train --config multi30k")
     assert len(first["test2016"]) == 4 and first["reference_mean_words"] > 0
+    assert first["config"]["N"] == configs.get("multi30k").N            # the run's, saved
     assert all(s["signature"].startswith("nrefs:1|case:mixed") for s in first["test2016"].values())
     assert set(first["valid"]) == {"averaged", "last"}
     assert (out / "multi30k_attention.npz").is_file() and (run_dir / "average.pt").is_file()
