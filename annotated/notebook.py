@@ -1,6 +1,6 @@
 """Small helpers the chapters use: show a piece of the package's source (one source of
-truth: chapters display the code, never redefine it), save figures under stable names, and
-read the quick-mode switch that CI sets."""
+truth: chapters display the code, never redefine it), save figures under stable names, draw
+attention weights head by head, and read the quick-mode switch that CI sets."""
 import inspect
 import os
 from pathlib import Path
@@ -21,8 +21,37 @@ def show(obj):
 
 
 def save_figure(fig, name: str):
-    """Write `figures/<name>.png` (deterministic bytes: no timestamp metadata) and return its path."""
+    """Write `figures/<name>.png` (deterministic bytes: no timestamp metadata); return the path."""
     FIGURES.mkdir(exist_ok=True)
     path = FIGURES / f"{name}.png"
     fig.savefig(path, dpi=100, bbox_inches="tight", metadata={"Software": None})
     return path
+
+
+def draw_heads(weights, rows: list[str], columns: list[str], title: str, vmax: float = 1.0,
+               wrap: int | None = None, size: float = 2.0):
+    """Heat maps of attention weights (layers, heads, queries, keys): each layer's heads side
+    by side (`wrap` per line of panels, each `size` inches), layers one under another, every
+    panel on the same colour scale 0..vmax."""
+    import matplotlib.pyplot as plt
+    layers, heads = weights.shape[:2]
+    wrap = wrap or heads
+    lines = -(-heads // wrap)                               # lines of panels per layer
+    fig, axes = plt.subplots(layers * lines, wrap, squeeze=False, layout="constrained",
+                             figsize=(size * wrap, size * layers * lines + 0.9))
+    for l in range(layers):
+        for i in range(heads):
+            r, c = l * lines + i // wrap, i % wrap
+            ax = axes[r, c]
+            image = ax.imshow(weights[l, i], cmap="viridis", vmin=0, vmax=vmax)
+            ax.set_xticks(range(len(columns)), columns if r == layers * lines - 1 else [],
+                          rotation=90, fontsize=6)
+            ax.set_yticks(range(len(rows)), rows if c == 0 else [], fontsize=6)
+            if l == 0 or lines > 1:
+                ax.set_title(f"head {i + 1}", fontsize=9)
+        if layers > 1:
+            axes[l * lines, 0].annotate(f"layer {l + 1}", (-0.9, 0.5), xycoords="axes fraction",
+                                        rotation=90, va="center", fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.5, pad=0.01, label="attention weight")
+    fig.suptitle(title, fontsize=10)
+    return fig

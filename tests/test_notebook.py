@@ -1,9 +1,14 @@
-"""The notebook helpers the chapters rely on: show() prints the package's own source."""
+"""The notebook helpers the chapters rely on: show() prints the package's own source,
+draw_heads() lays out attention maps."""
 import IPython.display
+import matplotlib
+import numpy as np
 
-from annotated.notebook import show
+from annotated.notebook import draw_heads, show
 from annotated.tokenizer import atomic_open
 from annotated.train import evaluate
+
+matplotlib.use("Agg")
 
 
 def shown(obj, monkeypatch) -> str:
@@ -24,3 +29,13 @@ def test_show_unwraps_decorators_from_other_packages(monkeypatch):
     # contextlib.contextmanager wraps atomic_open in a function defined in contextlib
     text = shown(atomic_open, monkeypatch)
     assert text.startswith("`annotated/tokenizer.py`\n```python\n@contextmanager\ndef atomic_open(")
+
+
+def test_draw_heads_lays_out_every_layer_and_head_on_one_scale():
+    weights = np.full((2, 8, 3, 5), 0.2)                   # (layers, heads, queries, keys)
+    fig = draw_heads(weights, list("abc"), list("vwxyz"), "t", wrap=4)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 16 and len(fig.axes) == 17      # 2 layers x 2 lines x 4, + colour bar
+    assert all(ax.images[0].get_clim() == (0, 1) for ax in panels)
+    assert [ax.get_title() for ax in panels[:8]] == [f"head {i}" for i in range(1, 9)]
+    assert [t.get_text() for t in panels[-4].get_xticklabels()] == list("vwxyz")   # bottom line
