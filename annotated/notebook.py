@@ -3,12 +3,15 @@ truth: chapters display the code, never redefine it), save figures under stable 
 attention weights head by head, and read the quick-mode switch that CI sets."""
 import inspect
 import os
+import tempfile
 from pathlib import Path
 
 FIGURES = Path(__file__).resolve().parent.parent / "figures"
 
 #: CI sets ANNOTATED_QUICK=1: heavy cells (training) then run a tiny version of themselves.
 QUICK = os.environ.get("ANNOTATED_QUICK", "0") == "1"
+#: Quick-mode figures go here, so that CI and the tests never overwrite the committed ones.
+QUICK_FIGURES = Path(tempfile.gettempdir()) / "annotated-transformer-quick-figures"
 
 
 def show(obj):
@@ -21,9 +24,11 @@ def show(obj):
 
 
 def save_figure(fig, name: str):
-    """Write `figures/<name>.png` (deterministic bytes: no timestamp metadata); return the path."""
-    FIGURES.mkdir(exist_ok=True)
-    path = FIGURES / f"{name}.png"
+    """Write `figures/<name>.png` (deterministic bytes: no timestamp metadata; in quick mode
+    under QUICK_FIGURES instead) and return its path."""
+    folder = QUICK_FIGURES if QUICK else FIGURES
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}.png"
     fig.savefig(path, dpi=100, bbox_inches="tight", metadata={"Software": None})
     return path
 

@@ -1,9 +1,11 @@
 """The notebook helpers the chapters rely on: show() prints the package's own source,
-draw_heads() lays out attention maps."""
+draw_heads() lays out attention maps, save_figure() keeps quick-mode figures out of figures/."""
 import IPython.display
 import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 
+from annotated import notebook
 from annotated.notebook import draw_heads, show
 from annotated.tokenizer import atomic_open
 from annotated.train import evaluate
@@ -39,3 +41,15 @@ def test_draw_heads_lays_out_every_layer_and_head_on_one_scale():
     assert all(ax.images[0].get_clim() == (0, 1) for ax in panels)
     assert [ax.get_title() for ax in panels[:8]] == [f"head {i}" for i in range(1, 9)]
     assert [t.get_text() for t in panels[-4].get_xticklabels()] == list("vwxyz")   # bottom line
+
+
+def test_quick_mode_figures_never_overwrite_the_committed_ones(monkeypatch, tmp_path):
+    monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path / "quick")
+    fig = plt.figure()
+    monkeypatch.setattr(notebook, "QUICK", True)
+    assert notebook.save_figure(fig, "x") == tmp_path / "quick" / "x.png"
+    monkeypatch.setattr(notebook, "FIGURES", tmp_path / "full")
+    monkeypatch.setattr(notebook, "QUICK", False)
+    assert notebook.save_figure(fig, "x") == tmp_path / "full" / "x.png"
+    assert (tmp_path / "quick" / "x.png").is_file() and (tmp_path / "full" / "x.png").is_file()
+    plt.close(fig)
