@@ -16,6 +16,8 @@ name the folder holding `multi30k/` and `wmt14/` or the dataset's folder itself)
     multi30k  English->German image captions (29,000 training pairs), the data location or,
               when none is given, downloaded once into the cache (ANNOTATED_CACHE_DIR, default
               ~/.cache/annotated-transformer) and checked against known sha256 sums
+    multi30k_sample  the first 3,000 / 300 / 300 pairs of Multi30k's splits, shipped inside the
+              package (annotated/sample/multi30k): works offline and ignores the data location
     wmt14     the paper's data: what `python -m annotated.prepare_wmt14` wrote, in the data
               location or by default in the cache's wmt14/ folder
 
@@ -47,6 +49,9 @@ MULTI30K_SHA256 = {
     "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
 }
+# The shipped sample: the first lines of each Multi30k split (see its README for the terms).
+SAMPLE = Path(__file__).resolve().parent / "sample" / "multi30k"
+SAMPLE_SPLITS = {split: f"{stem}_sample" for split, stem in MULTI30K_SPLITS.items()}
 # WMT14 as prepare_wmt14 writes it: newstest2013 is the paper's dev set, newstest2014 its test.
 WMT14_SPLITS = dict(train="train", valid="newstest2013", test="newstest2014")
 SOURCE, TARGET = "en", "de"      # English->German, the paper's direction
@@ -81,26 +86,28 @@ def cache_folder(cache_dir=None) -> Path:
     return Path(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
 
 
+def data_location(data_dir=None) -> Path | None:
+    """The data location as an absolute path: `data_dir` (a flag, relative to the current
+    folder), else ANNOTATED_DATA_DIR, else None. A relative ANNOTATED_DATA_DIR is read where
+    the user set it: from the current folder or, when nothing is there (a Jupyter kernel runs
+    in the notebook's folder), from the shell's folder that started the process ($PWD)."""
+    if data_dir:
+        return Path(data_dir).expanduser().resolve()
+    value = os.environ.get(DATA_ENV)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute() and not path.exists() and os.environ.get("PWD"):
+        path = Path(os.environ["PWD"]) / path
+    return path.resolve()
+
+
 def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     """The corpus config.dataset names, tokenized with a shared vocabulary of config.vocab_size."""
-    cache = cache_folder(cache_dir)
-    data_dir = data_dir or os.environ.get(DATA_ENV)
     if config.dataset == "copy":
         return _copy_corpus(config, log)
-    if config.dataset == "multi30k":
-        names = [f"{MULTI30K_SPLITS[split]}.{lang}.gz" for split in MULTI30K_SPLITS
-                 for lang in (SOURCE, TARGET)]
-        folder = (_find("multi30k", names, data_dir) if data_dir
-                  else _download_multi30k(cache / "multi30k", names, log))
-        files = {split: [folder / f"{stem}.{lang}.gz" for lang in (SOURCE, TARGET)]
-                 for split, stem in MULTI30K_SPLITS.items()}
-    elif config.dataset == "wmt14":
-        names = [f"{stem}.{lang}" for stem in WMT14_SPLITS.values() for lang in (SOURCE, TARGET)]
-        folder = _find("wmt14", names, data_dir or cache / "wmt14")
-        files = {split: [folder / f"{stem}.{lang}" for lang in (SOURCE, TARGET)]
-                 for split, stem in WMT14_SPLITS.items()}
-    else:
-        raise ValueError(f"unknown dataset {config.dataset!r}; choose copy, multi30k or wmt14")
+    cache = cache_folder(cache_dir)
+    files = corpus_files(config.dataset, data_location(data_dir), cache, log)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               config.dataset, log)
     splits, stats = {}, {}
@@ -113,6 +120,27 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
             test_src, test_ref = src, tgt          # raw text, for BLEU
     return Corpus(splits["train"], splits["valid"], splits["test"], tokenizer, stats,
                   test_src, test_ref)
+
+
+def corpus_files(dataset, data_dir, cache, log) -> dict:
+    """{split: [source file, target file]} of a dataset, found (or downloaded) as the module
+    docstring says."""
+    if dataset == "multi30k_sample":
+        folder, stems, suffix = SAMPLE, SAMPLE_SPLITS, ".gz"
+    elif dataset == "multi30k":
+        stems, suffix = MULTI30K_SPLITS, ".gz"
+        names = [f"{stem}.{lang}{suffix}" for stem in stems.values() for lang in (SOURCE, TARGET)]
+        folder = (_find("multi30k", names, data_dir) if data_dir
+                  else _download_multi30k(cache / "multi30k", names, log))
+    elif dataset == "wmt14":
+        stems, suffix = WMT14_SPLITS, ""
+        names = [f"{stem}.{lang}" for stem in stems.values() for lang in (SOURCE, TARGET)]
+        folder = _find("wmt14", names, data_dir or cache / "wmt14")
+    else:
+        raise ValueError(f"unknown dataset {dataset!r}; choose copy, multi30k, multi30k_sample "
+                         f"or wmt14")
+    return {split: [folder / f"{stem}.{lang}{suffix}" for lang in (SOURCE, TARGET)]
+            for split, stem in stems.items()}
 
 
 def _copy_corpus(config, log) -> Corpus:

@@ -1,12 +1,29 @@
 import os
+from pathlib import Path
 
 import pytest
 import torch
 
+from annotated.data import DATA_ENV
+
 # Tests are deterministic and single-threaded-friendly on the 2-core CI machine.
 torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+def full_corpus(dataset: str, name: str) -> Path:
+    """The folder holding a full corpus, for the few tests that need it: the data location if
+    one is set, else the shared data folder beside the repository; the test is skipped with the
+    reason when neither holds `dataset/name`."""
+    for location in (os.environ.get(DATA_ENV), SHARED_DATA):
+        if location and (Path(location) / dataset / name).is_file():
+            return Path(location)
+    pytest.skip(f"the full {dataset} corpus is not here: no {dataset}/{name} in {DATA_ENV} or "
+                f"in {SHARED_DATA}")

@@ -14,6 +14,7 @@ from annotated.configs import get
 from annotated.data import load_corpus, read_parallel
 from annotated.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
 from annotated.tokenizer import read_lines, sha256_file
+from conftest import full_corpus
 
 
 def quiet(*_):
@@ -117,18 +118,16 @@ def test_data_dir_without_the_files_names_where_it_looked(tmp_path):
 
 @pytest.fixture(scope="module")
 def multi30k(tmp_path_factory):
-    """Multi30k with a small (1,000) vocabulary, from the data location or the network."""
+    """The full Multi30k with a small (1,000) vocabulary, from the shared data folder."""
+    location = full_corpus("multi30k", "train.en.gz")
     cache, logs = tmp_path_factory.mktemp("cache"), []
-    try:
-        corpus = load_corpus(get("multi30k").override(vocab_size=1000), cache_dir=cache,
-                             log=logs.append)
-    except FileNotFoundError as e:
-        pytest.skip(f"Multi30k unavailable (no data location and no network): {e}")
-    return corpus, cache, logs
+    corpus = load_corpus(get("multi30k").override(vocab_size=1000), data_dir=location,
+                         cache_dir=cache, log=logs.append)
+    return corpus, cache, logs, location
 
 
 def test_multi30k_splits_and_raw_test_text(multi30k):
-    corpus, _, _ = multi30k
+    corpus, *_ = multi30k
     assert {split: (s["read"], s["empty"], s["kept"]) for split, s in corpus.stats.items()} == {
         "train": (29_000, 0, 29_000), "valid": (1_014, 0, 1_014), "test": (1_000, 0, 1_000)}
     assert len(corpus.test_src) == len(corpus.test_ref) == len(corpus.test) == 1_000
@@ -139,7 +138,7 @@ def test_multi30k_splits_and_raw_test_text(multi30k):
 
 
 def test_multi30k_padding_fraction_at_most_ten_percent(multi30k):
-    corpus, _, _ = multi30k
+    corpus, *_ = multi30k
     lengths = lengths_of(corpus.train)
     batches = make_batches(lengths, get("multi30k").max_tokens, seed=1234, epoch=0)
     src_frac, tgt_frac = padding_fraction(lengths, batches)
@@ -147,11 +146,11 @@ def test_multi30k_padding_fraction_at_most_ten_percent(multi30k):
 
 
 def test_multi30k_tokenizer_cached_and_length_filter_counted(multi30k):
-    corpus, cache, logs = multi30k
+    corpus, cache, logs, location = multi30k
     assert any("training a 1,000-token BPE" in line for line in logs)
     logs = []
     short = load_corpus(get("multi30k").override(vocab_size=1000, max_sentence_len=16),
-                        cache_dir=cache, log=logs.append)
+                        data_dir=location, cache_dir=cache, log=logs.append)
     assert any("tokenizer: reusing" in line for line in logs)
     assert short.tokenizer.to_bytes() == corpus.tokenizer.to_bytes()
     too_long = sum(len(s) + 1 > 16 or len(t) + 1 > 16 for s, t in corpus.train)
@@ -160,12 +159,46 @@ def test_multi30k_tokenizer_cached_and_length_filter_counted(multi30k):
 
 
 def test_multi30k_folder_itself_is_accepted(multi30k):
-    corpus, cache, _ = multi30k
-    location = os.environ.get(data.DATA_ENV)
-    folder = data._find("multi30k", list(data.MULTI30K_SHA256), location or cache)
+    corpus, cache, _, location = multi30k
+    folder = data._find("multi30k", list(data.MULTI30K_SHA256), location)
     again = load_corpus(get("multi30k").override(vocab_size=1000), data_dir=folder,
                         cache_dir=cache, log=quiet)
     assert again.test_src == corpus.test_src
+
+
+# --- the shipped sample, and where a relative data location is read from ------------------------
+
+def test_shipped_sample_loads_offline_whatever_the_data_location(tmp_path, monkeypatch):
+    monkeypatch.setenv(data.DATA_ENV, str(tmp_path / "nothing here"))
+    monkeypatch.setattr(data, "MULTI30K_URL", "http://unreachable.invalid/{name}")
+    corpus = load_corpus(get("multi30k").override(dataset="multi30k_sample", vocab_size=1000),
+                         cache_dir=tmp_path / "cache", log=quiet)
+    assert {split: s["kept"] for split, s in corpus.stats.items()} == {
+        "train": 3_000, "valid": 300, "test": 300}
+    assert corpus.test_src[0] == "A man in an orange hat starring at something."
+
+
+def test_shipped_sample_is_the_first_lines_of_multi30k():
+    folder = full_corpus("multi30k", "train.fr.gz") / "multi30k"
+    for split, stem in data.MULTI30K_SPLITS.items():
+        for lang in ("en", "de", "fr"):
+            sample = list(read_lines(data.SAMPLE / f"{data.SAMPLE_SPLITS[split]}.{lang}.gz"))
+            full = list(read_lines(folder / f"{stem}.{lang}.gz"))
+            assert len(sample) == (3_000 if split == "train" else 300)
+            assert sample == full[:len(sample)], (split, lang)
+
+
+def test_relative_data_location_is_read_where_it_was_set(tmp_path, monkeypatch):
+    """A Jupyter kernel runs in the notebook's folder, not where ANNOTATED_DATA_DIR was set."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "chapters").mkdir()
+    monkeypatch.chdir(tmp_path / "chapters")
+    monkeypatch.setenv("PWD", str(tmp_path))
+    monkeypatch.setenv(data.DATA_ENV, "data")
+    assert data.data_location() == tmp_path / "data"
+    assert data.data_location("here") == tmp_path / "chapters" / "here"    # a flag: from cwd
+    monkeypatch.delenv(data.DATA_ENV)
+    assert data.data_location() is None
 
 
 # --- WMT14: preparation on toy archives, then loading ------------------------------------------
@@ -262,11 +295,7 @@ def test_missing_archive_member_lists_the_archive(tmp_path):
 
 
 def test_sgml_round_trip_on_real_newstest2014(tmp_path):
-    location = os.environ.get(data.DATA_ENV)
-    path = location and os.path.join(location, "wmt14", "newstest2014.en")
-    if not path or not os.path.isfile(path):
-        pytest.skip(f"no wmt14/newstest2014.en in the data location ({data.DATA_ENV} unset or "
-                    f"without it)")
+    path = full_corpus("wmt14", "newstest2014.en") / "wmt14" / "newstest2014.en"
     lines = list(read_lines(path))
     (tmp_path / "src.sgm").write_text(_sgml("srcset", "en", [("all", lines)]), encoding="utf-8")
     assert read_sgml(tmp_path / "src.sgm")[0] == [line.strip() for line in lines]
