@@ -2,9 +2,9 @@
 
     python -m results.paper_tables [--quick] [--reuse-timings] [--out-dir results]
 
-Writes results/paper_tables.md (every number with the command that produced it),
-results/table1_timings.json (the measurements chapter 08 plots) and results/paper_tables.json
-(Table 2's numbers, for chapter 08). Nothing here is typed in by hand except the paper's own
+Writes paper_tables.md (every number with the command that produced it), table1_timings.json
+(the measurements chapter 08 plots) and paper_tables.json (Table 2's numbers, for chapter 08)
+into runs/results/, or with --out-dir results over the committed files that chapter 08 reads. Nothing here is typed in by hand except the paper's own
 figures, which are quoted as such.
 
 Table 1 compares the cost of one layer as the sequence length n and the width d vary. The
@@ -31,6 +31,7 @@ from annotated.flops import training_flops
 from results.common import invocation
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
 MODERN = {"A100 (bf16 dense 312 TFLOPS)": 312e12, "H100 SXM (bf16 dense 989 TFLOPS)": 989e12}
 UTILIZATION = 0.40         # a typical sustained model FLOP utilisation for this model size
@@ -126,8 +127,11 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a small Table 1 grid (seconds)")
     parser.add_argument("--reuse-timings", action="store_true",
                         help="rewrite the tables from OUT_DIR/table1_timings.json (no timing)")
-    parser.add_argument("--out-dir", type=Path, default=HERE, help="where to write the results")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
+                        help="where to write the results (default runs/results; pass "
+                             "--out-dir results to replace the committed ones)")
     args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     timings_file = args.out_dir / "table1_timings.json"
     if args.reuse_timings:

@@ -1,7 +1,8 @@
-"""A small-scale Table 3 on Multi30k (issue 7): rows A, D and E of the paper's ablation, each
+"""A small-scale Table 3 on Multi30k: rows A, D and E of the paper's ablation, each
 trained with the same budget (the same number of optimizer steps on the same batches).
 
     python -m results.table3_small [--steps 2000] [--seeds 3] [--reuse] [--data-dir D]
+        [key=value ...]
 
 The paper varies one thing at a time around its base model and reports perplexity and BLEU on
 its development set; we do the same around a reduced model (`SMALL` below, smaller than the
@@ -9,7 +10,8 @@ its development set; we do the same around a reduced model (`SMALL` below, small
 score on Multi30k's val split with the paper's beam search. Each variant is one run with one
 seed; the base row is also trained with further seeds, and their spread says how large a
 difference has to be before it means something (the paper's own differences in rows A, D and E
-are about a point of BLEU). OMP_NUM_THREADS sets the threads.
+are about a point of BLEU). key=value overrides fields of every row's config before the row's
+own change (the tests train tiny rows on the shipped sample: dataset=multi30k_sample N=1 ...).
 """
 import argparse
 import json
@@ -24,7 +26,6 @@ from annotated.train import apply_overrides
 from results.common import (ROOT, invocation, markdown_table, rounded, score, train,
                             train_command)
 
-HERE = Path(__file__).resolve().parent
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
              eval_every=10_000, ckpt_every=10_000, ckpt_minutes=10_000, keep_last=1)
 ROWS = {   # name: (paper row, what changes, the paper's dev PPL and BLEU for that row)
@@ -34,6 +35,14 @@ ROWS = {   # name: (paper row, what changes, the paper's dev PPL and BLEU for th
     "D: P_drop=0": ("D1", dict(P_drop=0.0), (5.77, 24.6)),
     "E: learned positions": ("E", dict(positional="learned", max_len=256), (4.92, 25.7)),
 }
+
+
+def row_overrides(user: list[str], changes: dict) -> list[str]:
+    """key=value items of one row: SMALL, then the user's, then the row's change, each key
+    once, in the order they apply (the row's change last)."""
+    items = {**SMALL, **dict(item.partition("=")[::2] for item in user)}
+    items = {k: v for k, v in items.items() if k not in changes}
+    return [f"{k}={v}" for k, v in {**items, **changes}.items()]
 
 
 def finished_run(run: Path, config, steps: int) -> Path | None:
@@ -52,14 +61,19 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="score, without retraining, runs that already finished this config")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--out-dir", type=Path, default=HERE, help="where to write the results")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
+                        help="where to write the results (default runs/results; pass "
+                             "--out-dir results to replace the committed ones)")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "table3_small")
     parser.add_argument("--limit", type=int, default=None, help="score only N val sentences")
-    args = parser.parse_args()
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="override fields of every row (before the row's change)")
+    args = parser.parse_intermixed_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.seeds < 1:
         parser.error(f"--seeds {args.seeds}: the base row needs at least one run")
 
-    config = get("multi30k").override(**SMALL)
+    config = apply_overrides(get("multi30k").override(**SMALL), args.overrides)
     corpus = load_corpus(config, data_dir=args.data_dir, log=lambda *_: None)
     tok = corpus.tokenizer
     sources = [tok.decode(s.tolist()) for s, _ in corpus.valid][:args.limit]
@@ -71,7 +85,7 @@ def main():
     results = {}
     for name, row, folder, changes, paper in jobs:
         run = args.runs / folder
-        overrides = [f"{k}={v}" for k, v in {**SMALL, **changes}.items()]
+        overrides = row_overrides(args.overrides, changes)
         intended = apply_overrides(get("multi30k"), overrides)
         ckpt = finished_run(run, intended, args.steps) if args.reuse else None
         options = dict(steps=args.steps, overrides=overrides, data_dir=args.data_dir)

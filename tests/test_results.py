@@ -1,13 +1,11 @@
 """The results scripts end to end, on tiny budgets: what they write and what chapter 08 reads."""
 import json
-import os
 import shutil
 import sys
 
 import pytest
 
 from annotated import configs
-from annotated.data import DATA_ENV, load_corpus
 from annotated.flops import training_flops
 from results import multi30k, paper_tables, table3_small
 
@@ -43,27 +41,20 @@ def test_paper_tables_reuse_without_timings_is_a_clear_error(tmp_path, monkeypat
     assert f"no {tmp_path / 'table1_timings.json'}" in capsys.readouterr().err
 
 
-def multi30k_data_dir():
-    """The data location, after checking that Multi30k can be loaded (else skip)."""
-    data_dir = os.environ.get(DATA_ENV)
-    try:
-        load_corpus(configs.get("multi30k"), data_dir, log=lambda message: None)
-    except (FileNotFoundError, OSError) as e:
-        pytest.skip(f"Multi30k unavailable ({DATA_ENV} unset or incomplete, no network): {e}")
-    return data_dir
+# Tiny models on the shipped Multi30k sample: the scripts' whole path in seconds, offline.
+TINY = ["dataset=multi30k_sample", "vocab_size=500", "N=1", "d_model=32", "d_ff=64", "h=2",
+        "d_k=16", "d_v=16", "max_tokens=500"]
 
 
 def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
-    data_dir = multi30k_data_dir()
     run_dir, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
-    common = ["--out-dir", out, "--run", run_dir, "--limit", 3,
-              *(["--data-dir", data_dir] if data_dir else [])]
-    run(multi30k, monkeypatch, "--minutes", 0.05, *common)           # a few steps of the preset
+    common = ["--out-dir", out, "--run", run_dir, "--limit", 3]
+    run(multi30k, monkeypatch, "--minutes", 0.02, *common, *TINY)     # a few steps
     first = json.loads((out / "multi30k.json").read_text())
     assert first["train"]["command"].startswith("python -m annotated.train --config multi30k")
     assert len(first["test2016"]) == 4 and first["reference_mean_words"] > 0
-    assert first["config"]["N"] == configs.get("multi30k").N            # the run's, saved
+    assert first["config"]["N"] == 1 and first["config"]["dataset"] == "multi30k_sample"
     assert all(s["signature"].startswith("nrefs:1|case:mixed") for s in first["test2016"].values())
     assert set(first["valid"]) == {"averaged", "last"}
     assert (out / "multi30k_attention.npz").is_file() and (run_dir / "average.pt").is_file()
@@ -79,17 +70,17 @@ def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
 
 
 def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path, monkeypatch):
-    data_dir = multi30k_data_dir()
     out = tmp_path / "out"
     out.mkdir()
     args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs", tmp_path / "runs",
-            "--out-dir", out, *(["--data-dir", data_dir] if data_dir else [])]
+            "--out-dir", out, *TINY]
     run(table3_small, monkeypatch, *args)
     first = json.loads((out / "table3_small.json").read_text())
     assert list(first) == ["base", "base, seed 1235", "A: h=1", "D: eps_ls=0", "D: P_drop=0",
                            "E: learned positions"]
     assert [r["seed"] for r in first.values()] == [1234, 1235, 1234, 1234, 1234, 1234]
-    assert " h=1 d_k=128 d_v=128 " in first["A: h=1"]["command"]
+    assert " dataset=multi30k_sample " in first["A: h=1"]["command"]
+    assert first["A: h=1"]["command"].endswith(" h=1 d_k=128 d_v=128")   # the row's change last
     assert all(r["ppl"] > 1 and r["signature"].startswith("nrefs:1") for r in first.values())
     assert not any(r["reused"] for r in first.values())
     assert "The base row with 2 seeds" in (out / "table3_small.md").read_text()
