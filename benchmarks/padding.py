@@ -1,4 +1,4 @@
-"""Padding in the token batches of §5.1 (issue 4: at most 10% on Multi30k).
+"""Padding in the token batches of §5.1: at most 10% on Multi30k.
 
 Builds the `multi30k` preset's training batches (max_tokens per side, its vocabulary) and prints
 the share of each side's padded tensors that is padding, beside two baselines cut to the same

@@ -1,4 +1,4 @@
-"""Training throughput and model FLOP utilisation (MFU) on this machine (issue 4, "Speed").
+"""Training throughput and model FLOP utilisation (MFU) on this machine.
 
 One training step is exactly what `python -m annotated.train` does per step: the global batch
 (token-batched by annotated.batching) through `annotated.train.train_step` (forward,
