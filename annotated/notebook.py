@@ -1,6 +1,12 @@
 """Small helpers the chapters use: show a piece of the package's source (one source of
 truth: chapters display the code, never redefine it), save figures under stable names, draw
-attention weights head by head, and read the quick-mode switch that CI sets."""
+attention weights head by head, and read the switch between the quick and the full form of
+the chapters.
+
+Quick mode is the default: training cells train tiny models on the Multi30k sample shipped
+with the package, so the chapters run offline in about a minute, whatever data location is
+set. `python chapters/regenerate.py` sets ANNOTATED_FULL=1 for the full form: the real
+corpus from the data location, the real training runs, the committed outputs and figures."""
 import inspect
 import os
 import tempfile
@@ -8,8 +14,11 @@ from pathlib import Path
 
 FIGURES = Path(__file__).resolve().parent.parent / "figures"
 
-#: CI sets ANNOTATED_QUICK=1: heavy cells (training) then run a tiny version of themselves.
-QUICK = os.environ.get("ANNOTATED_QUICK", "0") == "1"
+FULL_ENV = "ANNOTATED_FULL"
+#: Quick mode unless ANNOTATED_FULL=1: heavy cells (training) then run a tiny version of themselves.
+QUICK = os.environ.get(FULL_ENV, "0") != "1"
+#: The Multi30k the chapters read: the shipped sample in quick mode, the full corpus otherwise.
+MULTI30K = "multi30k_sample" if QUICK else "multi30k"
 #: Quick-mode figures go here, so that CI and the tests never overwrite the committed ones.
 QUICK_FIGURES = Path(tempfile.gettempdir()) / "annotated-transformer-quick-figures"
 

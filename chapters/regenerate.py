@@ -2,15 +2,17 @@
 
     python chapters/regenerate.py [01 05 ...]     # all chapters, or those whose number is given
 
-Full mode means ANNOTATED_QUICK is unset. Chapter 06 then trains its small model (a few
-minutes on a CPU). Chapters 07 and 08 decode with the trained model runs/multi30k/average.pt,
-which `python -m results.multi30k` writes (an hour of training); without it, chapter 07 trains
-a stand-in (about ten minutes) and chapter 08 a tiny one, and their model-dependent outputs
-change. Chapters 03 and 08 read results/, so run the results scripts first when they change.
-The data location comes from ANNOTATED_DATA_DIR (or a download, with internet).
+Full mode means ANNOTATED_FULL=1, which this script sets (tests run the chapters in quick mode,
+the default). Full mode reads the real Multi30k from the data location, ANNOTATED_DATA_DIR
+(a relative path is taken from the current folder); chapter 06 then trains its small model (a
+few minutes on a CPU). Chapters 07 and 08 decode with the trained model
+runs/multi30k/average.pt, which `python -m results.multi30k` writes (an hour of training);
+without it, chapter 07 trains a stand-in (about ten minutes) and chapter 08 a tiny one, and
+their model-dependent outputs change. Chapters 03 and 08 read results/, so run the results
+scripts first when they change.
 
-CI re-runs the notebooks in quick mode with nbval instead; cells whose output depends on the
-mode are marked so in the notebooks.
+nbval re-runs the notebooks in quick mode and compares their outputs with these; cells whose
+output depends on the mode carry the tag `nbval-ignore-output`.
 """
 import os
 import subprocess
@@ -27,8 +29,13 @@ def main():
                        if not wanted or p.name[:2] in wanted)
     if not notebooks:
         sys.exit(f"no chapter matches {wanted} in {CHAPTERS}")
-    env = {k: v for k, v in os.environ.items() if k != "ANNOTATED_QUICK"}
+    env = dict(os.environ, ANNOTATED_FULL="1")
     env.setdefault("MPLBACKEND", "Agg")
+    if env.get("ANNOTATED_DATA_DIR"):           # the kernels run in chapters/: make it absolute
+        env["ANNOTATED_DATA_DIR"] = str(Path(env["ANNOTATED_DATA_DIR"]).expanduser().resolve())
+    else:
+        print("note: ANNOTATED_DATA_DIR is not set; chapters that read Multi30k will try to "
+              "download it", flush=True)
     for nb in notebooks:
         start = time.time()
         print(f"running {nb.name} ...", flush=True)
