@@ -107,12 +107,21 @@ PRESETS: dict[str, Config] = {
     "big": _row(4.33, 26.4, 213, d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000,
                 keep_last=20),
     # Small presets for one CPU (not in the paper). copy: learn to repeat the input. One layer
-    # per stack learns it fastest (measured: valid loss < 0.01 in 500 steps, about 15 s of one
-    # core; N=2 needs over 800); a peak rate of 1.25e-2 or more stalls training.
+    # per stack learns it fastest. Measured over 5 seeds with 1 and with 2 threads: this recipe
+    # ends every run at valid loss < 0.001 and accuracy 1.0 (about 40 s of one core). The
+    # previous one (500 steps of 1,500 tokens at twice the rate) spiked late in some runs and
+    # ended at valid loss up to 0.1; halving the rate and doubling the batch removed the spikes.
     "copy": Config(dataset="copy", vocab_size=11, N=1, d_model=64, d_ff=128, h=4, d_k=16,
-                          d_v=16, P_drop=0.0, eps_ls=0.0, train_steps=500, warmup_steps=100,
-                          lr_factor=0.5, max_tokens=1500, log_every=50, eval_every=250,
-                          ckpt_every=250, keep_last=2),
+                   d_v=16, P_drop=0.0, eps_ls=0.0, train_steps=1000, warmup_steps=100,
+                   lr_factor=0.25, max_tokens=3000, log_every=50, eval_every=250,
+                   ckpt_every=500, keep_last=2),
+    # sample: the first command a newcomer runs. English->German on the 3,000 Multi30k pairs
+    # shipped with the package, offline, in about two minutes of two CPU cores; it learns the
+    # captions' common phrases, not the language (a demonstration, not a result).
+    "sample": Config(dataset="multi30k_sample", vocab_size=2000, N=2, d_model=128, d_ff=512,
+                     h=4, d_k=32, d_v=32, P_drop=0.1, eps_ls=0.1, train_steps=700,
+                     warmup_steps=200, lr_factor=0.5, max_tokens=1024, log_every=50,
+                     eval_every=100, ckpt_every=100, keep_last=3),
     # multi30k: English->German image captions; a model that trains on a 2-core CPU in an hour.
     # About 7.5M parameters. 2,048 tokens a side per step gives ~15 passes over the 29,000
     # training pairs per hour here; warmup 600 and factor 0.4 put the peak rate at 1.0e-3.

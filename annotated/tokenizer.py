@@ -160,11 +160,13 @@ class CopyTokenizer:
         return CopyTokenizer.MAGIC + str(self.vocab_size).encode()
 
     def encode(self, text: str) -> list[int]:
-        ids = [int(word) for word in text.split()]
-        bad = [i for i in ids if not 4 <= i < self.vocab_size]
+        words = text.split()
+        bad = [w for w in words if not (w.isdigit() and 4 <= int(w) < self.vocab_size)]
         if bad:
-            raise ValueError(f"copy task symbols are 4..{self.vocab_size - 1}, got {bad}")
-        return ids
+            raise ValueError(f"the copy task reads symbols {4}..{self.vocab_size - 1} written as "
+                             f"numbers separated by spaces (e.g. \"4 9 5\"); got {bad[0]!r} in "
+                             f"{text!r}")
+        return [int(w) for w in words]
 
     def encode_all(self, texts: list[str]) -> list[list[int]]:
         return [self.encode(text) for text in texts]

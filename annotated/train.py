@@ -33,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import time
 import types
@@ -48,11 +49,15 @@ from tqdm import tqdm
 from annotated import checkpoint
 from annotated.batching import collate, lengths_of, make_batches, padding_fraction, shard
 from annotated.configs import PRESETS, Config, get
-from annotated.data import load_corpus
+from annotated.data import data_location, load_corpus
+from annotated.decoding import beam_search, source_batch
 from annotated.loss import label_smoothed_loss
 from annotated.model import count_parameters, masks
 from annotated.optim import make_optimizer
 from annotated.tokenizer import PAD, atomic_open
+
+
+SMALL_MODEL = 5_000_000   # parameters; smaller models train on one CPU thread by default
 
 
 def parse_value(key: str, kind, text: str):
@@ -166,8 +171,8 @@ def parse_args(argv=None):
     p.add_argument("--out", help="run folder for checkpoints and metrics.jsonl (default runs/CONFIG)")
     p.add_argument("--max-steps", type=int, help="stop after this global step (default train_steps)")
     p.add_argument("--max-minutes", type=float, help="also stop after this many minutes")
-    p.add_argument("--threads", type=int, help="CPU threads (default: torch's; 1 is faster on a "
-                                               "busy machine)")
+    p.add_argument("--threads", type=int, help="CPU threads (default: 1 for models under "
+                   f"{SMALL_MODEL // 10**6} million parameters, else one per core)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override config fields")
     return p, p.parse_intermixed_args(argv)
@@ -178,20 +183,8 @@ def main(argv=None):
     if args.out is None and args.config is None:
         parser.error("give --config NAME (and/or --out RUN_DIR with --resume)")
     out = Path(args.out or Path("runs") / args.config)
-    found = checkpoint.checkpoints(out)
     try:
-        if args.resume:
-            if not found:
-                raise ValueError(f"--resume: no checkpoint in {out}")
-            resumed = checkpoint.load(found[-1])
-            if resumed["training"] is None:
-                raise ValueError(f"--resume: {found[-1]} holds no training state (averaged?)")
-            config = apply_overrides(checkpoint.config_from(resumed, found[-1]), args.overrides)
-        else:
-            if found:
-                raise ValueError(f"{out} already holds checkpoints; pass --resume to continue "
-                                 f"the run or choose another --out")
-            resumed, config = None, apply_overrides(get(args.config), args.overrides)
+        config, resumed = run_config(args, out)
         if config.amp not in ("none", "bf16", "fp16"):
             raise ValueError(f"amp must be none, bf16 or fp16, got {config.amp!r}")
     except (KeyError, ValueError) as e:
@@ -199,11 +192,37 @@ def main(argv=None):
     return train(config, out, args, resumed)
 
 
+def run_config(args, out: Path):
+    """(config, resumed checkpoint or None) for a run in `out`. A folder that already holds
+    checkpoints is continued with --resume, or when --config and the overrides ask for the very
+    config it was started with (so the same command can be repeated); anything else is an
+    error, so two different runs never mix in one folder."""
+    found = checkpoint.checkpoints(out)
+    if not found:
+        if args.resume:
+            raise ValueError(f"--resume: no checkpoint in {out}")
+        return apply_overrides(get(args.config), args.overrides), None
+    resumed = checkpoint.load(found[-1])
+    saved = checkpoint.config_from(resumed, found[-1])
+    if not args.resume:
+        requested = apply_overrides(get(args.config), args.overrides)
+        changed = [f"{f.name} ({getattr(saved, f.name)!r} there, {getattr(requested, f.name)!r} "
+                   f"here)" for f in fields(Config)
+                   if getattr(saved, f.name) != getattr(requested, f.name)]
+        if changed:
+            raise ValueError(f"{out} already holds a run of another config: "
+                             f"{', '.join(changed)}; pass --resume to continue that run or "
+                             f"choose another --out")
+    if resumed["training"] is None:
+        raise ValueError(f"--resume: {found[-1]} holds no training state (averaged?)")
+    return apply_overrides(saved, args.overrides if args.resume else []), resumed
+
+
 def train(config: Config, out: Path, args, resumed):
     rank, world, device = init_distributed()
-    if args.threads:
-        torch.set_num_threads(args.threads)
     is_main = rank == 0
+    # the data location: the flag or ANNOTATED_DATA_DIR, else the one the run was started with
+    data_dir = data_location(args.data_dir) or (resumed and resumed["training"].get("data_dir"))
 
     def say(message):                    # above the progress bar; flushed, for logs in files
         if is_main:
@@ -219,7 +238,7 @@ def train(config: Config, out: Path, args, resumed):
     # rank 0 first: it may download data or train the tokenizer into the shared cache
     if dist.is_initialized() and not is_main:
         dist.barrier()
-    corpus = load_corpus(config, args.data_dir, args.cache_dir, log=say)
+    corpus = load_corpus(config, data_dir, args.cache_dir, log=say)
     if dist.is_initialized() and is_main:
         dist.barrier()
     tokenizer, pairs = corpus.tokenizer, corpus.train
@@ -229,6 +248,9 @@ def train(config: Config, out: Path, args, resumed):
 
     torch.manual_seed(config.seed)                             # same initial weights on all ranks
     model = config.make_model(tokenizer.vocab_size).to(device)
+    threads = args.threads or (1 if count_parameters(model) < SMALL_MODEL else None)
+    if threads and device.type == "cpu":
+        torch.set_num_threads(threads)
     optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
                                           config.lr_factor)
     cuda = device.type == "cuda"
@@ -261,6 +283,7 @@ def train(config: Config, out: Path, args, resumed):
         say(f"resumed from step {step} (epoch {epoch}, batch {index})")
     else:
         torch.manual_seed(config.seed + rank)                  # each rank its own dropout masks
+    continuing = resumed is not None
     del resumed
 
     lengths = lengths_of(pairs)
@@ -268,9 +291,11 @@ def train(config: Config, out: Path, args, resumed):
     src_pad, tgt_pad = padding_fraction(lengths, batches)
     say(f"{config.dataset}: {len(pairs):,} training pairs, {len(batches):,} batches per epoch "
         f"(padding {src_pad:.1%} source, {tgt_pad:.1%} target); model "
-        f"{count_parameters(model):,} parameters; {world} process(es) on {device}")
+        f"{count_parameters(model):,} parameters; {world} process(es) on {device}"
+        + (f", {torch.get_num_threads()} thread(s) each (--threads N to change)"
+           if device.type == "cpu" else ""))
     metrics = out / "metrics.jsonl"
-    if is_main and args.resume and metrics.exists():           # drop lines the resume redoes
+    if is_main and continuing and metrics.exists():            # drop lines the resume redoes
         kept = [ln for ln in metrics.read_text().splitlines() if json.loads(ln)["step"] <= step]
         with atomic_open(metrics, "w") as f:
             f.writelines(ln + "\n" for ln in kept)
@@ -288,7 +313,8 @@ def train(config: Config, out: Path, args, resumed):
         if is_main:
             training = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                         "scaler": scaler.state_dict(), "rng": rng, "epoch": epoch,
-                        "index": index, "elapsed": elapsed + time.time() - start}
+                        "index": index, "elapsed": elapsed + time.time() - start,
+                        "data_dir": str(data_dir) if data_dir else None}
             path = checkpoint.save(out / checkpoint.checkpoint_name(step), model=model,
                                    config=config, tokenizer=tokenizer, step=step,
                                    training=training)
@@ -359,8 +385,44 @@ def train(config: Config, out: Path, args, resumed):
         if done:
             break
     bar.close()
+    if is_main:
+        show_at_work(model, corpus, config, out)
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+def show_at_work(model, corpus, config, out: Path, n: int = 3):
+    """End a run by showing what it learned (a few test sentences decoded with §6.1's beam
+    search) and the commands that come next."""
+    model.eval()
+    tokenizer = corpus.tokenizer
+    sentences = [(s, r) for s, r in zip(corpus.test_src, corpus.test_ref)
+                 if len(tokenizer.encode(s)) < 20][:n]
+    src = source_batch([tokenizer.encode(s) for s, _ in sentences],
+                       next(model.parameters()).device)
+    hyps = beam_search(model, src, config.beam_size, config.length_penalty,
+                       config.max_output_extra)
+    print(f"\nThe model at work on {len(sentences)} test sentences it never saw in training "
+          f"(beam {config.beam_size}, alpha {config.length_penalty}):")
+    for (source, reference), hyp in zip(sentences, hyps):
+        print(f"  input      {source}\n  output     {tokenizer.decode(hyp.tokens)}\n"
+              f"  reference  {reference}\n")
+    found = checkpoint.checkpoints(out)
+    if not found:
+        return
+    last = found[-1]
+    example = "4 9 5 7 7 10" if config.dataset == "copy" else sentences[0][0]
+    print(f"Next:\n  the checkpoint         {last}\n"
+          f"  translate with it      echo {shlex.quote(example)} | "
+          f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}\n"
+          f"  average the last ones  python -m annotated.checkpoint average --last "
+          f"{config.keep_last} {shlex.quote(str(out))} --out {shlex.quote(str(out / 'average.pt'))}")
+    if config.dataset in ("copy", "multi30k_sample"):
+        print("  read the chapters      jupyter lab chapters/\n"
+              "  train on all of Multi30k (29,000 pairs; an hour on 2 CPU cores)\n"
+              "                         python -m annotated.train --config multi30k "
+              "--data-dir DIR    # DIR holds multi30k/train.en.gz ...")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ checkpoint carries its tokenizer and config, so nothing else is needed; an avera
 (`python -m annotated.checkpoint average`) is read the same way. Beam size, alpha and the
 maximum extra length default to the checkpoint config's decoding fields (the paper's 4, 0.6
 and 50 unless the run changed them). With --ref the BLEU scores of annotated.evaluate are
-printed (on stderr, as is the progress: stdout holds only translations).
+printed (on stderr, as is the progress: stdout holds only translations). A copy-task
+checkpoint reads its symbols as numbers separated by spaces: `echo "4 9 5" | ...` prints `4 9 5`.
 
 Batching: sentences are sorted by length and cut into batches of at most --batch-tokens source
 tokens, padding included (annotated.batching), so little work is spent on padding; the

@@ -102,8 +102,11 @@ def test_copy_tokenizer():
     assert tok.decode([5, UNK]) == "5 ⁇"
     again = Tokenizer.from_bytes(tok.to_bytes())
     assert isinstance(again, CopyTokenizer) and again.vocab_size == 11
-    with pytest.raises(ValueError, match=r"symbols are 4\.\.10, got \[11, 3\]"):
+    with pytest.raises(ValueError, match=r"symbols 4\.\.10 written as numbers separated by "
+                                         r"spaces \(e\.g\. \"4 9 5\"\); got '11' in '4 11 3'"):
         tok.encode("4 11 3")
+    with pytest.raises(ValueError, match=r"got 'hello' in 'hello world'"):    # words, not ints
+        tok.encode("hello world")
 
 
 def test_read_lines_splits_on_newline_only_and_names_bad_bytes(tmp_path):

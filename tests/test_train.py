@@ -7,12 +7,12 @@ from contextlib import nullcontext
 import pytest
 import torch
 
-from annotated import checkpoint, configs, train
+from annotated import checkpoint, configs, data, train
 from annotated.batching import collate, shard
 from annotated.loss import label_smoothed_loss
 from annotated.model import masks
 from annotated.tokenizer import PAD
-from annotated.data import DATA_ENV, load_corpus
+from annotated.data import DATA_ENV
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -66,22 +66,49 @@ def test_a_run_folder_is_never_mixed_up(tmp_path, capsys):
     assert f"--resume: no checkpoint in {tmp_path}" in capsys.readouterr().err
     run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     with pytest.raises(SystemExit):
-        run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
-    assert "already holds checkpoints; pass --resume" in capsys.readouterr().err
+        run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "seed=7")
+    assert ("already holds a run of another config: seed (1234 there, 7 here); pass --resume"
+            in capsys.readouterr().err)
+    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
+
+
+def test_the_same_command_twice_continues_the_run(tmp_path, capsys):
+    """A repeated command finds its own run: it goes on to --max-steps, or has nothing to do."""
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    run(tmp_path, "--config", "copy", "--max-steps", 3, *TINY_RUN)
+    assert "resumed from step 2" in capsys.readouterr().out
+    run(tmp_path, "--config", "copy", "--max-steps", 3, *TINY_RUN)
+    assert "step 3: already at --max-steps" in capsys.readouterr().out
+    assert [m["step"] for m in metrics(tmp_path, "train")] == [1, 2, 3]
+    with (tmp_path / "metrics.jsonl").open("a") as f:       # logged after the last checkpoint
+        f.write(json.dumps({"step": 4, "split": "train", "loss": 1.0}) + "\n")
+    run(tmp_path, "--config", "copy", "--max-steps", 5, *TINY_RUN)
+    assert [m["step"] for m in metrics(tmp_path, "train")] == [1, 2, 3, 4, 5]
+    assert metrics(tmp_path, "train")[3]["loss"] != 1.0             # step 4 logged again
+
+
+def test_a_run_ends_by_showing_the_model_at_work_and_what_comes_next(tmp_path, capsys):
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    out = capsys.readouterr().out
+    assert "The model at work on 3 test sentences" in out and out.count("  reference  ") == 3
+    assert f"the checkpoint         {tmp_path / 'ckpt_0000001.pt'}" in out
+    assert "python -m annotated.translate --checkpoint" in out
+    assert "jupyter lab chapters/" in out
 
 
 def test_copy_task_trains_to_near_zero_loss(tmp_path):
-    """The `copy` preset as it is (eps_ls = 0): about 15 s of one core."""
+    """The `copy` preset as it is (eps_ls = 0): about 40 s of one core. Its final validation is
+    what the recipe promises for every seed and thread count, not a lucky last training step."""
     run(tmp_path, "--config", "copy")
     final = metrics(tmp_path, "valid")[-1]
     assert final["step"] == configs.get("copy").train_steps
-    assert final["loss"] < 0.05 and final["accuracy"] > 0.99, final
+    assert final["loss"] < 0.01 and final["accuracy"] == 1.0, final
     logged = metrics(tmp_path, "train")
     assert logged[0]["loss"] > 1.0                                    # it did start from chance
     assert set(logged[-1]) == {"step", "split", "loss", "nll", "ppl", "accuracy", "lr",
                                "tokens_per_s", "elapsed"}
-    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000250.pt",
-                                                                  "ckpt_0000500.pt"]
+    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000500.pt",
+                                                                  "ckpt_0001000.pt"]
 
 
 def test_resume_continues_bit_for_bit(tmp_path):
@@ -125,21 +152,36 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
-def test_short_multi30k_run_lowers_the_validation_loss(tmp_path):
-    data_dir = os.environ.get(DATA_ENV)
-    small = ["vocab_size=1000", "N=1", "d_model=64", "d_ff=128", "h=4", "d_k=16", "d_v=16",
-             "max_tokens=1500", "warmup_steps=100", "lr_factor=2", "eval_every=10",
-             "log_every=10", "ckpt_every=1000"]
-    config = train.apply_overrides(configs.get("multi30k"), small)
-    try:                       # the data location, else a download into the cache
-        load_corpus(config, data_dir, tmp_path / "cache", log=lambda message: None)
-    except (FileNotFoundError, OSError) as e:
-        pytest.skip(f"Multi30k unavailable ({DATA_ENV} unset or incomplete, no network): {e}")
-    args = ["--config", "multi30k", "--cache-dir", tmp_path / "cache", "--max-steps", 30, *small]
-    run(tmp_path / "run", *args, *(["--data-dir", data_dir] if data_dir else []))
+def test_short_multi30k_run_lowers_the_validation_loss(tmp_path, monkeypatch):
+    """Real sentences, offline: the Multi30k sample shipped with the package."""
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    small = ["dataset=multi30k_sample", "vocab_size=1000", "N=1", "d_model=64", "d_ff=128",
+             "h=4", "d_k=16", "d_v=16", "max_tokens=1500", "warmup_steps=100", "lr_factor=2",
+             "eval_every=10", "log_every=10", "ckpt_every=1000"]
+    run(tmp_path / "run", "--config", "multi30k", "--cache-dir", tmp_path / "cache",
+        "--max-steps", 30, *small)
     losses = [m["loss"] for m in metrics(tmp_path / "run", "valid")]
     assert len(losses) == 3 and losses[0] > losses[1] > losses[2], losses
     assert losses[-1] < math.log(1000) - 1.0                        # well below chance
+
+
+def test_resume_reads_the_data_from_where_the_run_started(tmp_path, monkeypatch):
+    """--resume without --data-dir finds the corpus the run was started with, offline."""
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    monkeypatch.setattr(data, "MULTI30K_URL", "http://unreachable.invalid/{name}")
+    location = tmp_path / "data" / "multi30k"
+    location.mkdir(parents=True)
+    for split, stem in data.MULTI30K_SPLITS.items():
+        for lang in ("en", "de"):
+            (location / f"{stem}.{lang}.gz").write_bytes(
+                (data.SAMPLE / f"{data.SAMPLE_SPLITS[split]}.{lang}.gz").read_bytes())
+    tiny = ["vocab_size=500", "N=1", "d_model=16", "d_ff=32", "h=2", "d_k=8", "d_v=8",
+            "max_tokens=300", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
+    cache = ["--cache-dir", tmp_path / "cache"]
+    run(tmp_path / "run", "--config", "multi30k", "--data-dir", tmp_path / "data", *cache,
+        "--max-steps", 1, *tiny)
+    run(tmp_path / "run", "--resume", *cache, "--max-steps", 2)
+    assert [m["step"] for m in metrics(tmp_path / "run", "train")] == [1, 2]
 
 
 def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
