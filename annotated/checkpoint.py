@@ -26,7 +26,6 @@ average the weights of several checkpoints of one run; the paper decodes with th
 the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals.
 """
 import argparse
-import os
 import random
 import re
 from dataclasses import asdict, fields
@@ -100,7 +99,6 @@ def _tokenizer_record(tokenizer) -> dict:
 def atomic_save(obj, path) -> None:
     """torch.save `obj` to `path` so that `path` is always either the old file or the new one."""
     with atomic_open(path) as f:      # temporary file, fsync, os.replace (annotated.tokenizer)
-        os.fchmod(f.fileno(), 0o644)  # the temporary file is private; a checkpoint need not be
         torch.save(obj, f)
 
 

@@ -20,12 +20,13 @@ needs nothing but the checkpoint. The copy task's `CopyTokenizer` has the same i
 The small file helpers used across the data code live here too (plain or gzip text, sha256,
 atomic writes), since everything else that reads data imports this module.
 """
+import errno
 import gzip
 import hashlib
 import io
 import json
 import os
-import tempfile
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -75,10 +76,13 @@ def sha256_file(path) -> str:
 @contextmanager
 def atomic_open(path, mode="wb"):
     """Write to a temporary file beside `path` and rename it to `path` only if the block ends
-    without error: a crash or an exception never leaves a half-written file under that name."""
+    without error: a crash or an exception never leaves a half-written file under that name.
+    The file gets the mode open() would give it (0o666 less the umask); a full disk is an
+    OSError that says so and names `path`, whose old content stays as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
     text = {} if "b" in mode else dict(encoding="utf-8", newline="\n")
     try:
         with os.fdopen(fd, mode, **text) as f:
@@ -86,8 +90,11 @@ def atomic_open(path, mode="wb"):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise OSError(e.errno, f"{os.strerror(e.errno).lower()} while writing {path}; the "
+                                   f"file that was there, if any, is unchanged") from e
         raise
 
 
