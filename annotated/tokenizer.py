@@ -212,7 +212,8 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> To
 
     The model is stored as `{name}-bpe{vocab_size}-{key}.model`, where key hashes the record of
     what it was trained on (each file's sha256, vocab_size, BPE_SETTINGS, sentencepiece version),
-    written beside it as a .json file; a model whose record differs is trained again.
+    written beside it as a .json file; a model whose record differs is trained again, and so is
+    one that cannot be loaded (the damaged file is removed, and the log says so).
     """
     record = dict(inputs=[sha256_file(f) for f in files], vocab_size=vocab_size,
                   settings=BPE_SETTINGS, sentencepiece=spm.__version__)
@@ -220,9 +221,16 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> To
     key = hashlib.sha256(text.encode()).hexdigest()[:12]
     model_path = Path(cache_dir) / f"{name}-bpe{vocab_size}-{key}.model"
     record_path = model_path.with_suffix(".json")
-    if model_path.is_file() and record_path.is_file() and record_path.read_text() == text:
-        log(f"tokenizer: reusing {model_path}")
-        return Tokenizer.load(model_path)
+    recorded = record_path.is_file() and record_path.read_bytes() == text.encode()
+    if model_path.is_file() and recorded:
+        try:
+            tokenizer = Tokenizer.load(model_path)
+            log(f"tokenizer: reusing {model_path}")
+            return tokenizer
+        except ValueError as e:                  # damaged on disk: the cache can remake it
+            log(f"tokenizer: the cached {model_path} cannot be loaded ({e}); removing it and "
+                f"training again")
+            model_path.unlink()
     log(f"tokenizer: training a {vocab_size:,}-token BPE vocabulary on "
         f"{', '.join(Path(f).name for f in files)}")
     tokenizer = train_bpe(files, vocab_size, model_path)

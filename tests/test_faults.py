@@ -9,7 +9,7 @@ import torch
 
 import annotated.tokenizer as tk
 from annotated import checkpoint, configs
-from annotated.tokenizer import CopyTokenizer, atomic_open
+from annotated.tokenizer import CopyTokenizer, atomic_open, load_or_train
 
 TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
 CONFIG = configs.get("copy").override(**TINY)
@@ -87,3 +87,18 @@ def test_full_disk_keeps_the_old_file_and_says_no_space_left(tmp_path, monkeypat
             f.write(b"more than ten bytes")
     assert error.value.errno == errno.ENOSPC
     assert snapshot(tmp_path) == {path.relative_to(tmp_path): b"old"}     # no temporary left
+
+
+# --- a corrupt tokenizer cache, a missing GPU, empty or misaligned text ------------------------
+
+def test_corrupt_cached_tokenizer_is_removed_and_retrained(tmp_path):
+    (tmp_path / "train.en").write_text("a dog runs\nthe cat sleeps\n" * 20)
+    (tmp_path / "train.de").write_text("ein hund rennt\ndie katze schläft\n" * 20)
+    files, logs = [tmp_path / "train.en", tmp_path / "train.de"], []
+    first = load_or_train(files, 30, tmp_path / "cache", "toy", log=logs.append)
+    [model] = (tmp_path / "cache").glob("toy-bpe30-*.model")
+    model.write_bytes(model.read_bytes()[:100])                      # cut short on disk
+    again = load_or_train(files, 30, tmp_path / "cache", "toy", log=logs.append)
+    assert any(f"the cached {model} cannot be loaded" in line and "removing it and training "
+               "again" in line for line in logs)
+    assert again.to_bytes() == first.to_bytes() == model.read_bytes()
