@@ -1,4 +1,5 @@
-"""Checkpoints: one self-contained file per save, written atomically, and averaging (§6.1).
+"""Checkpoints: one self-contained file per save, written atomically and sealed, and averaging
+(§6.1).
 
 A checkpoint is a dict saved with torch.save and read back with `weights_only=True` (plain
 containers, numbers, strings, bytes and tensors; no pickled code):
@@ -14,20 +15,39 @@ containers, numbers, strings, bytes and tensors; no pickled code):
 
 So `load_model(path)` rebuilds the model and its tokenizer from the file alone.
 
+The seal: torch.load does not check the CRCs of the zip archive torch.save writes, so bytes
+changed in the middle of a file (a failing disk, a bad copy) would load silently as wrong
+weights. So every file ends with a seal: SEAL, the sha256 of all the bytes before it in hex, and
+a newline (torch.load ignores bytes after the archive, so the file stays a torch file). Every
+reader (`load`, hence --resume, translate, averaging and `load_model`) hashes the file first. A
+changed byte before the seal changes the hash; a changed byte in the digest no longer matches;
+a changed byte in SEAL, or a file cut short, leaves a version 2 file without a seal. All are
+refused with a CheckpointError naming the file and the newest checkpoint of the same folder that
+verifies, to use instead. Version 1 files (written before the seal) are still read, with a
+warning that they could not be verified.
+
 Atomic writes: the bytes go to a temporary file in the same folder, are flushed to disk
 (fsync), and only then renamed over the final name with os.replace, which is atomic on POSIX.
 A crash at any moment leaves either the old files or the complete new one, never half a file
 under a checkpoint name; the orphaned temporary file is ignored (and removed by the next run).
+Rotation keeps the newest `keep_last` checkpoints, the newest one that verifies, and any the
+trainer names (`rotate(run_dir, keep_last, keep=[path])`).
 
     python -m annotated.checkpoint average --out OUT CKPT [CKPT ...]
     python -m annotated.checkpoint average --out OUT --last N RUN_DIR
+    python -m annotated.checkpoint verify CKPT|RUN_DIR [...]
 
 average the weights of several checkpoints of one run; the paper decodes with the average of
-the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals.
+the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals. verify checks files
+against their seals.
 """
 import argparse
+import hashlib
+import os
 import random
 import re
+import sys
+import warnings
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -37,13 +57,19 @@ import torch
 from annotated.tokenizer import atomic_open
 
 FORMAT = "annotated-transformer checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2                          # 2: sealed; 1: not
+SEAL = b"\nannotated-transformer checkpoint sha256 "
+SEAL_SIZE = len(SEAL) + 64 + 1              # SEAL, the hex digest, "\n"
 NAME = re.compile(r"ckpt_(\d+)\.pt$")
 TOKENIZER_CLASSES = {"bpe": "Tokenizer", "copy": "CopyTokenizer"}   # in annotated.tokenizer
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that is missing, unreadable, or of another format version."""
+    """A checkpoint file that is missing, damaged, unreadable, or of another format version."""
+
+
+class _Damaged(CheckpointError):
+    """A checkpoint whose bytes are not those written: load and verify add what to use instead."""
 
 
 def checkpoint_name(step: int) -> str:
@@ -96,10 +122,38 @@ def _tokenizer_record(tokenizer) -> dict:
     return {"kind": kind, "bytes": tokenizer.to_bytes()}
 
 
+class _Sealer:
+    """A file to hand torch.save: passes the bytes on to `f` and hashes them on the way (torch
+    writes its archive front to back), and keeps the OSError a write raised, which torch would
+    report as an obscure "unexpected pos" error."""
+
+    def __init__(self, f):
+        self.f, self.sha256, self.error = f, hashlib.sha256(), None
+
+    def write(self, data):
+        self.sha256.update(data)
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self):
+        self.f.flush()
+
+
 def atomic_save(obj, path) -> None:
-    """torch.save `obj` to `path` so that `path` is always either the old file or the new one."""
+    """torch.save `obj` to `path`, sealed (see the module docstring), so that `path` is always
+    either the old file or the new one."""
     with atomic_open(path) as f:      # temporary file, fsync, os.replace (annotated.tokenizer)
-        torch.save(obj, f)
+        sealer = _Sealer(f)
+        try:
+            torch.save(obj, sealer)
+        except RuntimeError as e:
+            if sealer.error is not None:       # e.g. a full disk: atomic_open says so
+                raise sealer.error from e
+            raise
+        f.write(SEAL + sealer.sha256.hexdigest().encode() + b"\n")
 
 
 def remove_temporaries(run_dir) -> list[Path]:
@@ -127,9 +181,16 @@ def save(path, *, model, config, tokenizer, step: int, training: dict | None = N
     return Path(path)
 
 
-def rotate(run_dir, keep_last: int) -> list[Path]:
-    """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones."""
+def rotate(run_dir, keep_last: int, keep=()) -> list[Path]:
+    """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones.
+    Never deleted: the files in `keep` (e.g. the trainer's best checkpoint), and the newest
+    checkpoint that verifies, even when damaged newer ones have pushed it out of the last
+    keep_last."""
     old = checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []
+    spared = {Path(p).resolve() for p in keep}
+    if old and (intact := newest_intact(run_dir)) is not None:
+        spared.add(intact.resolve())
+    old = [p for p in old if p.resolve() not in spared]
     for p in old:
         p.unlink()
     return old
@@ -137,25 +198,100 @@ def rotate(run_dir, keep_last: int) -> list[Path]:
 
 # ---------------------------------------------------------------------------- reading
 
-def load(path, map_location="cpu") -> dict:
-    """The checkpoint's dict, after checking it is complete and of this format version."""
-    path = Path(path)
+def _sealed(path: Path) -> bool:
+    """True if the file ends with a seal that matches its bytes, False if it ends with none;
+    a seal that does not match is an error."""
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
+    with open(path, "rb") as f:
+        left = f.seek(0, os.SEEK_END) - SEAL_SIZE
+        if left < 0:
+            return False
+        f.seek(left)
+        seal = f.read()
+        if not seal.startswith(SEAL):
+            return False
+        f.seek(0)
+        digest = hashlib.sha256()
+        while left > 0 and (block := f.read(min(left, 1 << 20))):
+            digest.update(block)
+            left -= len(block)
+    if seal != SEAL + digest.hexdigest().encode() + b"\n":
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated (its bytes do not match the "
+                       f"sha256 it was written with)")
+    return True
+
+
+def _read(path: Path, device) -> dict:
+    """load() without the advice on what to use instead of a damaged file."""
+    sealed = _sealed(path)
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
+        payload = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
-        raise CheckpointError(f"checkpoint {path} is corrupt or truncated "
-                              f"({type(e).__name__}: {str(e).split('. ')[0][:160]})") from e
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated "
+                       f"({type(e).__name__}: {str(e).split('. ')[0][:160]})") from e
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
-    if payload.get("version") != FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {path} has format version {payload.get('version')}; "
-                              f"this code reads version {FORMAT_VERSION}")
+    version = payload.get("version")
+    if version not in (1, FORMAT_VERSION):
+        raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
+                              f"versions 1 and {FORMAT_VERSION}")
+    if version == FORMAT_VERSION and not sealed:
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated (it lacks the sha256 seal "
+                       f"every version {FORMAT_VERSION} checkpoint ends with)")
+    if version == 1:
+        warnings.warn(f"checkpoint {path} has format version 1, which carries no sha256: it is "
+                      f"read unverified", stacklevel=3)
     missing = {"config", "model", "tokenizer", "step", "training"} - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
     return payload
+
+
+def newest_intact(run_dir, besides=None) -> Path | None:
+    """The newest checkpoint of run_dir (other than `besides`) that verifies; None if none."""
+    besides = besides and Path(besides).resolve()
+    for p in reversed(checkpoints(run_dir)):
+        if p.resolve() != besides:
+            try:
+                _verify(p)
+                return p
+            except CheckpointError:
+                continue
+    return None
+
+
+def _instead(error: CheckpointError, path: Path) -> CheckpointError:
+    """`error` about the damaged `path`, saying which checkpoint to use instead."""
+    other = newest_intact(path.parent, besides=path)
+    advice = (f"use {other} instead, the newest checkpoint in {path.parent} that verifies"
+              if other else f"no other checkpoint in {path.parent} verifies")
+    return CheckpointError(f"{error}; {advice}")
+
+
+def _verify(path: Path) -> bool:
+    """verify() without the advice on what to use instead of a damaged file."""
+    if path.is_file() and _sealed(path):
+        return True
+    _read(path, "cpu")                 # no seal: a version 1 file loads, a damaged one fails
+    return False
+
+
+def verify(path) -> bool:
+    """Raise CheckpointError unless `path` is an intact checkpoint. True if its seal proved it
+    (reading no weights); False for a version 1 file, which has no seal and was loaded instead."""
+    try:
+        return _verify(Path(path))
+    except _Damaged as e:
+        raise _instead(e, Path(path)) from None
+
+
+def load(path, map_location="cpu") -> dict:
+    """The checkpoint's dict, after checking its seal, its format and its version."""
+    try:
+        return _read(Path(path), map_location)
+    except _Damaged as e:
+        raise _instead(e, Path(path)) from None
 
 
 def config_from(payload: dict, path="checkpoint"):
@@ -217,6 +353,38 @@ def average(paths) -> dict:
             "averaged_from": [Path(p).name for p in paths]}
 
 
+def _average_inputs(parser, args) -> list[Path]:
+    """The checkpoints `average` was given: the paths, or the newest --last N of a run folder."""
+    if args.last is None:
+        return [Path(p) for p in args.paths]
+    if args.last < 1:
+        parser.error(f"--last must be at least 1, got {args.last}")
+    if len(args.paths) != 1 or not Path(args.paths[0]).is_dir():
+        parser.error("--last N takes exactly one run folder")
+    found = checkpoints(args.paths[0])
+    if len(found) < args.last:
+        raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
+                              f"fewer than --last {args.last}")
+    return found[-args.last:]
+
+
+def _verify_command(paths) -> int:
+    """Verify each file, or each checkpoint of each run folder; the number that failed."""
+    failed = 0
+    for given in map(Path, paths):
+        found = checkpoints(given) if given.is_dir() else [given]
+        if not found:
+            failed += 1
+            print(f"error: {given} holds no checkpoints", file=sys.stderr)
+        for path in found:
+            try:
+                print(f"{path}: {'intact' if verify(path) else 'version 1, no seal: unverified'}")
+            except CheckpointError as e:
+                failed += 1
+                print(f"error: {e}", file=sys.stderr)
+    return failed
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.checkpoint",
                                      description="checkpoint tools")
@@ -226,22 +394,18 @@ def main(argv=None):
     avg.add_argument("--last", type=int, metavar="N",
                      help="average the newest N checkpoints of the one RUN_DIR given")
     avg.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR")
+    ver = commands.add_parser("verify", help="check checkpoints against their sha256 seals")
+    ver.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR",
+                     help="checkpoint files, or run folders (all their checkpoints)")
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        if _verify_command(args.paths):
+            parser.exit(1)
+        return
     try:
-        if args.last is not None:
-            if args.last < 1:
-                parser.error(f"--last must be at least 1, got {args.last}")
-            if len(args.paths) != 1 or not Path(args.paths[0]).is_dir():
-                parser.error("--last N takes exactly one run folder")
-            found = checkpoints(args.paths[0])
-            if len(found) < args.last:
-                raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
-                                      f"fewer than --last {args.last}")
-            paths = found[-args.last:]
-        else:
-            paths = [Path(p) for p in args.paths]
+        paths = _average_inputs(parser, args)
         atomic_save(average(paths), args.out)
-    except CheckpointError as e:
+    except (OSError, ValueError) as e:                        # CheckpointError is a ValueError
         parser.exit(1, f"error: {e}\n")
     print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")
 

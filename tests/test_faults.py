@@ -9,7 +9,9 @@ import torch
 
 import annotated.tokenizer as tk
 from annotated import checkpoint, configs
+from annotated.checkpoint import CheckpointError
 from annotated.tokenizer import CopyTokenizer, atomic_open, load_or_train
+from annotated.translate import main as translate_main
 
 TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
 CONFIG = configs.get("copy").override(**TINY)
@@ -22,10 +24,39 @@ def save(path, seed=0, step=1, config=CONFIG, tokenizer=None, **options):
                            tokenizer=tokenizer, step=step, **options)
 
 
+def run_dir(folder, steps=(1, 2, 3)):
+    """A run folder with a checkpoint at each of `steps`."""
+    return [save(folder / checkpoint.checkpoint_name(s), step=s) for s in steps]
+
+
 def snapshot(folder):
     """Every file under `folder` and its bytes."""
     return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
             if p.is_file()}
+
+
+def damage(path, position):
+    """Change one bit of one byte of a file (a negative position counts from the end)."""
+    content = bytearray(path.read_bytes())
+    content[position] ^= 0x01
+    path.write_bytes(bytes(content))
+
+
+def error_line(capsys, alone=True) -> str:
+    """The command's error: one line starting "error: ", no traceback; with alone, the only
+    line on stderr (else it may follow progress lines)."""
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert "Traceback" not in err and lines and lines[-1].startswith("error: "), err
+    assert [line for line in lines if line.startswith("error")] == lines[-1:], err
+    assert not alone or len(lines) == 1, err
+    return lines[-1]
+
+
+def exits_with_error(main, argv, code=1):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == code
 
 
 # --- atomic writes: the umask, a full disk ---------------------------------------------------
@@ -87,6 +118,123 @@ def test_full_disk_keeps_the_old_file_and_says_no_space_left(tmp_path, monkeypat
             f.write(b"more than ten bytes")
     assert error.value.errno == errno.ENOSPC
     assert snapshot(tmp_path) == {path.relative_to(tmp_path): b"old"}     # no temporary left
+
+
+def test_full_disk_during_checkpoint_save_keeps_the_old_checkpoint(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt_0000001.pt"
+    path.write_bytes(b"the old checkpoint")
+    fill_disk(monkeypatch, 1000)                    # torch.save fails, and hides why
+    with pytest.raises(OSError, match=f"no space left on device while writing {path}"):
+        save(path)
+    assert snapshot(tmp_path) == {path.relative_to(tmp_path): b"the old checkpoint"}
+
+
+# --- checkpoint integrity --------------------------------------------------------------------
+
+def test_any_changed_byte_in_a_checkpoint_is_detected(tmp_path):
+    path = save(tmp_path / "c.pt")
+    good = path.read_bytes()
+    seal = len(good) - checkpoint.SEAL_SIZE
+    positions = [*range(0, seal, 509), *range(seal, len(good))]   # the seal: every byte
+    for position in positions:
+        path.write_bytes(good)
+        damage(path, position)
+        with pytest.raises(CheckpointError, match="corrupt or truncated"):
+            checkpoint.verify(path)
+    for cut in (1, checkpoint.SEAL_SIZE, checkpoint.SEAL_SIZE + 1, len(good) // 2):
+        path.write_bytes(good[:-cut])
+        with pytest.raises(CheckpointError, match="corrupt or truncated"):
+            checkpoint.load(path)
+    path.write_bytes(good + b"\n")
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        checkpoint.load(path)
+    path.write_bytes(good)
+    assert checkpoint.verify(path) is True and checkpoint.load(path)["step"] == 1
+
+
+def test_damaged_checkpoint_is_refused_naming_the_one_to_use_instead(tmp_path):
+    first, second, third = run_dir(tmp_path)
+    damage(third, os.path.getsize(third) // 2)       # inside the weights: torch.load is silent
+    damage(second, -1)
+    before = snapshot(tmp_path)
+    with pytest.raises(CheckpointError) as error:
+        checkpoint.load_model(third)
+    message = str(error.value)
+    assert f"checkpoint {third} is corrupt or truncated" in message
+    assert f"use {first} instead, the newest checkpoint in {tmp_path} that verifies" in message
+    damage(first, 0)
+    with pytest.raises(CheckpointError, match=f"no other checkpoint in {tmp_path} verifies"):
+        checkpoint.load(third)
+    assert snapshot(tmp_path).keys() == before.keys()
+
+
+def test_translate_refuses_a_damaged_checkpoint_in_one_line(tmp_path, capsys):
+    first, second = run_dir(tmp_path, (1, 2))
+    damage(second, os.path.getsize(second) // 2)
+    before = snapshot(tmp_path)
+    exits_with_error(translate_main, ["--checkpoint", str(second), "--input", "-"])
+    line = error_line(capsys)
+    assert f"{second} is corrupt or truncated" in line and f"use {first} instead" in line
+    assert snapshot(tmp_path) == before
+
+
+def test_average_refuses_a_damaged_checkpoint_in_one_line(tmp_path, capsys):
+    first, second = run_dir(tmp_path, (1, 2))
+    damage(first, -20)
+    before = snapshot(tmp_path)
+    exits_with_error(checkpoint.main, ["average", "--out", str(tmp_path / "avg.pt"),
+                                       str(first), str(second)])
+    assert f"{first} is corrupt or truncated" in error_line(capsys)
+    assert snapshot(tmp_path) == before
+
+
+def test_resume_refuses_a_damaged_checkpoint(tmp_path, capsys):
+    from annotated import train
+    first, second = run_dir(tmp_path, (1, 2))
+    damage(second, 100)
+    before = snapshot(tmp_path)
+    exits_with_error(train.main, ["--out", str(tmp_path), "--resume"], code=2)
+    err = capsys.readouterr().err
+    assert f"{second} is corrupt or truncated" in err and f"use {first} instead" in err
+    assert "Traceback" not in err and snapshot(tmp_path) == before
+
+
+def test_verify_command_checks_every_checkpoint_of_a_run(tmp_path, capsys):
+    first, second = run_dir(tmp_path, (1, 2))
+    checkpoint.main(["verify", str(tmp_path)])
+    assert capsys.readouterr().out == f"{first}: intact\n{second}: intact\n"
+    damage(second, 10)
+    exits_with_error(checkpoint.main, ["verify", str(first), str(second)])
+    captured = capsys.readouterr()
+    assert captured.out == f"{first}: intact\n"
+    assert captured.err.startswith(f"error: checkpoint {second} is corrupt or truncated")
+
+
+def test_version_1_checkpoint_is_read_with_a_warning(tmp_path):
+    path = save(tmp_path / "c.pt")
+    payload = torch.load(path, weights_only=True)
+    torch.save({**payload, "version": 1}, path)        # as version 1 wrote it: no seal
+    with pytest.warns(UserWarning, match=f"{path} has format version 1.*read unverified"):
+        loaded = checkpoint.load(path)
+    assert loaded["step"] == 1
+
+
+# --- rotation ---------------------------------------------------------------------------------
+
+def test_rotation_never_deletes_the_newest_checkpoint_that_verifies(tmp_path):
+    paths = run_dir(tmp_path, (1, 2, 3, 4))
+    for p in paths[2:]:
+        damage(p, -5)
+    deleted = checkpoint.rotate(tmp_path, keep_last=2)
+    assert deleted == paths[:1]
+    assert checkpoint.checkpoints(tmp_path) == paths[1:]
+    assert checkpoint.newest_intact(tmp_path) == paths[1]
+
+
+def test_rotation_spares_the_checkpoints_it_is_told_to_keep(tmp_path):
+    paths = run_dir(tmp_path, (1, 2, 3, 4))
+    assert checkpoint.rotate(tmp_path, keep_last=1, keep=[paths[0]]) == paths[1:3]
+    assert checkpoint.checkpoints(tmp_path) == [paths[0], paths[3]]
 
 
 # --- a corrupt tokenizer cache, a missing GPU, empty or misaligned text ------------------------
