@@ -5,6 +5,8 @@ A checkpoint is a dict saved with torch.save and read back with `weights_only=Tr
 containers, numbers, strings, bytes and tensors; no pickled code):
 
     format, version      "annotated-transformer checkpoint", FORMAT_VERSION
+    run_id               a random id given at a run's first save and carried by all its later
+                         checkpoints, so that averaging can tell one run from another
     config               the run's Config as a dict of its fields
     model                the model's state_dict (float32 weights)
     tokenizer            {"kind": "bpe" | "copy", "bytes": tokenizer.to_bytes()}
@@ -12,6 +14,7 @@ containers, numbers, strings, bytes and tensors; no pickled code):
     training             what `--resume` needs: optimizer, scheduler and grad-scaler states, the
                          RNG states of every rank and the data position; None in an averaged file
     averaged_from        names of the files averaged into this one (averaged files only)
+    averaged_runs        the run id of each of those files, in the same order (likewise)
 
 So `load_model(path)` rebuilds the model and its tokenizer from the file alone.
 
@@ -24,7 +27,7 @@ changed byte before the seal changes the hash; a changed byte in the digest no l
 a changed byte in SEAL, or a file cut short, leaves a version 2 file without a seal. All are
 refused with a CheckpointError naming the file and the newest checkpoint of the same folder that
 verifies, to use instead. Version 1 files (written before the seal) are still read, with a
-warning that they could not be verified.
+warning that they could not be verified; they have no run id.
 
 Atomic writes: the bytes go to a temporary file in the same folder, are flushed to disk
 (fsync), and only then renamed over the final name with os.replace, which is atomic on POSIX.
@@ -46,6 +49,7 @@ import hashlib
 import os
 import random
 import re
+import secrets
 import sys
 import warnings
 from dataclasses import asdict, fields
@@ -54,14 +58,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from annotated.tokenizer import atomic_open
+from annotated.tokenizer import atomic_open, check_output
 
 FORMAT = "annotated-transformer checkpoint"
-FORMAT_VERSION = 2                          # 2: sealed; 1: not
+FORMAT_VERSION = 2                          # 2: sealed, with a run id; 1: neither
 SEAL = b"\nannotated-transformer checkpoint sha256 "
 SEAL_SIZE = len(SEAL) + 64 + 1              # SEAL, the hex digest, "\n"
 NAME = re.compile(r"ckpt_(\d+)\.pt$")
 TOKENIZER_CLASSES = {"bpe": "Tokenizer", "copy": "CopyTokenizer"}   # in annotated.tokenizer
+# What makes two checkpoints' weights the same model: averaging refuses any difference here.
+# Other fields may differ within one run (a resume may change train_steps) or between the runs
+# of a model soup (seed, dropout, learning rate).
+MODEL_FIELDS = ("N", "d_model", "d_ff", "h", "d_k", "d_v", "positional", "max_len", "dataset",
+                "vocab_size")
 
 
 class CheckpointError(ValueError):
@@ -164,17 +173,36 @@ def remove_temporaries(run_dir) -> list[Path]:
     return stale
 
 
+def new_run_id() -> str:
+    """A fresh run id: 16 random hex digits."""
+    return secrets.token_hex(8)
+
+
+def run_id_in(run_dir) -> str | None:
+    """The run id of the newest readable checkpoint in run_dir (memory-mapped: no weights are
+    read); None if there is none, or it is a version 1 file, which has none."""
+    for p in reversed(checkpoints(run_dir)):
+        try:
+            return torch.load(p, map_location="cpu", weights_only=True, mmap=True).get("run_id")
+        except Exception:                      # unreadable: the next older one may do
+            continue
+    return None
+
+
 def save(path, *, model, config, tokenizer, step: int, training: dict | None = None,
-         averaged_from: list[str] | None = None) -> Path:
+         averaged_from: list[str] | None = None, run_id: str | None = None) -> Path:
     """Write one checkpoint atomically. Refuses weights that are not finite, so a diverged run
-    can never overwrite good checkpoints with NaN."""
+    can never overwrite good checkpoints with NaN. `run_id`: new_run_id() at a run's first
+    save, the resumed checkpoint's after; by default the run id of the newest checkpoint in
+    path's folder, or a new one if there is none."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(f"not writing {path}: non-finite values in {', '.join(bad[:5])}")
-    payload = {"format": FORMAT, "version": FORMAT_VERSION, "config": asdict(config),
-               "model": state, "tokenizer": _tokenizer_record(tokenizer), "step": step,
-               "training": training}
+    payload = {"format": FORMAT, "version": FORMAT_VERSION,
+               "run_id": run_id or run_id_in(Path(path).parent) or new_run_id(),
+               "config": asdict(config), "model": state, "tokenizer": _tokenizer_record(tokenizer),
+               "step": step, "training": training}
     if averaged_from is not None:
         payload["averaged_from"] = averaged_from
     atomic_save(payload, path)
@@ -242,7 +270,8 @@ def _read(path: Path, device) -> dict:
     if version == 1:
         warnings.warn(f"checkpoint {path} has format version 1, which carries no sha256: it is "
                       f"read unverified", stacklevel=3)
-    missing = {"config", "model", "tokenizer", "step", "training"} - set(payload)
+        payload = {"run_id": None, **payload}
+    missing = {"config", "model", "tokenizer", "step", "training", "run_id"} - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
     return payload
@@ -328,29 +357,51 @@ def load_model(path, map_location="cpu"):
 
 # ---------------------------------------------------------------------------- averaging
 
-def average(paths) -> dict:
-    """The element-wise mean of the weights of several checkpoints of the same model (§6.1),
-    computed in float64 and stored in the original dtype."""
-    if not paths:
-        raise CheckpointError("no checkpoints to average")
-    payloads = [load(p) for p in paths]
-    first = payloads[0]
+def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
+    """Refuse to average checkpoints of different models (MODEL_FIELDS, weight shapes) or
+    tokenizers, and, unless allow_different_runs, checkpoints of different runs."""
+    first, config = payloads[0], payloads[0]["config"]
     for p, other in zip(paths[1:], payloads[1:]):
+        differ = [f"{k} {config.get(k)} vs {other['config'].get(k)}" for k in MODEL_FIELDS
+                  if other["config"].get(k) != config.get(k)]
+        if differ:
+            raise CheckpointError(f"{p} has a different config from {paths[0]} "
+                                  f"({', '.join(differ)})")
         shapes = {k: tuple(v.shape) for k, v in other["model"].items()}
         if shapes != {k: tuple(v.shape) for k, v in first["model"].items()}:
             raise CheckpointError(f"{p} holds a different model from {paths[0]}")
         if other["tokenizer"] != first["tokenizer"]:
             raise CheckpointError(f"{p} has a different tokenizer from {paths[0]}")
+    if allow_different_runs:
+        return
+    for p, other in zip(paths, payloads):
+        if other["run_id"] is None or other["run_id"] != first["run_id"]:
+            what = ("carries no run id (format version 1), so its run cannot be checked"
+                    if other["run_id"] is None else f"comes from another run than {paths[0]}")
+            raise CheckpointError(f"{p} {what}; to average different runs on purpose (a model "
+                                  f"soup), pass --allow-different-runs")
+
+
+def average(paths, allow_different_runs: bool = False) -> dict:
+    """The element-wise mean of the weights of several checkpoints of the same model (§6.1),
+    computed in float64 and stored in the original dtype. Checkpoints of different runs are
+    refused unless allow_different_runs; the result records every source's name and run."""
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    payloads = [load(p) for p in paths]
+    _check_compatible(paths, payloads, allow_different_runs)
     mean = {}
-    for k, v in first["model"].items():
+    for k, v in payloads[0]["model"].items():
         if v.is_floating_point():
             total = sum(p["model"][k].double() for p in payloads)
             mean[k] = (total / len(payloads)).to(v.dtype)
         else:
             mean[k] = payloads[-1]["model"][k]
-    last = payloads[-1]
-    return {**last, "model": mean, "training": None,
-            "averaged_from": [Path(p).name for p in paths]}
+    runs = [p["run_id"] for p in payloads]
+    one_run = len(set(runs)) == 1 and runs[0] is not None
+    return {**payloads[-1], "version": FORMAT_VERSION, "model": mean, "training": None,
+            "run_id": runs[0] if one_run else new_run_id(),
+            "averaged_from": [Path(p).name for p in paths], "averaged_runs": runs}
 
 
 def _average_inputs(parser, args) -> list[Path]:
@@ -366,6 +417,15 @@ def _average_inputs(parser, args) -> list[Path]:
         raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
                               f"fewer than --last {args.last}")
     return found[-args.last:]
+
+
+def _check_average_out(out, paths) -> None:
+    """Refuse an --out that is one of the inputs, cannot be written, or is named like a
+    training checkpoint (which --resume and rotation would take the averaged file for)."""
+    if NAME.fullmatch(Path(out).name):
+        raise CheckpointError(f"refusing to write {out}: ckpt_NNNNNNN.pt names a training "
+                              f"checkpoint; choose another name, e.g. average.pt")
+    check_output(out, reads=paths)
 
 
 def _verify_command(paths) -> int:
@@ -390,9 +450,17 @@ def main(argv=None):
                                      description="checkpoint tools")
     commands = parser.add_subparsers(dest="command", required=True)
     avg = commands.add_parser("average", help="average several checkpoints (§6.1)")
-    avg.add_argument("--out", required=True, help="file to write the averaged checkpoint to")
+    avg.add_argument("--out", required=True,
+                     help="file to write the averaged checkpoint to: neither one of the inputs "
+                          "nor named like a training checkpoint (ckpt_*.pt)")
     avg.add_argument("--last", type=int, metavar="N",
                      help="average the newest N checkpoints of the one RUN_DIR given")
+    avg.add_argument("--allow-different-runs", action="store_true",
+                     help="average checkpoints of different runs of the same model (e.g. other "
+                          "seeds): a 'model soup', a known technique, done on purpose; the "
+                          "output records every source's file name and run id. Without it, "
+                          "checkpoints of different runs are refused. Different model shapes, "
+                          "datasets or tokenizers are always refused")
     avg.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR")
     ver = commands.add_parser("verify", help="check checkpoints against their sha256 seals")
     ver.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR",
@@ -404,7 +472,8 @@ def main(argv=None):
         return
     try:
         paths = _average_inputs(parser, args)
-        atomic_save(average(paths), args.out)
+        _check_average_out(args.out, paths)
+        atomic_save(average(paths, args.allow_different_runs), args.out)
     except (OSError, ValueError) as e:                        # CheckpointError is a ValueError
         parser.exit(1, f"error: {e}\n")
     print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")

@@ -98,6 +98,27 @@ def atomic_open(path, mode="wb"):
         raise
 
 
+def check_output(path, reads=()) -> Path:
+    """Refuse, before any work is done, to write `path` if it is one of the files the command
+    reads (`reads`; None entries are skipped) or if it cannot be written: a ValueError whose
+    one line says why."""
+    path = Path(path)
+    for source in reads:
+        if source is not None and path.exists() and Path(source).exists() \
+                and os.path.samefile(path, source):
+            raise ValueError(f"refusing to write {path}: it is {source}, which this command reads")
+    folder = path.parent
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder")
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: there is no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write {path}: the folder {folder} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"cannot write {path}: the file is read-only")
+    return path
+
+
 # --- tokenizers ----------------------------------------------------------------------------------
 
 class Tokenizer:

@@ -10,7 +10,7 @@ import torch
 import annotated.tokenizer as tk
 from annotated import checkpoint, configs
 from annotated.checkpoint import CheckpointError
-from annotated.tokenizer import CopyTokenizer, atomic_open, load_or_train
+from annotated.tokenizer import CopyTokenizer, atomic_open, load_or_train, train_bpe
 from annotated.translate import main as translate_main
 
 TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
@@ -212,11 +212,11 @@ def test_verify_command_checks_every_checkpoint_of_a_run(tmp_path, capsys):
 
 def test_version_1_checkpoint_is_read_with_a_warning(tmp_path):
     path = save(tmp_path / "c.pt")
-    payload = torch.load(path, weights_only=True)
+    payload = {k: v for k, v in torch.load(path, weights_only=True).items() if k != "run_id"}
     torch.save({**payload, "version": 1}, path)        # as version 1 wrote it: no seal
     with pytest.warns(UserWarning, match=f"{path} has format version 1.*read unverified"):
         loaded = checkpoint.load(path)
-    assert loaded["step"] == 1
+    assert loaded["run_id"] is None and loaded["step"] == 1
 
 
 # --- rotation ---------------------------------------------------------------------------------
@@ -235,6 +235,85 @@ def test_rotation_spares_the_checkpoints_it_is_told_to_keep(tmp_path):
     paths = run_dir(tmp_path, (1, 2, 3, 4))
     assert checkpoint.rotate(tmp_path, keep_last=1, keep=[paths[0]]) == paths[1:3]
     assert checkpoint.checkpoints(tmp_path) == [paths[0], paths[3]]
+
+
+# --- no command writes over a file it reads ---------------------------------------------------
+
+
+def test_average_refuses_to_write_over_one_of_its_inputs(tmp_path, capsys):
+    paths = run_dir(tmp_path, (1, 2))
+    (tmp_path / "avg.pt").symlink_to(paths[1])
+    before = snapshot(tmp_path)
+    for out in (paths[1], tmp_path / "avg.pt"):
+        argv = ["average", "--out", str(out), *map(str, paths)]
+        exits_with_error(checkpoint.main, argv)
+        assert "refusing to write" in error_line(capsys)
+    exits_with_error(checkpoint.main, ["average", "--out", str(tmp_path / "avg.pt"), "--last",
+                                       "2", str(tmp_path)])
+    assert f"it is {paths[1]}, which this command reads" in error_line(capsys)
+    assert snapshot(tmp_path) == before
+
+
+def test_average_refuses_to_write_a_training_checkpoint(tmp_path, capsys):
+    paths = run_dir(tmp_path, (1, 2))
+    (tmp_path / "other").mkdir()
+    other = save(tmp_path / "other" / "ckpt_0000009.pt")
+    before = snapshot(tmp_path)
+    for out in (other, tmp_path / "ckpt_0000003.pt"):
+        exits_with_error(checkpoint.main, ["average", "--out", str(out), *map(str, paths)])
+        assert error_line(capsys) == (f"error: refusing to write {out}: ckpt_NNNNNNN.pt names "
+                                      f"a training checkpoint; choose another name, e.g. "
+                                      f"average.pt")
+    assert snapshot(tmp_path) == before
+
+
+# --- averaging: one model, one tokenizer, one run (unless told) --------------------------------
+
+def test_checkpoints_of_one_run_share_a_run_id_and_another_run_has_its_own(tmp_path):
+    for run in ("a", "b"):
+        (tmp_path / run).mkdir()
+    a = [checkpoint.load(p)["run_id"] for p in run_dir(tmp_path / "a")]
+    b = checkpoint.load(save(tmp_path / "b" / "ckpt_0000001.pt"))["run_id"]
+    assert len(set(a)) == 1 and a[0] != b and len(b) == 16
+    given = save(tmp_path / "b" / "ckpt_0000002.pt", run_id="given-by-the-trainer")
+    assert checkpoint.load(given)["run_id"] == "given-by-the-trainer"
+
+
+def test_average_refuses_checkpoints_of_different_runs_unless_told(tmp_path, capsys):
+    for run in ("a", "b"):
+        (tmp_path / run).mkdir()
+    a = save(tmp_path / "a" / "ckpt_0000005.pt", seed=1)
+    b = save(tmp_path / "b" / "ckpt_0000005.pt", seed=2)
+    out = tmp_path / "soup.pt"
+    exits_with_error(checkpoint.main, ["average", "--out", str(out), str(a), str(b)])
+    assert error_line(capsys) == (f"error: {b} comes from another run than {a}; to average "
+                                  f"different runs on purpose (a model soup), pass "
+                                  f"--allow-different-runs")
+    assert not out.exists()
+    checkpoint.main(["average", "--allow-different-runs", "--out", str(out), str(a), str(b)])
+    soup = checkpoint.load(out)
+    runs = [checkpoint.load(p)["run_id"] for p in (a, b)]
+    assert soup["averaged_runs"] == runs and soup["run_id"] not in runs
+    assert soup["averaged_from"] == [a.name, b.name]
+
+
+def test_average_refuses_different_configs_even_when_told(tmp_path, capsys):
+    a = save(tmp_path / "a.pt")
+    b = save(tmp_path / "b.pt", config=CONFIG.override(N=2), run_id=checkpoint.load(a)["run_id"])
+    exits_with_error(checkpoint.main, ["average", "--allow-different-runs", "--out",
+                                       str(tmp_path / "avg.pt"), str(a), str(b)])
+    assert error_line(capsys) == f"error: {b} has a different config from {a} (N 1 vs 2)"
+
+
+def test_average_refuses_different_tokenizers_even_when_told(tmp_path, capsys):
+    words = [["a dog runs", "the cat sleeps"] * 20, ["ein hund rennt", "die katze"] * 20]
+    config = CONFIG.override(dataset="multi30k", vocab_size=30)
+    bpe = [train_bpe([w], 30, tmp_path / f"bpe{i}.model") for i, w in enumerate(words)]
+    a = save(tmp_path / "ckpt_0000001.pt", config=config, tokenizer=bpe[0])
+    b = save(tmp_path / "ckpt_0000002.pt", config=config, tokenizer=bpe[1])
+    exits_with_error(checkpoint.main, ["average", "--allow-different-runs", "--out",
+                                       str(tmp_path / "avg.pt"), str(a), str(b)])
+    assert error_line(capsys) == f"error: {b} has a different tokenizer from {a}"
 
 
 # --- a corrupt tokenizer cache, a missing GPU, empty or misaligned text ------------------------
