@@ -2,6 +2,7 @@
 fills the disk, points an output at an input, or the like, and checks two things: the user's
 files are byte for byte what they were, and the command says what went wrong in one line."""
 import errno
+import io
 import os
 
 import pytest
@@ -129,6 +130,19 @@ def test_full_disk_during_checkpoint_save_keeps_the_old_checkpoint(tmp_path, mon
     assert snapshot(tmp_path) == {path.relative_to(tmp_path): b"the old checkpoint"}
 
 
+def test_full_disk_during_translation_keeps_the_old_output(tmp_path, capsys, monkeypatch):
+    ckpt = save(tmp_path / "ckpt_0000001.pt")
+    (tmp_path / "in.txt").write_text("4 5 6\n" * 50)
+    (tmp_path / "out.txt").write_text("old translations\n")
+    before = snapshot(tmp_path)
+    fill_disk(monkeypatch, 100)
+    exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input",
+                                      str(tmp_path / "in.txt"), "--output",
+                                      str(tmp_path / "out.txt"), "--max-extra", "1"])
+    assert "no space left on device while writing" in error_line(capsys, alone=False)
+    assert snapshot(tmp_path) == before
+
+
 # --- checkpoint integrity --------------------------------------------------------------------
 
 def test_any_changed_byte_in_a_checkpoint_is_detected(tmp_path):
@@ -238,6 +252,62 @@ def test_rotation_spares_the_checkpoints_it_is_told_to_keep(tmp_path):
 
 
 # --- no command writes over a file it reads ---------------------------------------------------
+
+@pytest.fixture
+def translation(tmp_path):
+    """A checkpoint, an input and references, and a snapshot of them."""
+    ckpt = save(tmp_path / "ckpt_0000001.pt")
+    (tmp_path / "in.txt").write_text("4 5 6\n7 8\n")
+    (tmp_path / "ref.txt").write_text("4 5 6\n7 8\n")
+    return ckpt, tmp_path / "in.txt", tmp_path / "ref.txt", snapshot(tmp_path)
+
+
+def test_translate_refuses_to_write_over_its_input(translation, tmp_path, capsys):
+    ckpt, source, _, _ = translation
+    os.link(source, tmp_path / "same.txt")                         # the same file, by another name
+    before = snapshot(tmp_path)
+    for output in (source, tmp_path / "same.txt"):
+        exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input", str(source),
+                                          "--output", str(output)])
+        assert f"refusing to write {output}: it is {source}, which this command reads" \
+            in error_line(capsys)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("which", ["checkpoint", "references"])
+def test_translate_refuses_to_write_over_its_checkpoint_or_references(translation, tmp_path,
+                                                                      capsys, which):
+    ckpt, source, ref, before = translation
+    output = ckpt if which == "checkpoint" else ref
+    exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input", str(source),
+                                      "--ref", str(ref), "--output", str(output)])
+    assert f"refusing to write {output}" in error_line(capsys)
+    assert snapshot(tmp_path) == before
+
+
+def test_translate_checks_its_output_before_any_work(translation, tmp_path, capsys):
+    _, source, _, before = translation
+    missing = tmp_path / "no-such-folder" / "out.txt"
+    exits_with_error(translate_main, ["--checkpoint", str(tmp_path / "none.pt"), "--input",
+                                      str(source), "--output", str(missing)])
+    assert error_line(capsys) == (f"error: cannot write {missing}: there is no folder "
+                                  f"{missing.parent}")
+    exits_with_error(translate_main, ["--checkpoint", str(tmp_path / "none.pt"), "--input",
+                                      str(source), "--output", str(tmp_path)])
+    assert error_line(capsys) == f"error: cannot write {tmp_path}: it is a folder"
+    assert snapshot(tmp_path) == before
+
+
+def test_translate_output_dash_means_stdout(translation, tmp_path, capsys, monkeypatch):
+    ckpt, source, _, before = translation
+    monkeypatch.chdir(tmp_path)
+    translate_main(["--checkpoint", str(ckpt), "--input", str(source), "--output", "-",
+                    "--max-extra", "2"])
+    assert capsys.readouterr().out.count("\n") == 2
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"4 5\n")))
+    translate_main(["--checkpoint", str(ckpt), "--input", "-", "--max-extra", "2"])
+    assert capsys.readouterr().out.count("\n") == 1
+    assert snapshot(tmp_path) == before                              # no file named "-"
 
 
 def test_average_refuses_to_write_over_one_of_its_inputs(tmp_path, capsys):
