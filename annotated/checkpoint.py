@@ -226,6 +226,20 @@ def rotate(run_dir, keep_last: int, keep=()) -> list[Path]:
 
 # ---------------------------------------------------------------------------- reading
 
+def check_device(device) -> torch.device:
+    """`device` as a torch.device, after checking that this machine has it (torch.load onto a
+    missing GPU fails with an error that reads like a corrupt file)."""
+    try:
+        device = torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"unknown device {device!r} ({e})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device}: CUDA is not available on this machine; use cpu")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
+    return device
+
+
 def _sealed(path: Path) -> bool:
     """True if the file ends with a seal that matches its bytes, False if it ends with none;
     a seal that does not match is an error."""
@@ -317,8 +331,9 @@ def verify(path) -> bool:
 
 def load(path, map_location="cpu") -> dict:
     """The checkpoint's dict, after checking its seal, its format and its version."""
+    device = check_device(map_location)
     try:
-        return _read(Path(path), map_location)
+        return _read(Path(path), device)
     except _Damaged as e:
         raise _instead(e, Path(path)) from None
 

@@ -399,3 +399,16 @@ def test_corrupt_cached_tokenizer_is_removed_and_retrained(tmp_path):
     assert any(f"the cached {model} cannot be loaded" in line and "removing it and training "
                "again" in line for line in logs)
     assert again.to_bytes() == first.to_bytes() == model.read_bytes()
+
+
+def test_translate_on_cuda_without_a_gpu_says_cuda_is_not_available(translation, tmp_path,
+                                                                    capsys, monkeypatch):
+    ckpt, source, _, before = translation
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input", str(source),
+                                      "--device", "cuda"])
+    assert error_line(capsys) == ("error: device cuda: CUDA is not available on this machine; "
+                                  "use cpu")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        checkpoint.load_model(ckpt, map_location="cuda:0")
+    assert snapshot(tmp_path) == before
