@@ -11,6 +11,7 @@ import torch
 import annotated.tokenizer as tk
 from annotated import checkpoint, configs
 from annotated.checkpoint import CheckpointError
+from annotated.evaluate import main as evaluate_main
 from annotated.tokenizer import CopyTokenizer, atomic_open, load_or_train, train_bpe
 from annotated.translate import main as translate_main
 
@@ -412,3 +413,12 @@ def test_translate_on_cuda_without_a_gpu_says_cuda_is_not_available(translation,
     with pytest.raises(ValueError, match="CUDA is not available"):
         checkpoint.load_model(ckpt, map_location="cuda:0")
     assert snapshot(tmp_path) == before
+
+
+def test_evaluate_on_two_empty_files_is_one_clear_error_line(tmp_path, capsys):
+    (tmp_path / "hyp").write_text("")
+    (tmp_path / "ref").write_text("")
+    exits_with_error(evaluate_main, ["--hyp", str(tmp_path / "hyp"), "--ref",
+                                     str(tmp_path / "ref")])
+    assert error_line(capsys) == (f"error: {tmp_path / 'hyp'} and {tmp_path / 'ref'} are "
+                                  f"empty: no sentences to score")
