@@ -8,6 +8,7 @@ import os
 import pytest
 import torch
 
+import annotated.data as data
 import annotated.tokenizer as tk
 from annotated import checkpoint, configs
 from annotated.checkpoint import CheckpointError
@@ -422,3 +423,16 @@ def test_evaluate_on_two_empty_files_is_one_clear_error_line(tmp_path, capsys):
                                      str(tmp_path / "ref")])
     assert error_line(capsys) == (f"error: {tmp_path / 'hyp'} and {tmp_path / 'ref'} are "
                                   f"empty: no sentences to score")
+
+
+def test_misaligned_corpus_fails_before_a_tokenizer_is_trained(tmp_path, monkeypatch):
+    for stem in ("train", "newstest2013", "newstest2014"):
+        for lang in ("en", "de"):
+            (tmp_path / f"{stem}.{lang}").write_text("A line.\nAnother line.\n")
+    (tmp_path / "newstest2014.de").write_text("Eine Zeile.\n")
+    monkeypatch.setattr(data, "load_or_train", lambda *a: pytest.fail("trained a tokenizer"))
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError, match=r"newstest2014\.en has 2 lines, .*newstest2014\.de "
+                                         r"has 1"):
+        data.load_corpus(configs.get("base"), data_dir=tmp_path, cache_dir=tmp_path / "cache")
+    assert snapshot(tmp_path) == before
