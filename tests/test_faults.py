@@ -7,12 +7,14 @@ import os
 
 import pytest
 import torch
+from test_data import toy_wmt14
 
 import annotated.data as data
 import annotated.tokenizer as tk
 from annotated import checkpoint, configs
 from annotated.checkpoint import CheckpointError
 from annotated.evaluate import main as evaluate_main
+from annotated.prepare_wmt14 import prepare
 from annotated.tokenizer import CopyTokenizer, atomic_open, load_or_train, train_bpe
 from annotated.translate import main as translate_main
 
@@ -337,6 +339,26 @@ def test_average_refuses_to_write_a_training_checkpoint(tmp_path, capsys):
                                       f"a training checkpoint; choose another name, e.g. "
                                       f"average.pt")
     assert snapshot(tmp_path) == before
+
+
+def test_prepare_wmt14_never_deletes_files_it_did_not_create(tmp_path):
+    urls = toy_wmt14(tmp_path / "server")
+    out = tmp_path / "wmt14"
+    (out / "extracted").mkdir(parents=True)
+    (out / "extracted" / "notes.txt").write_text("mine")
+    (out / "notes.txt").write_text("mine too")
+    prepare(out, urls, log=lambda *_: None)
+    assert (out / "extracted" / "notes.txt").read_text() == "mine"
+    assert (out / "notes.txt").read_text() == "mine too"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "downloads", "extracted", "manifest.json", "newstest2013.de", "newstest2013.en",
+        "newstest2014.de", "newstest2014.en", "notes.txt", "train.de", "train.en"]
+    bad = toy_wmt14(tmp_path / "bad", europarl_de="Nur eins.\n")
+    before = snapshot(tmp_path / "wmt14")
+    with pytest.raises(ValueError, match="parallel files differ in length"):
+        prepare(tmp_path / "wmt14-bad", bad, log=lambda *_: None)
+    assert [p.name for p in (tmp_path / "wmt14-bad").iterdir()] == ["downloads"]
+    assert snapshot(tmp_path / "wmt14") == before
 
 
 # --- averaging: one model, one tokenizer, one run (unless told) --------------------------------
