@@ -1,9 +1,12 @@
-"""Checkpoints: one self-contained file per save, written atomically, and averaging (§6.1).
+"""Checkpoints: one self-contained file per save, written atomically and sealed, and averaging
+(§6.1).
 
 A checkpoint is a dict saved with torch.save and read back with `weights_only=True` (plain
 containers, numbers, strings, bytes and tensors; no pickled code):
 
     format, version      "annotated-transformer checkpoint", FORMAT_VERSION
+    run_id               a random id given at a run's first save and carried by all its later
+                         checkpoints, so that averaging can tell one run from another
     config               the run's Config as a dict of its fields
     model                the model's state_dict (float32 weights)
     tokenizer            {"kind": "bpe" | "copy", "bytes": tokenizer.to_bytes()}
@@ -11,40 +14,71 @@ containers, numbers, strings, bytes and tensors; no pickled code):
     training             what `--resume` needs: optimizer, scheduler and grad-scaler states, the
                          RNG states of every rank and the data position; None in an averaged file
     averaged_from        names of the files averaged into this one (averaged files only)
+    averaged_runs        the run id of each of those files, in the same order (likewise)
 
 So `load_model(path)` rebuilds the model and its tokenizer from the file alone.
+
+The seal: torch.load does not check the CRCs of the zip archive torch.save writes, so bytes
+changed in the middle of a file (a failing disk, a bad copy) would load silently as wrong
+weights. So every file ends with a seal: SEAL, the sha256 of all the bytes before it in hex, and
+a newline (torch.load ignores bytes after the archive, so the file stays a torch file). Every
+reader (`load`, hence --resume, translate, averaging and `load_model`) hashes the file first. A
+changed byte before the seal changes the hash; a changed byte in the digest no longer matches;
+a changed byte in SEAL, or a file cut short, leaves a version 2 file without a seal. All are
+refused with a CheckpointError naming the file and the newest checkpoint of the same folder that
+verifies, to use instead. Version 1 files (written before the seal) are still read, with a
+warning that they could not be verified; they have no run id.
 
 Atomic writes: the bytes go to a temporary file in the same folder, are flushed to disk
 (fsync), and only then renamed over the final name with os.replace, which is atomic on POSIX.
 A crash at any moment leaves either the old files or the complete new one, never half a file
 under a checkpoint name; the orphaned temporary file is ignored (and removed by the next run).
+Rotation keeps the newest `keep_last` checkpoints, the newest one that verifies, and any the
+trainer names (`rotate(run_dir, keep_last, keep=[path])`).
 
     python -m annotated.checkpoint average --out OUT CKPT [CKPT ...]
     python -m annotated.checkpoint average --out OUT --last N RUN_DIR
+    python -m annotated.checkpoint verify CKPT|RUN_DIR [...]
 
 average the weights of several checkpoints of one run; the paper decodes with the average of
-the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals.
+the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals. verify checks files
+against their seals.
 """
 import argparse
+import hashlib
 import os
 import random
 import re
+import secrets
+import sys
+import warnings
 from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from annotated.tokenizer import atomic_open
+from annotated.tokenizer import atomic_open, check_output
 
 FORMAT = "annotated-transformer checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2                          # 2: sealed, with a run id; 1: neither
+SEAL = b"\nannotated-transformer checkpoint sha256 "
+SEAL_SIZE = len(SEAL) + 64 + 1              # SEAL, the hex digest, "\n"
 NAME = re.compile(r"ckpt_(\d+)\.pt$")
 TOKENIZER_CLASSES = {"bpe": "Tokenizer", "copy": "CopyTokenizer"}   # in annotated.tokenizer
+# What makes two checkpoints' weights the same model: averaging refuses any difference here.
+# Other fields may differ within one run (a resume may change train_steps) or between the runs
+# of a model soup (seed, dropout, learning rate).
+MODEL_FIELDS = ("N", "d_model", "d_ff", "h", "d_k", "d_v", "positional", "max_len", "dataset",
+                "vocab_size")
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that is missing, unreadable, or of another format version."""
+    """A checkpoint file that is missing, damaged, unreadable, or of another format version."""
+
+
+class _Damaged(CheckpointError):
+    """A checkpoint whose bytes are not those written: load and verify add what to use instead."""
 
 
 def checkpoint_name(step: int) -> str:
@@ -97,11 +131,38 @@ def _tokenizer_record(tokenizer) -> dict:
     return {"kind": kind, "bytes": tokenizer.to_bytes()}
 
 
+class _Sealer:
+    """A file to hand torch.save: passes the bytes on to `f` and hashes them on the way (torch
+    writes its archive front to back), and keeps the OSError a write raised, which torch would
+    report as an obscure "unexpected pos" error."""
+
+    def __init__(self, f):
+        self.f, self.sha256, self.error = f, hashlib.sha256(), None
+
+    def write(self, data):
+        self.sha256.update(data)
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self):
+        self.f.flush()
+
+
 def atomic_save(obj, path) -> None:
-    """torch.save `obj` to `path` so that `path` is always either the old file or the new one."""
+    """torch.save `obj` to `path`, sealed (see the module docstring), so that `path` is always
+    either the old file or the new one."""
     with atomic_open(path) as f:      # temporary file, fsync, os.replace (annotated.tokenizer)
-        os.fchmod(f.fileno(), 0o644)  # the temporary file is private; a checkpoint need not be
-        torch.save(obj, f)
+        sealer = _Sealer(f)
+        try:
+            torch.save(obj, sealer)
+        except RuntimeError as e:
+            if sealer.error is not None:       # e.g. a full disk: atomic_open says so
+                raise sealer.error from e
+            raise
+        f.write(SEAL + sealer.sha256.hexdigest().encode() + b"\n")
 
 
 def remove_temporaries(run_dir) -> list[Path]:
@@ -112,26 +173,52 @@ def remove_temporaries(run_dir) -> list[Path]:
     return stale
 
 
+def new_run_id() -> str:
+    """A fresh run id: 16 random hex digits."""
+    return secrets.token_hex(8)
+
+
+def run_id_in(run_dir) -> str | None:
+    """The run id of the newest readable checkpoint in run_dir (memory-mapped: no weights are
+    read); None if there is none, or it is a version 1 file, which has none."""
+    for p in reversed(checkpoints(run_dir)):
+        try:
+            return torch.load(p, map_location="cpu", weights_only=True, mmap=True).get("run_id")
+        except Exception:                      # unreadable: the next older one may do
+            continue
+    return None
+
+
 def save(path, *, model, config, tokenizer, step: int, training: dict | None = None,
-         averaged_from: list[str] | None = None) -> Path:
+         averaged_from: list[str] | None = None, run_id: str | None = None) -> Path:
     """Write one checkpoint atomically. Refuses weights that are not finite, so a diverged run
-    can never overwrite good checkpoints with NaN."""
+    can never overwrite good checkpoints with NaN. `run_id`: new_run_id() at a run's first
+    save, the resumed checkpoint's after; by default the run id of the newest checkpoint in
+    path's folder, or a new one if there is none."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(f"not writing {path}: non-finite values in {', '.join(bad[:5])}")
-    payload = {"format": FORMAT, "version": FORMAT_VERSION, "config": asdict(config),
-               "model": state, "tokenizer": _tokenizer_record(tokenizer), "step": step,
-               "training": training}
+    payload = {"format": FORMAT, "version": FORMAT_VERSION,
+               "run_id": run_id or run_id_in(Path(path).parent) or new_run_id(),
+               "config": asdict(config), "model": state, "tokenizer": _tokenizer_record(tokenizer),
+               "step": step, "training": training}
     if averaged_from is not None:
         payload["averaged_from"] = averaged_from
     atomic_save(payload, path)
     return Path(path)
 
 
-def rotate(run_dir, keep_last: int) -> list[Path]:
-    """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones."""
+def rotate(run_dir, keep_last: int, keep=()) -> list[Path]:
+    """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones.
+    Never deleted: the files in `keep` (e.g. the trainer's best checkpoint), and the newest
+    checkpoint that verifies, even when damaged newer ones have pushed it out of the last
+    keep_last."""
     old = checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []
+    spared = {Path(p).resolve() for p in keep}
+    if old and (intact := newest_intact(run_dir)) is not None:
+        spared.add(intact.resolve())
+    old = [p for p in old if p.resolve() not in spared]
     for p in old:
         p.unlink()
     return old
@@ -139,25 +226,116 @@ def rotate(run_dir, keep_last: int) -> list[Path]:
 
 # ---------------------------------------------------------------------------- reading
 
-def load(path, map_location="cpu") -> dict:
-    """The checkpoint's dict, after checking it is complete and of this format version."""
-    path = Path(path)
+def check_device(device) -> torch.device:
+    """`device` as a torch.device, after checking that this machine has it (torch.load onto a
+    missing GPU fails with an error that reads like a corrupt file)."""
+    try:
+        device = torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"unknown device {device!r} ({e})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device}: CUDA is not available on this machine; use cpu")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
+    return device
+
+
+def _sealed(path: Path) -> bool:
+    """True if the file ends with a seal that matches its bytes, False if it ends with none;
+    a seal that does not match is an error."""
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
+    with open(path, "rb") as f:
+        left = f.seek(0, os.SEEK_END) - SEAL_SIZE
+        if left < 0:
+            return False
+        f.seek(left)
+        seal = f.read()
+        if not seal.startswith(SEAL):
+            return False
+        f.seek(0)
+        digest = hashlib.sha256()
+        while left > 0 and (block := f.read(min(left, 1 << 20))):
+            digest.update(block)
+            left -= len(block)
+    if seal != SEAL + digest.hexdigest().encode() + b"\n":
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated (its bytes do not match the "
+                       f"sha256 it was written with)")
+    return True
+
+
+def _read(path: Path, device) -> dict:
+    """load() without the advice on what to use instead of a damaged file."""
+    sealed = _sealed(path)
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
+        payload = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
-        raise CheckpointError(f"checkpoint {path} is corrupt or truncated "
-                              f"({type(e).__name__}: {str(e).split('. ')[0][:160]})") from e
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated "
+                       f"({type(e).__name__}: {str(e).split('. ')[0][:160]})") from e
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
-    if payload.get("version") != FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {path} has format version {payload.get('version')}; "
-                              f"this code reads version {FORMAT_VERSION}")
-    missing = {"config", "model", "tokenizer", "step", "training"} - set(payload)
+    version = payload.get("version")
+    if version not in (1, FORMAT_VERSION):
+        raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
+                              f"versions 1 and {FORMAT_VERSION}")
+    if version == FORMAT_VERSION and not sealed:
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated (it lacks the sha256 seal "
+                       f"every version {FORMAT_VERSION} checkpoint ends with)")
+    if version == 1:
+        warnings.warn(f"checkpoint {path} has format version 1, which carries no sha256: it is "
+                      f"read unverified", stacklevel=3)
+        payload = {"run_id": None, **payload}
+    missing = {"config", "model", "tokenizer", "step", "training", "run_id"} - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
     return payload
+
+
+def newest_intact(run_dir, besides=None) -> Path | None:
+    """The newest checkpoint of run_dir (other than `besides`) that verifies; None if none."""
+    besides = besides and Path(besides).resolve()
+    for p in reversed(checkpoints(run_dir)):
+        if p.resolve() != besides:
+            try:
+                _verify(p)
+                return p
+            except CheckpointError:
+                continue
+    return None
+
+
+def _instead(error: CheckpointError, path: Path) -> CheckpointError:
+    """`error` about the damaged `path`, saying which checkpoint to use instead."""
+    other = newest_intact(path.parent, besides=path)
+    advice = (f"use {other} instead, the newest checkpoint in {path.parent} that verifies"
+              if other else f"no other checkpoint in {path.parent} verifies")
+    return CheckpointError(f"{error}; {advice}")
+
+
+def _verify(path: Path) -> bool:
+    """verify() without the advice on what to use instead of a damaged file."""
+    if path.is_file() and _sealed(path):
+        return True
+    _read(path, "cpu")                 # no seal: a version 1 file loads, a damaged one fails
+    return False
+
+
+def verify(path) -> bool:
+    """Raise CheckpointError unless `path` is an intact checkpoint. True if its seal proved it
+    (reading no weights); False for a version 1 file, which has no seal and was loaded instead."""
+    try:
+        return _verify(Path(path))
+    except _Damaged as e:
+        raise _instead(e, Path(path)) from None
+
+
+def load(path, map_location="cpu") -> dict:
+    """The checkpoint's dict, after checking its seal, its format and its version."""
+    device = check_device(map_location)
+    try:
+        return _read(Path(path), device)
+    except _Damaged as e:
+        raise _instead(e, Path(path)) from None
 
 
 def config_from(payload: dict, path="checkpoint"):
@@ -194,29 +372,92 @@ def load_model(path, map_location="cpu"):
 
 # ---------------------------------------------------------------------------- averaging
 
-def average(paths) -> dict:
-    """The element-wise mean of the weights of several checkpoints of the same model (§6.1),
-    computed in float64 and stored in the original dtype."""
-    if not paths:
-        raise CheckpointError("no checkpoints to average")
-    payloads = [load(p) for p in paths]
-    first = payloads[0]
+def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
+    """Refuse to average checkpoints of different models (MODEL_FIELDS, weight shapes) or
+    tokenizers, and, unless allow_different_runs, checkpoints of different runs."""
+    first, config = payloads[0], payloads[0]["config"]
     for p, other in zip(paths[1:], payloads[1:]):
+        differ = [f"{k} {config.get(k)} vs {other['config'].get(k)}" for k in MODEL_FIELDS
+                  if other["config"].get(k) != config.get(k)]
+        if differ:
+            raise CheckpointError(f"{p} has a different config from {paths[0]} "
+                                  f"({', '.join(differ)})")
         shapes = {k: tuple(v.shape) for k, v in other["model"].items()}
         if shapes != {k: tuple(v.shape) for k, v in first["model"].items()}:
             raise CheckpointError(f"{p} holds a different model from {paths[0]}")
         if other["tokenizer"] != first["tokenizer"]:
             raise CheckpointError(f"{p} has a different tokenizer from {paths[0]}")
+    if allow_different_runs:
+        return
+    for p, other in zip(paths, payloads):
+        if other["run_id"] is None or other["run_id"] != first["run_id"]:
+            what = ("carries no run id (format version 1), so its run cannot be checked"
+                    if other["run_id"] is None else f"comes from another run than {paths[0]}")
+            raise CheckpointError(f"{p} {what}; to average different runs on purpose (a model "
+                                  f"soup), pass --allow-different-runs")
+
+
+def average(paths, allow_different_runs: bool = False) -> dict:
+    """The element-wise mean of the weights of several checkpoints of the same model (§6.1),
+    computed in float64 and stored in the original dtype. Checkpoints of different runs are
+    refused unless allow_different_runs; the result records every source's name and run."""
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    payloads = [load(p) for p in paths]
+    _check_compatible(paths, payloads, allow_different_runs)
     mean = {}
-    for k, v in first["model"].items():
+    for k, v in payloads[0]["model"].items():
         if v.is_floating_point():
             total = sum(p["model"][k].double() for p in payloads)
             mean[k] = (total / len(payloads)).to(v.dtype)
         else:
             mean[k] = payloads[-1]["model"][k]
-    last = payloads[-1]
-    return {**last, "model": mean, "training": None,
-            "averaged_from": [Path(p).name for p in paths]}
+    runs = [p["run_id"] for p in payloads]
+    one_run = len(set(runs)) == 1 and runs[0] is not None
+    return {**payloads[-1], "version": FORMAT_VERSION, "model": mean, "training": None,
+            "run_id": runs[0] if one_run else new_run_id(),
+            "averaged_from": [Path(p).name for p in paths], "averaged_runs": runs}
+
+
+def _average_inputs(parser, args) -> list[Path]:
+    """The checkpoints `average` was given: the paths, or the newest --last N of a run folder."""
+    if args.last is None:
+        return [Path(p) for p in args.paths]
+    if args.last < 1:
+        parser.error(f"--last must be at least 1, got {args.last}")
+    if len(args.paths) != 1 or not Path(args.paths[0]).is_dir():
+        parser.error("--last N takes exactly one run folder")
+    found = checkpoints(args.paths[0])
+    if len(found) < args.last:
+        raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
+                              f"fewer than --last {args.last}")
+    return found[-args.last:]
+
+
+def _check_average_out(out, paths) -> None:
+    """Refuse an --out that is one of the inputs, cannot be written, or is named like a
+    training checkpoint (which --resume and rotation would take the averaged file for)."""
+    if NAME.fullmatch(Path(out).name):
+        raise CheckpointError(f"refusing to write {out}: ckpt_NNNNNNN.pt names a training "
+                              f"checkpoint; choose another name, e.g. average.pt")
+    check_output(out, reads=paths)
+
+
+def _verify_command(paths) -> int:
+    """Verify each file, or each checkpoint of each run folder; the number that failed."""
+    failed = 0
+    for given in map(Path, paths):
+        found = checkpoints(given) if given.is_dir() else [given]
+        if not found:
+            failed += 1
+            print(f"error: {given} holds no checkpoints", file=sys.stderr)
+        for path in found:
+            try:
+                print(f"{path}: {'intact' if verify(path) else 'version 1, no seal: unverified'}")
+            except CheckpointError as e:
+                failed += 1
+                print(f"error: {e}", file=sys.stderr)
+    return failed
 
 
 def main(argv=None):
@@ -224,26 +465,31 @@ def main(argv=None):
                                      description="checkpoint tools")
     commands = parser.add_subparsers(dest="command", required=True)
     avg = commands.add_parser("average", help="average several checkpoints (§6.1)")
-    avg.add_argument("--out", required=True, help="file to write the averaged checkpoint to")
+    avg.add_argument("--out", required=True,
+                     help="file to write the averaged checkpoint to: neither one of the inputs "
+                          "nor named like a training checkpoint (ckpt_*.pt)")
     avg.add_argument("--last", type=int, metavar="N",
                      help="average the newest N checkpoints of the one RUN_DIR given")
+    avg.add_argument("--allow-different-runs", action="store_true",
+                     help="average checkpoints of different runs of the same model (e.g. other "
+                          "seeds): a 'model soup', a known technique, done on purpose; the "
+                          "output records every source's file name and run id. Without it, "
+                          "checkpoints of different runs are refused. Different model shapes, "
+                          "datasets or tokenizers are always refused")
     avg.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR")
+    ver = commands.add_parser("verify", help="check checkpoints against their sha256 seals")
+    ver.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR",
+                     help="checkpoint files, or run folders (all their checkpoints)")
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        if _verify_command(args.paths):
+            parser.exit(1)
+        return
     try:
-        if args.last is not None:
-            if args.last < 1:
-                parser.error(f"--last must be at least 1, got {args.last}")
-            if len(args.paths) != 1 or not Path(args.paths[0]).is_dir():
-                parser.error("--last N takes exactly one run folder")
-            found = checkpoints(args.paths[0])
-            if len(found) < args.last:
-                raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
-                                      f"fewer than --last {args.last}")
-            paths = found[-args.last:]
-        else:
-            paths = [Path(p) for p in args.paths]
-        atomic_save(average(paths), args.out)
-    except CheckpointError as e:
+        paths = _average_inputs(parser, args)
+        _check_average_out(args.out, paths)
+        atomic_save(average(paths, args.allow_different_runs), args.out)
+    except (OSError, ValueError) as e:                        # CheckpointError is a ValueError
         parser.exit(1, f"error: {e}\n")
     print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")
 

@@ -4,7 +4,8 @@ Every dataset ends up as the same `Corpus`: train/valid/test lists of (source id
 without BOS/EOS (batching adds them), the shared-vocabulary tokenizer, and counts of everything
 dropped on the way. Nothing is dropped silently:
 
-- parallel files must have the same number of lines (else an error naming both counts);
+- parallel files must have the same number of lines (else an error naming both counts),
+  checked for every split before any tokenizer is trained;
 - pairs with a blank side carry no translation and are dropped and counted;
 - pairs longer than `max_sentence_len` tokens on either side (EOS/BOS counted) are dropped from
   train and valid and counted, never from test: the test set is scored whole.
@@ -82,6 +83,15 @@ def read_parallel(src_path, tgt_path):
     return kept, {"read": len(pairs), "empty": len(pairs) - len(kept)}
 
 
+def check_line_counts(src_path, tgt_path) -> int:
+    """The number of lines of two parallel files, after checking that they have as many."""
+    n_src, n_tgt = (sum(1 for _ in read_lines(p)) for p in (src_path, tgt_path))
+    if n_src != n_tgt:
+        raise ValueError(f"parallel files differ in length: {src_path} has {n_src:,} lines, "
+                         f"{tgt_path} has {n_tgt:,}")
+    return n_src
+
+
 def cache_folder(cache_dir=None) -> Path:
     return Path(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
 
@@ -108,6 +118,8 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
         return _copy_corpus(config, log)
     cache = cache_folder(cache_dir)
     files = corpus_files(config.dataset, data_location(data_dir), cache, log)
+    for src_path, tgt_path in files.values():     # a misaligned corpus fails in seconds, not
+        check_line_counts(src_path, tgt_path)     # after training a tokenizer on it
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               config.dataset, log)
     splits, stats = {}, {}

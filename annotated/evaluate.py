@@ -45,6 +45,8 @@ def _check(hyps, refs):
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references; they must be "
                          f"line-aligned")
+    if not hyps:
+        raise ValueError("no sentences to score: the hypotheses and references are empty")
 
 
 def sacre_bleu(hyps: list[str], refs: list[str]):
@@ -83,6 +85,8 @@ def main(argv=None):
         if len(hyps) != len(refs):
             raise ValueError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}; "
                              f"they must be line-aligned")
+        if not hyps:
+            raise ValueError(f"{args.hyp} and {args.ref} are empty: no sentences to score")
         print(report(hyps, refs))
     except (OSError, ValueError) as e:
         parser.exit(1, f"error: {e}\n")

@@ -26,9 +26,10 @@ import json
 import re
 import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 
-from annotated.data import cache_folder, download
+from annotated.data import cache_folder, check_line_counts, download
 from annotated.tokenizer import atomic_open, read_lines, sha256_file
 
 STATMT = "http://www.statmt.org/"
@@ -105,13 +106,7 @@ def aligned_sgml(src_path, ref_path) -> tuple[list[str], list[str]]:
 def concatenate(parts: list[tuple[Path, Path]], out_en: Path, out_de: Path) -> list[int]:
     """Append each (English, German) file pair to out_en/out_de after checking that both have
     the same number of lines; returns the pairs per part. Only "\\n" ends a line (read_lines)."""
-    counts = []
-    for en, de in parts:
-        n_en, n_de = (sum(1 for _ in read_lines(p)) for p in (en, de))
-        if n_en != n_de:
-            raise ValueError(f"parallel files differ in length: {en} has {n_en:,} lines, "
-                             f"{de} has {n_de:,}")
-        counts.append(n_en)
+    counts = [check_line_counts(en, de) for en, de in parts]
     for out, side in ((out_en, 0), (out_de, 1)):
         write_lines(out, (line for part in parts for line in read_lines(part[side])))
     return counts
@@ -124,19 +119,39 @@ def write_lines(path, lines):
 
 
 def prepare(out, urls=URLS, log=print) -> dict:
-    """Download what is missing into out/downloads, then write the text files and the manifest."""
+    """Download what is missing into out/downloads, then write the text files and the manifest.
+    Archives are extracted into a fresh temporary folder inside `out`, removed at the end: no
+    file this did not write is ever deleted."""
     out = Path(out)
-    downloads, work = out / "downloads", out / "extracted"
-    work.mkdir(parents=True, exist_ok=True)
-    manifest = {"archives": {}, "corpora": {}, "outputs": {}}
-    for name, url in urls.items():
-        path = downloads / name
-        if not path.is_file():
-            log(f"downloading {url}")
-            download(url, path)
-        manifest["archives"][name] = {"url": url, "bytes": path.stat().st_size,
-                                      "sha256": sha256_file(path)}
+    downloads = out / "downloads"
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=out, prefix=".extracted-"))   # fails early if unwritable
+    try:
+        manifest = {"archives": {}, "corpora": {}, "outputs": {}}
+        for name, url in urls.items():
+            path = downloads / name
+            if not path.is_file():
+                log(f"downloading {url}")
+                download(url, path)
+            manifest["archives"][name] = {"url": url, "bytes": path.stat().st_size,
+                                          "sha256": sha256_file(path)}
+        _write_corpora(downloads, work, out, manifest, log)
+    finally:
+        shutil.rmtree(work)
+    for stem in ("train", "newstest2013", "newstest2014"):
+        for lang in LANGS:
+            path = out / f"{stem}.{lang}"
+            manifest["outputs"][path.name] = {"lines": sum(1 for _ in read_lines(path)),
+                                              "sha256": sha256_file(path)}
+    with atomic_open(out / "manifest.json", "w") as f:
+        json.dump(manifest, f, indent=1)
+    log(f"wrote {out}: " + ", ".join(f"{name} {info['lines']:,} lines"
+                                     for name, info in manifest["outputs"].items()))
+    return manifest
 
+
+def _write_corpora(downloads: Path, work: Path, out: Path, manifest: dict, log) -> None:
+    """Extract the members prepare() needs into `work`, then write the text files into `out`."""
     wanted = {}                               # archive -> member names to extract
     for archive, pattern in [*TRAIN.values(), DEV]:
         wanted.setdefault(archive, []).extend(pattern.format(lang=lang) for lang in LANGS)
@@ -156,26 +171,17 @@ def prepare(out, urls=URLS, log=print) -> dict:
     en, de = aligned_sgml(files[TEST["en"][1]], files[TEST["de"][1]])
     write_lines(out / "newstest2014.en", en)
     write_lines(out / "newstest2014.de", de)
-    shutil.rmtree(work)
-
-    for stem in ("train", "newstest2013", "newstest2014"):
-        for lang in LANGS:
-            path = out / f"{stem}.{lang}"
-            manifest["outputs"][path.name] = {"lines": sum(1 for _ in read_lines(path)),
-                                              "sha256": sha256_file(path)}
-    with atomic_open(out / "manifest.json", "w") as f:
-        json.dump(manifest, f, indent=1)
-    log(f"wrote {out}: " + ", ".join(f"{name} {info['lines']:,} lines"
-                                     for name, info in manifest["outputs"].items()))
-    return manifest
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: the cache's wmt14/, where training looks)")
-    args = parser.parse_args()
-    prepare(args.out or cache_folder() / "wmt14")
+    args = parser.parse_args(argv)
+    try:
+        prepare(args.out or cache_folder() / "wmt14")
+    except (OSError, ValueError) as e:
+        parser.exit(1, f"error: {e}\n")
 
 
 if __name__ == "__main__":

@@ -20,12 +20,13 @@ needs nothing but the checkpoint. The copy task's `CopyTokenizer` has the same i
 The small file helpers used across the data code live here too (plain or gzip text, sha256,
 atomic writes), since everything else that reads data imports this module.
 """
+import errno
 import gzip
 import hashlib
 import io
 import json
 import os
-import tempfile
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -75,10 +76,13 @@ def sha256_file(path) -> str:
 @contextmanager
 def atomic_open(path, mode="wb"):
     """Write to a temporary file beside `path` and rename it to `path` only if the block ends
-    without error: a crash or an exception never leaves a half-written file under that name."""
+    without error: a crash or an exception never leaves a half-written file under that name.
+    The file gets the mode open() would give it (0o666 less the umask); a full disk is an
+    OSError that says so and names `path`, whose old content stays as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
     text = {} if "b" in mode else dict(encoding="utf-8", newline="\n")
     try:
         with os.fdopen(fd, mode, **text) as f:
@@ -86,9 +90,33 @@ def atomic_open(path, mode="wb"):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise OSError(e.errno, f"{os.strerror(e.errno).lower()} while writing {path}; the "
+                                   f"file that was there, if any, is unchanged") from e
         raise
+
+
+def check_output(path, reads=()) -> Path:
+    """Refuse, before any work is done, to write `path` if it is one of the files the command
+    reads (`reads`; None entries are skipped) or if it cannot be written: a ValueError whose
+    one line says why."""
+    path = Path(path)
+    for source in reads:
+        if source is not None and path.exists() and Path(source).exists() \
+                and os.path.samefile(path, source):
+            raise ValueError(f"refusing to write {path}: it is {source}, which this command reads")
+    folder = path.parent
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder")
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: there is no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write {path}: the folder {folder} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"cannot write {path}: the file is read-only")
+    return path
 
 
 # --- tokenizers ----------------------------------------------------------------------------------
@@ -207,7 +235,8 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> To
 
     The model is stored as `{name}-bpe{vocab_size}-{key}.model`, where key hashes the record of
     what it was trained on (each file's sha256, vocab_size, BPE_SETTINGS, sentencepiece version),
-    written beside it as a .json file; a model whose record differs is trained again.
+    written beside it as a .json file; a model whose record differs is trained again, and so is
+    one that cannot be loaded (the damaged file is removed, and the log says so).
     """
     record = dict(inputs=[sha256_file(f) for f in files], vocab_size=vocab_size,
                   settings=BPE_SETTINGS, sentencepiece=spm.__version__)
@@ -215,9 +244,16 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> To
     key = hashlib.sha256(text.encode()).hexdigest()[:12]
     model_path = Path(cache_dir) / f"{name}-bpe{vocab_size}-{key}.model"
     record_path = model_path.with_suffix(".json")
-    if model_path.is_file() and record_path.is_file() and record_path.read_text() == text:
-        log(f"tokenizer: reusing {model_path}")
-        return Tokenizer.load(model_path)
+    recorded = record_path.is_file() and record_path.read_bytes() == text.encode()
+    if model_path.is_file() and recorded:
+        try:
+            tokenizer = Tokenizer.load(model_path)
+            log(f"tokenizer: reusing {model_path}")
+            return tokenizer
+        except ValueError as e:                  # damaged on disk: the cache can remake it
+            log(f"tokenizer: the cached {model_path} cannot be loaded ({e}); removing it and "
+                f"training again")
+            model_path.unlink()
     log(f"tokenizer: training a {vocab_size:,}-token BPE vocabulary on "
         f"{', '.join(Path(f).name for f in files)}")
     tokenizer = train_bpe(files, vocab_size, model_path)

@@ -4,13 +4,15 @@
         [--batch-tokens 2000] [--input FILE] [--output FILE] [--greedy] [--no-cache] [--ref FILE]
 
 Reads sentences from --input (plain or gzip) or stdin and writes one detokenized translation
-per input line, in the input's order; an empty input line gives an empty output line. The
-checkpoint carries its tokenizer and config, so nothing else is needed; an averaged checkpoint
-(`python -m annotated.checkpoint average`) is read the same way. Beam size, alpha and the
-maximum extra length default to the checkpoint config's decoding fields (the paper's 4, 0.6
-and 50 unless the run changed them). With --ref the BLEU scores of annotated.evaluate are
-printed (on stderr, as is the progress: stdout holds only translations). A copy-task
-checkpoint reads its symbols as numbers separated by spaces: `echo "4 9 5" | ...` prints `4 9 5`.
+per input line, in the input's order; an empty input line gives an empty output line; `-`
+means stdin or stdout. An --output that is the input, the references or the checkpoint, or that
+cannot be written, is refused before any work. The checkpoint carries its tokenizer and config,
+so nothing else is needed; an averaged checkpoint (`python -m annotated.checkpoint average`) is
+read the same way. Beam size, alpha and the maximum extra length default to the checkpoint
+config's decoding fields (the paper's 4, 0.6 and 50 unless the run changed them). With --ref
+the BLEU scores of annotated.evaluate are printed (on stderr, as is the progress: stdout holds
+only translations). A copy-task checkpoint reads its symbols as numbers separated by spaces:
+`echo "4 9 5" | ...` prints `4 9 5`.
 
 Batching: sentences are sorted by length and cut into batches of at most --batch-tokens source
 tokens, padding included (annotated.batching), so little work is spent on padding; the
@@ -23,10 +25,10 @@ import time
 import torch
 
 from annotated.batching import make_batches
-from annotated.checkpoint import CheckpointError, load_model
+from annotated.checkpoint import load_model
 from annotated.decoding import beam_search, greedy_decode, source_batch
 from annotated.evaluate import report
-from annotated.tokenizer import atomic_open, read_lines
+from annotated.tokenizer import atomic_open, check_output, read_lines
 
 
 def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
@@ -81,7 +83,7 @@ def at_least(low, kind=int):
     return parse
 
 
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.translate",
                                      description="translate with a checkpoint (§6.1 decoding)")
     parser.add_argument("--checkpoint", required=True, help="a checkpoint or averaged checkpoint")
@@ -95,18 +97,27 @@ def main(argv=None):
                         help="recompute the whole prefix every step (slow; for comparison)")
     parser.add_argument("--batch-tokens", type=at_least(1), default=2000,
                         help="source tokens per batch, padding included")
-    parser.add_argument("--input", help="text file, plain or gzip (default: stdin)")
-    parser.add_argument("--output", help="file to write, atomically (default: stdout)")
+    parser.add_argument("--input", help="text file, plain or gzip (default or -: stdin)")
+    parser.add_argument("--output", help="file to write, atomically; never the input, the "
+                                         "references or the checkpoint (default or -: stdout)")
     parser.add_argument("--ref", help="references: print BLEU (annotated.evaluate) on stderr")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    args = parser.parse_args(argv)
+    return parser, parser.parse_args(argv)
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    source = None if args.input in (None, "-") else args.input
+    output = None if args.output in (None, "-") else args.output
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
 
     try:
+        if output is not None:            # before any work: never over a file this reads
+            check_output(output, reads=[args.checkpoint, source, args.ref])
         model, config, tokenizer = load_model(args.checkpoint, map_location=args.device)
-        lines = list(read_lines(args.input) if args.input else stdin_lines())
+        lines = list(read_lines(source) if source else stdin_lines())
         refs = list(read_lines(args.ref)) if args.ref else None
         if refs is not None and len(refs) != len(lines):
             raise ValueError(f"{args.ref} has {len(refs)} lines but the input has {len(lines)}")
@@ -119,16 +130,16 @@ def main(argv=None):
         out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
                               max_extra=max_extra, batch_tokens=args.batch_tokens,
                               greedy=args.greedy, cached=not args.no_cache, log=log)
-    except (CheckpointError, OSError, ValueError) as e:
+        text = "".join(line + "\n" for line in out)
+        if output is not None:
+            with atomic_open(output, "w") as f:
+                f.write(text)
+        else:
+            sys.stdout.write(text)
+        if refs is not None:
+            log(report(out, refs))
+    except (OSError, ValueError) as e:                        # CheckpointError is a ValueError
         parser.exit(1, f"error: {e}\n")
-    text = "".join(line + "\n" for line in out)
-    if args.output:
-        with atomic_open(args.output, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    if refs is not None:
-        log(report(out, refs))
 
 
 if __name__ == "__main__":

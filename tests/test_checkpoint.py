@@ -89,7 +89,7 @@ def test_other_format_version_is_a_clear_error(tmp_path):
     save_tiny(path)
     payload = torch.load(path, weights_only=True)
     torch.save({**payload, "version": 99}, path)
-    with pytest.raises(CheckpointError, match="format version 99; this code reads version 1"):
+    with pytest.raises(CheckpointError, match="format version 99; this code reads versions 1 and 2"):
         load_model(path)
     torch.save({"model": payload["model"]}, path)                  # a bare state_dict-like file
     with pytest.raises(CheckpointError, match="not an annotated-transformer checkpoint"):
@@ -100,7 +100,7 @@ def test_unknown_config_field_is_a_clear_error(tmp_path):
     path = tmp_path / "c.pt"
     save_tiny(path)
     payload = torch.load(path, weights_only=True)
-    torch.save({**payload, "config": {**payload["config"], "flux": 1}}, path)
+    checkpoint.atomic_save({**payload, "config": {**payload["config"], "flux": 1}}, path)
     with pytest.raises(CheckpointError, match="config fields flux are unknown"):
         load_model(path)
 
@@ -144,7 +144,7 @@ def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
 # The child runs the real training command, but its second torch.save writes half of the
 # checkpoint into the temporary file, says so, and hangs: the test kills it right there.
 KILLED_IN_SAVE = r"""
-import io, os, sys, time, torch
+import io, sys, time, torch
 from annotated import train
 real_save, calls = torch.save, []
 def save_half_then_hang(obj, f, *args, **kwargs):
@@ -154,8 +154,7 @@ def save_half_then_hang(obj, f, *args, **kwargs):
     buffer = io.BytesIO()
     real_save(obj, buffer)
     f.write(buffer.getvalue()[: buffer.tell() // 2])
-    f.flush()
-    os.fsync(f.fileno())
+    f.flush()                    # into the kernel, where SIGKILL cannot lose it
     open(sys.argv[1], "w").close()
     time.sleep(600)
 torch.save = save_half_then_hang

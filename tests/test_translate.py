@@ -95,7 +95,7 @@ def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
 def _rewrite(path, **changes):
     payload = torch.load(path, weights_only=True)
     payload.update(changes)
-    torch.save(payload, path)
+    checkpoint.atomic_save(payload, path)
 
 
 @pytest.mark.parametrize("damage,message", [
