@@ -22,10 +22,10 @@
     flops        FLOPs from the model's shapes (MFU, Table 2)
     notebook     helpers for the chapters
 """
-from annotated.masks import padding_mask, subsequent_mask, target_mask
-from annotated.model import EncoderDecoder, count_parameters, make_model, masks
+from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
+from annotated.model import EncoderDecoder, count_parameters, make_model
 
-__all__ = ["configs", "make_model", "EncoderDecoder", "count_parameters", "masks",
+__all__ = ["configs", "make_model", "EncoderDecoder", "count_parameters", "batch_masks",
            "padding_mask", "subsequent_mask", "target_mask"]
 
 

@@ -9,7 +9,6 @@ Masks follow annotated.masks: True = attend.
 """
 import math
 
-import torch
 import torch.nn.functional as F
 
 

@@ -52,7 +52,7 @@ import re
 import secrets
 import sys
 import warnings
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -340,13 +340,11 @@ def load(path, map_location="cpu") -> dict:
 
 def config_from(payload: dict, path="checkpoint"):
     """The Config stored in a checkpoint; fields this code does not know are an error."""
-    from annotated.configs import Config
-    known = {f.name for f in fields(Config)}
-    unknown = sorted(set(payload["config"]) - known)
-    if unknown:
-        raise CheckpointError(f"{path}: config fields {', '.join(unknown)} are unknown to this "
-                              f"version of the code")
-    return Config(**payload["config"])
+    from annotated.configs import Config, ConfigError
+    try:
+        return Config.from_dict(payload["config"])
+    except ConfigError as e:
+        raise CheckpointError(f"{path}: {e}") from None
 
 
 def tokenizer_from(payload: dict, path="checkpoint"):

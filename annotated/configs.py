@@ -1,12 +1,16 @@
 """Named configurations: the paper's base and big models, every row of Table 3, and the
 presets this project trains on small machines.
 
-One dataclass holds everything a run needs (model shape, regularisation, optimiser schedule,
-batching), so a preset is one line and `key=value` overrides on the command line are checked
-against its fields. Run `python -m annotated.configs` to print Table 3's parameter column
-computed from these presets beside the paper's.
+One frozen dataclass holds everything a run needs (model shape, regularisation, optimiser
+schedule, batching, decoding), so a preset is one line. It is also the one place where settings
+are parsed and checked: `apply_overrides(config, ["P_drop=0.3", ...])` reads `key=value` text by
+each field's type, and every Config is validated when it is made, so a bad value (P_drop=-1,
+N=0, an odd d_model with sinusoids, an unknown dataset) stops the command before anything is
+built or written, with one line naming the field, the value and what is allowed. Run
+`python -m annotated.configs` to print Table 3's parameter column beside the paper's.
 """
-from dataclasses import asdict, dataclass, fields, replace
+import types
+from dataclasses import dataclass, fields, replace
 
 from annotated.model import count_parameters, make_model
 
@@ -48,18 +52,41 @@ class Config:
     keep_last: int = 5             # checkpoints kept on disk (base averages the last 5)
     # decoding (§6.1)
     beam_size: int = 4
-    length_penalty: float = 0.6    # alpha
-    max_output_extra: int = 50     # maximum output length = input length + this
+    alpha: float = 0.6             # length penalty lp(Y) = ((5 + |Y|) / 6)^alpha
+    max_extra: int = 50            # maximum output length = input length + this
     # what Table 3 reports, for comparison with our own numbers (None where the paper is blank)
     paper_params_M: float | None = None
     paper_ppl: float | None = None
     paper_bleu: float | None = None
 
+    def __post_init__(self):
+        for f in fields(self):
+            _check(f.name, f.type, getattr(self, f.name))
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise ConfigError(f"config: d_model = {self.d_model} is odd; sinusoidal positions "
+                              f"need an even d_model (sin and cos pairs, §3.5)")
+        if self.max_tokens < self.max_sentence_len:
+            raise ConfigError(f"config: max_tokens = {self.max_tokens} is below max_sentence_len "
+                              f"= {self.max_sentence_len}; a batch must hold the longest "
+                              f"sentence kept")
+
+    @staticmethod
+    def from_dict(values: dict) -> "Config":
+        """A Config from saved fields (a checkpoint, a results file); older files named alpha
+        `length_penalty` and max_extra `max_output_extra`. Unknown fields are an error."""
+        renamed = {"length_penalty": "alpha", "max_output_extra": "max_extra"}
+        values = {renamed.get(k, k): v for k, v in values.items()}
+        unknown = sorted(set(values) - {f.name for f in fields(Config)})
+        if unknown:
+            raise ConfigError(f"config fields {', '.join(unknown)} are unknown to this version "
+                              f"of the code")
+        return Config(**values)
+
     def make_model(self, src_vocab: int, tgt_vocab: int | None = None):
         """The model of this configuration; one shared vocabulary unless tgt_vocab differs."""
         return make_model(src_vocab, src_vocab if tgt_vocab is None else tgt_vocab, N=self.N,
                           d_model=self.d_model, d_ff=self.d_ff, h=self.h, d_k=self.d_k,
-                          d_v=self.d_v, dropout=self.P_drop, attn_dropout=self.attn_dropout,
+                          d_v=self.d_v, P_drop=self.P_drop, attn_dropout=self.attn_dropout,
                           ffn_dropout=self.ffn_dropout, positional=self.positional,
                           max_len=self.max_len)
 
@@ -68,8 +95,90 @@ class Config:
         valid = [f.name for f in fields(self)]
         unknown = sorted(set(changes) - set(valid))
         if unknown:
-            raise KeyError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(valid)}")
+            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
+                              f"{', '.join(valid)}")
         return replace(self, **changes)
+
+
+class ConfigError(ValueError):
+    """A setting that is unknown or out of its allowed range."""
+
+
+# What each field allows, beyond its type: (test, what is allowed) for every field but the
+# paper_* references (None or a positive number).
+DATASETS = ("copy", "multi30k", "multi30k_sample", "wmt14")
+_AT_LEAST_1 = (lambda v: v >= 1, ">= 1")
+_PROBABILITY = (lambda v: 0 <= v < 1, "0 <= value < 1")
+RULES = {
+    **dict.fromkeys(["N", "d_ff", "h", "d_k", "d_v", "max_len", "copy_len", "train_steps",
+                     "warmup_steps", "max_tokens", "accum_steps", "log_every", "eval_every",
+                     "ckpt_every", "keep_last", "beam_size"], _AT_LEAST_1),
+    "d_model": (lambda v: v >= 2, ">= 2"),
+    **dict.fromkeys(["P_drop", "attn_dropout", "ffn_dropout", "eps_ls"], _PROBABILITY),
+    "positional": (lambda v: v in ("sinusoidal", "learned"), "sinusoidal or learned"),
+    "dataset": (lambda v: v in DATASETS, " or ".join(DATASETS)),
+    "vocab_size": (lambda v: v >= 5, ">= 5 (4 special ids and at least one symbol)"),
+    "max_sentence_len": (lambda v: v >= 2, ">= 2 (a token and EOS)"),
+    "copy_examples": (lambda v: v >= 10, ">= 10"),
+    "seed": (lambda v: v >= 0, ">= 0"),
+    "lr_factor": (lambda v: v > 0, "> 0"),
+    "amp": (lambda v: v in ("none", "bf16", "fp16"), "none, bf16 or fp16"),
+    "compile": (lambda v: True, "true or false"),
+    "ckpt_minutes": (lambda v: v > 0, "> 0"),
+    "alpha": (lambda v: v >= 0, ">= 0"),
+    "max_extra": (lambda v: v >= 0, ">= 0"),
+}
+
+
+def rule(name: str):
+    """(test, what is allowed, in words) for a Config field."""
+    test, allowed = RULES.get(name, (lambda v: v > 0, "None or > 0"))
+    return test, allowed.replace("value", name)
+
+
+def _check(name: str, kind, value):
+    """Raise ConfigError unless `value` has the field's type and passes its rule."""
+    optional = isinstance(kind, types.UnionType)             # float | None: the paper_* fields
+    if optional and value is None:
+        return
+    kind = float if optional else kind
+    ok_type = (type(value) is bool if kind is bool else
+               isinstance(value, (int, float)) and type(value) is not bool if kind is float else
+               isinstance(value, kind) and type(value) is not bool)
+    test, allowed = rule(name)
+    if not ok_type:
+        raise ConfigError(f"config: {name} = {value!r} is not a{'n' if kind is int else ''} "
+                          f"{kind.__name__}; allowed: {allowed}")
+    if not test(value):
+        raise ConfigError(f"config: {name} = {value!r} is not allowed; allowed: {allowed}")
+
+
+def parse_value(key: str, kind, text: str):
+    """`text` as a value of the Config field `key`, whose annotated type is `kind`."""
+    if isinstance(kind, types.UnionType):                    # e.g. float | None
+        if text.lower() == "none":
+            return None
+        kind = next(k for k in kind.__args__ if k is not type(None))
+    booleans = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    try:
+        return booleans[text.lower()] if kind is bool else kind(text)
+    except (KeyError, ValueError):
+        raise ConfigError(f"config: {key} = {text!r} is not a{'n' if kind is int else ''} "
+                          f"{kind.__name__}; allowed: {rule(key)[1]}") from None
+
+
+def apply_overrides(config: Config, items: list[str]) -> Config:
+    """Config with `key=value` items applied, each parsed by its field's type; an unknown key
+    is an error listing the valid ones, and the result is validated like every Config."""
+    kinds = {f.name: f.type for f in fields(Config)}
+    raw = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ConfigError(f"expected key=value, got {item!r}")
+        raw[key] = text
+    config.override(**{k: None for k in raw if k not in kinds})     # raises for unknown keys
+    return config.override(**{k: parse_value(k, kinds[k], v) for k, v in raw.items()})
 
 
 base = Config(paper_params_M=65, paper_ppl=4.92, paper_bleu=25.8)
@@ -137,7 +246,7 @@ TABLE3_ROWS = ["base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4
 
 def get(name: str) -> Config:
     if name not in PRESETS:
-        raise KeyError(f"unknown config {name!r}; choose one of: {', '.join(PRESETS)}")
+        raise ConfigError(f"unknown config {name!r}; choose one of: {', '.join(PRESETS)}")
     return PRESETS[name]
 
 

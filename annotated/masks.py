@@ -23,3 +23,9 @@ def subsequent_mask(size: int, device=None) -> torch.Tensor:
 def target_mask(tgt: torch.Tensor, pad: int) -> torch.Tensor:
     """Decoder self-attention mask: not padding AND not in the future, `(batch, 1, tgt, tgt)`."""
     return padding_mask(tgt, pad) & subsequent_mask(tgt.size(1), tgt.device)
+
+
+def batch_masks(src: torch.Tensor, tgt: torch.Tensor, pad: int):
+    """The two masks a batch needs: `(batch, 1, 1, src_len)` for the encoder and for the
+    decoder's attention over the source, and `(batch, 1, tgt_len, tgt_len)` for the decoder."""
+    return padding_mask(src, pad), target_mask(tgt, pad)

@@ -18,7 +18,6 @@ from torch import nn
 from annotated.decoder import Decoder
 from annotated.embeddings import Embeddings
 from annotated.encoder import Encoder
-from annotated.masks import padding_mask, target_mask
 from annotated.multihead import MultiHeadAttention
 from annotated.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 
@@ -81,11 +80,11 @@ class EncoderDecoder(nn.Module):
 
 
 def make_model(src_vocab: int, tgt_vocab: int, N: int = 6, d_model: int = 512, d_ff: int = 2048,
-               h: int = 8, dropout: float = 0.1, d_k: int | None = None, d_v: int | None = None,
+               h: int = 8, P_drop: float = 0.1, d_k: int | None = None, d_v: int | None = None,
                attn_dropout: float = 0.0, ffn_dropout: float = 0.0,
                positional: str = "sinusoidal", max_len: int = 1024,
                tie_embeddings: bool | None = None) -> EncoderDecoder:
-    """The Transformer of §3; defaults are the base model. `dropout` is P_drop of §5.4.
+    """The Transformer of §3; defaults are the base model. P_drop is the dropout rate of §5.4.
 
     tie_embeddings: share one matrix for source and target embeddings and the output layer;
     by default exactly when the two vocabularies have the same size (a shared vocabulary).
@@ -96,7 +95,7 @@ def make_model(src_vocab: int, tgt_vocab: int, N: int = 6, d_model: int = 512, d
         raise ValueError(f"tied embeddings need one shared vocabulary; got src_vocab={src_vocab}, "
                          f"tgt_vocab={tgt_vocab}")
     return EncoderDecoder(src_vocab, tgt_vocab, N, d_model, d_ff, h,
-                          d_k, d_v, dropout,
+                          d_k, d_v, P_drop,
                           attn_dropout, ffn_dropout, positional, max_len, tie_embeddings)
 
 
@@ -113,7 +112,3 @@ def count_parameters(model: nn.Module, embeddings: bool = True) -> int:
         total += p.numel()
     return total
 
-
-def masks(src, tgt, pad: int):
-    """The two masks a batch needs: (batch, 1, 1, src_len) and (batch, 1, tgt_len, tgt_len)."""
-    return padding_mask(src, pad), target_mask(tgt, pad)

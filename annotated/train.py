@@ -36,7 +36,6 @@ import os
 import shlex
 import sys
 import time
-import types
 from contextlib import nullcontext
 from dataclasses import fields
 from pathlib import Path
@@ -48,42 +47,17 @@ from tqdm import tqdm
 
 from annotated import checkpoint
 from annotated.batching import collate, lengths_of, make_batches, padding_fraction, shard
-from annotated.configs import PRESETS, Config, get
+from annotated.configs import PRESETS, Config, apply_overrides, get
 from annotated.data import data_location, load_corpus
 from annotated.decoding import beam_search, source_batch
 from annotated.loss import label_smoothed_loss
-from annotated.model import count_parameters, masks
+from annotated.masks import batch_masks
+from annotated.model import count_parameters
 from annotated.optim import make_optimizer
 from annotated.tokenizer import PAD, atomic_open
 
 
 SMALL_MODEL = 5_000_000   # parameters; smaller models train on one CPU thread by default
-
-
-def parse_value(key: str, kind, text: str):
-    """`text` as a value of the Config field `key`, whose annotated type is `kind`."""
-    if isinstance(kind, types.UnionType):                    # e.g. float | None
-        if text.lower() == "none":
-            return None
-        kind = next(k for k in kind.__args__ if k is not type(None))
-    booleans = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
-    try:
-        return booleans[text.lower()] if kind is bool else kind(text)
-    except (KeyError, ValueError):
-        raise ValueError(f"config key {key} expects {kind.__name__}, got {text!r}") from None
-
-
-def apply_overrides(config: Config, items: list[str]) -> Config:
-    """Config with `key=value` items applied; an unknown key is an error listing the valid ones."""
-    kinds = {f.name: f.type for f in fields(Config)}
-    raw = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep:
-            raise ValueError(f"expected key=value, got {item!r}")
-        raw[key] = text
-    config.override(**{k: None for k in raw if k not in kinds})     # raises for unknown keys
-    return config.override(**{k: parse_value(k, kinds[k], v) for k, v in raw.items()})
 
 
 def init_distributed():
@@ -114,7 +88,7 @@ def rank0_says(*flags: bool, device) -> list[bool]:
 
 
 def forward_stats(model, src, tgt_in, tgt_out, eps_ls):
-    src_mask, tgt_mask = masks(src, tgt_in, PAD)    # (b, 1, 1, S), (b, 1, T, T)
+    src_mask, tgt_mask = batch_masks(src, tgt_in, PAD)    # (b, 1, 1, S), (b, 1, T, T)
     logits = model(src, tgt_in, src_mask, tgt_mask)  # (b, T, V)
     return label_smoothed_loss(logits, tgt_out, pad=PAD, eps_ls=eps_ls)
 
@@ -185,10 +159,8 @@ def main(argv=None):
     out = Path(args.out or Path("runs") / args.config)
     try:
         config, resumed = run_config(args, out)
-        if config.amp not in ("none", "bf16", "fp16"):
-            raise ValueError(f"amp must be none, bf16 or fp16, got {config.amp!r}")
-    except (KeyError, ValueError) as e:
-        parser.error(e.args[0] if isinstance(e, KeyError) else str(e))
+    except ValueError as e:
+        parser.error(str(e))
     return train(config, out, args, resumed)
 
 
@@ -400,10 +372,10 @@ def show_at_work(model, corpus, config, out: Path, n: int = 3):
                  if len(tokenizer.encode(s)) < 20][:n]
     src = source_batch([tokenizer.encode(s) for s, _ in sentences],
                        next(model.parameters()).device)
-    hyps = beam_search(model, src, config.beam_size, config.length_penalty,
-                       config.max_output_extra)
+    hyps = beam_search(model, src, config.beam_size, config.alpha,
+                       config.max_extra)
     print(f"\nThe model at work on {len(sentences)} test sentences it never saw in training "
-          f"(beam {config.beam_size}, alpha {config.length_penalty}):")
+          f"(beam {config.beam_size}, alpha {config.alpha}):")
     for (source, reference), hyp in zip(sentences, hyps):
         print(f"  input      {source}\n  output     {tokenizer.decode(hyp.tokens)}\n"
               f"  reference  {reference}\n")

@@ -122,8 +122,8 @@ def main(argv=None):
         if refs is not None and len(refs) != len(lines):
             raise ValueError(f"{args.ref} has {len(refs)} lines but the input has {len(lines)}")
         beam = config.beam_size if args.beam is None else args.beam
-        alpha = config.length_penalty if args.alpha is None else args.alpha
-        max_extra = config.max_output_extra if args.max_extra is None else args.max_extra
+        alpha = config.alpha if args.alpha is None else args.alpha
+        max_extra = config.max_extra if args.max_extra is None else args.max_extra
         how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
         log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
             f"{', uncached' if args.no_cache else ''}")

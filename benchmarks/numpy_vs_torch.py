@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import reference_numpy as ref  # noqa: E402
-from annotated import configs, masks  # noqa: E402
+from annotated import configs, batch_masks  # noqa: E402
 from annotated.loss import label_smoothed_loss  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
@@ -98,7 +98,7 @@ def main():
 
         def torch_step():
             model.zero_grad(set_to_none=True)
-            stats = label_smoothed_loss(model(t_src, t_in, *masks(t_src, t_in, PAD)), t_out,
+            stats = label_smoothed_loss(model(t_src, t_in, *batch_masks(t_src, t_in, PAD)), t_out,
                                         pad=PAD, eps_ls=config.eps_ls)
             loss = stats.loss / stats.tokens
             loss.backward()

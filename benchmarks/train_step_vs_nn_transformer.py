@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from annotated import configs, masks
+from annotated import configs, batch_masks
 from annotated.masks import subsequent_mask
 from annotated.loss import label_smoothed_loss
 from annotated.positional import sinusoid_table
@@ -76,7 +76,7 @@ def compare(name, config, vocab, n_sent, length, P_drop, repeats):
     src, tgt_in, tgt_out = batch(n_sent, length, vocab)
     tokens = int((tgt_out != PAD).sum())
     t = interleaved_times({
-        "annotated": step_fn(ours, lambda s, t: ours(s, t, *masks(s, t, PAD)), src, tgt_in, tgt_out),
+        "annotated": step_fn(ours, lambda s, t: ours(s, t, *batch_masks(s, t, PAD)), src, tgt_in, tgt_out),
         "nn.Transformer": step_fn(theirs, theirs, src, tgt_in, tgt_out),
     }, repeats)
     ratio = t["nn.Transformer"] / t["annotated"]

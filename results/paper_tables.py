@@ -17,7 +17,6 @@ We time torch.nn.RNN (whose input products are batched, hidden products sequenti
 """
 import argparse
 import json
-import math
 import platform
 import sys
 import time

@@ -3,7 +3,6 @@ import gzip
 import html
 import io
 import json
-import os
 import tarfile
 
 import pytest

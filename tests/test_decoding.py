@@ -17,7 +17,7 @@ def tiny_model(seed, vocab=6, eos_bias=0.0, sharpness=1.0, dtype=torch.float64, 
     """A random model; `sharpness` scales every logit, `eos_bias` is added to EOS's logit (both
     through the untied output layer) so that the best outputs are neither all [EOS] nor flat."""
     torch.manual_seed(seed)
-    args = dict(N=2, d_model=16, d_ff=32, h=4, dropout=0.0, tie_embeddings=False)
+    args = dict(N=2, d_model=16, d_ff=32, h=4, P_drop=0.0, tie_embeddings=False)
     args.update(kw)
     model = make_model(vocab, vocab, **args).to(dtype).eval()
     with torch.no_grad():

@@ -21,11 +21,12 @@ import sys
 import torch
 
 from annotated import checkpoint, configs
-from annotated.train import apply_overrides
+from annotated.configs import apply_overrides
 
 STEPS = 4
 OVERRIDES = ["copy_examples=300", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
-             "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
+             "d_k=8", "d_v=8", "lr_factor=0.5", "log_every=1", "eval_every=1000",
+             "ckpt_every=1000"]
 
 
 def launch(command, out, *extra):

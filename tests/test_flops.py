@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated import configs, masks
+from annotated import configs, batch_masks
 from annotated.flops import forward_flops, training_flops
 
 
@@ -15,7 +15,7 @@ def test_forward_flops_match_torch_flop_counter(changes):
         m.fast = False                       # explicit matmuls, which the counter sees
     src, tgt = torch.randint(4, 50, (1, 7)), torch.randint(4, 50, (1, 5))
     with FlopCounterMode(display=False) as counter:
-        model(src, tgt, *masks(src, tgt, 0))
+        model(src, tgt, *batch_masks(src, tgt, 0))
     assert counter.get_total_flops() == forward_flops(config, 7, 5, 50)
 
 

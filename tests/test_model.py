@@ -5,14 +5,14 @@ import torch
 from torch import nn
 
 import annotated
-from annotated import configs, count_parameters, make_model, masks
+from annotated import configs, count_parameters, make_model, batch_masks
 from annotated.masks import padding_mask, subsequent_mask, target_mask
 
 PAD = 0
 
 
 def tiny(**kw):
-    args = dict(N=2, d_model=16, d_ff=32, h=4, dropout=0.0)
+    args = dict(N=2, d_model=16, d_ff=32, h=4, P_drop=0.0)
     args.update(kw)
     return make_model(13, 13, **args).double()
 
@@ -28,7 +28,7 @@ def padded_batch(vocab=13, seed=1):
     return src, tgt
 
 
-# --- parameter counts (paper.md: exact without embeddings; Table 3 column with V = 37,000) ---
+# --- parameter counts (exact without embeddings; Table 3's column with V = 37,000) ---
 
 def meta_count(name, vocab=37_000, embeddings=True):
     with torch.device("meta"):
@@ -43,15 +43,6 @@ def test_parameter_counts_without_embeddings_are_exact():
 @pytest.mark.parametrize("name,paper", [("base", 65e6), ("big", 213e6)])
 def test_parameter_counts_with_shared_vocabulary_are_near_the_paper(name, paper):
     assert abs(meta_count(name) - paper) <= 2.5e6
-
-
-def test_table3_params_command_prints_every_row(capsys, monkeypatch):
-    monkeypatch.setattr("sys.argv", ["configs"])
-    configs.main()
-    out = capsys.readouterr().out
-    for row in configs.TABLE3_ROWS:
-        assert f"\n{row:>5} " in out
-    assert " 63.08 " in out and " 214.25 " in out
 
 
 # --- equivalence with PyTorch's own implementation ---
@@ -91,12 +82,12 @@ def torch_transformer_from(model, d_model, h, d_ff, N):
 @pytest.mark.parametrize("fast", [True, False])
 def test_matches_torch_nn_transformer_in_float64(fast):
     d_model, h, d_ff, N = 32, 4, 64, 2
-    model = make_model(13, 13, N=N, d_model=d_model, d_ff=d_ff, h=h, dropout=0.0).double()
+    model = make_model(13, 13, N=N, d_model=d_model, d_ff=d_ff, h=h, P_drop=0.0).double()
     for m in model.attention_modules():
         m.fast = fast
     ref = torch_transformer_from(model, d_model, h, d_ff, N)
     src, tgt = padded_batch()
-    src_mask, tgt_mask = masks(src, tgt, PAD)
+    src_mask, tgt_mask = batch_masks(src, tgt, PAD)
 
     memory = model.encode(src, src_mask)
     out = model.decode(memory, src_mask, tgt, tgt_mask)
@@ -114,13 +105,6 @@ def test_matches_torch_nn_transformer_in_float64(fast):
 
 
 # --- masking ---
-
-def test_mask_convention_true_means_attend():
-    tokens = torch.tensor([[5, 6, PAD]])
-    assert padding_mask(tokens, PAD).tolist() == [[[[True, True, False]]]]
-    assert subsequent_mask(3)[0, 0].tolist() == [[True, False, False], [True, True, False],
-                                                 [True, True, True]]
-    assert target_mask(tokens, PAD).shape == (1, 1, 3, 3)
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -147,7 +131,7 @@ def test_padding_keys_get_exactly_zero_weight():
     for m in model.attention_modules():
         m.record_weights = True
     src, tgt = padded_batch()
-    model(src, tgt, *masks(src, tgt, PAD))
+    model(src, tgt, *batch_masks(src, tgt, PAD))
     src_pad = (src == PAD)[:, None, None, :]            # (batch, 1, 1, src_len)
     tgt_pad = (tgt == PAD)[:, None, None, :]
     for layer in model.encoder.layers:
@@ -176,7 +160,7 @@ def test_tied_weights_are_one_tensor_with_one_gradient():
         w.data.copy_(shared.data)
     src, tgt = padded_batch()
     for m in (model, untied):
-        m(src, tgt, *masks(src, tgt, PAD)).sum().backward()
+        m(src, tgt, *batch_masks(src, tgt, PAD)).sum().backward()
     expected = (untied.src_embed.lut.weight.grad + untied.tgt_embed.lut.weight.grad
                 + untied.generator.weight.grad)
     for g in (untied.src_embed.lut.weight.grad, untied.tgt_embed.lut.weight.grad,
@@ -200,31 +184,10 @@ def test_separate_d_k_and_d_v():
     assert attn.W_Q.weight.shape == (6, 16) and attn.W_V.weight.shape == (10, 16)
     assert attn.W_O.weight.shape == (16, 10)
     src, tgt = padded_batch()
-    assert model(src, tgt, *masks(src, tgt, PAD)).shape == (3, 6, 13)
+    assert model(src, tgt, *batch_masks(src, tgt, PAD)).shape == (3, 6, 13)
 
 
 # --- presets ---
-
-def test_presets_have_table3_values():
-    base, big = configs.get("base"), configs.get("big")
-    assert (base.N, base.d_model, base.d_ff, base.h, base.d_k, base.d_v) == (6, 512, 2048, 8, 64, 64)
-    assert (base.P_drop, base.eps_ls, base.train_steps) == (0.1, 0.1, 100_000)
-    assert (big.d_model, big.d_ff, big.h, big.P_drop, big.train_steps) == (1024, 4096, 16, 0.3, 300_000)
-    assert configs.get("A1").h == 1 and configs.get("A1").d_k == 512
-    assert configs.get("B1").d_k == 16 and configs.get("B1").d_v == 64
-    assert configs.get("C4").d_model == 256 and configs.get("C4").d_k == 32
-    assert configs.get("D3").eps_ls == 0.0 and configs.get("D2").P_drop == 0.2
-    assert configs.get("E").positional == "learned"
-    for row in configs.TABLE3_ROWS:
-        c = configs.get(row)
-        assert c.paper_ppl is not None and c.paper_bleu is not None
-
-
-def test_unknown_config_key_lists_the_valid_ones():
-    with pytest.raises(KeyError, match="unknown config key.*valid keys: N, d_model"):
-        configs.get("base").override(d_modle=3)
-    with pytest.raises(KeyError, match="choose one of"):
-        configs.get("huge")
 
 
 def test_build_from_preset_and_package_interface():

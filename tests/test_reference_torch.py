@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import reference_numpy as ref
-from annotated import configs, masks
+from annotated import configs, batch_masks
 from annotated.loss import label_smoothed_loss
 from annotated.optim import make_optimizer, noam_rate
 from reference_numpy.gradcheck import numerical_grad
@@ -84,7 +84,7 @@ def random_batch(rng, batch=3, src_len=6, tgt_len=5, vocab=V):
 def torch_step(model, src, tgt_in, tgt_out, eps_ls):
     """Log-probabilities and mean label-smoothed loss, after loss.backward()."""
     src, tgt_in, tgt_out = (torch.from_numpy(a) for a in (src, tgt_in, tgt_out))
-    logits = model(src, tgt_in, *masks(src, tgt_in, PAD))
+    logits = model(src, tgt_in, *batch_masks(src, tgt_in, PAD))
     stats = label_smoothed_loss(logits, tgt_out, pad=PAD, eps_ls=eps_ls)
     loss = stats.loss / stats.tokens
     loss.backward()

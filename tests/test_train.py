@@ -1,7 +1,6 @@
 """The training command: overrides, the copy task, exact resume, NaN stop, a Multi30k run."""
 import json
 import math
-import os
 from contextlib import nullcontext
 
 import pytest
@@ -10,7 +9,7 @@ import torch
 from annotated import checkpoint, configs, data, train
 from annotated.batching import collate, shard
 from annotated.loss import label_smoothed_loss
-from annotated.model import masks
+from annotated.masks import batch_masks
 from annotated.tokenizer import PAD
 from annotated.data import DATA_ENV
 
@@ -36,19 +35,6 @@ def run(out, *args):
 def metrics(out, split):
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return [m for m in lines if m["split"] == split]
-
-
-def test_overrides_are_parsed_by_field_type():
-    config = train.apply_overrides(configs.get("copy"), [
-        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "paper_bleu=none", "paper_ppl=4.9"])
-    assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
-    assert config.paper_bleu is None and config.paper_ppl == 4.9
-    with pytest.raises(ValueError, match="config key N expects int, got 'three'"):
-        train.apply_overrides(configs.get("copy"), ["N=three"])
-    with pytest.raises(ValueError, match="config key compile expects bool, got 'maybe'"):
-        train.apply_overrides(configs.get("copy"), ["compile=maybe"])
-    with pytest.raises(ValueError, match="expected key=value, got 'N'"):
-        train.apply_overrides(configs.get("copy"), ["N"])
 
 
 def test_unknown_config_key_is_an_error_listing_the_valid_keys(tmp_path, capsys):
@@ -201,7 +187,7 @@ def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
 
     model.zero_grad()
     src, tgt_in, tgt_out = collate(pairs, batch)                   # the whole batch at once
-    stats = label_smoothed_loss(model(src, tgt_in, *masks(src, tgt_in, PAD)), tgt_out, pad=PAD,
+    stats = label_smoothed_loss(model(src, tgt_in, *batch_masks(src, tgt_in, PAD)), tgt_out, pad=PAD,
                                 eps_ls=config.eps_ls)
     (stats.loss / stats.tokens).backward()
     assert sums[3] == stats.tokens

@@ -1,0 +1,92 @@
+"""Named configurations (annotated.configs): the paper's presets, Table 3's parameter column,
+and the one place where every setting is parsed and validated."""
+import pytest
+
+from annotated import configs
+
+
+def test_table3_params_command_prints_every_row(capsys, monkeypatch):
+    monkeypatch.setattr("sys.argv", ["configs"])
+    configs.main()
+    out = capsys.readouterr().out
+    for row in configs.TABLE3_ROWS:
+        assert f"\n{row:>5} " in out
+    assert " 63.08 " in out and " 214.25 " in out
+
+
+def test_presets_have_table3_values():
+    base, big = configs.get("base"), configs.get("big")
+    assert (base.N, base.d_model, base.d_ff, base.h, base.d_k, base.d_v) == (6, 512, 2048, 8, 64, 64)
+    assert (base.P_drop, base.eps_ls, base.train_steps) == (0.1, 0.1, 100_000)
+    assert (big.d_model, big.d_ff, big.h, big.P_drop, big.train_steps) == (1024, 4096, 16, 0.3, 300_000)
+    assert configs.get("A1").h == 1 and configs.get("A1").d_k == 512
+    assert configs.get("B1").d_k == 16 and configs.get("B1").d_v == 64
+    assert configs.get("C4").d_model == 256 and configs.get("C4").d_k == 32
+    assert configs.get("D3").eps_ls == 0.0 and configs.get("D2").P_drop == 0.2
+    assert configs.get("E").positional == "learned"
+    for row in configs.TABLE3_ROWS:
+        c = configs.get(row)
+        assert c.paper_ppl is not None and c.paper_bleu is not None
+
+
+def test_unknown_config_key_lists_the_valid_ones():
+    with pytest.raises(configs.ConfigError, match="unknown config key.*valid keys: N, d_model"):
+        configs.get("base").override(d_modle=3)
+    with pytest.raises(configs.ConfigError, match="choose one of"):
+        configs.get("huge")
+
+
+def test_overrides_are_parsed_by_field_type():
+    config = configs.apply_overrides(configs.get("copy"), [
+        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "paper_bleu=none", "paper_ppl=4.9"])
+    assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
+    assert config.paper_bleu is None and config.paper_ppl == 4.9
+    with pytest.raises(configs.ConfigError, match="config: N = 'three' is not an int; allowed: >= 1"):
+        configs.apply_overrides(configs.get("copy"), ["N=three"])
+    with pytest.raises(configs.ConfigError, match="config: compile = 'maybe' is not a bool"):
+        configs.apply_overrides(configs.get("copy"), ["compile=maybe"])
+    with pytest.raises(configs.ConfigError, match="expected key=value, got 'N'"):
+        configs.apply_overrides(configs.get("copy"), ["N"])
+
+
+@pytest.mark.parametrize("item,message", [
+    ("P_drop=-1", "P_drop = -1.0 is not allowed; allowed: 0 <= P_drop < 1"),
+    ("eps_ls=1", "eps_ls = 1.0 is not allowed; allowed: 0 <= eps_ls < 1"),
+    ("N=0", "N = 0 is not allowed; allowed: >= 1"),
+    ("h=0", "h = 0 is not allowed; allowed: >= 1"),
+    ("warmup_steps=0", "warmup_steps = 0 is not allowed; allowed: >= 1"),
+    ("log_every=0", "log_every = 0 is not allowed; allowed: >= 1"),
+    ("d_model=511", "d_model = 511 is odd; sinusoidal positions need an even d_model"),
+    ("dataset=imagenet", "dataset = 'imagenet' is not allowed; allowed: copy or multi30k or"),
+    ("amp=fp8", "amp = 'fp8' is not allowed; allowed: none, bf16 or fp16"),
+    ("positional=rotary", "positional = 'rotary' is not allowed; allowed: sinusoidal or learned"),
+    ("lr_factor=0", "lr_factor = 0.0 is not allowed; allowed: > 0"),
+    ("max_tokens=100", "max_tokens = 100 is below max_sentence_len = 256"),
+    ("N=1.5", "N = '1.5' is not an int"),
+    ("paper_bleu=-3", "paper_bleu = -3.0 is not allowed; allowed: None or > 0"),
+])
+def test_every_invalid_setting_is_one_line_naming_field_value_and_what_is_allowed(item, message):
+    with pytest.raises(configs.ConfigError) as error:
+        configs.apply_overrides(configs.get("base"), [item])
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_config_cannot_be_made_invalid_in_code_either():
+    with pytest.raises(configs.ConfigError, match="N = 0"):
+        configs.Config(N=0)
+    with pytest.raises(configs.ConfigError, match="is not an int"):
+        configs.get("copy").override(N=2.0)
+    with pytest.raises(configs.ConfigError, match="compile = 1 is not a bool"):
+        configs.get("copy").override(compile=1)
+    assert configs.get("copy").override(P_drop=0).P_drop == 0      # an int is a float's value
+    for name in configs.PRESETS:                                    # every preset is valid
+        assert configs.get(name) == configs.Config.from_dict(vars(configs.get(name)))
+
+
+def test_saved_configs_with_the_old_decoding_names_still_load():
+    saved = dict(vars(configs.get("copy")), length_penalty=0.7, max_output_extra=9)
+    del saved["alpha"], saved["max_extra"]
+    config = configs.Config.from_dict(saved)
+    assert (config.alpha, config.max_extra) == (0.7, 9)
+    with pytest.raises(configs.ConfigError, match="config fields colour are unknown"):
+        configs.Config.from_dict(dict(saved, colour="red"))
