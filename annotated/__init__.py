@@ -1,4 +1,7 @@
-"""The Transformer of "Attention Is All You Need" (Vaswani et al., 2017), one module per idea.
+"""The Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
+
+The top level is the paper, one module per idea, in the order the chapters teach them (each
+mirrored, forward and backward, by reference_numpy/):
 
     attention    eq. (1), scaled dot-product attention
     masks        padding and subsequent masks (True = attend)
@@ -8,19 +11,21 @@
     embeddings   §3.4, embeddings scaled by sqrt(d_model)
     sublayer     §3.1, LayerNorm(x + Dropout(Sublayer(x)))
     encoder, decoder, model   §3.1, the stacks and the full encoder-decoder
-    configs      base, big, every Table 3 row, and the small presets copy and multi30k
-    tokenizer    §5.1, the shared BPE vocabulary (sentencepiece); PAD/UNK/BOS/EOS = 0/1/2/3
-    data         §5.1, the copy task, Multi30k and WMT14 as token ids
-    batching     §5.1, batches by token count, shards for DDP and accumulation, collation
     loss         §5.4, label smoothing
     optim        §5.3, Adam and the warmup schedule
-    train        §5, the training command (1 CPU to N GPUs)
-    checkpoint   atomic checkpoints, resume, averaging (§6.1)
-    decoding     §6.1, greedy and beam search with cached incremental decoding
-    translate, evaluate   the translation command and sacreBLEU scoring
-    prepare_wmt14         downloads and prepares the paper's WMT14 data
-    flops        FLOPs from the model's shapes (MFU, Table 2)
-    notebook     helpers for the chapters
+    configs      base, big, every Table 3 row, the small presets; parsing and validation
+
+Four commands, `python -m annotated.<command>`, each a short module that parses arguments and
+calls the machinery:
+
+    train        training (§5), one CPU to 8 GPUs under torchrun
+    translate    translating text with a checkpoint (§6.1)
+    evaluate     sacreBLEU and the paper's tokenized BLEU
+    checkpoint   averaging (§6.1) and verifying checkpoints
+
+The machinery lives in sub-packages: `data` (files, tokenizer, corpora, batching), `training`
+(the loop, one step, torchrun, checkpoints), `inference` (beam search, translation, BLEU) and
+`tools` (FLOPs, the chapters' helpers, the command-line convention).
 """
 from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
 from annotated.model import EncoderDecoder, count_parameters, make_model

@@ -1,95 +1,32 @@
-"""BLEU of translations against references, measured two ways.
-
-1. sacreBLEU (Post 2018): cased BLEU of the detokenized output, tokenized internally by
-   sacreBLEU's own "13a" tokenizer, with its signature printed. This is the number to report
-   today: anyone with the same references and signature gets the same score.
-
-2. Paper-style BLEU, for comparison with the paper's tables only. The paper's numbers come
-   from tensor2tensor's `get_ende_bleu.sh`: tokenize hypotheses and references with Moses'
-   tokenizer, split hyphenated compounds ("rich-text" -> "rich ##AT##-##AT## text", the
-   convention of earlier papers), then score the tokens with `multi-bleu.perl` (corpus BLEU, no
-   smoothing). Deviation: we tokenize with sacreBLEU's 13a tokenizer, not Moses'
-   `tokenizer.perl` (no Perl here). The two differ in details (13a splits a hyphen after a
-   digit, "5-fach" -> "5 - fach", which then is no compound; Moses escapes & < > as entities),
-   so this is close to, not identical with, the script's score. Splitting compounds turns one
-   token into three that are easy to match, which is one reason it comes out about 0.7-1.5
-   higher than sacreBLEU for the same output (paper.md, §6.1 facts).
+"""`python -m annotated.evaluate`: BLEU of translations against references, two ways.
 
     python -m annotated.evaluate --hyp FILE --ref FILE
 
-(`python -m annotated.translate ... --ref FILE` prints the same after translating.)
+Prints sacreBLEU (cased, detokenized, with its signature: the number to report) and the
+paper-style tokenized BLEU with compound splitting (for comparison with the paper's tables
+only); annotated.inference.bleu says how each is computed.
 """
 import argparse
-import re
 
-from sacrebleu.metrics import BLEU
-from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-from annotated.tokenizer import read_lines
-
-COMPOUND = re.compile(r"(\S)-(\S)")     # get_ende_bleu.sh: s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g
-_tokenize_13a = Tokenizer13a()
+from annotated.data.files import DataError, read_lines
+from annotated.inference.bleu import report
+from annotated.tools.cli import command
 
 
-def split_compounds(tokenized: str) -> str:
-    """'a-b' -> 'a ##AT##-##AT## b'. Like the Perl original the matches do not overlap, so
-    'a-b-c' -> 'a ##AT##-##AT## b-c'."""
-    return COMPOUND.sub(r"\1 ##AT##-##AT## \2", tokenized)
-
-
-def paper_tokenize(text: str) -> str:
-    return split_compounds(_tokenize_13a(text))
-
-
-def _check(hyps, refs):
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references; they must be "
-                         f"line-aligned")
-    if not hyps:
-        raise ValueError("no sentences to score: the hypotheses and references are empty")
-
-
-def sacre_bleu(hyps: list[str], refs: list[str]):
-    """(score object, signature) of sacreBLEU's default: cased, 13a, exponential smoothing."""
-    _check(hyps, refs)
-    bleu = BLEU()
-    return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
-
-
-def paper_bleu(hyps: list[str], refs: list[str]):
-    """Tokenized, compound-split, unsmoothed corpus BLEU (see the module docstring)."""
-    _check(hyps, refs)
-    tokenized = BLEU(tokenize="none", smooth_method="none", force=True)
-    return tokenized.corpus_score([paper_tokenize(h) for h in hyps],
-                                  [[paper_tokenize(r) for r in refs]])
-
-
-def report(hyps: list[str], refs: list[str]) -> str:
-    """Both scores as printed lines, each labelled with what it is."""
-    sacre, signature = sacre_bleu(hyps, refs)
-    return (f"sacreBLEU (cased, detokenized): {sacre}\n"
-            f"  signature: {signature}\n"
-            f"paper-style tokenized BLEU with compound splitting (13a tokens, ##AT## splits, "
-            f"no smoothing; compare with the paper only, not with sacreBLEU): "
-            f"{paper_bleu(hyps, refs)}")
-
-
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.evaluate",
                                      description="sacreBLEU and the paper's tokenized BLEU")
     parser.add_argument("--hyp", required=True, help="translations, one per line")
     parser.add_argument("--ref", required=True, help="references, line-aligned with --hyp")
     args = parser.parse_args(argv)
-    try:
-        hyps, refs = list(read_lines(args.hyp)), list(read_lines(args.ref))
-        if len(hyps) != len(refs):
-            raise ValueError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}; "
-                             f"they must be line-aligned")
-        if not hyps:
-            raise ValueError(f"{args.hyp} and {args.ref} are empty: no sentences to score")
-        print(report(hyps, refs))
-    except (OSError, ValueError) as e:
-        parser.exit(1, f"error: {e}\n")
+    hyps, refs = list(read_lines(args.hyp)), list(read_lines(args.ref))
+    if len(hyps) != len(refs):
+        raise DataError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}; "
+                        f"they must be line-aligned")
+    if not hyps:
+        raise DataError(f"{args.hyp} and {args.ref} are empty: no sentences to score")
+    print(report(hyps, refs))
 
 
 if __name__ == "__main__":

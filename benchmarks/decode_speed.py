@@ -26,11 +26,12 @@ import time
 import torch
 from torch import nn
 
-from annotated.checkpoint import load_model
-from annotated.data import DATA_ENV, _find
-from annotated.decoding import beam_search, source_batch
+from annotated.training.checkpoint import load_model
+from annotated.data.corpus import DATA_ENV, _find
+from annotated.inference.search import beam_search, source_batch
 from annotated.model import make_model
-from annotated.tokenizer import EOS, PAD, read_lines, train_bpe
+from annotated.data.files import read_lines
+from annotated.data.tokenizer import EOS, PAD, train_bpe
 from benchmarks.common import interleaved_times, set_threads
 
 

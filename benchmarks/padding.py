@@ -12,8 +12,8 @@ import argparse
 import numpy as np
 
 from annotated import configs
-from annotated.batching import lengths_of, make_batches, padding_fraction
-from annotated.data import load_corpus
+from annotated.data.batching import lengths_of, make_batches, padding_fraction
+from annotated.data.corpus import load_corpus
 
 
 def same_sizes(order, batches):

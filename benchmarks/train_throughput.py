@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from annotated import configs
-from annotated.batching import lengths_of, make_batches, shard
-from annotated.flops import batch_training_flops
+from annotated.data.batching import lengths_of, make_batches, shard
+from annotated.tools.flops import batch_training_flops
 from annotated.optim import make_optimizer
-from annotated.train import train_step
+from annotated.training.step import train_step
 from benchmarks.common import interleaved_times, set_threads
 
 CASES = {   # name: (config, vocab, batch tokens per side, sentence length range)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import torch
 
-from annotated.checkpoint import load_model
-from annotated.evaluate import paper_bleu, sacre_bleu
-from annotated.train import evaluate
-from annotated.translate import translate_lines
+from annotated.training.checkpoint import load_model
+from annotated.inference.bleu import paper_bleu, sacre_bleu
+from annotated.training.step import evaluate
+from annotated.inference.translate import translate_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ def relative(path: Path) -> str:
 def train_command(preset: str, out: Path, *, minutes: float | None = None,
                   steps: int | None = None, overrides=(), data_dir=None) -> list[str]:
     """The command line of a fresh `python -m annotated.train` run in `out`."""
-    cmd = ["python", "-m", "annotated.train", "--config", preset, "--out", relative(out)]
+    cmd = ["python", "-m", "annotated.train", "--config", preset, "--run-dir", relative(out)]
     if data_dir:
         cmd += ["--data-dir", str(data_dir)]
     if minutes is not None:
@@ -73,7 +73,7 @@ def score(checkpoint: Path, sources: list[str], references: list[str], **decode)
 def perplexity(checkpoint: Path, pairs) -> dict:
     """Label-smoothed loss, perplexity and accuracy per target token on `pairs` (a split)."""
     model, config, _ = load_model(checkpoint)
-    return rounded(evaluate(model, pairs, config, torch.device("cpu"), 0, 1))
+    return rounded(evaluate(model, pairs, config, torch.device("cpu")))
 
 
 def rounded(stats: dict) -> dict:

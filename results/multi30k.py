@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from annotated.checkpoint import checkpoints, config_from, load, load_model
-from annotated.data import load_corpus
-from annotated.decoding import attention_maps
+from annotated.training.checkpoint import checkpoints, config_from, load, load_model
+from annotated.data.corpus import load_corpus
+from annotated.inference.search import attention_maps
 from results.common import ROOT, average, invocation, markdown_table, perplexity, score, train
 
 BEAM = dict(beam_size=4, alpha=0.6, max_extra=50, batch_tokens=2000)

@@ -26,7 +26,7 @@ import torch
 
 from annotated import configs
 from annotated.attention import attention
-from annotated.flops import training_flops
+from annotated.tools.flops import training_flops
 from results.common import invocation
 
 HERE = Path(__file__).resolve().parent
@@ -102,17 +102,17 @@ def table2(costs):
 def commands():
     return """```bash
 # 1. data: WMT14 en-de training corpora, newstest2013 (dev), full newstest2014 (test)
-python -m annotated.prepare_wmt14 --out data/wmt14
+python -m annotated.data.prepare_wmt14 --out-dir data/wmt14
 # 2. train on one machine with 8 GPUs (25,000 + 25,000 tokens per step as in §5.1; with fewer GPUs
 #    add accum_steps=8/GPUS to keep the global batch)
-torchrun --nproc_per_node=8 -m annotated.train --config base --data-dir data --out runs/base amp=bf16
-torchrun --nproc_per_node=8 -m annotated.train --config big  --data-dir data --out runs/big  amp=bf16
+torchrun --nproc_per_node=8 -m annotated.train --config base --data-dir data --run-dir runs/base amp=bf16
+torchrun --nproc_per_node=8 -m annotated.train --config big  --data-dir data --run-dir runs/big  amp=bf16
 # 3. average the last checkpoints (§6.1: 5 for base, written every 10 minutes; 20 for big)
 python -m annotated.checkpoint average --last 5  runs/base --out runs/base/average.pt
 python -m annotated.checkpoint average --last 20 runs/big  --out runs/big/average.pt
 # 4. translate newstest2014 with beam 4, alpha 0.6, max length input + 50, and score
 python -m annotated.translate --checkpoint runs/base/average.pt --input data/wmt14/test.en \\
-    --output runs/base/newstest2014.de
+    --out runs/base/newstest2014.de
 python -m annotated.evaluate --hyp runs/base/newstest2014.de --ref data/wmt14/test.de
 ```
 Expected (paper, Table 2, tokenized BLEU with compound splitting): base 27.3, big 28.4 on

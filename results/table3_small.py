@@ -19,9 +19,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from annotated.checkpoint import checkpoint_name, config_from, load
+from annotated.training.checkpoint import checkpoint_name, config_from, load
 from annotated.configs import get
-from annotated.data import load_corpus
+from annotated.data.corpus import load_corpus
 from annotated.configs import apply_overrides
 from results.common import (ROOT, invocation, markdown_table, rounded, score, train,
                             train_command)

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated.data import DATA_ENV
+from annotated.data.corpus import DATA_ENV
 
 # Tests are deterministic and single-threaded-friendly on the 2-core CI machine.
 torch.set_num_threads(min(2, os.cpu_count() or 1))

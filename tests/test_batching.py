@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from annotated.batching import collate, lengths_of, make_batches, padding_fraction, shard
-from annotated.tokenizer import BOS, EOS, PAD
+from annotated.data.batching import collate, lengths_of, make_batches, padding_fraction, shard
+from annotated.data.tokenizer import BOS, EOS, PAD
 
 
 def random_lengths(n, seed=0):
@@ -57,7 +57,7 @@ def test_deterministic_per_seed_and_epoch():
 
 def test_same_batches_in_another_process():
     lengths = random_lengths(500)
-    code = (f"from annotated.batching import make_batches\n"
+    code = (f"from annotated.data.batching import make_batches\n"
             f"print(make_batches({lengths!r}, 300, seed=5, epoch=3))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123"})

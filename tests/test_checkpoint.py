@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from annotated import checkpoint, configs, train
-from annotated.checkpoint import CheckpointError, load_model
-from annotated.tokenizer import CopyTokenizer, Tokenizer, train_bpe
+from annotated import configs
+from annotated import checkpoint as checkpoint_command
+from annotated import train
+from annotated.training import checkpoint
+from annotated.training.checkpoint import CheckpointError, load_model
+from annotated.data.tokenizer import CopyTokenizer, Tokenizer, train_bpe
 
 TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -129,7 +132,7 @@ def test_rotation_keeps_the_newest_by_step_not_by_name(tmp_path):
 def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
     models = [save_tiny(tmp_path / checkpoint.checkpoint_name(s), seed=s, step=s) for s in (1, 2, 3)]
     out = tmp_path / "avg.pt"
-    checkpoint.main(["average", "--out", str(out), "--last", "2", str(tmp_path)])
+    checkpoint_command.main(["average", "--out", str(out), "--last", "2", str(tmp_path)])
     assert "averaged 2 checkpoints" in capsys.readouterr().out
     averaged, _, _ = load_model(out)                                # a normal checkpoint
     for name, p in averaged.state_dict().items():
@@ -137,7 +140,7 @@ def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
         assert torch.equal(p, ((a.double() + b.double()) / 2).float()), name
     assert checkpoint.load(out)["averaged_from"] == ["ckpt_0000002.pt", "ckpt_0000003.pt"]
     with pytest.raises(SystemExit):
-        checkpoint.main(["average", "--out", str(out), "--last", "5", str(tmp_path)])
+        checkpoint_command.main(["average", "--out", str(out), "--last", "5", str(tmp_path)])
     assert "holds 3 checkpoints, fewer than --last 5" in capsys.readouterr().err
 
 
@@ -165,7 +168,7 @@ train.main(sys.argv[2:])
 def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_path):
     out, signal_file = tmp_path / "run", tmp_path / "half-written"
     command = [sys.executable, "-c", KILLED_IN_SAVE, str(signal_file), "--config", "copy",
-               "--out", str(out), "--max-steps", "4", "ckpt_every=2", *TINY_RUN]
+               "--run-dir", str(out), "--max-steps", "4", "ckpt_every=2", *TINY_RUN]
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env={**os.environ, "OMP_NUM_THREADS": "1"})
     deadline = time.time() + 120
@@ -182,7 +185,7 @@ def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_
     assert len(half) == 1 and half[0].stat().st_size > 0
     threads = torch.get_num_threads()
     try:                                                             # picks up the good one
-        train.main(["--out", str(out), "--resume", "--max-steps", "4", "--threads", "1"])
+        train.main(["--run-dir", str(out), "--resume", "--max-steps", "4", "--threads", "1"])
     finally:
         torch.set_num_threads(threads)
     assert checkpoint.load(out / "ckpt_0000004.pt")["step"] == 4

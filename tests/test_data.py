@@ -7,12 +7,12 @@ import tarfile
 
 import pytest
 
-import annotated.data as data
-from annotated.batching import lengths_of, make_batches, padding_fraction
+import annotated.data.corpus as data
+from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.configs import get
-from annotated.data import load_corpus, read_parallel
-from annotated.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
-from annotated.tokenizer import read_lines, sha256_file
+from annotated.data.corpus import load_corpus, read_parallel
+from annotated.data.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
+from annotated.data.files import read_lines, sha256_file
 from conftest import full_corpus
 
 

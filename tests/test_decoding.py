@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from annotated import make_model
-from annotated.decoding import (attention_maps, beam_search, greedy_decode, length_penalty,
+from annotated.inference.search import (attention_maps, beam_search, greedy_decode, length_penalty,
                                 reorder_cache, source_batch)
 from annotated.masks import padding_mask, subsequent_mask, target_mask
-from annotated.tokenizer import BOS, EOS, PAD
+from annotated.data.tokenizer import BOS, EOS, PAD
 
 
 def tiny_model(seed, vocab=6, eos_bias=0.0, sharpness=1.0, dtype=torch.float64, **kw):

@@ -20,7 +20,8 @@ import sys
 
 import torch
 
-from annotated import checkpoint, configs
+from annotated import configs
+from annotated.training import checkpoint
 from annotated.configs import apply_overrides
 
 STEPS = 4
@@ -30,7 +31,7 @@ OVERRIDES = ["copy_examples=300", "max_tokens=300", "N=1", "d_model=16", "d_ff=3
 
 
 def launch(command, out, *extra):
-    done = subprocess.run([*command, "--config", "copy", "--out", str(out), "--max-steps",
+    done = subprocess.run([*command, "--config", "copy", "--run-dir", str(out), "--max-steps",
                            str(STEPS), *OVERRIDES, *extra],
                           env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300,
                           capture_output=True, text=True)

@@ -9,13 +9,16 @@ import pytest
 import torch
 from test_data import toy_wmt14
 
-import annotated.data as data
-import annotated.tokenizer as tk
-from annotated import checkpoint, configs
-from annotated.checkpoint import CheckpointError
+import annotated.data.corpus as data
+import annotated.data.tokenizer as tk
+from annotated import configs
+from annotated import checkpoint as checkpoint_command
+from annotated.training import checkpoint
+from annotated.training.checkpoint import CheckpointError
 from annotated.evaluate import main as evaluate_main
-from annotated.prepare_wmt14 import prepare
-from annotated.tokenizer import CopyTokenizer, atomic_open, load_or_train, train_bpe
+from annotated.data.prepare_wmt14 import prepare
+from annotated.data.files import atomic_open
+from annotated.data.tokenizer import CopyTokenizer, load_or_train, train_bpe
 from annotated.translate import main as translate_main
 
 TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
@@ -141,7 +144,7 @@ def test_full_disk_during_translation_keeps_the_old_output(tmp_path, capsys, mon
     before = snapshot(tmp_path)
     fill_disk(monkeypatch, 100)
     exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input",
-                                      str(tmp_path / "in.txt"), "--output",
+                                      str(tmp_path / "in.txt"), "--out",
                                       str(tmp_path / "out.txt"), "--max-extra", "1"])
     assert "no space left on device while writing" in error_line(capsys, alone=False)
     assert snapshot(tmp_path) == before
@@ -200,7 +203,7 @@ def test_average_refuses_a_damaged_checkpoint_in_one_line(tmp_path, capsys):
     first, second = run_dir(tmp_path, (1, 2))
     damage(first, -20)
     before = snapshot(tmp_path)
-    exits_with_error(checkpoint.main, ["average", "--out", str(tmp_path / "avg.pt"),
+    exits_with_error(checkpoint_command.main, ["average", "--out", str(tmp_path / "avg.pt"),
                                        str(first), str(second)])
     assert f"{first} is corrupt or truncated" in error_line(capsys)
     assert snapshot(tmp_path) == before
@@ -211,7 +214,7 @@ def test_resume_refuses_a_damaged_checkpoint(tmp_path, capsys):
     first, second = run_dir(tmp_path, (1, 2))
     damage(second, 100)
     before = snapshot(tmp_path)
-    exits_with_error(train.main, ["--out", str(tmp_path), "--resume"], code=2)
+    exits_with_error(train.main, ["--run-dir", str(tmp_path), "--resume"])
     err = capsys.readouterr().err
     assert f"{second} is corrupt or truncated" in err and f"use {first} instead" in err
     assert "Traceback" not in err and snapshot(tmp_path) == before
@@ -219,10 +222,10 @@ def test_resume_refuses_a_damaged_checkpoint(tmp_path, capsys):
 
 def test_verify_command_checks_every_checkpoint_of_a_run(tmp_path, capsys):
     first, second = run_dir(tmp_path, (1, 2))
-    checkpoint.main(["verify", str(tmp_path)])
+    checkpoint_command.main(["verify", str(tmp_path)])
     assert capsys.readouterr().out == f"{first}: intact\n{second}: intact\n"
     damage(second, 10)
-    exits_with_error(checkpoint.main, ["verify", str(first), str(second)])
+    exits_with_error(checkpoint_command.main, ["verify", str(first), str(second)])
     captured = capsys.readouterr()
     assert captured.out == f"{first}: intact\n"
     assert captured.err.startswith(f"error: checkpoint {second} is corrupt or truncated")
@@ -272,7 +275,7 @@ def test_translate_refuses_to_write_over_its_input(translation, tmp_path, capsys
     before = snapshot(tmp_path)
     for output in (source, tmp_path / "same.txt"):
         exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input", str(source),
-                                          "--output", str(output)])
+                                          "--out", str(output)])
         assert f"refusing to write {output}: it is {source}, which this command reads" \
             in error_line(capsys)
     assert snapshot(tmp_path) == before
@@ -284,7 +287,7 @@ def test_translate_refuses_to_write_over_its_checkpoint_or_references(translatio
     ckpt, source, ref, before = translation
     output = ckpt if which == "checkpoint" else ref
     exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input", str(source),
-                                      "--ref", str(ref), "--output", str(output)])
+                                      "--ref", str(ref), "--out", str(output)])
     assert f"refusing to write {output}" in error_line(capsys)
     assert snapshot(tmp_path) == before
 
@@ -293,11 +296,11 @@ def test_translate_checks_its_output_before_any_work(translation, tmp_path, caps
     _, source, _, before = translation
     missing = tmp_path / "no-such-folder" / "out.txt"
     exits_with_error(translate_main, ["--checkpoint", str(tmp_path / "none.pt"), "--input",
-                                      str(source), "--output", str(missing)])
+                                      str(source), "--out", str(missing)])
     assert error_line(capsys) == (f"error: cannot write {missing}: there is no folder "
                                   f"{missing.parent}")
     exits_with_error(translate_main, ["--checkpoint", str(tmp_path / "none.pt"), "--input",
-                                      str(source), "--output", str(tmp_path)])
+                                      str(source), "--out", str(tmp_path)])
     assert error_line(capsys) == f"error: cannot write {tmp_path}: it is a folder"
     assert snapshot(tmp_path) == before
 
@@ -305,7 +308,7 @@ def test_translate_checks_its_output_before_any_work(translation, tmp_path, caps
 def test_translate_output_dash_means_stdout(translation, tmp_path, capsys, monkeypatch):
     ckpt, source, _, before = translation
     monkeypatch.chdir(tmp_path)
-    translate_main(["--checkpoint", str(ckpt), "--input", str(source), "--output", "-",
+    translate_main(["--checkpoint", str(ckpt), "--input", str(source), "--out", "-",
                     "--max-extra", "2"])
     assert capsys.readouterr().out.count("\n") == 2
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"4 5\n")))
@@ -320,9 +323,9 @@ def test_average_refuses_to_write_over_one_of_its_inputs(tmp_path, capsys):
     before = snapshot(tmp_path)
     for out in (paths[1], tmp_path / "avg.pt"):
         argv = ["average", "--out", str(out), *map(str, paths)]
-        exits_with_error(checkpoint.main, argv)
+        exits_with_error(checkpoint_command.main, argv)
         assert "refusing to write" in error_line(capsys)
-    exits_with_error(checkpoint.main, ["average", "--out", str(tmp_path / "avg.pt"), "--last",
+    exits_with_error(checkpoint_command.main, ["average", "--out", str(tmp_path / "avg.pt"), "--last",
                                        "2", str(tmp_path)])
     assert f"it is {paths[1]}, which this command reads" in error_line(capsys)
     assert snapshot(tmp_path) == before
@@ -334,7 +337,7 @@ def test_average_refuses_to_write_a_training_checkpoint(tmp_path, capsys):
     other = save(tmp_path / "other" / "ckpt_0000009.pt")
     before = snapshot(tmp_path)
     for out in (other, tmp_path / "ckpt_0000003.pt"):
-        exits_with_error(checkpoint.main, ["average", "--out", str(out), *map(str, paths)])
+        exits_with_error(checkpoint_command.main, ["average", "--out", str(out), *map(str, paths)])
         assert error_line(capsys) == (f"error: refusing to write {out}: ckpt_NNNNNNN.pt names "
                                       f"a training checkpoint; choose another name, e.g. "
                                       f"average.pt")
@@ -379,12 +382,12 @@ def test_average_refuses_checkpoints_of_different_runs_unless_told(tmp_path, cap
     a = save(tmp_path / "a" / "ckpt_0000005.pt", seed=1)
     b = save(tmp_path / "b" / "ckpt_0000005.pt", seed=2)
     out = tmp_path / "soup.pt"
-    exits_with_error(checkpoint.main, ["average", "--out", str(out), str(a), str(b)])
+    exits_with_error(checkpoint_command.main, ["average", "--out", str(out), str(a), str(b)])
     assert error_line(capsys) == (f"error: {b} comes from another run than {a}; to average "
                                   f"different runs on purpose (a model soup), pass "
                                   f"--allow-different-runs")
     assert not out.exists()
-    checkpoint.main(["average", "--allow-different-runs", "--out", str(out), str(a), str(b)])
+    checkpoint_command.main(["average", "--allow-different-runs", "--out", str(out), str(a), str(b)])
     soup = checkpoint.load(out)
     runs = [checkpoint.load(p)["run_id"] for p in (a, b)]
     assert soup["averaged_runs"] == runs and soup["run_id"] not in runs
@@ -394,7 +397,7 @@ def test_average_refuses_checkpoints_of_different_runs_unless_told(tmp_path, cap
 def test_average_refuses_different_configs_even_when_told(tmp_path, capsys):
     a = save(tmp_path / "a.pt")
     b = save(tmp_path / "b.pt", config=CONFIG.override(N=2), run_id=checkpoint.load(a)["run_id"])
-    exits_with_error(checkpoint.main, ["average", "--allow-different-runs", "--out",
+    exits_with_error(checkpoint_command.main, ["average", "--allow-different-runs", "--out",
                                        str(tmp_path / "avg.pt"), str(a), str(b)])
     assert error_line(capsys) == f"error: {b} has a different config from {a} (N 1 vs 2)"
 
@@ -405,7 +408,7 @@ def test_average_refuses_different_tokenizers_even_when_told(tmp_path, capsys):
     bpe = [train_bpe([w], 30, tmp_path / f"bpe{i}.model") for i, w in enumerate(words)]
     a = save(tmp_path / "ckpt_0000001.pt", config=config, tokenizer=bpe[0])
     b = save(tmp_path / "ckpt_0000002.pt", config=config, tokenizer=bpe[1])
-    exits_with_error(checkpoint.main, ["average", "--allow-different-runs", "--out",
+    exits_with_error(checkpoint_command.main, ["average", "--allow-different-runs", "--out",
                                        str(tmp_path / "avg.pt"), str(a), str(b)])
     assert error_line(capsys) == f"error: {b} has a different tokenizer from {a}"
 

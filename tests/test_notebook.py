@@ -5,10 +5,10 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from annotated import notebook
-from annotated.notebook import draw_heads, show
-from annotated.tokenizer import atomic_open
-from annotated.train import evaluate
+from annotated.tools import notebook
+from annotated.tools.notebook import draw_heads, show
+from annotated.data.files import atomic_open
+from annotated.training.step import evaluate
 
 matplotlib.use("Agg")
 
@@ -23,14 +23,14 @@ def shown(obj, monkeypatch) -> str:
 
 def test_show_names_the_file_and_shows_the_source(monkeypatch):
     text = shown(evaluate, monkeypatch)
-    assert text.startswith("`annotated/train.py`\n```python\n@torch.no_grad()\ndef evaluate(")
+    assert text.startswith("`annotated/training/step.py`\n```python\n@torch.no_grad()\ndef evaluate(")
     assert text.endswith("```")
 
 
 def test_show_unwraps_decorators_from_other_packages(monkeypatch):
     # contextlib.contextmanager wraps atomic_open in a function defined in contextlib
     text = shown(atomic_open, monkeypatch)
-    assert text.startswith("`annotated/tokenizer.py`\n```python\n@contextmanager\ndef atomic_open(")
+    assert text.startswith("`annotated/data/files.py`\n```python\n@contextmanager\ndef atomic_open(")
 
 
 def test_draw_heads_lays_out_every_layer_and_head_on_one_scale():

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from annotated import configs
-from annotated.flops import training_flops
+from annotated.tools.flops import training_flops
 from results import multi30k, paper_tables, table3_small
 
 RESULTS = paper_tables.HERE

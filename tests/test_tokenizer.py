@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-import annotated.tokenizer as tk
-from annotated.tokenizer import (BOS, EOS, PAD, UNK, CopyTokenizer, Tokenizer, atomic_open,
-                                 load_or_train, read_lines, train_bpe)
+import annotated.data.tokenizer as tk
+from annotated.data.files import atomic_open, read_lines
+from annotated.data.tokenizer import BOS, EOS, PAD, UNK, CopyTokenizer, Tokenizer, load_or_train, train_bpe
 
 WORDS = {"en": "a man woman dog runs walks street green house with the through big small".split(),
          "de": "ein Mann Frau Hund läuft geht Straße grünen Haus mit dem durch großen kleinen".split()}

@@ -1,17 +1,20 @@
 """The training command: overrides, the copy task, exact resume, NaN stop, a Multi30k run."""
 import json
 import math
-from contextlib import nullcontext
 
 import pytest
 import torch
 
-from annotated import checkpoint, configs, data, train
-from annotated.batching import collate, shard
+from annotated import configs
+from annotated.training import checkpoint
+from annotated.data import corpus as data
+from annotated import train
+from annotated.training.step import make_engine, train_step
+from annotated.data.batching import collate
 from annotated.loss import label_smoothed_loss
 from annotated.masks import batch_masks
-from annotated.tokenizer import PAD
-from annotated.data import DATA_ENV
+from annotated.data.tokenizer import PAD
+from annotated.data.corpus import DATA_ENV
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -29,7 +32,7 @@ def one_thread():
 
 
 def run(out, *args):
-    train.main(["--out", str(out), *map(str, args)])
+    train.main(["--run-dir", str(out), *map(str, args)])
 
 
 def metrics(out, split):
@@ -41,7 +44,7 @@ def test_unknown_config_key_is_an_error_listing_the_valid_keys(tmp_path, capsys)
     with pytest.raises(SystemExit) as exit_:
         run(tmp_path, "--config", "copy", "colour=red", "N=1")
     err = capsys.readouterr().err
-    assert exit_.value.code == 2
+    assert exit_.value.code == 1 and err.startswith("error: ") and err.count("\n") == 1
     assert "unknown config key(s) colour; valid keys: N, d_model, d_ff, h" in err
     assert not (tmp_path / "metrics.jsonl").exists()
 
@@ -124,18 +127,33 @@ def test_resume_continues_bit_for_bit(tmp_path):
         assert x["loss"] == y["loss"]
 
 
-def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
-    # A rate of 1e26 makes the first update throw the weights to ~1e26: the next forward
-    # pass overflows and the loss becomes NaN.
+def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
+    # A rate of 1e30 makes the first update throw the weights to ~1e26: the next forward pass
+    # overflows, and the loss is no longer finite (or far above a uniform guess).
     with pytest.raises(SystemExit) as exit_:
         run(tmp_path, "--config", "copy", "--max-steps", 5, *TINY_RUN, "lr_factor=1e30",
             "ckpt_every=1")
-    message = str(exit_.value.code)
-    assert "step 2: training loss is nan" in message or "step 2: training loss is inf" in message
+    assert exit_.value.code == 1
+    message = capsys.readouterr().err.splitlines()[-1]
+    assert message.startswith("error: step 2: training loss is ") and "(diverged" in message
     assert f"Last good checkpoint: {tmp_path / 'ckpt_0000001.pt'}" in message
     assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
     model, _, _ = checkpoint.load_model(tmp_path / "ckpt_0000001.pt")
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_a_diverging_run_stops_in_one_line_before_its_checkpoints_go_bad(tmp_path, capsys):
+    """lr_factor=1000: the loss grows large but finite; the run stops on it (not on an
+    OverflowError from the perplexity), and the checkpoint from before it is kept."""
+    with pytest.raises(SystemExit) as exit_:
+        run(tmp_path, "--config", "copy", "--max-steps", 200, *TINY_RUN, "lr_factor=1000",
+            "ckpt_every=1", "keep_last=1")
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "(diverged: not finite, or above 3 ln V" in err
+    kept = checkpoint.checkpoints(tmp_path)
+    assert kept and checkpoint.verify(kept[-1])
+    assert metrics(tmp_path, "train")[-1]["loss"] < 3 * math.log(11)
 
 
 def test_short_multi30k_run_lowers_the_validation_loss(tmp_path, monkeypatch):
@@ -180,9 +198,7 @@ def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
               torch.randint(4, 20, (n + 2,), generator=gen).numpy()) for n in range(3, 10)]
     batch = list(range(len(pairs)))
     model = config.make_model(20).double()
-    scaler = torch.amp.GradScaler("cuda", enabled=False)
-    sums = train.train_step(model, None, pairs, batch, shard(batch, 0, 1, 3), config,
-                            torch.device("cpu"), nullcontext, scaler)
+    sums = train_step(make_engine(model, config, torch.device("cpu")), pairs, batch, config)
     ours = [p.grad.clone() for p in model.parameters()]
 
     model.zero_grad()

@@ -8,13 +8,15 @@ import sys
 import pytest
 import torch
 
-from annotated import checkpoint, configs
-from annotated.decoding import beam_search, greedy_decode, source_batch
+from annotated import configs
+from annotated import checkpoint as checkpoint_command
+from annotated.training import checkpoint
+from annotated.inference.search import beam_search, greedy_decode, source_batch
 from annotated.evaluate import main as evaluate_main
-from annotated.evaluate import paper_bleu, paper_tokenize, sacre_bleu, split_compounds
-from annotated.tokenizer import EOS, CopyTokenizer
+from annotated.inference.bleu import paper_bleu, paper_tokenize, sacre_bleu, split_compounds
+from annotated.data.tokenizer import EOS, CopyTokenizer
 from annotated.translate import main as translate_main
-from annotated.translate import translate_lines
+from annotated.inference.translate import translate_lines
 
 CONFIG = configs.get("copy")                      # vocabulary 11: symbols 4..10
 LINES = ["4 5 6", "", "7 8 9 10 4 5 6 7", "9", "   ", "10 10 4 5", "6 7 8 9 10 4 5 6 7 8 9"]
@@ -69,8 +71,8 @@ def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypat
     (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n")
     (tmp_path / "ref.txt").write_text("\n".join(LINES) + "\n")
     captured = run_translate(monkeypatch, capsys, [
-        "--checkpoint", str(ckpt), "--input", str(tmp_path / "in.txt"), "--output",
-        str(tmp_path / "out.txt"), "--beam", "3", "--alpha", "0.3", "--max-extra", "2",
+        "--checkpoint", str(ckpt), "--input", str(tmp_path / "in.txt"), "--out",
+        str(tmp_path / "out.txt"), "--beam-size", "3", "--alpha", "0.3", "--max-extra", "2",
         "--ref", str(tmp_path / "ref.txt")])
     model, _, tokenizer = checkpoint.load_model(ckpt)
     expected = translate_lines(model, tokenizer, LINES, beam_size=3, alpha=0.3, max_extra=2)
@@ -83,7 +85,7 @@ def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypat
 def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
     paths = [save_checkpoint(tmp_path / checkpoint.checkpoint_name(s), seed=s, step=s)
              for s in (1, 2)]
-    checkpoint.main(["average", "--out", str(tmp_path / "avg.pt"), *map(str, paths)])
+    checkpoint_command.main(["average", "--out", str(tmp_path / "avg.pt"), *map(str, paths)])
     capsys.readouterr()
     captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(tmp_path / "avg.pt"),
                                                    "--max-extra", "3"],

@@ -1,7 +1,7 @@
 """Download and prepare WMT 2014 English-German, the paper's data (§5.1): "the standard WMT 2014
 English-German dataset consisting of about 4.5 million sentence pairs".
 
-    python -m annotated.prepare_wmt14 --out DIR      (needs internet and about 3 GB of disk)
+    python -m annotated.data.prepare_wmt14 --out-dir DIR     (needs internet and about 3 GB of disk)
 
 writes into DIR the files `load_corpus` reads for dataset="wmt14" (point --data-dir or
 ANNOTATED_DATA_DIR at DIR; without --out, DIR is the cache's wmt14/ folder, where load_corpus
@@ -29,8 +29,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from annotated.data import cache_folder, check_line_counts, download
-from annotated.tokenizer import atomic_open, read_lines, sha256_file
+from annotated.data.corpus import cache_folder, check_line_counts
+from annotated.data.files import DataError, atomic_open, download, read_lines, sha256_file
+from annotated.tools.cli import command, hidden_alias
 
 STATMT = "http://www.statmt.org/"
 URLS = {
@@ -67,7 +68,7 @@ def extract(archive: Path, names: list[str], folder: Path) -> dict[str, Path]:
                     shutil.copyfileobj(src, dst)
     missing = [n for n in names if n not in found]
     if missing:
-        raise ValueError(f"{archive} has no {', '.join(missing)}; it holds: {', '.join(seen)}")
+        raise DataError(f"{archive} has no {', '.join(missing)}; it holds: {', '.join(seen)}")
     return found
 
 
@@ -96,7 +97,7 @@ def aligned_sgml(src_path, ref_path) -> tuple[list[str], list[str]]:
     if src_ids != ref_ids:
         n = next((i for i, (a, b) in enumerate(zip(src_ids, ref_ids)) if a != b),
                  min(len(src_ids), len(ref_ids)))
-        raise ValueError(f"{src_path} ({len(src_ids):,} segments) and {ref_path} "
+        raise DataError(f"{src_path} ({len(src_ids):,} segments) and {ref_path} "
                          f"({len(ref_ids):,} segments) are not aligned: segment {n + 1} is "
                          f"{src_ids[n] if n < len(src_ids) else 'missing'} in one and "
                          f"{ref_ids[n] if n < len(ref_ids) else 'missing'} in the other")
@@ -173,15 +174,15 @@ def _write_corpora(downloads: Path, work: Path, out: Path, manifest: dict, log) 
     write_lines(out / "newstest2014.de", de)
 
 
+@command
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None,
+    parser = argparse.ArgumentParser(prog="python -m annotated.data.prepare_wmt14",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out-dir", type=Path, default=None,
                         help="output folder (default: the cache's wmt14/, where training looks)")
+    hidden_alias(parser, "--out", "out_dir", Path)
     args = parser.parse_args(argv)
-    try:
-        prepare(args.out or cache_folder() / "wmt14")
-    except (OSError, ValueError) as e:
-        parser.exit(1, f"error: {e}\n")
+    prepare(args.out_dir or cache_folder() / "wmt14")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 from annotated.masks import padding_mask, subsequent_mask
-from annotated.tokenizer import BOS, EOS, PAD
+from annotated.data.tokenizer import BOS, EOS, PAD
 
 
 @dataclass

@@ -16,21 +16,16 @@ decoding gives detokenized text directly, which is what sacrebleu scores.
 
 A Tokenizer is a few hundred kilobytes: `to_bytes` lets a checkpoint carry it, so translating
 needs nothing but the checkpoint. The copy task's `CopyTokenizer` has the same interface.
-
-The small file helpers used across the data code live here too (plain or gzip text, sha256,
-atomic writes), since everything else that reads data imports this module.
 """
-import errno
-import gzip
 import hashlib
 import io
 import json
 import os
-import secrets
-from contextlib import contextmanager
 from pathlib import Path
 
 import sentencepiece as spm
+
+from annotated.data.files import DataError, atomic_open, read_lines, sha256_file
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIAL = (PAD, BOS, EOS)          # ids decode() leaves out
@@ -45,78 +40,6 @@ BPE_SETTINGS = dict(
     shuffle_input_sentence=True, seed=1234,
     num_threads=1,                    # one thread: the same model on every machine
 )
-
-
-# --- files: plain or gzip text, hashes, atomic writes -------------------------------------------
-
-def read_lines(path):
-    """Yield the lines of a UTF-8 text file, plain or gzip (recognised by content), without the
-    line end. Only "\\n" ends a line: a stray "\\r" or U+2028 inside a sentence must not split it
-    and misalign a parallel corpus."""
-    path = Path(path)
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
-        for number, line in enumerate(f, start=1):
-            try:
-                yield line.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}, line {number}: not UTF-8 ({e.reason} at byte "
-                                 f"{e.start})") from None
-
-
-def sha256_file(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@contextmanager
-def atomic_open(path, mode="wb"):
-    """Write to a temporary file beside `path` and rename it to `path` only if the block ends
-    without error: a crash or an exception never leaves a half-written file under that name.
-    The file gets the mode open() would give it (0o666 less the umask); a full disk is an
-    OSError that says so and names `path`, whose old content stays as it was."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
-    text = {} if "b" in mode else dict(encoding="utf-8", newline="\n")
-    try:
-        with os.fdopen(fd, mode, **text) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        os.unlink(tmp)
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(e.errno, f"{os.strerror(e.errno).lower()} while writing {path}; the "
-                                   f"file that was there, if any, is unchanged") from e
-        raise
-
-
-def check_output(path, reads=()) -> Path:
-    """Refuse, before any work is done, to write `path` if it is one of the files the command
-    reads (`reads`; None entries are skipped) or if it cannot be written: a ValueError whose
-    one line says why."""
-    path = Path(path)
-    for source in reads:
-        if source is not None and path.exists() and Path(source).exists() \
-                and os.path.samefile(path, source):
-            raise ValueError(f"refusing to write {path}: it is {source}, which this command reads")
-    folder = path.parent
-    if path.is_dir():
-        raise ValueError(f"cannot write {path}: it is a folder")
-    if not folder.is_dir():
-        raise ValueError(f"cannot write {path}: there is no folder {folder}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write {path}: the folder {folder} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"cannot write {path}: the file is read-only")
-    return path
 
 
 # --- tokenizers ----------------------------------------------------------------------------------
@@ -191,7 +114,7 @@ class CopyTokenizer:
         words = text.split()
         bad = [w for w in words if not (w.isdigit() and 4 <= int(w) < self.vocab_size)]
         if bad:
-            raise ValueError(f"the copy task reads symbols {4}..{self.vocab_size - 1} written as "
+            raise DataError(f"the copy task reads symbols {4}..{self.vocab_size - 1} written as "
                              f"numbers separated by spaces (e.g. \"4 9 5\"); got {bad[0]!r} in "
                              f"{text!r}")
         return [int(w) for w in words]

@@ -19,22 +19,20 @@ name the folder holding `multi30k/` and `wmt14/` or the dataset's folder itself)
               ~/.cache/annotated-transformer) and checked against known sha256 sums
     multi30k_sample  the first 3,000 / 300 / 300 pairs of Multi30k's splits, shipped inside the
               package (annotated/sample/multi30k): works offline and ignores the data location
-    wmt14     the paper's data: what `python -m annotated.prepare_wmt14` wrote, in the data
+    wmt14     the paper's data: what `python -m annotated.data.prepare_wmt14` wrote, in the data
               location or by default in the cache's wmt14/ folder
 
 Tokenizers are trained on the training split and cached in the cache folder (see tokenizer.py).
 """
-import hashlib
 import os
 import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from annotated.tokenizer import (CopyTokenizer, atomic_open, load_or_train, read_lines,
-                                 sha256_file)
+from annotated.data.files import DataError, download, read_lines, sha256_file
+from annotated.data.tokenizer import CopyTokenizer, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
 DEFAULT_CACHE = Path("~/.cache/annotated-transformer")
@@ -76,7 +74,7 @@ def read_parallel(src_path, tgt_path):
     """
     src, tgt = list(read_lines(src_path)), list(read_lines(tgt_path))
     if len(src) != len(tgt):
-        raise ValueError(f"parallel files differ in length: {src_path} has {len(src):,} lines, "
+        raise DataError(f"parallel files differ in length: {src_path} has {len(src):,} lines, "
                          f"{tgt_path} has {len(tgt):,}")
     pairs = [(s.strip(), t.strip()) for s, t in zip(src, tgt)]
     kept = [(s, t) for s, t in pairs if s and t]
@@ -87,7 +85,7 @@ def check_line_counts(src_path, tgt_path) -> int:
     """The number of lines of two parallel files, after checking that they have as many."""
     n_src, n_tgt = (sum(1 for _ in read_lines(p)) for p in (src_path, tgt_path))
     if n_src != n_tgt:
-        raise ValueError(f"parallel files differ in length: {src_path} has {n_src:,} lines, "
+        raise DataError(f"parallel files differ in length: {src_path} has {n_src:,} lines, "
                          f"{tgt_path} has {n_tgt:,}")
     return n_src
 
@@ -149,7 +147,7 @@ def corpus_files(dataset, data_dir, cache, log) -> dict:
         names = [f"{stem}.{lang}" for stem in stems.values() for lang in (SOURCE, TARGET)]
         folder = _find("wmt14", names, data_dir or cache / "wmt14")
     else:
-        raise ValueError(f"unknown dataset {dataset!r}; choose copy, multi30k, multi30k_sample "
+        raise DataError(f"unknown dataset {dataset!r}; choose copy, multi30k, multi30k_sample "
                          f"or wmt14")
     return {split: [folder / f"{stem}.{lang}{suffix}" for lang in (SOURCE, TARGET)]
             for split, stem in stems.items()}
@@ -210,7 +208,7 @@ def _find(dataset, names, location) -> Path:
     point = (f"point --data-dir or {DATA_ENV} at the folder holding them (or at its parent "
              f"holding {dataset}/)")
     if dataset == "wmt14":
-        point = f"run `python -m annotated.prepare_wmt14 --out DIR` with internet, then {point}"
+        point = f"run `python -m annotated.data.prepare_wmt14 --out-dir DIR` with internet, then {point}"
     raise FileNotFoundError(f"{dataset}: looked for {', '.join(names)} in {location / dataset} "
                             f"and in {location}; not all are there. To fix: {point}")
 
@@ -234,17 +232,3 @@ def _download_multi30k(folder: Path, names, log) -> Path:
                 f"Without internet, point --data-dir or {DATA_ENV} at a folder holding "
                 f"{', '.join(names)} (or at its parent holding multi30k/)") from e
     return folder
-
-
-def download(url: str, path: Path, sha256: str | None = None):
-    """Save url at path atomically; with sha256 given, a mismatch raises and keeps nothing.
-    Returns the sha256 of what was saved."""
-    digest = hashlib.sha256()
-    with urllib.request.urlopen(url, timeout=60) as response, atomic_open(path) as f:
-        for block in iter(lambda: response.read(1 << 20), b""):
-            digest.update(block)
-            f.write(block)
-        if sha256 is not None and digest.hexdigest() != sha256:
-            raise ValueError(f"checksum mismatch for {url}: expected sha256 {sha256}, got "
-                             f"{digest.hexdigest()}; the download was discarded")
-    return digest.hexdigest()

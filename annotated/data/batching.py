@@ -18,9 +18,11 @@ further cut into micro-batches. The global batch, not the micro-batch, is the pa
 device the same global batch split into accum_steps=8 micro-batches.
 """
 import numpy as np
+
+from annotated.data.files import DataError
 import torch
 
-from annotated.tokenizer import BOS, EOS, PAD
+from annotated.data.tokenizer import BOS, EOS, PAD
 
 
 def lengths_of(pairs) -> list[tuple[int, int]]:
@@ -40,7 +42,7 @@ def make_batches(lengths, max_tokens: int, seed: int, epoch: int) -> list[list[i
     too_long = np.flatnonzero(lengths.max(axis=1) > max_tokens)
     if too_long.size:
         i = int(too_long[0])
-        raise ValueError(f"example {i} has {lengths[i, 0]} source and {lengths[i, 1]} target "
+        raise DataError(f"example {i} has {lengths[i, 0]} source and {lengths[i, 1]} target "
                          f"tokens, more than max_tokens={max_tokens} on its own; raise max_tokens "
                          f"or lower max_sentence_len")
     rng = np.random.default_rng([seed, epoch])

@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-FIGURES = Path(__file__).resolve().parent.parent / "figures"
+FIGURES = Path(__file__).resolve().parents[2] / "figures"
 
 FULL_ENV = "ANNOTATED_FULL"
 #: Quick mode unless ANNOTATED_FULL=1: heavy cells (training) then run a tiny version of themselves.

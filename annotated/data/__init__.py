@@ -1,0 +1,9 @@
+"""The data (§5.1): from text files to batches of token ids.
+
+    files        reading text (plain or gzip, UTF-8, line-aligned), atomic writes, checksums
+    tokenizer    the shared BPE vocabulary (sentencepiece); PAD/UNK/BOS/EOS = 0/1/2/3
+    corpus       the copy task, Multi30k (full, or the sample shipped in sample/) and WMT14 as
+                 token ids, with counts of everything dropped
+    batching     batches by token count, shards for several processes and accumulation
+    prepare_wmt14  downloads and prepares the paper's WMT14 English-German data
+"""

@@ -1,0 +1,44 @@
+"""Translate sentences with a trained model, batched by length (§6.1 decoding).
+
+`translate_lines` encodes the sentences, sorts them by length and cuts them into batches of at
+most `batch_tokens` source tokens (annotated.data.batching), so little work is spent on padding,
+decodes each batch with beam search (or greedy search), and puts the translations back in the
+input's order; an empty line gives an empty translation. The command around it is
+`python -m annotated.translate` (annotated/translate.py).
+"""
+import time
+
+from annotated.data.batching import make_batches
+from annotated.inference.search import beam_search, greedy_decode, source_batch
+
+
+def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
+                    alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 2000,
+                    greedy: bool = False, cached: bool = True, log=None) -> list[str]:
+    """Translations of `lines`, in order; `log(message)` receives progress if given."""
+    ids = tokenizer.encode_all(lines)
+    todo = [i for i, x in enumerate(ids) if x]               # empty lines stay empty
+    out = [""] * len(lines)
+    if not todo:
+        return out
+    lengths = [(len(ids[i]) + 1, len(ids[i]) + 1) for i in todo]     # source + EOS
+    # a sentence longer than batch_tokens is not an error here: it forms a batch of its own
+    budget = max(batch_tokens, max(n for n, _ in lengths))
+    batches = sorted(make_batches(lengths, budget, seed=0, epoch=0), key=lambda b: lengths[b[0]])
+    device = next(model.parameters()).device
+    start, done = time.perf_counter(), 0
+    for batch in batches:
+        rows = [todo[j] for j in batch]
+        src = source_batch([ids[i] for i in rows], device)          # (batch, src_len)
+        if greedy:
+            hyps = greedy_decode(model, src, max_extra=max_extra, cached=cached)
+        else:
+            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha,
+                               max_extra=max_extra, cached=cached)
+        for i, hyp in zip(rows, hyps):
+            out[i] = tokenizer.decode(hyp.tokens)               # drops EOS
+        done += len(rows)
+        if log:
+            rate = done / (time.perf_counter() - start)
+            log(f"translated {done}/{len(todo)} sentences ({rate:.1f} sentences/s)")
+    return out

@@ -1,0 +1,66 @@
+"""One process or many: what the training loop needs to know about torchrun.
+
+torchrun sets RANK, WORLD_SIZE and LOCAL_RANK; a plain `python -m annotated.train` sets none
+of them and runs as rank 0 of 1. Several processes talk over NCCL on GPUs and gloo on CPUs
+(the tests run two CPU processes, and two single-process "nodes", under torchrun with gloo).
+Every helper here is a no-op for one process, so the loop reads the same either way.
+"""
+import os
+
+import torch
+import torch.distributed as dist
+
+
+def init_distributed():
+    """(rank, world_size, device): torchrun's environment, or one process."""
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return rank, world, device
+
+
+def world_size() -> int:
+    return dist.get_world_size() if dist.is_initialized() else 1
+
+
+def rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
+def all_reduce(t: torch.Tensor) -> torch.Tensor:
+    """The sum of `t` over all ranks, in place."""
+    if dist.is_initialized():
+        dist.all_reduce(t)
+    return t
+
+
+def rank0_says(*flags: bool, device) -> list[bool]:
+    """Rank 0's yes/no decisions, shared with every rank (clocks differ across ranks)."""
+    t = torch.tensor([float(f) for f in flags], device=device)
+    if dist.is_initialized():
+        dist.broadcast(t, 0)
+    return [bool(f) for f in t.tolist()]
+
+
+def gather(obj) -> list:
+    """Every rank's `obj`, in rank order (e.g. the RNG states a checkpoint stores)."""
+    if not dist.is_initialized():
+        return [obj]
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def barrier():
+    if dist.is_initialized():
+        dist.barrier()
+
+
+def finish():
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,246 @@
+"""The training loop (§5), from a laptop CPU to a multi-GPU machine.
+
+`train(config, run_dir, ...)` reads like a script: load the corpus, build the model and Adam
+with the §5.3 schedule, restore a checkpoint if resuming, then step through token batches
+(§5.1) until max_steps, logging, validating and checkpointing on the way, and end by showing
+the model at work. The machinery it calls lives beside it: `step` (one optimizer step, the
+engine that wraps the model for DDP, compile and mixed precision), `distributed` (torchrun),
+`checkpoint` (the file format) and `run_dir` (the lock and the metrics log).
+
+Checkpoints are written every ckpt_every steps or ckpt_minutes minutes, whichever comes first,
+and at the end; the newest keep_last stay on disk. They hold everything a resumed run needs to
+continue bit for bit on CPU: weights, optimizer and schedule, the RNG states of every rank, the
+data position (epoch, batch index) and where the data came from. A loss that is not finite, or
+that has grown past three times a uniform guess (3 ln V), stops the run before the update is
+applied, naming the last good checkpoint: no checkpoint ever holds diverged weights. Logged per
+step (progress bar) and every log_every steps (stdout and RUN/metrics.jsonl): smoothed loss,
+nll, perplexity, token accuracy, learning rate and tokens/s (source + target, padding
+excluded); validation every eval_every steps.
+"""
+import math
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from annotated.data.batching import lengths_of, make_batches, padding_fraction
+from annotated.data.corpus import data_location, load_corpus
+from annotated.inference.search import beam_search, source_batch
+from annotated.model import count_parameters
+from annotated.optim import make_optimizer
+from annotated.training import checkpoint, distributed
+from annotated.training.meter import Meter
+from annotated.training.run_dir import RunDir
+from annotated.training.step import evaluate, make_engine, train_step
+
+SMALL_MODEL = 5_000_000   # parameters; smaller models train on one CPU thread by default
+DIVERGED = 3.0            # a training loss above DIVERGED * ln V has diverged
+
+
+class Diverged(RuntimeError):
+    """The training loss is not finite, or far above a uniform guess: stop, do not update."""
+
+
+@dataclass
+class TrainState:
+    """Where a run is, beside its weights and optimizer: what a checkpoint's `training` holds."""
+    step: int = 0
+    epoch: int = 0
+    index: int = 0                  # the next batch of the epoch
+    elapsed: float = 0.0            # seconds of training before this process started
+    run_id: str = ""
+    data_dir: str | None = None
+
+
+def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max_minutes=None,
+          threads=None, resumed=None) -> None:
+    """Train `config` in `run_dir`, continuing the checkpoint `resumed` if given (a dict from
+    annotated.training.checkpoint.load); see the module docstring."""
+    rank, world, device = distributed.init_distributed()
+    say = _printer(rank == 0)
+    folder = RunDir(run_dir, active=rank == 0, say=say).open()
+    try:
+        state = _state(resumed, data_location(data_dir))
+        distributed.barrier() if rank else None       # rank 0 first: it may fill the cache
+        corpus = load_corpus(config, state.data_dir, cache_dir, log=say)
+        distributed.barrier() if not rank else None
+        if resumed and resumed["tokenizer"]["bytes"] != corpus.tokenizer.to_bytes():
+            raise checkpoint.CheckpointError(f"the tokenizer built now differs from the one in the checkpoint "
+                             f"in {run_dir}; was the data or the cache changed?")
+        torch.manual_seed(config.seed)                 # the same initial weights on every rank
+        model = config.make_model(corpus.tokenizer.vocab_size).to(device)
+        _set_threads(threads, model, device)
+        optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
+                                              config.lr_factor)
+        engine = make_engine(model, config, device)
+        _restore(resumed, state, engine, optimizer, scheduler, config, say)
+        del resumed
+        say(f"{config.dataset}: {len(corpus.train):,} training pairs; model "
+            f"{count_parameters(model):,} parameters; {world} process(es) on {device}"
+            + (f", {torch.get_num_threads()} thread(s) each (--threads N to change)"
+               if device.type == "cpu" else ""))
+        folder.rewind_metrics(state.step)
+        _loop(config, engine, optimizer, scheduler, corpus, state, folder,
+              config.train_steps if max_steps is None else max_steps, max_minutes, say)
+        if rank == 0:
+            show_at_work(model, corpus, config, folder.path)
+    finally:
+        folder.close()
+        distributed.finish()
+
+
+def _printer(active: bool):
+    def say(message):                    # above the progress bar; flushed, for logs in files
+        if active:
+            tqdm.write(message)
+            sys.stdout.flush()
+    return say
+
+
+def _state(resumed, data_dir) -> TrainState:
+    """A fresh run's state, or the saved one; the data location given now wins over the
+    saved one (a moved corpus), the saved one over none (so --resume needs no --data-dir)."""
+    if resumed is None:
+        return TrainState(run_id=checkpoint.new_run_id(),
+                          data_dir=str(data_dir) if data_dir else None)
+    t = resumed["training"]
+    return TrainState(resumed["step"], t["epoch"], t["index"], t["elapsed"],
+                      resumed.get("run_id") or checkpoint.new_run_id(),
+                      str(data_dir) if data_dir else t.get("data_dir"))
+
+
+def _set_threads(threads, model, device):
+    """--threads, or 1 for small models on a CPU: a second thread gains them little, and on a
+    busy machine two threads wait for each other at every operation."""
+    threads = threads or (1 if count_parameters(model) < SMALL_MODEL else None)
+    if threads and device.type == "cpu":
+        torch.set_num_threads(threads)
+
+
+def _restore(resumed, state, engine, optimizer, scheduler, config, say):
+    """Load the saved weights, optimizer, schedule and RNG streams, or seed a fresh run."""
+    rank, world = distributed.rank(), distributed.world_size()
+    if resumed is None:
+        torch.manual_seed(config.seed + rank)             # each rank its own dropout masks
+        return
+    t = resumed["training"]
+    engine.model.load_state_dict(resumed["model"])
+    optimizer.load_state_dict(t["optimizer"])
+    scheduler.load_state_dict(t["scheduler"])
+    if t["scaler"]:                          # empty when saved without fp16 loss scaling
+        engine.scaler.load_state_dict(t["scaler"])
+    if len(t["rng"]) == world:
+        checkpoint.set_rng_state(t["rng"][rank])
+    else:
+        say(f"world size changed ({len(t['rng'])} -> {world}): RNG streams reseeded, so this "
+            f"resume is not bit-exact")
+        torch.manual_seed(config.seed + 1000 * state.step + rank)
+    say(f"resumed from step {state.step} (epoch {state.epoch}, batch {state.index})")
+
+
+def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps, max_minutes,
+          say):
+    """Step until max_steps (or max_minutes): log, validate and save on the way."""
+    lengths = lengths_of(corpus.train)
+    batches = make_batches(lengths, config.max_tokens, config.seed, state.epoch)
+    src_pad, tgt_pad = padding_fraction(lengths, batches)
+    say(f"{len(batches):,} batches per epoch (padding {src_pad:.1%} source, {tgt_pad:.1%} "
+        f"target)")
+    meter = Meter(state.step, max_steps, state.elapsed, folder, say)
+    saved_step = state.step                  # both checkpoint intervals count from the last save
+    if state.step >= max_steps:
+        say(f"step {state.step}: already at --max-steps / train_steps {max_steps}; nothing to do")
+    engine.model.train()
+    while state.step < max_steps:
+        if state.index == len(batches):
+            state.epoch, state.index = state.epoch + 1, 0
+            batches = make_batches(lengths, config.max_tokens, config.seed, state.epoch)
+        sums = train_step(engine, corpus.train, batches[state.index], config).cpu()
+        _check_divergence(sums, state.step + 1, config, folder.path)
+        lr = optimizer.param_groups[0]["lr"]
+        engine.scaler.step(optimizer)
+        engine.scaler.update()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        state.step, state.index = state.step + 1, state.index + 1
+        timeout = max_minutes is not None and meter.minutes() >= max_minutes
+        done, overdue = distributed.rank0_says(
+            state.step == max_steps or timeout, meter.since_save() >= 60 * config.ckpt_minutes,
+            device=engine.device)
+        meter.update(state.step, sums, lr, log=state.step % config.log_every == 0 or done)
+        with meter.paused():                         # tokens/s counts training time only
+            if state.step % config.eval_every == 0 or done:
+                result = evaluate(engine.model, corpus.valid, config, engine.device)
+                meter.validation(state.step, result)
+            if state.step - saved_step >= config.ckpt_every or done or overdue:
+                _save(engine, optimizer, scheduler, config, corpus.tokenizer, state, meter,
+                      folder, say)
+                saved_step = state.step
+        if done:
+            break
+    meter.close()
+
+
+def _check_divergence(sums, step, config, run_dir):
+    loss = (sums[0] / sums[3]).item()
+    if math.isfinite(loss) and loss <= DIVERGED * math.log(config.vocab_size):
+        return
+    last = checkpoint.newest_intact(run_dir)
+    raise Diverged(f"step {step}: training loss is {loss:.4g} (diverged: not finite, or above "
+                   f"{DIVERGED:g} ln V = {DIVERGED * math.log(config.vocab_size):.2f}); stopped "
+                   f"before the update. Last good checkpoint: {last or 'none written yet'}. "
+                   f"Lower lr_factor or raise warmup_steps")
+
+
+def _save(engine, optimizer, scheduler, config, tokenizer, state, meter, folder, say):
+    """A checkpoint of everything --resume needs (every rank's RNG streams included)."""
+    rng = distributed.gather(checkpoint.rng_state())
+    if not folder.active:
+        return
+    training = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "scaler": engine.scaler.state_dict(), "rng": rng, "epoch": state.epoch,
+                "index": state.index, "elapsed": state.elapsed + meter.seconds(),
+                "data_dir": state.data_dir}
+    path = checkpoint.save(folder.path / checkpoint.checkpoint_name(state.step),
+                           model=engine.model, config=config, tokenizer=tokenizer,
+                           step=state.step, training=training, run_id=state.run_id)
+    checkpoint.rotate(folder.path, config.keep_last)
+    meter.saved()
+    say(f"step {state.step}: saved {path}")
+
+
+def show_at_work(model, corpus, config, run_dir: Path, n: int = 3):
+    """End a run by showing what it learned (a few test sentences decoded with §6.1's beam
+    search) and the commands that come next."""
+    model.eval()
+    tokenizer = corpus.tokenizer
+    sentences = [(s, r) for s, r in zip(corpus.test_src, corpus.test_ref)
+                 if len(tokenizer.encode(s)) < 20][:n]
+    src = source_batch([tokenizer.encode(s) for s, _ in sentences],
+                       next(model.parameters()).device)
+    hyps = beam_search(model, src, config.beam_size, config.alpha, config.max_extra)
+    print(f"\nThe model at work on {len(sentences)} test sentences it never saw in training "
+          f"(beam {config.beam_size}, alpha {config.alpha}):")
+    for (source, reference), hyp in zip(sentences, hyps):
+        print(f"  input      {source}\n  output     {tokenizer.decode(hyp.tokens)}\n"
+              f"  reference  {reference}\n")
+    found = checkpoint.checkpoints(run_dir)
+    if not found:
+        return
+    last = found[-1]
+    example = "4 9 5 7 7 10" if config.dataset == "copy" else sentences[0][0]
+    print(f"Next:\n  the checkpoint         {last}\n"
+          f"  translate with it      echo {shlex.quote(example)} | "
+          f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}\n"
+          f"  average the last ones  python -m annotated.checkpoint average --last "
+          f"{config.keep_last} {shlex.quote(str(run_dir))} --out "
+          f"{shlex.quote(str(run_dir / 'average.pt'))}")
+    if config.dataset in ("copy", "multi30k_sample"):
+        print("  read the chapters      jupyter lab chapters/\n"
+              "  train on all of Multi30k (29,000 pairs; an hour on 2 CPU cores)\n"
+              "                         python -m annotated.train --config multi30k "
+              "--data-dir DIR    # DIR holds multi30k/train.en.gz ...")
+    sys.stdout.flush()

@@ -1,0 +1,117 @@
+"""One optimizer step's worth of computation (§5): forward, label-smoothed loss, backward.
+
+The objective is the label-smoothed cross-entropy (§5.4) summed over the step's target tokens
+and divided by their GLOBAL count (all-reduced first), so the gradient is the same whether one
+process computes the global batch or many share it, and whether a process takes its share in
+one micro-batch or several (gradient accumulation): only the order of floating-point additions
+differs. The paper clips no gradients, and neither do we.
+
+`Engine` is what depends on the machine: the model wrapped for several processes
+(DistributedDataParallel) and compiled (`compile=true`), the device, and mixed precision
+(`amp=bf16` on CPU or GPU; `amp=fp16` with loss scaling on GPU only). The step itself does not
+care which of these it gets.
+"""
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from annotated.configs import ConfigError
+from annotated.data.batching import collate, lengths_of, make_batches, shard
+from annotated.data.tokenizer import PAD
+from annotated.loss import label_smoothed_loss
+from annotated.masks import batch_masks
+from annotated.training import distributed
+
+AMP_DTYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass
+class Engine:
+    """How a step runs on this machine. `model` holds the weights that checkpoints store;
+    `net` is what the forward pass calls: the model, inside DDP, compiled."""
+    model: nn.Module
+    net: nn.Module
+    ddp: DistributedDataParallel | None
+    device: torch.device
+    amp: torch.dtype | None
+    scaler: torch.amp.GradScaler
+
+    def autocast(self):
+        return torch.autocast(self.device.type, dtype=self.amp) if self.amp else nullcontext()
+
+
+def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
+    """Wrap `model` for config.amp and config.compile on `device`, and in DDP under torchrun."""
+    amp = AMP_DTYPES[config.amp]
+    if amp is torch.float16 and device.type != "cuda":
+        raise ConfigError("amp=fp16 needs a GPU (its loss scaling is CUDA's); on a CPU use "
+                         "amp=bf16 or amp=none")
+    ddp = None
+    if distributed.world_size() > 1:
+        ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
+                                      else None, forward_sync_buffers=False)
+    net = torch.compile(ddp or model) if config.compile else (ddp or model)
+    scaler = torch.amp.GradScaler(device.type, enabled=amp is torch.float16)
+    return Engine(model, net, ddp, device, amp, scaler)
+
+
+def forward_stats(model, src, tgt_in, tgt_out, eps_ls):
+    """Label-smoothed loss statistics of one batch (annotated.loss), summed over its tokens."""
+    src_mask, tgt_mask = batch_masks(src, tgt_in, PAD)      # (b, 1, 1, S), (b, 1, T, T)
+    logits = model(src, tgt_in, src_mask, tgt_mask)          # (b, T, V)
+    return label_smoothed_loss(logits, tgt_out, pad=PAD, eps_ls=eps_ls)
+
+
+def train_step(engine: Engine, pairs, batch: list[int], config) -> torch.Tensor:
+    """Forward and backward over this rank's micro-batches of the global `batch`. Returns the
+    sums over all ranks: (smoothed loss, nll, correct, target tokens, source tokens)."""
+    micro = shard(batch, distributed.rank(), distributed.world_size(), config.accum_steps)
+    tensors = [collate(pairs, idx) for idx in micro if idx]
+    weight = 1.0
+    if not tensors:       # fewer examples than shards: join the gradient all-reduce with loss 0
+        tensors, weight = [collate(pairs, batch[:1])], 0.0
+    device, world = engine.device, distributed.world_size()
+    tokens = distributed.all_reduce(torch.tensor(
+        weight * sum(int((t != PAD).sum()) for *_, t in tensors), dtype=torch.float64,
+        device=device))
+    sums = torch.zeros(5, dtype=torch.float64, device=device)
+    for i, (src, tgt_in, tgt_out) in enumerate(tensors):
+        src, tgt_in, tgt_out = src.to(device), tgt_in.to(device), tgt_out.to(device)
+        last = i == len(tensors) - 1
+        with nullcontext() if engine.ddp is None or last else engine.ddp.no_sync():
+            with engine.autocast():                          # grads are all-reduced once
+                stats = forward_stats(engine.net, src, tgt_in, tgt_out, config.eps_ls)
+            # step loss = (sum over every rank's micro-batches of the smoothed loss) / tokens;
+            # DDP averages gradients over ranks, so * world makes that mean the global sum
+            loss = stats.loss * (weight * world / tokens.to(stats.loss.dtype))
+            engine.scaler.scale(loss).backward()
+        sums += weight * torch.stack([stats.loss.detach().double(), stats.nll.detach().double(),
+                                      stats.correct.double(), stats.tokens.double(),
+                                      (src != PAD).sum().double()])
+    return distributed.all_reduce(sums)
+
+
+@torch.no_grad()
+def evaluate(model, pairs, config, device) -> dict:
+    """Smoothed loss, perplexity and accuracy per target token on `pairs`, over all ranks."""
+    model.eval()
+    sums = torch.zeros(4, dtype=torch.float64, device=device)
+    for batch in make_batches(lengths_of(pairs), config.max_tokens, config.seed, 0):
+        for idx in shard(batch, distributed.rank(), distributed.world_size()):
+            if idx:
+                src, tgt_in, tgt_out = (t.to(device) for t in collate(pairs, idx))
+                s = forward_stats(model, src, tgt_in, tgt_out, config.eps_ls)
+                sums += torch.stack([s.loss.double(), s.nll.double(), s.correct.double(),
+                                     s.tokens.double()])
+    model.train()
+    loss, nll, correct, tokens = distributed.all_reduce(sums).tolist()
+    return {"loss": loss / tokens, "ppl": safe_exp(nll / tokens), "accuracy": correct / tokens}
+
+
+def safe_exp(x: float) -> float:
+    """exp(x), or inf where it overflows (the perplexity of a diverging run)."""
+    return math.exp(x) if x < 700 else math.inf
