@@ -15,6 +15,7 @@ about 1e-10, which Adam divides by its own size and turns into steps of the full
 Those biases then differ by ~1e-3 while every other weight agrees to ~1e-8.
 """
 import os
+import socket
 import subprocess
 import sys
 
@@ -57,3 +58,29 @@ def test_two_processes_train_like_one_on_the_same_global_batch(tmp_path):
     initial = config.make_model(config.vocab_size).state_dict()
     moved = max((one[name] - p).abs().max().item() for name, p in initial.items())
     assert moved > 1e-3                             # the steps did change the weights
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_nodes_of_one_process_rendezvous_on_localhost_and_train_like_one(tmp_path):
+    """The multi-node path of the 8-GPU recipe: `torchrun --nnodes=2`, each node one process,
+    meeting at a master address (here 127.0.0.1); gloo in place of NCCL."""
+    port, out = free_port(), tmp_path / "nodes"
+    nodes = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
+         f"--node_rank={rank}", "--master_addr=127.0.0.1", f"--master_port={port}",
+         "-m", "annotated.train", "--config", "copy", "--run-dir", str(out), "--max-steps",
+         str(STEPS), *OVERRIDES], env={**os.environ, "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    results = [node.communicate(timeout=300) for node in nodes]
+    for node, (stdout, stderr) in zip(nodes, results):
+        assert node.returncode == 0, stderr[-3000:]
+    assert "2 process(es) on cpu" in results[0][0]
+    launch([sys.executable, "-m", "annotated.train"], tmp_path / "one", "accum_steps=2")
+    two, one = weights(out), weights(tmp_path / "one")
+    for name, p in one.items():
+        assert (two[name] - p).abs().max().item() <= 1e-6 * p.abs().max().item(), name

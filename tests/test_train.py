@@ -9,11 +9,6 @@ from annotated import configs
 from annotated.training import checkpoint
 from annotated.data import corpus as data
 from annotated import train
-from annotated.training.step import make_engine, train_step
-from annotated.data.batching import collate
-from annotated.loss import label_smoothed_loss
-from annotated.masks import batch_masks
-from annotated.data.tokenizer import PAD
 from annotated.data.corpus import DATA_ENV
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
@@ -98,6 +93,24 @@ def test_copy_task_trains_to_near_zero_loss(tmp_path):
                                "tokens_per_s", "elapsed"}
     assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000500.pt",
                                                                   "ckpt_0001000.pt"]
+
+
+def test_resume_refuses_changes_to_the_model_or_its_data_and_says_what_it_changes(tmp_path,
+                                                                                 capsys):
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    for change, field in [("N=2", "N (1 there, 2 here)"),
+                          ("max_tokens=600", "max_tokens (300 there, 600 here)"),
+                          ("P_drop=0.5", "P_drop (0.0 there, 0.5 here)")]:
+        with pytest.raises(SystemExit) as exit_:
+            run(tmp_path, "--resume", "--max-steps", 2, change)
+        assert exit_.value.code == 1
+        err = capsys.readouterr().err
+        assert f"error: --resume cannot change {field}: it would change the model or its data" \
+            in err and "Traceback" not in err
+    run(tmp_path, "--resume", "--max-steps", 2, "lr_factor=0.1", "log_every=5")
+    out = capsys.readouterr().out
+    assert "--resume: changing lr_factor (0.25 there, 0.1 here), log_every (1 there, 5 here)" \
+        in out and "resumed from step 1" in out
 
 
 def test_resume_continues_bit_for_bit(tmp_path):
@@ -186,26 +199,3 @@ def test_resume_reads_the_data_from_where_the_run_started(tmp_path, monkeypatch)
         "--max-steps", 1, *tiny)
     run(tmp_path / "run", "--resume", *cache, "--max-steps", 2)
     assert [m["step"] for m in metrics(tmp_path / "run", "train")] == [1, 2]
-
-
-def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
-    """Accumulated micro-batches give the gradient of (summed smoothed loss) / (all target
-    tokens), computed in float64 for a float64 model: a float32 token count would cost ~1e-8."""
-    config = configs.get("copy").override(d_model=16, d_ff=32, h=2, d_k=8, d_v=8, P_drop=0.0,
-                                          accum_steps=3)
-    gen = torch.Generator().manual_seed(0)
-    pairs = [(torch.randint(4, 20, (n,), generator=gen).numpy(),
-              torch.randint(4, 20, (n + 2,), generator=gen).numpy()) for n in range(3, 10)]
-    batch = list(range(len(pairs)))
-    model = config.make_model(20).double()
-    sums = train_step(make_engine(model, config, torch.device("cpu")), pairs, batch, config)
-    ours = [p.grad.clone() for p in model.parameters()]
-
-    model.zero_grad()
-    src, tgt_in, tgt_out = collate(pairs, batch)                   # the whole batch at once
-    stats = label_smoothed_loss(model(src, tgt_in, *batch_masks(src, tgt_in, PAD)), tgt_out, pad=PAD,
-                                eps_ls=config.eps_ls)
-    (stats.loss / stats.tokens).backward()
-    assert sums[3] == stats.tokens
-    for mine, expected in zip(ours, (p.grad for p in model.parameters())):
-        assert torch.allclose(mine, expected, rtol=1e-12, atol=1e-15)

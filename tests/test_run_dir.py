@@ -1,0 +1,60 @@
+"""The run folder (annotated.training.run_dir): one trainer at a time, found unwritable before
+any work, and a metrics log that survives a crash in the middle of a line."""
+import json
+
+import pytest
+
+from annotated import train
+from annotated.training.run_dir import RunDir
+
+TINY = ["--config", "copy", "--threads", "1", "copy_examples=200", "max_tokens=300",
+        "max_sentence_len=64", "N=1", "d_model=16", "d_ff=32", "h=2", "d_k=8", "d_v=8",
+        "log_every=1", "eval_every=1000", "ckpt_every=1000"]
+
+
+def error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+def test_a_second_trainer_on_the_same_folder_is_refused(tmp_path, capsys):
+    first = RunDir(tmp_path / "run").open()            # another trainer holds the folder
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            train.main(["--run-dir", str(tmp_path / "run"), "--max-steps", "1", *TINY])
+    finally:
+        first.close()
+    assert exit_.value.code == 1
+    line = error_line(capsys)
+    assert line.startswith(f"error: {tmp_path / 'run'} is in use by another training process")
+    assert "choose another --run-dir" in line
+    assert not list((tmp_path / "run").glob("ckpt_*"))
+
+
+def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".lock").write_text("99999999\n")       # no process holds it
+    train.main(["--run-dir", str(tmp_path / "run"), "--max-steps", "1", *TINY])
+    assert "took over the lock of an earlier run" in capsys.readouterr().out
+
+
+def test_a_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys):
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(SystemExit) as exit_:
+        train.main(["--run-dir", str(tmp_path / "file" / "run"), "--max-steps", "1", *TINY])
+    assert exit_.value.code == 1
+    line = error_line(capsys)
+    assert line.startswith(f"error: cannot write into the run folder {tmp_path / 'file' / 'run'}")
+    assert (tmp_path / "file").read_text() == "not a folder"
+
+
+def test_a_metrics_line_cut_short_by_a_crash_is_repaired_on_resume(tmp_path, capsys):
+    run = tmp_path / "run"
+    train.main(["--run-dir", str(run), "--max-steps", "2", *TINY, "ckpt_every=2"])
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 3, "split": "tr')                      # the crash, mid-line
+    train.main(["--run-dir", str(run), "--resume", "--max-steps", "3"])
+    assert "line 4: cut short (a crash while writing); dropped" in capsys.readouterr().out
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 2, 3, 3]               # train 1, train and valid 2, train and valid 3

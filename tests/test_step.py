@@ -1,0 +1,85 @@
+"""One optimizer step (annotated.training.step): the global-token normalisation, and mixed
+precision and torch.compile on a CPU, the code paths the 8-GPU recipe uses on GPUs."""
+import pytest
+import torch
+
+from annotated import configs, train
+from annotated.configs import ConfigError
+from annotated.data.batching import collate
+from annotated.data.tokenizer import PAD
+from annotated.loss import label_smoothed_loss
+from annotated.masks import batch_masks
+from annotated.training import checkpoint
+from annotated.training.step import make_engine, train_step
+
+TINY = ["copy_examples=200", "max_tokens=300", "max_sentence_len=64", "N=1", "d_model=16",
+        "d_ff=32", "h=2", "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
+
+
+def pairs_and_config(**changes):
+    config = configs.get("copy").override(d_model=16, d_ff=32, h=2, d_k=8, d_v=8, P_drop=0.0,
+                                          **changes)
+    gen = torch.Generator().manual_seed(0)
+    pairs = [(torch.randint(4, 20, (n,), generator=gen).numpy(),
+              torch.randint(4, 20, (n + 2,), generator=gen).numpy()) for n in range(3, 10)]
+    return pairs, config
+
+
+def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
+    """Accumulated micro-batches give the gradient of (summed smoothed loss) / (all target
+    tokens), computed in float64 for a float64 model: a float32 token count would cost ~1e-8."""
+    pairs, config = pairs_and_config(accum_steps=3)
+    batch = list(range(len(pairs)))
+    model = config.make_model(20).double()
+    sums = train_step(make_engine(model, config, torch.device("cpu")), pairs, batch, config)
+    ours = [p.grad.clone() for p in model.parameters()]
+
+    model.zero_grad()
+    src, tgt_in, tgt_out = collate(pairs, batch)                   # the whole batch at once
+    stats = label_smoothed_loss(model(src, tgt_in, *batch_masks(src, tgt_in, PAD)), tgt_out,
+                                pad=PAD, eps_ls=config.eps_ls)
+    (stats.loss / stats.tokens).backward()
+    assert sums[3] == stats.tokens
+    for mine, expected in zip(ours, (p.grad for p in model.parameters())):
+        assert torch.allclose(mine, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_bf16_autocast_runs_the_step_on_cpu_with_float32_weights():
+    pairs, config = pairs_and_config(amp="bf16")
+    model = config.make_model(20)
+    engine = make_engine(model, config, torch.device("cpu"))
+    with engine.autocast():                                  # the matrix products are bf16
+        assert model.generator(torch.zeros(1, 16)).dtype == torch.bfloat16
+    sums = train_step(engine, pairs, list(range(len(pairs))), config)
+    assert all(p.dtype == torch.float32 and torch.isfinite(p.grad).all()
+               for p in model.parameters())
+    torch.manual_seed(0)
+    plain = config.override(amp="none").make_model(20)
+    plain.load_state_dict(model.state_dict())
+    reference = train_step(make_engine(plain, config.override(amp="none"), torch.device("cpu")),
+                           pairs, list(range(len(pairs))), config)
+    assert abs(sums[0] / reference[0] - 1) < 0.02             # bf16: ~3 significant digits
+
+
+def test_fp16_loss_scaling_needs_a_gpu():
+    pairs, config = pairs_and_config(amp="fp16")
+    with pytest.raises(ConfigError, match="amp=fp16 needs a GPU"):
+        make_engine(config.make_model(20), config, torch.device("cpu"))
+
+
+def run(out, *args):
+    train.main(["--run-dir", str(out), "--threads", "1", *map(str, args)])
+
+
+def test_the_training_command_compiles_the_model_on_cpu(tmp_path):
+    """compile=true (inductor on CPU): the same weights as eager, to float32 rounding. The key
+    biases b^K are left out: their true gradient is exactly zero (q.b^K shifts every score of a
+    query alike, which softmax ignores), so they follow rounding noise, which Adam scales up to
+    full-size steps (see tests/test_distributed.py)."""
+    run(tmp_path / "eager", "--config", "copy", "--max-steps", 3, *TINY)
+    run(tmp_path / "compiled", "--config", "copy", "--max-steps", 3, *TINY, "compile=true")
+    a = checkpoint.load(tmp_path / "eager" / checkpoint.checkpoint_name(3))["model"]
+    b = checkpoint.load(tmp_path / "compiled" / checkpoint.checkpoint_name(3))["model"]
+    for name in a:
+        if not name.endswith("W_K.bias"):
+            assert torch.allclose(a[name], b[name], rtol=1e-4, atol=1e-6), name
