@@ -18,7 +18,7 @@ name the folder holding `multi30k/` and `wmt14/` or the dataset's folder itself)
               when none is given, downloaded once into the cache (ANNOTATED_CACHE_DIR, default
               ~/.cache/annotated-transformer) and checked against known sha256 sums
     multi30k_sample  the first 3,000 / 300 / 300 pairs of Multi30k's splits, shipped inside the
-              package (annotated/sample/multi30k): works offline and ignores the data location
+              package (annotated/data/sample/multi30k): works offline and ignores the data location
     wmt14     the paper's data: what `python -m annotated.data.prepare_wmt14` wrote, in the data
               location or by default in the cache's wmt14/ folder
 
