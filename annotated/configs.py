@@ -266,11 +266,12 @@ def table3_params(vocab: int = 37_000):
     return rows
 
 
-def main():
+def main(argv=None):
     import argparse
-    parser = argparse.ArgumentParser(description="Table 3's parameter column from the presets")
+    parser = argparse.ArgumentParser(prog="python -m annotated.configs",
+                                     description="Table 3's parameter column from the presets")
     parser.add_argument("--vocab", type=int, default=37_000, help="shared BPE vocabulary size")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways")
     print(f"{'row':>5} {'ours (M)':>10} {'paper (M)':>10} {'diff (M)':>9}  config")
     for name, n, paper in table3_params(args.vocab):

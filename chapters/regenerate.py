@@ -23,12 +23,13 @@ from pathlib import Path
 CHAPTERS = Path(__file__).resolve().parent
 
 
-def main():
-    wanted = sys.argv[1:]
+def main(argv=None):
+    wanted = sys.argv[1:] if argv is None else argv
     notebooks = sorted(p for p in CHAPTERS.glob("[0-9][0-9]_*.ipynb")
                        if not wanted or p.name[:2] in wanted)
     if not notebooks:
-        sys.exit(f"no chapter matches {wanted} in {CHAPTERS}")
+        sys.exit(f"error: no chapter matches {wanted} in {CHAPTERS}; give chapter numbers such "
+                 f"as 01 06")
     env = dict(os.environ, ANNOTATED_FULL="1")
     env.setdefault("MPLBACKEND", "Agg")
     if env.get("ANNOTATED_DATA_DIR"):           # the kernels run in chapters/: make it absolute

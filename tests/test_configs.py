@@ -5,9 +5,8 @@ import pytest
 from annotated import configs
 
 
-def test_table3_params_command_prints_every_row(capsys, monkeypatch):
-    monkeypatch.setattr("sys.argv", ["configs"])
-    configs.main()
+def test_table3_params_command_prints_every_row(capsys):
+    configs.main([])
     out = capsys.readouterr().out
     for row in configs.TABLE3_ROWS:
         assert f"\n{row:>5} " in out

@@ -78,6 +78,9 @@ def read_parallel(src_path, tgt_path):
                          f"{tgt_path} has {len(tgt):,}")
     pairs = [(s.strip(), t.strip()) for s, t in zip(src, tgt)]
     kept = [(s, t) for s, t in pairs if s and t]
+    if not kept:
+        raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
+                        f"all blank on one side or both); check the files")
     return kept, {"read": len(pairs), "empty": len(pairs) - len(kept)}
 
 

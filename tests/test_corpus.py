@@ -298,3 +298,29 @@ def test_sgml_round_trip_on_real_newstest2014(tmp_path):
     lines = list(read_lines(path))
     (tmp_path / "src.sgm").write_text(_sgml("srcset", "en", [("all", lines)]), encoding="utf-8")
     assert read_sgml(tmp_path / "src.sgm")[0] == [line.strip() for line in lines]
+
+
+def bad_corpus(tmp_path, train_en: bytes):
+    """A multi30k folder whose English training file is `train_en`, the rest from the sample."""
+    folder = tmp_path / "data" / "multi30k"
+    folder.mkdir(parents=True)
+    for split, stem in data.MULTI30K_SPLITS.items():
+        for lang in ("en", "de"):
+            (folder / f"{stem}.{lang}.gz").write_bytes(
+                (data.SAMPLE / f"{data.SAMPLE_SPLITS[split]}.{lang}.gz").read_bytes())
+    (folder / "train.en.gz").write_bytes(train_en)
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize("content,message", [
+    (gzip.compress("A dog.\n".encode() * 2999 + b"\xff\xfe broken\n"),
+     r"train\.en\.gz, line 3000: not UTF-8 .*; convert the file to UTF-8"),
+    (gzip.compress("A dog.\n".encode() * 3000)[:-30],
+     r"train\.en\.gz, after line \d+: the gzip data is broken or cut short"),
+    (gzip.compress(b"\n" * 3000), r"train\.en\.gz and .*train\.de\.gz hold no sentence pair"),
+])
+def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, content, message):
+    location = bad_corpus(tmp_path, content)
+    config = get("multi30k").override(vocab_size=500)
+    with pytest.raises(data.DataError, match=message):
+        load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=quiet)
