@@ -13,7 +13,8 @@ from annotated import checkpoint as checkpoint_command
 from annotated.training import checkpoint
 from annotated.inference.search import beam_search, greedy_decode, source_batch
 from annotated.evaluate import main as evaluate_main
-from annotated.inference.bleu import paper_bleu, paper_tokenize, sacre_bleu, split_compounds
+from annotated.inference.bleu import (lowercase_bleu, paper_bleu, paper_tokenize, sacre_bleu,
+                                      split_compounds)
 from annotated.data.tokenizer import EOS, CopyTokenizer
 from annotated.translate import main as translate_main
 from annotated.inference.translate import translate_lines
@@ -150,6 +151,14 @@ def test_hand_computed_bleu():
     assert "case:mixed" in signature and "tok:13a" in signature
 
 
+def test_lowercased_bleu_forgives_case_and_says_so_in_its_signature():
+    hyps, refs = ["The Cat sat on the mat"], ["the cat sat on a mat"]
+    lower, signature = lowercase_bleu(hyps, refs)
+    assert lower.score == pytest.approx(sacre_bleu([h.lower() for h in hyps], refs)[0].score)
+    assert lower.score > sacre_bleu(hyps, refs)[0].score
+    assert "case:lc" in signature and "tok:13a" in signature
+
+
 def test_compound_splitting_as_in_get_ende_bleu():
     assert split_compounds("a-b-c x-y - z") == "a ##AT##-##AT## b-c x ##AT##-##AT## y - z"
     assert paper_tokenize("Das Mehrfamilien-Haus, 5-fach.") == \
@@ -166,6 +175,7 @@ def test_evaluate_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "sacreBLEU (cased, detokenized): BLEU = 53.73" in out and "signature: nrefs:1" in out
     assert "paper-style tokenized BLEU with compound splitting" in out
+    assert "lowercased tokenized BLEU (sacreBLEU -lc, 13a" in out and "case:lc" in out
     (tmp_path / "ref").write_text("one\ntwo\n")
     with pytest.raises(SystemExit):
         evaluate_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])

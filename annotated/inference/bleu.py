@@ -1,4 +1,4 @@
-"""BLEU of translations against references, measured two ways.
+"""BLEU of translations against references, measured three ways.
 
 1. sacreBLEU (Post 2018): cased BLEU of the detokenized output, tokenized internally by
    sacreBLEU's own "13a" tokenizer, with its signature printed. This is the number to report
@@ -15,8 +15,13 @@
    token into three that are easy to match, which is one reason it comes out about 0.7-1.5
    higher than sacreBLEU for the same output.
 
+3. Lowercased tokenized BLEU, the number the Multi30k literature reports: sacreBLEU with
+   `lowercase=True` (its `-lc`) and the same 13a tokenizer, exponential smoothing; the
+   signature says so (`case:lc`). Lowercasing forgives capitalisation errors, so it comes out
+   higher than the cased score for the same output.
+
 The command `python -m annotated.evaluate --hyp FILE --ref FILE` (annotated/evaluate.py)
-prints both; `python -m annotated.translate ... --ref FILE` prints the same after translating.
+prints all three; `python -m annotated.translate ... --ref FILE` prints the same after translating.
 """
 import re
 
@@ -54,6 +59,13 @@ def sacre_bleu(hyps: list[str], refs: list[str]):
     return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 
 
+def lowercase_bleu(hyps: list[str], refs: list[str]):
+    """(score object, signature) of sacreBLEU -lc: lowercased, 13a-tokenized (Multi30k papers)."""
+    _check(hyps, refs)
+    bleu = BLEU(lowercase=True)
+    return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
+
+
 def paper_bleu(hyps: list[str], refs: list[str]):
     """Tokenized, compound-split, unsmoothed corpus BLEU (see the module docstring)."""
     _check(hyps, refs)
@@ -63,10 +75,14 @@ def paper_bleu(hyps: list[str], refs: list[str]):
 
 
 def report(hyps: list[str], refs: list[str]) -> str:
-    """Both scores as printed lines, each labelled with what it is."""
+    """The three scores as printed lines, each labelled with what it is."""
     sacre, signature = sacre_bleu(hyps, refs)
+    lower, lower_signature = lowercase_bleu(hyps, refs)
     return (f"sacreBLEU (cased, detokenized): {sacre}\n"
             f"  signature: {signature}\n"
+            f"lowercased tokenized BLEU (sacreBLEU -lc, 13a; as Multi30k papers report): "
+            f"{lower}\n"
+            f"  signature: {lower_signature}\n"
             f"paper-style tokenized BLEU with compound splitting (13a tokens, ##AT## splits, "
             f"no smoothing; compare with the paper only, not with sacreBLEU): "
             f"{paper_bleu(hyps, refs)}")
