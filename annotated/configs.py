@@ -9,6 +9,7 @@ N=0, an odd d_model with sinusoids, an unknown dataset) stops the command before
 built or written, with one line naming the field, the value and what is allowed. Run
 `python -m annotated.configs` to print Table 3's parameter column beside the paper's.
 """
+import re
 import types
 from dataclasses import dataclass, fields, replace
 
@@ -30,7 +31,9 @@ class Config:
     positional: str = "sinusoidal"  # or "learned" (Table 3 row E)
     max_len: int = 1024            # only bounds learned positions
     # data (§5.1)
-    dataset: str = "wmt14"         # "copy", "multi30k" or "wmt14"
+    dataset: str = "wmt14"         # "copy", "multi30k", "multi30k_sample", "wmt14" or "files"
+    source_lang: str = "en"        # language codes: English->German, the paper's direction;
+    target_lang: str = "de"        # Multi30k also has fr (the paper's second pair: en-fr)
     vocab_size: int = 37_000       # shared source-target BPE vocabulary
     max_sentence_len: int = 256    # pairs longer than this (in tokens, either side) are dropped
     copy_len: int = 10             # copy task only: sequences of 1..copy_len random symbols
@@ -65,6 +68,14 @@ class Config:
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ConfigError(f"config: d_model = {self.d_model} is odd; sinusoidal positions "
                               f"need an even d_model (sin and cos pairs, §3.5)")
+        available = {"multi30k": {"en", "de", "fr"}, "multi30k_sample": {"en", "de", "fr"},
+                     "wmt14": {"en", "de"}}.get(self.dataset)
+        pair = {self.source_lang, self.target_lang}
+        if self.dataset != "copy" and (len(pair) < 2 or available and not pair <= available):
+            raise ConfigError(f"config: source_lang = {self.source_lang!r}, target_lang = "
+                              f"{self.target_lang!r}: dataset {self.dataset} needs two different "
+                              f"languages" + (f" of {', '.join(sorted(available))}" if available
+                                              else "") + "; dataset=files takes any pair")
         if self.max_tokens < self.max_sentence_len:
             raise ConfigError(f"config: max_tokens = {self.max_tokens} is below max_sentence_len "
                               f"= {self.max_sentence_len}; a batch must hold the longest "
@@ -106,7 +117,9 @@ class ConfigError(ValueError):
 
 # What each field allows, beyond its type: (test, what is allowed) for every field but the
 # paper_* references (None or a positive number).
-DATASETS = ("copy", "multi30k", "multi30k_sample", "wmt14")
+DATASETS = ("copy", "multi30k", "multi30k_sample", "wmt14", "files")
+_LANG = (lambda v: re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)?", v) is not None,
+         "a language code such as en, de, fr, zh")
 _AT_LEAST_1 = (lambda v: v >= 1, ">= 1")
 _PROBABILITY = (lambda v: 0 <= v < 1, "0 <= value < 1")
 RULES = {
@@ -117,6 +130,7 @@ RULES = {
     **dict.fromkeys(["P_drop", "attn_dropout", "ffn_dropout", "eps_ls"], _PROBABILITY),
     "positional": (lambda v: v in ("sinusoidal", "learned"), "sinusoidal or learned"),
     "dataset": (lambda v: v in DATASETS, " or ".join(DATASETS)),
+    **dict.fromkeys(["source_lang", "target_lang"], _LANG),
     "vocab_size": (lambda v: v >= 5, ">= 5 (4 special ids and at least one symbol)"),
     "max_sentence_len": (lambda v: v >= 2, ">= 2 (a token and EOS)"),
     "copy_examples": (lambda v: v >= 10, ">= 10"),

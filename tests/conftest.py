@@ -1,10 +1,12 @@
+import gzip
 import os
 from pathlib import Path
 
 import pytest
 import torch
 
-from annotated.data.corpus import DATA_ENV
+from annotated.data.corpus import DATA_ENV, SAMPLE, SAMPLE_SPLITS
+from annotated.data.files import read_lines
 
 # Tests are deterministic and single-threaded-friendly on the 2-core CI machine.
 torch.set_num_threads(min(2, os.cpu_count() or 1))
@@ -27,3 +29,18 @@ def full_corpus(dataset: str, name: str) -> Path:
             return Path(location)
     pytest.skip(f"the full {dataset} corpus is not here: no {dataset}/{name} in {DATA_ENV} or "
                 f"in {SHARED_DATA}")
+
+
+def user_corpus(folder, target="fr", gz=True):
+    """A user's corpus built from the sample: train/dev/test .en and .TARGET, some gzipped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, stem in [("train", "train"), ("valid", "dev"), ("test", "test")]:
+        for lang, name in [("en", "en"), ("fr", target)]:
+            lines = list(read_lines(SAMPLE / f"{SAMPLE_SPLITS[split]}.{lang}.gz"))[:400]
+            text = "".join(line + "\n" for line in lines).encode()
+            path = folder / f"{stem}.{name}"
+            if gz and lang == "en":
+                (folder / f"{stem}.{name}.gz").write_bytes(gzip.compress(text))
+            else:
+                path.write_bytes(text)
+    return folder

@@ -63,6 +63,9 @@ def test_overrides_are_parsed_by_field_type():
     ("max_tokens=100", "max_tokens = 100 is below max_sentence_len = 256"),
     ("N=1.5", "N = '1.5' is not an int"),
     ("paper_bleu=-3", "paper_bleu = -3.0 is not allowed; allowed: None or > 0"),
+    ("target_lang=English", "target_lang = 'English' is not allowed; allowed: a language code"),
+    ("target_lang=fr", "dataset wmt14 needs two different languages of de, en"),
+    ("target_lang=en", "dataset wmt14 needs two different languages"),
 ])
 def test_every_invalid_setting_is_one_line_naming_field_value_and_what_is_allowed(item, message):
     with pytest.raises(configs.ConfigError) as error:

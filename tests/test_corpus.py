@@ -5,15 +5,17 @@ import io
 import json
 import tarfile
 
+import numpy as np
 import pytest
 
 import annotated.data.corpus as data
+import annotated.data.tokenizer as tokenizer_module
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.configs import get
 from annotated.data.corpus import load_corpus, read_parallel
 from annotated.data.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
 from annotated.data.files import read_lines, sha256_file
-from conftest import full_corpus
+from conftest import full_corpus, user_corpus
 
 
 def quiet(*_):
@@ -324,3 +326,48 @@ def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, co
     config = get("multi30k").override(vocab_size=500)
     with pytest.raises(data.DataError, match=message):
         load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=quiet)
+
+
+# --- other language pairs: English-French, and any corpus of the user's ---------------------------
+
+def test_english_french_is_the_same_corpus_with_another_target(tmp_path):
+    config = get("multi30k").override(dataset="multi30k_sample", target_lang="fr",
+                                      vocab_size=1000)
+    corpus = load_corpus(config, cache_dir=tmp_path, log=quiet)
+    assert corpus.test_src[0] == "A man in an orange hat starring at something."
+    assert corpus.test_ref[0].startswith("Un homme")
+    assert len(corpus.train) == 3_000
+
+
+def test_a_users_own_corpus_is_read_by_naming_the_folder_and_the_languages(tmp_path):
+    folder = user_corpus(tmp_path / "mine")
+    config = get("multi30k").override(dataset="files", source_lang="en", target_lang="fr",
+                                      vocab_size=500)
+    corpus = load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    assert (len(corpus.train), len(corpus.valid), len(corpus.test)) == (400, 300, 300)
+    assert corpus.test_ref[0].startswith("Un homme")
+    with pytest.raises(data.DataError, match=r"has no test\.\{en,fr\}"):
+        (folder / "test.fr").unlink()
+        load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    with pytest.raises(data.DataError, match="give --data-dir DIR"):
+        load_corpus(config, data_dir=None, cache_dir=tmp_path / "cache", log=quiet)
+
+
+def test_scripts_without_spaces_get_a_vocabulary_that_round_trips(tmp_path):
+    """Chinese has no spaces between words and thousands of characters: the BPE model keeps
+    99.95% of the characters (tokenizer.coverage) and decodes what it encodes."""
+    rng = np.random.default_rng(0)
+    chars = [chr(c) for c in range(0x4E00, 0x4E00 + 300)]
+    lines = ["".join(rng.choice(chars, size=rng.integers(5, 15))) + "。" for _ in range(2000)]
+    assert tokenizer_module.coverage("en", "zh") == 0.9995
+    assert tokenizer_module.coverage("en", "fr") == 1.0
+    tok = tokenizer_module.load_or_train([_write(tmp_path / "train.zh", lines)], 600,
+                                         tmp_path / "cache", "zh", log=quiet,
+                                         character_coverage=tokenizer_module.coverage("zh"))
+    for line in lines[:50]:
+        assert tok.decode(tok.encode(line)) == line
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path

@@ -10,6 +10,9 @@ from annotated.training import checkpoint
 from annotated.data import corpus as data
 from annotated import train
 from annotated.data.corpus import DATA_ENV
+from annotated.evaluate import main as evaluate_main
+from annotated.translate import main as translate_main
+from conftest import user_corpus
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -199,3 +202,19 @@ def test_resume_reads_the_data_from_where_the_run_started(tmp_path, monkeypatch)
         "--max-steps", 1, *tiny)
     run(tmp_path / "run", "--resume", *cache, "--max-steps", 2)
     assert [m["step"] for m in metrics(tmp_path / "run", "train")] == [1, 2]
+
+
+def test_a_users_corpus_trains_translates_and_scores_with_the_same_commands(tmp_path, capsys):
+    """Any parallel corpus, no code: a folder of train/dev/test files and two language codes."""
+    folder = user_corpus(tmp_path / "en-fr")
+    run(tmp_path / "run", "--config", "multi30k", "--data-dir", folder, "--cache-dir",
+        tmp_path / "cache", "--max-steps", 3, "dataset=files", "source_lang=en",
+        "target_lang=fr", "vocab_size=300", "N=1", "d_model=32", "d_ff=64", "h=2", "d_k=16",
+        "d_v=16", "max_tokens=600", "eval_every=3", "ckpt_every=3", "log_every=1")
+    ckpt = checkpoint.checkpoints(tmp_path / "run")[-1]
+    translate_main(["--checkpoint", str(ckpt), "--input", str(folder / "test.en.gz"),
+                    "--out", str(tmp_path / "test.hyp"), "--max-extra", "3", "--greedy"])
+    evaluate_main(["--hyp", str(tmp_path / "test.hyp"), "--ref", str(folder / "test.fr")])
+    out = capsys.readouterr().out
+    assert "files: 400 training pairs" in out and "sacreBLEU (cased, detokenized)" in out
+    assert len((tmp_path / "test.hyp").read_text().splitlines()) == 300

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from annotated.data.files import DataError, download, read_lines, sha256_file
-from annotated.data.tokenizer import CopyTokenizer, load_or_train
+from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
 DEFAULT_CACHE = Path("~/.cache/annotated-transformer")
@@ -47,13 +47,17 @@ MULTI30K_SHA256 = {
     "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
     "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
+    "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
+    "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
 }
 # The shipped sample: the first lines of each Multi30k split (see its README for the terms).
 SAMPLE = Path(__file__).resolve().parent / "sample" / "multi30k"
 SAMPLE_SPLITS = {split: f"{stem}_sample" for split, stem in MULTI30K_SPLITS.items()}
 # WMT14 as prepare_wmt14 writes it: newstest2013 is the paper's dev set, newstest2014 its test.
 WMT14_SPLITS = dict(train="train", valid="newstest2013", test="newstest2014")
-SOURCE, TARGET = "en", "de"      # English->German, the paper's direction
+# A user's own corpus (dataset=files): the stems each split may have, in order of preference.
+USER_SPLITS = dict(train=("train",), valid=("valid", "val", "dev"), test=("test",))
 
 
 @dataclass
@@ -118,11 +122,12 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     if config.dataset == "copy":
         return _copy_corpus(config, log)
     cache = cache_folder(cache_dir)
-    files = corpus_files(config.dataset, data_location(data_dir), cache, log)
+    files = corpus_files(config, data_location(data_dir), cache, log)
     for src_path, tgt_path in files.values():     # a misaligned corpus fails in seconds, not
         check_line_counts(src_path, tgt_path)     # after training a tokenizer on it
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
-                              config.dataset, log)
+                              f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,
+                              character_coverage=coverage(config.source_lang, config.target_lang))
     splits, stats = {}, {}
     for split, (src_path, tgt_path) in files.items():
         pairs, stats[split] = read_parallel(src_path, tgt_path)
@@ -135,25 +140,51 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
                   test_src, test_ref)
 
 
-def corpus_files(dataset, data_dir, cache, log) -> dict:
-    """{split: [source file, target file]} of a dataset, found (or downloaded) as the module
-    docstring says."""
-    if dataset == "multi30k_sample":
+def corpus_files(config, data_dir, cache, log) -> dict:
+    """{split: [source file, target file]} of config.dataset in the config's two languages,
+    found (or downloaded) as the module docstring says."""
+    langs = (config.source_lang, config.target_lang)
+    if config.dataset == "files":
+        return _user_files(data_dir, langs)
+    if config.dataset == "multi30k_sample":
         folder, stems, suffix = SAMPLE, SAMPLE_SPLITS, ".gz"
-    elif dataset == "multi30k":
+        names = [f"{stem}.{lang}{suffix}" for stem in stems.values() for lang in langs]
+        _find("multi30k_sample", names, folder)
+    elif config.dataset == "multi30k":
         stems, suffix = MULTI30K_SPLITS, ".gz"
-        names = [f"{stem}.{lang}{suffix}" for stem in stems.values() for lang in (SOURCE, TARGET)]
+        names = [f"{stem}.{lang}{suffix}" for stem in stems.values() for lang in langs]
         folder = (_find("multi30k", names, data_dir) if data_dir
                   else _download_multi30k(cache / "multi30k", names, log))
-    elif dataset == "wmt14":
+    else:                                                      # wmt14
         stems, suffix = WMT14_SPLITS, ""
-        names = [f"{stem}.{lang}" for stem in stems.values() for lang in (SOURCE, TARGET)]
+        names = [f"{stem}.{lang}" for stem in stems.values() for lang in langs]
         folder = _find("wmt14", names, data_dir or cache / "wmt14")
-    else:
-        raise DataError(f"unknown dataset {dataset!r}; choose copy, multi30k, multi30k_sample "
-                         f"or wmt14")
-    return {split: [folder / f"{stem}.{lang}{suffix}" for lang in (SOURCE, TARGET)]
+    return {split: [folder / f"{stem}.{lang}{suffix}" for lang in langs]
             for split, stem in stems.items()}
+
+
+def _user_files(data_dir, langs) -> dict:
+    """A user's own parallel corpus: in the data location, train.L, valid.L (or val.L, dev.L)
+    and test.L for both languages L, plain or gzip (.gz)."""
+    if data_dir is None:
+        raise DataError("dataset=files reads your own corpus from the data location: give "
+                        "--data-dir DIR (or ANNOTATED_DATA_DIR), where DIR holds train.SRC, "
+                        "train.TGT, valid.SRC, valid.TGT, test.SRC and test.TGT")
+    files, missing = {}, []
+    for split, stems in USER_SPLITS.items():
+        found = [[Path(data_dir) / f"{stem}.{lang}{gz}" for gz in ("", ".gz")
+                  if (Path(data_dir) / f"{stem}.{lang}{gz}").is_file()]
+                 for stem in stems for lang in langs]
+        pairs = [found[i] + found[i + 1] for i in range(0, len(found), 2)
+                 if found[i] and found[i + 1]]
+        if pairs:
+            files[split] = pairs[0]
+        else:
+            missing.append(f"{'/'.join(stems)}.{{{','.join(langs)}}}")
+    if missing:
+        raise DataError(f"{data_dir} has no {', '.join(missing)} (plain or .gz): dataset=files "
+                        f"needs train, valid and test files of source_lang and target_lang")
+    return files
 
 
 def _copy_corpus(config, log) -> Corpus:

@@ -34,7 +34,7 @@ SPECIAL = (PAD, BOS, EOS)          # ids decode() leaves out
 # each cached model, so changing a setting here retrains.
 BPE_SETTINGS = dict(
     model_type="bpe", pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
-    character_coverage=1.0,           # European languages: keep every character seen
+    character_coverage=1.0,           # keep every character seen (see coverage() for CJK)
     input_sentence_size=2_000_000,    # above this many sentences (WMT14 has 9 million, both
                                       # languages), train on a seeded sample of this many
     shuffle_input_sentence=True, seed=1234,
@@ -135,14 +135,27 @@ def _sentences(texts_or_files):
         yield from (line for line in lines if line.strip())
 
 
-def train_bpe(texts_or_files, vocab_size: int, model_path) -> Tokenizer:
+# Scripts with thousands of characters: a BPE model that keeps every character seen would
+# spend its vocabulary on rare ones, so these keep the 99.95% most frequent (sentencepiece's
+# advice); the rest become UNK. sentencepiece needs no spaces between words, so these scripts
+# are cut into pieces as they are.
+LARGE_SCRIPTS = {"zh", "ja", "ko", "yue", "wuu"}
+
+
+def coverage(*langs: str) -> float:
+    """The share of characters the BPE model keeps, for a corpus in these languages."""
+    return 0.9995 if any(lang.split("-")[0] in LARGE_SCRIPTS for lang in langs) else 1.0
+
+
+def train_bpe(texts_or_files, vocab_size: int, model_path,
+              character_coverage: float = 1.0) -> Tokenizer:
     """Train a shared BPE vocabulary and save it (atomically) at model_path.
 
     texts_or_files: paths of text files (plain or gzip), or lists of sentences, or a mixture:
     pass the training split of both languages. Blank lines are skipped. The result depends only
     on the sentences, their order, vocab_size and BPE_SETTINGS.
     """
-    settings = dict(BPE_SETTINGS)
+    settings = dict(BPE_SETTINGS, character_coverage=character_coverage)
     spm.set_random_generator_seed(settings.pop("seed"))
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=_sentences(texts_or_files),
@@ -153,7 +166,8 @@ def train_bpe(texts_or_files, vocab_size: int, model_path) -> Tokenizer:
     return tokenizer
 
 
-def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> Tokenizer:
+def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
+                  character_coverage: float = 1.0) -> Tokenizer:
     """The BPE model of these training files, trained once and then reused from cache_dir.
 
     The model is stored as `{name}-bpe{vocab_size}-{key}.model`, where key hashes the record of
@@ -162,7 +176,8 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> To
     one that cannot be loaded (the damaged file is removed, and the log says so).
     """
     record = dict(inputs=[sha256_file(f) for f in files], vocab_size=vocab_size,
-                  settings=BPE_SETTINGS, sentencepiece=spm.__version__)
+                  settings=dict(BPE_SETTINGS, character_coverage=character_coverage),
+                  sentencepiece=spm.__version__)
     text = json.dumps(record, indent=1, sort_keys=True)
     key = hashlib.sha256(text.encode()).hexdigest()[:12]
     model_path = Path(cache_dir) / f"{name}-bpe{vocab_size}-{key}.model"
@@ -179,7 +194,7 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print) -> To
             model_path.unlink()
     log(f"tokenizer: training a {vocab_size:,}-token BPE vocabulary on "
         f"{', '.join(Path(f).name for f in files)}")
-    tokenizer = train_bpe(files, vocab_size, model_path)
+    tokenizer = train_bpe(files, vocab_size, model_path, character_coverage)
     with atomic_open(record_path, "w") as f:     # written last: a model without it is retrained
         f.write(text)
     return tokenizer
