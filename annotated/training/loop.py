@@ -64,12 +64,11 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
         state = _state(resumed, data_location(data_dir))
-        distributed.barrier() if rank else None       # rank 0 first: it may fill the cache
-        corpus = load_corpus(config, state.data_dir, cache_dir, log=say)
-        distributed.barrier() if not rank else None
+        corpus = _load(config, state.data_dir, cache_dir, say)
         if resumed and resumed["tokenizer"]["bytes"] != corpus.tokenizer.to_bytes():
-            raise checkpoint.CheckpointError(f"the tokenizer built now differs from the one in the checkpoint "
-                             f"in {run_dir}; was the data or the cache changed?")
+            raise checkpoint.CheckpointError(
+                f"the tokenizer built now differs from the one in the checkpoint in {run_dir}; "
+                f"was the data or the cache changed?")
         torch.manual_seed(config.seed)                 # the same initial weights on every rank
         model = config.make_model(corpus.tokenizer.vocab_size).to(device)
         _set_threads(threads, model, device)
@@ -110,6 +109,17 @@ def _state(resumed, data_dir) -> TrainState:
     return TrainState(resumed["step"], t["epoch"], t["index"], t["elapsed"],
                       resumed.get("run_id") or checkpoint.new_run_id(),
                       str(data_dir) if data_dir else t.get("data_dir"))
+
+
+def _load(config, data_dir, cache_dir, say):
+    """The corpus, rank 0 first: it may download data or train the tokenizer into the cache
+    that the other ranks then read."""
+    if distributed.rank() > 0:
+        distributed.barrier()
+    corpus = load_corpus(config, data_dir, cache_dir, log=say)
+    if distributed.rank() == 0:
+        distributed.barrier()
+    return corpus
 
 
 def _set_threads(threads, model, device):
