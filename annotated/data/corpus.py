@@ -264,5 +264,6 @@ def _download_multi30k(folder: Path, names, log) -> Path:
             raise FileNotFoundError(
                 f"multi30k: {path} is not in the cache and downloading {url} failed ({e}). "
                 f"Without internet, point --data-dir or {DATA_ENV} at a folder holding "
-                f"{', '.join(names)} (or at its parent holding multi30k/)") from e
+                f"{', '.join(names)} (or at its parent holding multi30k/), or train on the "
+                f"sample shipped with the package: dataset=multi30k_sample (--config sample)") from e
     return folder
