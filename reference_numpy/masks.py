@@ -1,6 +1,6 @@
-"""Masks (§3.1 padding, §3.2.3 the decoder's "no leftward flow"), as in annotated.masks:
-boolean arrays where True means attend, shaped to broadcast against attention scores
-(batch, h, q_len, k_len).
+"""Masks (§3.1 padding, §3.2.3 the decoder's "no leftward flow"), with annotated.masks's
+convention: boolean arrays where True means attend, shaped to broadcast against attention
+scores (batch, h, q_len, k_len). The causal mask compares key and query positions directly.
 """
 import numpy as np
 
@@ -12,7 +12,9 @@ def padding_mask(tokens, pad):
 
 def subsequent_mask(size):
     """Position i may attend to positions j <= i only: (1, 1, size, size), lower triangle."""
-    return np.tril(np.ones((size, size), dtype=bool))[None, None]
+    i = np.arange(size)[:, None]                                   # (size, 1) query positions
+    j = np.arange(size)[None, :]                                   # (1, size) key positions
+    return (j <= i)[None, None]
 
 
 def target_mask(tgt, pad):

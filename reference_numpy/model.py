@@ -25,7 +25,7 @@ from reference_numpy.encoder import encoder_backward, encoder_forward
 from reference_numpy.layers import (dropout_backward, dropout_forward, linear_backward,
                                     linear_forward, log_softmax_backward, log_softmax_forward,
                                     mask_for)
-from reference_numpy.loss import label_smoothed_backward, label_smoothed_forward
+from reference_numpy.loss import label_smoothed_forward, label_smoothed_logits_backward
 from reference_numpy.masks import padding_mask, target_mask
 from reference_numpy.positional import learned_backward, learned_forward, sinusoidal_forward
 
@@ -102,9 +102,14 @@ def forward(params, src, tgt_in, config, *, pad, dropout_masks=None):
 
 def backward(dlog_p, cache):
     """The gradient of every parameter, keyed like the params dict, from d loss / d log p."""
+    return backward_from_logits(log_softmax_backward(dlog_p, cache[-1]), cache)
+
+
+def backward_from_logits(dlogits, cache):
+    """The same from d loss / d logits (batch, tgt_len, V), the gradient that a loss written
+    against the logits hands over (reference_numpy.loss.label_smoothed_logits_backward)."""
     (shape, src_embed, src_pos, src_drop, encoder, tgt_embed, tgt_pos, tgt_drop, decoder,
-     generator, log_softmax) = cache
-    dlogits = log_softmax_backward(dlog_p, log_softmax)
+     generator, _) = cache
     dy, dW_gen, _ = linear_backward(dlogits, generator)
     # A tied matrix collects its three uses in one array: this output projection, then the
     # target embedding, then the source embedding (each adds to what the previous left).
@@ -134,7 +139,8 @@ def log_probs(params, src, tgt_in, *, pad, config, dropout_masks=None):
 
 def loss_and_grads(params, src, tgt_in, tgt_out, *, pad, eps_ls, config, dropout_masks=None):
     """The label-smoothed loss (mean over non-padding target tokens, as annotated's training
-    divides LossStats.loss by LossStats.tokens) and its gradient for every parameter."""
+    divides LossStats.loss by LossStats.tokens) and its gradient for every parameter. The
+    backward starts at the logits with (softmax - q) / n, q the smoothed target distribution."""
     log_p, cache = forward(params, src, tgt_in, config, pad=pad, dropout_masks=dropout_masks)
     loss, loss_cache = label_smoothed_forward(log_p, tgt_out, pad, eps_ls)
-    return loss, backward(label_smoothed_backward(loss_cache), cache)
+    return loss, backward_from_logits(label_smoothed_logits_backward(loss_cache), cache)

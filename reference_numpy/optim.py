@@ -2,6 +2,13 @@
 
     lrate = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)
 
+The schedule is two curves and the lower of them: a straight line through the origin,
+step / warmup_steps^1.5, and the decay 1 / sqrt(step). They cross where step^1.5 =
+warmup_steps^1.5, i.e. at step = warmup_steps, so the rate climbs linearly for warmup_steps
+steps, peaks there at (d_model * warmup_steps)^-0.5, and falls as 1 / sqrt(step) afterwards.
+`noam_rate` computes both curves in float64 for a step or a whole array of steps and takes
+their minimum, as written; `factor` scales the result (1 in the paper).
+
 Adam keeps, per parameter, running averages of the gradient (m) and of its square (v):
 
     m <- beta1 m + (1 - beta1) g          v <- beta2 v + (1 - beta2) g^2
@@ -19,9 +26,23 @@ from reference_numpy.model import loss_and_grads
 
 
 def noam_rate(step, d_model, warmup_steps, factor=1.0):
-    """The learning rate at `step` (counting from 1), as annotated.optim.noam_rate."""
-    step = max(step, 1)
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+    """The §5.3 learning rate at `step` (counting from 1: the formula has no value at 0).
+
+    `step` is an int or an array of steps; the result is a float, or an array of the same
+    shape. A single step is kept as a NumPy scalar, whose ** calls the C library's pow like
+    Python's floats; an array goes through NumPy's vectorized power, which may differ from
+    that in the last bit.
+    """
+    steps = np.asarray(step, dtype=np.float64)                     # (...) or a 0-d array
+    if (steps < 1).any():
+        raise ValueError(f"steps count from 1 in the §5.3 schedule, got {steps.min():g}")
+    if steps.ndim == 0:
+        steps = steps[()]                                          # a NumPy scalar
+    decay = steps ** -0.5                                          # step^-0.5
+    warmup = steps * np.float64(warmup_steps) ** -1.5              # step * warmup_steps^-1.5
+    lrate = np.float64(d_model) ** -0.5 * np.minimum(decay, warmup)
+    lrate = factor * lrate
+    return float(lrate) if np.ndim(lrate) == 0 else lrate
 
 
 class Adam:

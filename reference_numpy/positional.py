@@ -3,10 +3,11 @@
     PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
 
-The sinusoids are a fixed table, so their backward passes the gradient through unchanged and
-has nothing to learn. Learned positions (Table 3 row E) are a trained table P of shape
-(max_len, d_model): position t of every sentence adds row t, so row t's gradient is the sum
-of the output gradient over the batch at position t.
+The table is computed as written, pos divided by a power of 10000, in float64. It is fixed,
+so the backward passes the gradient through unchanged and has nothing to learn. Learned
+positions (Table 3 row E) are a trained table P of shape (max_len, d_model): position t of
+every sentence adds row t, so row t's gradient is the sum of the output gradient over the
+batch at position t.
 """
 import numpy as np
 
@@ -15,12 +16,12 @@ def sinusoid_table(length, d_model, start=0):
     """PE rows for positions start .. start+length-1: (length, d_model), any length."""
     if d_model % 2:
         raise ValueError(f"sinusoidal positions need an even d_model, got {d_model}")
-    pos = np.arange(start, start + length, dtype=np.float64)[:, None]
-    freq = np.exp(np.arange(0, d_model, 2, dtype=np.float64)
-                  * (-np.log(10000.0) / d_model))                  # 1 / 10000^(2i/d_model)
+    pos = np.arange(start, start + length, dtype=np.float64)[:, None]   # (length, 1)
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)             # (d_model/2,) 2i
+    angle = pos / 10000.0 ** (two_i / d_model)                     # (length, d_model/2)
     pe = np.empty((length, d_model))
-    pe[:, 0::2] = np.sin(pos * freq)
-    pe[:, 1::2] = np.cos(pos * freq)
+    pe[:, 0::2] = np.sin(angle)                                    # dimensions 2i
+    pe[:, 1::2] = np.cos(angle)                                    # dimensions 2i+1
     return pe
 
 

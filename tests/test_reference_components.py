@@ -22,7 +22,8 @@ from reference_numpy.embeddings import embedding_backward, embedding_forward
 from reference_numpy.encoder import encoder_layer_backward, encoder_layer_forward
 from reference_numpy.feedforward import feedforward_backward, feedforward_forward
 from reference_numpy.gradcheck import numerical_grad, relative_error
-from reference_numpy.loss import label_smoothed_backward, label_smoothed_forward
+from reference_numpy.loss import (label_smoothed_backward, label_smoothed_forward,
+                                  label_smoothed_logits_backward)
 from reference_numpy.masks import padding_mask, subsequent_mask, target_mask
 from reference_numpy.multihead import multihead_backward, multihead_forward
 from reference_numpy.positional import learned_backward, learned_forward, sinusoidal_forward
@@ -336,6 +337,15 @@ def test_label_smoothed_loss(eps_ls):
     assert np.isclose(loss, expected, rtol=1e-14)
     check_gradients(lambda: label_smoothed_forward(a["log_p"], target, 0, eps_ls)[0], a,
                     {"log_p": label_smoothed_backward(cache)})
+    # the fused gradient with respect to the logits, (softmax - q) / n
+    z = {"logits": logits}
+
+    def f():
+        return label_smoothed_forward(layers.log_softmax_forward(z["logits"])[0], target, 0,
+                                      eps_ls)[0]
+
+    check_gradients(f, z, {"logits": label_smoothed_logits_backward(cache)})
+    assert (label_smoothed_logits_backward(cache)[1, 2] == 0).all()     # the padding position
 
 
 def test_reference_numpy_never_imports_torch():

@@ -9,6 +9,11 @@ added to a row of scores), so both sides must be zero to rounding instead: gradi
 of the model's largest gradient, and b_K itself after training <= 1e-7 of the largest
 parameter (see test_five_training_steps_match_torch).
 
+The pieces the reference computes its own way are also compared one by one, each test stating
+its tolerance: the §5.3 schedule at every step 1..200,000 (relative <= 1e-15), the smoothed
+loss built from an explicit target distribution and its logit gradient (<= 1e-12), the
+sinusoid table and the masks.
+
 Dropout: every nn.Dropout of the PyTorch model is replaced, by module name, with
 `RecordedDropout`, which draws a mask the first time it runs and keeps it in a dict under its
 module name; that dict is the reference's `dropout_masks`. Attention modules are switched to
@@ -20,11 +25,16 @@ import torch
 from torch import nn
 
 import reference_numpy as ref
-from annotated import configs, batch_masks
+from annotated import configs, batch_masks, positional
 from annotated.loss import label_smoothed_loss
+from annotated.masks import subsequent_mask
 from annotated.optim import make_optimizer, noam_rate
+from reference_numpy import layers as ref_layers
+from reference_numpy import masks as ref_masks
+from reference_numpy import positional as ref_positional
 from reference_numpy.gradcheck import numerical_grad
-from reference_numpy.loss import label_smoothed_forward
+from reference_numpy.loss import (label_smoothed_backward, label_smoothed_forward,
+                                  label_smoothed_logits_backward, smoothed_distribution)
 from reference_numpy.model import read_config
 
 PAD, BOS, EOS = 0, 2, 3
@@ -220,10 +230,121 @@ def test_five_training_steps_match_torch():
     assert min(moved) > 1e-3                             # every tensor really was trained
 
 
-def test_noam_rate_is_the_annotated_schedule():
-    for step in [1, 2, 3, 50, 3999, 4000, 4001, 100_000]:
-        assert ref.noam_rate(step, 512, 4000, 2.0) == pytest.approx(noam_rate(step, 512, 4000, 2.0),
-                                                                    rel=1e-15)
+SCHEDULES = [(512, 4000, 1.0), (1024, 4000, 1.0), (128, 200, 0.5), (256, 16_000, 1.0),
+             (512, 4000, 2.0), (64, 1, 1.0)]          # (d_model, warmup_steps, factor)
+
+
+@pytest.mark.parametrize("d_model, warmup, factor", SCHEDULES)
+def test_noam_rate_matches_the_reference_at_every_step(d_model, warmup, factor):
+    """annotated.optim.noam_rate against the reference's two-branch float64 formula at every
+    step 1..200,000: relative difference <= 1e-15 (a few units in the last place; the
+    reference evaluates an array of steps with NumPy's vectorized power). Both peak exactly
+    at step = warmup_steps, at factor * (d_model * warmup_steps)^-0.5."""
+    steps = np.arange(1, 200_001)
+    ours = ref.noam_rate(steps, d_model, warmup, factor)
+    theirs = np.array([noam_rate(int(step), d_model, warmup, factor) for step in steps])
+    assert np.abs(ours - theirs).max() <= 1e-15 * theirs.max()
+    assert (np.abs(ours - theirs) <= 1e-15 * theirs).all()
+    peak = factor * (d_model * warmup) ** -0.5
+    for rates in (ours, theirs):
+        assert steps[rates.argmax()] == warmup
+        assert rates[warmup - 1] == pytest.approx(peak, rel=1e-15)
+    for step in (1, warmup, warmup + 1, 200_000):                   # one step at a time
+        assert ref.noam_rate(step, d_model, warmup, factor) == pytest.approx(
+            noam_rate(step, d_model, warmup, factor), rel=1e-15)
+    with pytest.raises(ValueError, match="count from 1"):
+        ref.noam_rate(0, d_model, warmup, factor)
+
+
+def test_the_optimizers_step_k_uses_the_reference_rate_k():
+    """make_optimizer's scheduler through the peak (warmup 100) and into the decay."""
+    model = torch.nn.Linear(2, 1)
+    optimizer, scheduler = make_optimizer(model, d_model=64, warmup_steps=100, factor=2.0)
+    expected = ref.noam_rate(np.arange(1, 301), 64, 100, 2.0)
+    for k in range(1, 301):
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(expected[k - 1], rel=1e-15), k
+        optimizer.step()
+        scheduler.step()
+
+
+LOSS_CASES = {                                       # eps_ls, pad, V
+    "paper": (0.1, PAD, V), "no smoothing": (0.0, PAD, V), "eps 0.3, pad 1": (0.3, 1, 7),
+    "pad is the last id": (0.1, 12, 13)}
+
+
+@pytest.mark.parametrize("case", LOSS_CASES)
+def test_smoothed_loss_and_logit_gradient_match_annotated(case):
+    """The reference builds q explicitly and takes -sum q log p; annotated.loss uses the
+    shortcut through log p(y) and sum log p. Float64, with padding positions: loss relative
+    difference <= 1e-12, and d loss / d logits
+    (softmax - q, over n) against autograd, max |diff| / max |autograd| <= 1e-12."""
+    eps_ls, pad, vocab = LOSS_CASES[case]
+    torch.manual_seed(6)
+    logits = 3 * torch.randn(4, 6, vocab, dtype=torch.float64)
+    logits.requires_grad_()
+    rng = np.random.default_rng(6)
+    target = rng.integers(0, vocab, (4, 6))
+    target[target == pad] = (pad + 1) % vocab       # padding only where placed next
+    target[1, 4:], target[2, 1:], target[3, :] = pad, pad, pad   # the last row: padding only
+    stats = label_smoothed_loss(logits, torch.from_numpy(target), pad=pad, eps_ls=eps_ls)
+    (stats.loss / stats.tokens).backward()
+    torch_loss = (stats.loss / stats.tokens).item()
+
+    log_p, _ = ref_layers.log_softmax_forward(logits.detach().numpy())
+    loss, cache = label_smoothed_forward(log_p, target, pad, eps_ls)
+    assert abs(loss - torch_loss) <= 1e-12 * abs(torch_loss)
+    assert abs(loss * stats.tokens.item() - stats.loss.item()) <= 1e-12 * stats.loss.item()
+    dlogits = label_smoothed_logits_backward(cache)
+    assert_close({"logits": dlogits}, {"logits": logits.grad.numpy()}, 1e-12, "d loss / d logits")
+    assert (dlogits[target == pad] == 0).all()
+    # the same gradient by the general route: -q / n through the log-softmax backward
+    through_log_p = ref_layers.log_softmax_backward(label_smoothed_backward(cache), log_p)
+    assert_close({"logits": through_log_p}, {"logits": logits.grad.numpy()}, 1e-12,
+                 "d loss / d log p, then the log-softmax")
+
+
+def test_smoothed_distribution_is_the_convention_of_annotated():
+    """q: 1 - eps_ls on the gold token, eps_ls / (V - 2) on each class that is neither the gold
+    token nor padding, 0 on padding, and an all-zero row where the target is padding. The
+    package's q, read off its autograd gradient (summed loss: d / d logits = softmax - q at a
+    counted position), is the same to 1e-12."""
+    eps_ls, pad, vocab = 0.1, 2, 6
+    target = np.array([[0, 5, 2], [3, 2, 2]])
+    q = smoothed_distribution(target, vocab, pad, eps_ls)             # (2, 3, 6)
+    expected = np.zeros((2, 3, vocab))
+    for (i, j), y in np.ndenumerate(target):
+        if y != pad:
+            expected[i, j] = [0.0 if c == pad else 1 - eps_ls if c == y else eps_ls / (vocab - 2)
+                              for c in range(vocab)]
+    assert np.array_equal(q, expected)
+    assert np.allclose(q.sum(-1), target != pad, rtol=0, atol=1e-15)
+
+    logits = torch.from_numpy(np.random.default_rng(7).standard_normal((2, 3, vocab)))
+    logits.requires_grad_()
+    label_smoothed_loss(logits, torch.from_numpy(target), pad=pad, eps_ls=eps_ls).loss.backward()
+    counted = target != pad
+    their_q = logits.softmax(-1).detach().numpy() - logits.grad.numpy()
+    assert np.abs(their_q[counted] - q[counted]).max() <= 1e-12
+    assert (logits.grad.numpy()[~counted] == 0).all()
+
+
+@pytest.mark.parametrize("length, d_model, start", [(2048, 512, 0), (64, 6, 0), (50, 16, 1000)])
+def test_sinusoid_table_matches_annotated(length, d_model, start):
+    """pos / 10000^(2i/d_model) here, pos * exp(-2i log(10000) / d_model) in the package:
+    the angles differ by rounding, a few units in the last place of pos, so the tables agree
+    to max |diff| <= 1e-15 * (the largest position)."""
+    ours = ref_positional.sinusoid_table(length, d_model, start)
+    theirs = positional.sinusoid_table(length, d_model, start, dtype=torch.float64).numpy()
+    assert np.abs(ours - theirs).max() <= 1e-15 * (start + length)
+
+
+def test_masks_match_annotated():
+    tokens = np.array([[5, 6, 7, 8, 9], [5, 6, 0, 0, 0]])
+    src, tgt = batch_masks(torch.from_numpy(tokens), torch.from_numpy(tokens), PAD)
+    assert np.array_equal(ref_masks.padding_mask(tokens, PAD), src.numpy())
+    assert np.array_equal(ref_masks.target_mask(tokens, PAD), tgt.numpy())
+    for size in (1, 2, 7):
+        assert np.array_equal(ref_masks.subsequent_mask(size), subsequent_mask(size).numpy())
 
 
 def test_params_round_trip_and_errors():
