@@ -1,6 +1,7 @@
-"""Re-execute every chapter in full mode, rewriting its committed outputs and its figures.
+"""Re-execute chapters in full mode, rewriting their committed outputs and figures.
 
-    python chapters/regenerate.py [01 05 ...]     # all chapters, or those whose number is given
+    python chapters/regenerate.py [01 05 ...]            # all chapters, or those given
+    python chapters/regenerate.py --listings [07 08]     # only the source listings
 
 Full mode means ANNOTATED_FULL=1, which this script sets (tests run the chapters in quick mode,
 the default). Full mode reads the real Multi30k from the data location, ANNOTATED_DATA_DIR
@@ -11,25 +12,44 @@ without it, chapter 07 trains a stand-in (about ten minutes) and chapter 08 a ti
 their model-dependent outputs change. Chapters 03 and 08 read results/, so run the results
 scripts first when they change.
 
+--listings is for a change to the package's code alone: it runs the chapter in quick mode in a
+scratch copy and takes from it only the outputs of cells that show the package's source
+(`show(...)`), which do not depend on the mode, leaving every other committed output as it was.
+
 nbval re-runs the notebooks in quick mode and compares their outputs with these; cells whose
 output depends on the mode carry the tag `nbval-ignore-output`.
 """
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import nbformat
+from nbclient import NotebookClient
+
 CHAPTERS = Path(__file__).resolve().parent
+LISTING = re.compile(r"^(show\([^\n]*\)\n?)+$")        # a cell of show(...) lines only
 
 
 def main(argv=None):
-    wanted = sys.argv[1:] if argv is None else argv
+    args = sys.argv[1:] if argv is None else argv
+    listings = "--listings" in args
+    wanted = [a for a in args if a != "--listings"]
     notebooks = sorted(p for p in CHAPTERS.glob("[0-9][0-9]_*.ipynb")
                        if not wanted or p.name[:2] in wanted)
     if not notebooks:
         sys.exit(f"error: no chapter matches {wanted} in {CHAPTERS}; give chapter numbers such "
                  f"as 01 06")
+    for nb in notebooks:
+        start = time.time()
+        print(f"running {nb.name}{' (listings)' if listings else ''} ...", flush=True)
+        (refresh_listings if listings else run_full)(nb)
+        print(f"  done in {time.time() - start:.0f} s", flush=True)
+
+
+def run_full(nb: Path):
     env = dict(os.environ, ANNOTATED_FULL="1")
     env.setdefault("MPLBACKEND", "Agg")
     if env.get("ANNOTATED_DATA_DIR"):           # the kernels run in chapters/: make it absolute
@@ -37,13 +57,26 @@ def main(argv=None):
     else:
         print("note: ANNOTATED_DATA_DIR is not set; chapters that read Multi30k will try to "
               "download it", flush=True)
-    for nb in notebooks:
-        start = time.time()
-        print(f"running {nb.name} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
-                        "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1", str(nb)],
-                       env=env, check=True)
-        print(f"  done in {time.time() - start:.0f} s", flush=True)
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                    "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1", str(nb)],
+                   env=env, check=True)
+
+
+def refresh_listings(nb: Path):
+    """Run a scratch copy in quick mode; copy the outputs of show(...) cells into `nb`."""
+    committed = nbformat.read(nb, as_version=4)
+    scratch = nbformat.read(nb, as_version=4)
+    os.environ.pop("ANNOTATED_FULL", None)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    NotebookClient(scratch, timeout=None,
+                   resources={"metadata": {"path": str(CHAPTERS)}}).execute()
+    changed = 0
+    for old, new in zip(committed.cells, scratch.cells):
+        if old.cell_type == "code" and LISTING.match(old.source.strip() + "\n"):
+            if old.outputs != new.outputs:
+                old.outputs, changed = new.outputs, changed + 1
+    nbformat.write(committed, nb)
+    print(f"  {changed} listing cell(s) updated", flush=True)
 
 
 if __name__ == "__main__":
