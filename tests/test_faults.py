@@ -7,7 +7,7 @@ import os
 
 import pytest
 import torch
-from test_data import toy_wmt14
+from test_corpus import toy_wmt14
 
 import annotated.data.corpus as data
 import annotated.data.tokenizer as tk
