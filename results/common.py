@@ -16,9 +16,18 @@ from annotated.inference.translate import translate_lines
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def invocation(module: str) -> str:
-    """The command line this script was started with, for the results file's first line."""
-    return " ".join(["python -m", module, shlex.join(sys.argv[1:])]).strip()
+def invocation(module: str, argv=None) -> str:
+    """The command line a script was started with (argv: its arguments, by default those of
+    this process), for the first line of its results file."""
+    args = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m", module, shlex.join(args)]).strip()
+
+
+def add_out_dir(parser):
+    """--out-dir: the folder a results script writes into."""
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
+                        help="where to write the results (default runs/results; pass "
+                             "--out-dir results to replace the committed ones)")
 
 
 def relative(path: Path) -> str:

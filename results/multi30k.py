@@ -28,13 +28,16 @@ import numpy as np
 from annotated.training.checkpoint import checkpoints, config_from, load, load_model
 from annotated.data.corpus import load_corpus
 from annotated.inference.search import attention_maps
+from annotated.tools.cli import command
 from results.common import ROOT, average, invocation, markdown_table, perplexity, score, train
 
 BEAM = dict(beam_size=4, alpha=0.6, max_extra=50, batch_tokens=2000)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+@command
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m results.multi30k",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
@@ -47,7 +50,7 @@ def main():
                         help="score only the first N >= 3 test sentences (a smoke test)")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="override fields of the multi30k preset")
-    args = parser.parse_intermixed_args()
+    args = parser.parse_intermixed_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.limit is not None and args.limit < 3:
         parser.error(f"--limit {args.limit}: at least 3 (the attention maps use 3 test sentences)")
@@ -107,7 +110,7 @@ def main():
     np.savez_compressed(args.out_dir / "multi30k_attention.npz", **maps)
 
     lines = ["# Multi30k English->German: trained and scored on this machine", "",
-             f"Written by `{invocation('results.multi30k')}`"
+             f"Written by `{invocation('results.multi30k', argv)}`"
              " (do not edit by hand).", ""]
     if "train" in result:
         lines += [f"Training: `{result['train']['command']}`: "

@@ -23,6 +23,7 @@ from annotated.training.checkpoint import checkpoint_name, config_from, load
 from annotated.configs import get
 from annotated.data.corpus import load_corpus
 from annotated.configs import apply_overrides
+from annotated.tools.cli import command
 from results.common import (ROOT, invocation, markdown_table, rounded, score, train,
                             train_command)
 
@@ -53,8 +54,10 @@ def finished_run(run: Path, config, steps: int) -> Path | None:
     return None
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+@command
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m results.table3_small",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--seeds", type=int, default=3,
                         help="train the base row with this many seeds, to measure the noise")
@@ -68,7 +71,7 @@ def main():
     parser.add_argument("--limit", type=int, default=None, help="score only N val sentences")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="override fields of every row (before the row's change)")
-    args = parser.parse_intermixed_args()
+    args = parser.parse_intermixed_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.seeds < 1:
         parser.error(f"--seeds {args.seeds}: the base row needs at least one run")
@@ -108,7 +111,7 @@ def main():
     seeds = [r for r in results.values() if r["paper_row"] == "base"]
 
     lines = ["# Table 3, small scale, on Multi30k", "",
-             f"Written by `{invocation('results.table3_small')}` (do not edit by "
+             f"Written by `{invocation('results.table3_small', argv)}` (do not edit by "
              "hand). Every run: the `multi30k` preset with "
              + ", ".join(f"{k}={v}" for k, v in SMALL.items())
              + f", {args.steps} steps, then the row's change. Scored on Multi30k val "
