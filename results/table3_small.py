@@ -91,7 +91,7 @@ def main(argv=None):
         overrides = row_overrides(args.overrides, changes)
         intended = apply_overrides(get("multi30k"), overrides)
         ckpt = finished_run(run, intended, args.steps) if args.reuse else None
-        options = dict(steps=args.steps, overrides=overrides, data_dir=args.data_dir)
+        options = dict(max_steps=args.steps, overrides=overrides, data_dir=args.data_dir)
         reused = ckpt is not None
         if not reused:
             shutil.rmtree(run, ignore_errors=True)         # a fresh run, never a mixed one

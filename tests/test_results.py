@@ -57,8 +57,8 @@ TINY = ["dataset=multi30k_sample", "vocab_size=500", "N=1", "d_model=32", "d_ff=
 def test_multi30k_script_trains_scores_and_rescores(tmp_path):
     run_dir, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
-    common = ["--out-dir", out, "--run", run_dir, "--limit", 3]
-    run(multi30k, "--minutes", 0.02, *common, *TINY)     # a few steps
+    common = ["--out-dir", out, "--run-dir", run_dir, "--limit", 3]
+    run(multi30k, "--max-minutes", 0.02, *common, *TINY)     # a few steps
     first = json.loads((out / "multi30k.json").read_text())
     assert first["train"]["command"].startswith("python -m annotated.train --config multi30k")
     assert len(first["test2016"]) == 4 and first["reference_mean_words"] > 0
@@ -75,6 +75,27 @@ def test_multi30k_script_trains_scores_and_rescores(tmp_path):
         [s["bleu"] for s in first["test2016"].values()]
     assert (out / "multi30k.md").read_text().splitlines()[2].startswith(
         "Written by `python -m results.multi30k --skip-train")
+
+
+def test_multi30k_keeps_the_old_flag_spellings_out_of_help(capsys):
+    args = multi30k.parse_args(["--run", "runs/x", "--minutes", "3"])
+    assert (str(args.run_dir), args.max_minutes) == ("runs/x", 3.0)
+    with pytest.raises(SystemExit):
+        multi30k.parse_args(["--help"])
+    shown = capsys.readouterr().out
+    assert "--run-dir" in shown and "--run " not in shown and "--minutes" not in shown
+
+
+@pytest.mark.parametrize("make", ["nothing", "empty folder"])
+def test_multi30k_skip_train_without_a_trained_run_is_a_clear_error(tmp_path, capsys, make):
+    run_dir = tmp_path / "run"
+    if make == "empty folder":
+        run_dir.mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        run(multi30k, "--skip-train", "--run-dir", run_dir, "--out-dir", tmp_path / "out")
+    assert stopped.value.code == 1
+    err = one_error_line(capsys)
+    assert f"the run folder {run_dir} " in err and "give --run-dir of a trained run" in err
 
 
 def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path):
