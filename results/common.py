@@ -32,6 +32,14 @@ def add_out_dir(parser):
                              "--out-dir results to replace the committed ones)")
 
 
+def add_training_arguments(parser, overrides_help: str):
+    """--data-dir, --out-dir and key=value: what the scripts that train models share."""
+    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
+                                           "ANNOTATED_DATA_DIR)")
+    add_out_dir(parser)
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help=overrides_help)
+
+
 def relative(path: Path) -> str:
     """A path as the commands show it: relative to the repository when inside it."""
     path = Path(path).resolve()

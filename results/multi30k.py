@@ -30,8 +30,8 @@ from annotated.inference.search import attention_maps
 from annotated.tools.cli import at_least, command, hidden_alias
 from annotated.training.checkpoint import (CheckpointError, checkpoints, config_from, load,
                                            load_model)
-from results.common import (ROOT, add_out_dir, average, invocation, markdown_table, perplexity,
-                            read_metrics, score, train)
+from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
+                            perplexity, read_metrics, score, train)
 
 BEAM = dict(beam_size=4, alpha=0.6, max_extra=50, batch_tokens=2000)
 
@@ -42,8 +42,7 @@ def parse_args(argv=None):
     parser.add_argument("--max-minutes", type=float, default=60.0,
                         help="minutes of training (default 60)")
     hidden_alias(parser, "--minutes", "max_minutes", float)
-    parser.add_argument("--data-dir", default=None)
-    add_out_dir(parser)
+    add_training_arguments(parser, "override fields of the multi30k preset")
     parser.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "multi30k",
                         help="the training run (default runs/multi30k)")
     hidden_alias(parser, "--run", "run_dir", Path)
@@ -52,8 +51,6 @@ def parse_args(argv=None):
     parser.add_argument("--limit", type=at_least(3), default=None,
                         help="score only the first N test sentences, at least the 3 whose "
                              "attention maps are saved (a smoke test)")
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="override fields of the multi30k preset")
     return parser.parse_intermixed_args(argv)
 
 

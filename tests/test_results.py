@@ -101,7 +101,7 @@ def test_multi30k_skip_train_without_a_trained_run_is_a_clear_error(tmp_path, ca
 def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs", tmp_path / "runs",
+    args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs-dir", tmp_path / "runs",
             "--out-dir", out, *TINY]
     run(table3_small, *args)
     first = json.loads((out / "table3_small.json").read_text())
