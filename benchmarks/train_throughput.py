@@ -29,10 +29,11 @@ import torch
 
 from annotated import configs
 from annotated.data.batching import lengths_of, make_batches, shard
+from annotated.tools.cli import command
 from annotated.tools.flops import batch_training_flops
 from annotated.optim import make_optimizer
 from annotated.training.step import train_step
-from benchmarks.common import interleaved_times, set_threads
+from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 CASES = {   # name: (config, vocab, batch tokens per side, sentence length range)
     "multi30k": (configs.get("multi30k"), 8000, None, (8, 24)),
@@ -77,12 +78,17 @@ def training_step(config, vocab, max_tokens, length_range, seed=0):
         (sum(src_lens), sum(tgt_lens)), len(batch)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=3)
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.train_throughput",
+                                     description=__doc__.split("\n\n")[0])
+    add_timing_arguments(parser, repeats=3)
     parser.add_argument("--only", choices=list(CASES))
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     print(f"threads: {set_threads(args.threads)}; target: MFU >= 0.5 at the base dimensions")
     for name, (config, vocab, max_tokens, length_range) in CASES.items():
         if args.only and name != args.only:
