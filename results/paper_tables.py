@@ -193,10 +193,10 @@ def table1_markdown(rows) -> list[str]:
 def table2_markdown(costs) -> list[str]:
     lines = ["## Table 2: training cost", "",
              f"The paper's cost = training time x 8 GPUs x {P100_TFLOPS} TFLOPS (P100). Ours = "
-             "the matrix-multiply FLOPs of `annotated.flops.training_flops` for one step of "
-             f"{configs.get('base').max_tokens:,} source and as many target tokens (sentences "
-             f"of {AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps. GPU time at "
-             f"{UTILIZATION:.0%} model FLOP utilisation:", "",
+             "the matrix-multiply FLOPs of `annotated.tools.flops.training_flops` for one step "
+             f"of {configs.get('base').max_tokens:,} source and as many target tokens "
+             f"(sentences of {AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps. "
+             f"GPU time at {UTILIZATION:.0%} model FLOP utilisation:", "",
              "| model | paper: hours x GPUs x 9.5 TFLOPS | our count: FLOPs per step | "
              "x steps = total | " + " | ".join(f"1 x {g} | 8 x {g}" for g in MODERN) + " |",
              "| --- | --- | --- | --- | " + " | ".join("--- | ---" for _ in MODERN) + " |"]
