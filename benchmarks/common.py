@@ -5,6 +5,16 @@ import time
 
 import torch
 
+from annotated.tools.cli import at_least
+
+
+def add_timing_arguments(parser, repeats: int):
+    """--threads and --repeats, as the timing benchmarks take them."""
+    parser.add_argument("--threads", type=at_least(1),
+                        help="default: env BENCH_THREADS or all cores")
+    parser.add_argument("--repeats", type=at_least(1), default=repeats,
+                        help=f"timed runs of each contender (median; default {repeats})")
+
 
 def set_threads(n: int | None):
     """Use the same number of intra-op threads for every contender; returns it."""

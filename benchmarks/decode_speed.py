@@ -32,7 +32,8 @@ from annotated.inference.search import beam_search, source_batch
 from annotated.model import make_model
 from annotated.data.files import read_lines
 from annotated.data.tokenizer import EOS, PAD, train_bpe
-from benchmarks.common import interleaved_times, set_threads
+from annotated.tools.cli import at_least, command
+from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 
 class NoEOS(nn.Module):
@@ -56,16 +57,23 @@ def random_model_and_tokenizer(folder, vocab, work_dir):
     return model, tokenizer
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.decode_speed",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", help=f"folder holding wmt14/ (or env {DATA_ENV})")
-    parser.add_argument("--sentences", type=int, default=50)
-    parser.add_argument("--threads", type=int, help="default: env BENCH_THREADS or all cores")
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--sentences", type=at_least(1), default=50)
+    add_timing_arguments(parser, repeats=1)
     parser.add_argument("--checkpoint", help="a trained checkpoint instead of a random model")
-    parser.add_argument("--vocab", type=int, default=37_000, help="random model's vocabulary")
-    parser.add_argument("--max-extra", type=int, help="default: 0 (random model), 50 (trained)")
-    args = parser.parse_args()
+    parser.add_argument("--vocab", type=at_least(16_000), default=37_000,
+                        help="random model's vocabulary (it holds the BPE's 16,000 pieces)")
+    parser.add_argument("--max-extra", type=at_least(0),
+                        help="default: 0 (random model), 50 (trained)")
+    return parser, parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    parser, args = parse_args(argv)
     threads = set_threads(args.threads)
     data_dir = args.data_dir or os.environ.get(DATA_ENV)
     if not data_dir:
@@ -73,22 +81,31 @@ def main():
     folder = _find("wmt14", ["newstest2014.en", "newstest2014.de"], data_dir)
     lines = [line for line in read_lines(folder / "newstest2014.en") if line.strip()]
     lines = lines[:args.sentences]
-
-    with tempfile.TemporaryDirectory() as work_dir:
-        if args.checkpoint:
-            model, _, tokenizer = load_model(args.checkpoint)
-            what, max_extra = args.checkpoint, 50 if args.max_extra is None else args.max_extra
-        else:
-            torch.manual_seed(0)
-            model, tokenizer = random_model_and_tokenizer(folder, args.vocab, work_dir)
-            what = f"random base model, V={args.vocab:,}, EOS suppressed"
-            max_extra = 0 if args.max_extra is None else args.max_extra
+    model, tokenizer, what, default_extra = model_to_time(args, folder)
+    max_extra = default_extra if args.max_extra is None else args.max_extra
     src = source_batch(tokenizer.encode_all(lines))                 # (sentences, src_len)
     lengths = (src != PAD).sum(1).float()
     print(f"{what}; {len(lines)} newstest2014 sentences, {lengths.mean():.1f} source tokens on "
           f"average (max {int(lengths.max())}), beam 4, alpha 0.6, max length input + "
           f"{max_extra}, {threads} threads, one batch")
+    time_decoding(model, src, max_extra, args.repeats)
 
+
+def model_to_time(args, folder):
+    """(model, tokenizer, what it is, its default max_extra): the --checkpoint, or a random
+    base model."""
+    if args.checkpoint:
+        model, _, tokenizer = load_model(args.checkpoint)
+        return model, tokenizer, args.checkpoint, 50
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as work_dir:
+        model, tokenizer = random_model_and_tokenizer(folder, args.vocab, work_dir)
+    return model, tokenizer, f"random base model, V={args.vocab:,}, EOS suppressed", 0
+
+
+def time_decoding(model, src, max_extra: int, repeats: int):
+    """Beam search on `src` with and without the cache, timed round-robin; prints the speeds,
+    their ratio and whether both gave the same tokens."""
     outputs = {}
 
     def run(cached):
@@ -99,11 +116,12 @@ def main():
 
     start = time.perf_counter()
     seconds = interleaved_times({"cached": run(True), "uncached": run(False)},
-                                repeats=args.repeats, warmup=0)
-    out_len = sum(len(h.tokens) for h in outputs[True]) / len(lines)
+                                repeats=repeats, warmup=0)
+    sentences = len(src)
+    out_len = sum(len(h.tokens) for h in outputs[True]) / sentences
     same = [h.tokens for h in outputs[True]] == [h.tokens for h in outputs[False]]
     for name, s in seconds.items():
-        print(f"{name:>9}: {s:8.2f} s  {len(lines) / s:7.2f} sentences/s")
+        print(f"{name:>9}: {s:8.2f} s  {sentences / s:7.2f} sentences/s")
     ratio = seconds["uncached"] / seconds["cached"]
     print(f"output length {out_len:.1f} tokens on average; identical tokens: {same}; "
           f"wall time {time.perf_counter() - start:.0f} s")

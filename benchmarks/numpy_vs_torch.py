@@ -1,31 +1,34 @@
 """Time the NumPy reference against PyTorch autograd: float64 forward + backward of the full
 model (label-smoothed loss, dropout off) on the same few short sentences, same thread count.
 
-    python benchmarks/numpy_vs_torch.py [--threads 1] [--repeats 5]
+    python -m benchmarks.numpy_vs_torch [--threads 1] [--repeats 5] [--sentences 4]
 
 Prints, per configuration, the median time of each side and the ratio NumPy / PyTorch; the
-target is a ratio of at most 3. Thread counts are set before NumPy loads its BLAS (through
-the usual environment variables, and threadpoolctl when it is installed) and with
-torch.set_num_threads, and both are printed.
+target is a ratio of at most 3. PyTorch's threads are set with torch.set_num_threads. NumPy's
+BLAS reads its thread count from the usual environment variables once, when NumPy loads: run as
+a command, this script sets them first; main([...]) called in a process that has loaded NumPy
+leaves its BLAS as it is (threadpoolctl, when installed, sets it in both cases). Both counts
+are printed.
 """
 import argparse
 import os
-import statistics
 import sys
-import time
+
+BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.numpy_vs_torch",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="BLAS and torch threads")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per side (median)")
     parser.add_argument("--sentences", type=int, default=4, help="sentences in the batch")
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
-args = parse_args()
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(args.threads)                 # must precede the numpy import
+if __name__ == "__main__":              # before the imports below load NumPy's BLAS
+    for var in BLAS_THREADS:
+        os.environ[var] = str(parse_args().threads)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -33,6 +36,8 @@ import torch  # noqa: E402
 import reference_numpy as ref  # noqa: E402
 from annotated import configs, batch_masks  # noqa: E402
 from annotated.loss import label_smoothed_loss  # noqa: E402
+from annotated.tools.cli import command  # noqa: E402
+from benchmarks.common import interleaved_times  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
 # (name, config, shared vocabulary size)
@@ -41,13 +46,14 @@ CASES = [("copy preset, V=1000", configs.get("copy"), 1000),
          ("base, V=37000", configs.get("base"), 37_000)]
 
 
-def blas_threads():
+def blas_threads(threads: int) -> str:
     """What NumPy's BLAS will use, as threadpoolctl reports it, else the environment."""
     try:
         from threadpoolctl import threadpool_info, threadpool_limits
     except ImportError:
-        return f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} (no threadpoolctl)"
-    threadpool_limits(args.threads)
+        return (f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')} "
+                f"(no threadpoolctl)")
+    threadpool_limits(threads)
     return ", ".join(f"{i['internal_api']}={i['num_threads']}" for i in threadpool_info())
 
 
@@ -63,51 +69,45 @@ def sentences(rng, vocab, n):
     return src, tgt_in, tgt_out
 
 
-def median_times(fns, repeats):
-    """Median seconds per call of each function. The runs alternate between the functions,
-    so a burst of load from other processes slows both sides alike."""
-    for fn in fns:
-        fn()                                            # warm-up (allocations, lazy setup)
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, fn_times in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            fn_times.append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
+def compare(name, config, vocab, batch, repeats):
+    """Time one loss-and-gradients step of each side on `batch` (src, tgt_in, tgt_out); prints
+    the times, their ratio and how far apart the two losses are."""
+    torch.manual_seed(0)
+    model = config.make_model(vocab).double().eval()        # eval: dropout off
+    params = ref.params_from_torch(model)
+    src, tgt_in, tgt_out = batch
+    t_src, t_in, t_out = (torch.from_numpy(a) for a in batch)
+    result = {}
+
+    def numpy_step():
+        result["numpy"] = ref.loss_and_grads(params, src, tgt_in, tgt_out, pad=PAD,
+                                             eps_ls=config.eps_ls, config=config)[0]
+
+    def torch_step():
+        model.zero_grad(set_to_none=True)
+        stats = label_smoothed_loss(model(t_src, t_in, *batch_masks(t_src, t_in, PAD)), t_out,
+                                    pad=PAD, eps_ls=config.eps_ls)
+        loss = stats.loss / stats.tokens
+        loss.backward()
+        result["torch"] = loss.item()
+
+    t = interleaved_times({"numpy": numpy_step, "torch": torch_step}, repeats)
+    tokens = int((src != PAD).sum() + (tgt_in != PAD).sum())
+    print(f"{name:<26} {tokens:>7} {t['numpy']:>10.4f} {t['torch']:>10.4f} "
+          f"{t['numpy'] / t['torch']:>6.2f}  {abs(result['numpy'] - result['torch']):>11.1e}")
 
 
-def main():
+@command
+def main(argv=None):
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, torch {torch.__version__}")
-    print(f"threads: torch {torch.get_num_threads()}; numpy BLAS {blas_threads()}")
+    print(f"threads: torch {torch.get_num_threads()}; numpy BLAS {blas_threads(args.threads)}")
     print(f"{'config':<26} {'tokens':>7} {'numpy (s)':>10} {'torch (s)':>10} {'ratio':>6}  "
           f"{'|loss diff|':>11}")
     rng = np.random.default_rng(0)
     for name, config, vocab in CASES:
-        torch.manual_seed(0)
-        model = config.make_model(vocab).double().eval()        # eval: dropout off
-        params = ref.params_from_torch(model)
-        src, tgt_in, tgt_out = sentences(rng, vocab, args.sentences)
-        t_src, t_in, t_out = (torch.from_numpy(a) for a in (src, tgt_in, tgt_out))
-        result = {}
-
-        def numpy_step():
-            result["numpy"] = ref.loss_and_grads(params, src, tgt_in, tgt_out, pad=PAD,
-                                                 eps_ls=config.eps_ls, config=config)[0]
-
-        def torch_step():
-            model.zero_grad(set_to_none=True)
-            stats = label_smoothed_loss(model(t_src, t_in, *batch_masks(t_src, t_in, PAD)), t_out,
-                                        pad=PAD, eps_ls=config.eps_ls)
-            loss = stats.loss / stats.tokens
-            loss.backward()
-            result["torch"] = loss.item()
-
-        t_numpy, t_torch = median_times([numpy_step, torch_step], args.repeats)
-        tokens = int((src != PAD).sum() + (tgt_in != PAD).sum())
-        print(f"{name:<26} {tokens:>7} {t_numpy:>10.4f} {t_torch:>10.4f} "
-              f"{t_numpy / t_torch:>6.2f}  {abs(result['numpy'] - result['torch']):>11.1e}")
+        compare(name, config, vocab, sentences(rng, vocab, args.sentences), args.repeats)
     print("target: ratio (numpy / torch) <= 3")
 
 

@@ -5,7 +5,7 @@ the share of each side's padded tensors that is padding, beside two baselines cu
 batch sizes: pairs in random order, and pairs sorted by source length, then target length
 (make_batches sorts by the longer side first, the one the token budget binds on).
 
-    python benchmarks/padding.py [--data-dir D] [--config multi30k] [--epochs 3]
+    python -m benchmarks.padding [--data-dir D] [--config multi30k] [--epochs 3]
 """
 import argparse
 
@@ -14,6 +14,7 @@ import numpy as np
 from annotated import configs
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import load_corpus
+from annotated.tools.cli import at_least, command
 
 
 def same_sizes(order, batches):
@@ -22,13 +23,20 @@ def same_sizes(order, batches):
     return [part.tolist() for part in np.split(np.asarray(order), cuts)]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.padding",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="multi30k")
     parser.add_argument("--data-dir", help="folder holding multi30k/ (or env ANNOTATED_DATA_DIR)")
     parser.add_argument("--cache-dir", help="tokenizer cache (or env ANNOTATED_CACHE_DIR)")
-    parser.add_argument("--epochs", type=int, default=3, help="epochs of batches to average over")
-    args = parser.parse_args()
+    parser.add_argument("--epochs", type=at_least(1), default=3,
+                        help="epochs of batches to average over")
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     config = configs.get(args.config)
     corpus = load_corpus(config, args.data_dir, args.cache_dir)
     lengths = lengths_of(corpus.train)

@@ -5,7 +5,7 @@ output projection, sinusoidal positions, the same label-smoothed loss and Adam. 
 forward, loss, backward, optimizer step, on the same padded batch, same threads, timed
 round-robin. Prints target tokens per second for each and the ratio (target: >= 1.0).
 
-    python benchmarks/train_step_vs_nn_transformer.py [--threads 2] [--repeats 5]
+    python -m benchmarks.train_step_vs_nn_transformer [--threads 2] [--repeats 5]
 """
 import argparse
 import math
@@ -17,7 +17,8 @@ from annotated import configs, batch_masks
 from annotated.masks import subsequent_mask
 from annotated.loss import label_smoothed_loss
 from annotated.positional import sinusoid_table
-from benchmarks.common import interleaved_times, set_threads
+from annotated.tools.cli import command
+from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 PAD = 0
 
@@ -86,11 +87,16 @@ def compare(name, config, vocab, n_sent, length, P_drop, repeats):
     return ratio
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.train_step_vs_nn_transformer",
+                                     description=__doc__.split("\n\n")[0])
+    add_timing_arguments(parser, repeats=5)
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     print(f"threads: {set_threads(args.threads)}; target: annotated >= 1.0x nn.Transformer")
     small = configs.get("multi30k")
     for P_drop in (0.1, 0.0):

@@ -1,14 +1,14 @@
 """Training throughput and model FLOP utilisation (MFU) on this machine.
 
 One training step is exactly what `python -m annotated.train` does per step: the global batch
-(token-batched by annotated.batching) through `annotated.train.train_step` (forward,
-label-smoothed loss, backward), then the Adam update of annotated.optim. Timed round-robin
-against the machine's float32 matmul peak, measured in the same run with the same threads as
-the best rate of a large square torch.matmul, so machine noise hits both alike.
+(token-batched by annotated.data.batching) through `annotated.training.step.train_step`
+(forward, label-smoothed loss, backward), then the Adam update of annotated.optim. Timed
+round-robin against the machine's float32 matmul peak, measured in the same run with the same
+threads as the best rate of a large square torch.matmul, so machine noise hits both alike.
 
     MFU = achieved FLOP/s / peak FLOP/s
-    achieved FLOPs of a step = annotated.flops.batch_training_flops over the real (unpadded)
-    lengths: 3 x the forward pass, which counts every matrix multiply: the attention
+    achieved FLOPs of a step = annotated.tools.flops.batch_training_flops over the real
+    (unpadded) lengths: 3 x the forward pass, which counts every matrix multiply: the attention
     projections and the QK^T and weights.V products of eq. (1) (the n^2 terms), the FFN and the
     output projection; i.e. 6 x (non-embedding parameters + output projection) per token
     plus 6 x the attention products, with the encoder's parameters counted per source token and
@@ -22,17 +22,17 @@ Tokens/s counts source + target tokens, padding excluded; the target part is pri
     python -m benchmarks.train_throughput [--threads 2] [--repeats 3] [--only multi30k|base]
 """
 import argparse
-from contextlib import nullcontext
 
 import numpy as np
 import torch
 
 from annotated import configs
-from annotated.data.batching import lengths_of, make_batches, shard
+from annotated.data.batching import lengths_of, make_batches
+from annotated.tools.cli import command
 from annotated.tools.flops import batch_training_flops
 from annotated.optim import make_optimizer
-from annotated.training.step import train_step
-from benchmarks.common import interleaved_times, set_threads
+from annotated.training.step import make_engine, train_step
+from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 CASES = {   # name: (config, vocab, batch tokens per side, sentence length range)
     "multi30k": (configs.get("multi30k"), 8000, None, (8, 24)),
@@ -61,12 +61,10 @@ def training_step(config, vocab, max_tokens, length_range, seed=0):
     torch.manual_seed(seed)
     model = config.make_model(vocab).train()
     optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps)
-    scaler = torch.amp.GradScaler("cuda", enabled=False)
-    micro = shard(batch, 0, 1, config.accum_steps)
+    engine = make_engine(model, config, torch.device("cpu"))
 
     def step():
-        train_step(model, None, pairs, batch, micro, config, torch.device("cpu"), nullcontext,
-                   scaler)
+        train_step(engine, pairs, batch, config)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -77,12 +75,17 @@ def training_step(config, vocab, max_tokens, length_range, seed=0):
         (sum(src_lens), sum(tgt_lens)), len(batch)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=3)
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.train_throughput",
+                                     description=__doc__.split("\n\n")[0])
+    add_timing_arguments(parser, repeats=3)
     parser.add_argument("--only", choices=list(CASES))
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     print(f"threads: {set_threads(args.threads)}; target: MFU >= 0.5 at the base dimensions")
     for name, (config, vocab, max_tokens, length_range) in CASES.items():
         if args.only and name != args.only:

@@ -1,5 +1,6 @@
 """What the results scripts share: train a preset with the project's own command, then score
 a checkpoint the way §6.1 does (beam 4, alpha 0.6, max length input + 50) with sacreBLEU."""
+import json
 import shlex
 import subprocess
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from annotated.data.files import DataError
 from annotated.training.checkpoint import load_model
 from annotated.inference.bleu import paper_bleu, sacre_bleu
 from annotated.training.step import evaluate
@@ -16,9 +18,26 @@ from annotated.inference.translate import translate_lines
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def invocation(module: str) -> str:
-    """The command line this script was started with, for the results file's first line."""
-    return " ".join(["python -m", module, shlex.join(sys.argv[1:])]).strip()
+def invocation(module: str, argv=None) -> str:
+    """The command line a script was started with (argv: its arguments, by default those of
+    this process), for the first line of its results file."""
+    args = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m", module, shlex.join(args)]).strip()
+
+
+def add_out_dir(parser):
+    """--out-dir: the folder a results script writes into."""
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
+                        help="where to write the results (default runs/results; pass "
+                             "--out-dir results to replace the committed ones)")
+
+
+def add_training_arguments(parser, overrides_help: str):
+    """--data-dir, --out-dir and key=value: what the scripts that train models share."""
+    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
+                                           "ANNOTATED_DATA_DIR)")
+    add_out_dir(parser)
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help=overrides_help)
 
 
 def relative(path: Path) -> str:
@@ -27,35 +46,53 @@ def relative(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def train_command(preset: str, out: Path, *, minutes: float | None = None,
-                  steps: int | None = None, overrides=(), data_dir=None) -> list[str]:
+def train_command(preset: str, out: Path, *, max_minutes: float | None = None,
+                  max_steps: int | None = None, overrides=(), data_dir=None) -> list[str]:
     """The command line of a fresh `python -m annotated.train` run in `out`."""
     cmd = ["python", "-m", "annotated.train", "--config", preset, "--run-dir", relative(out)]
     if data_dir:
         cmd += ["--data-dir", str(data_dir)]
-    if minutes is not None:
-        cmd += ["--max-minutes", str(minutes)]
-    if steps is not None:
-        cmd += ["--max-steps", str(steps)]
+    if max_minutes is not None:
+        cmd += ["--max-minutes", str(max_minutes)]
+    if max_steps is not None:
+        cmd += ["--max-steps", str(max_steps)]
     return cmd + list(overrides)
+
+
+def run_command(cmd: list[str]) -> str:
+    """Run one of the project's commands (cmd: "python", "-m", ...) from the repository root
+    with this Python; returns it as one string. If it fails, it has already said why on stderr:
+    the ChildProcessError only names it."""
+    line = shlex.join(cmd)
+    print(f"+ {line}", flush=True)
+    done = subprocess.run([sys.executable, *cmd[1:]], cwd=ROOT)
+    if done.returncode != 0:
+        raise ChildProcessError(f"`{line}` failed (exit code {done.returncode}); its error is "
+                                f"above")
+    return line
 
 
 def train(preset: str, out: Path, **options) -> tuple[float, str]:
     """Run train_command(preset, out, **options); returns (wall seconds, the command)."""
-    cmd = train_command(preset, out, **options)
-    print(f"+ {shlex.join(cmd)}", flush=True)
     start = time.time()
-    subprocess.run([sys.executable, *cmd[1:]], check=True, cwd=ROOT)
-    return time.time() - start, shlex.join(cmd)
+    cmd = run_command(train_command(preset, out, **options))
+    return time.time() - start, cmd
 
 
 def average(run_dir: Path, n: int) -> tuple[Path, str]:
     """Average the newest n checkpoints of a run (§6.1) into run_dir/average.pt."""
     out = run_dir / "average.pt"
-    cmd = ["python", "-m", "annotated.checkpoint", "average", "--last", str(n),
-           relative(run_dir), "--out", relative(out)]
-    subprocess.run([sys.executable, *cmd[1:]], check=True, cwd=ROOT)
-    return out, shlex.join(cmd)
+    return out, run_command(["python", "-m", "annotated.checkpoint", "average", "--last", str(n),
+                             relative(run_dir), "--out", relative(out)])
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    """The lines of a run's metrics.jsonl, which `python -m annotated.train` writes."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        raise DataError(f"no {path}: {run_dir} was not written by python -m annotated.train; "
+                        f"give the folder of a training run")
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def score(checkpoint: Path, sources: list[str], references: list[str], **decode) -> dict:

@@ -1,8 +1,8 @@
 """A real English->German model, trained, averaged, decoded and scored with this project's own
 commands on this machine.
 
-    python -m results.multi30k [--minutes 60] [--data-dir D] [--run runs/multi30k] [--skip-train]
-        [key=value ...]
+    python -m results.multi30k [--max-minutes 60] [--data-dir D] [--run-dir runs/multi30k]
+        [--skip-train] [key=value ...]
 
 key=value overrides fields of the preset, as in `python -m annotated.train` (the tests train a
 tiny model on the shipped sample: dataset=multi30k_sample N=1 ...).
@@ -10,7 +10,7 @@ tiny model on the shipped sample: dataset=multi30k_sample N=1 ...).
 --skip-train scores an existing run again; the training command and wall time come from the
 run's train.json, which the training step writes.
 
-1. trains the `multi30k` preset for --minutes of wall time (python -m annotated.train);
+1. trains the `multi30k` preset for --max-minutes of wall time (python -m annotated.train);
 2. averages its last 5 checkpoints (python -m annotated.checkpoint average, §6.1);
 3. decodes the full test2016 set (1,000 sentences) with the paper's beam search and scores it
    with sacreBLEU (cased, detokenized, signature printed), then compares on the same model:
@@ -25,101 +25,144 @@ from pathlib import Path
 
 import numpy as np
 
-from annotated.training.checkpoint import checkpoints, config_from, load, load_model
 from annotated.data.corpus import load_corpus
 from annotated.inference.search import attention_maps
-from results.common import ROOT, average, invocation, markdown_table, perplexity, score, train
+from annotated.tools.cli import at_least, command, hidden_alias
+from annotated.training.checkpoint import (CheckpointError, checkpoints, config_from, load,
+                                           load_model)
+from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
+                            perplexity, read_metrics, score, train)
 
 BEAM = dict(beam_size=4, alpha=0.6, max_extra=50, batch_tokens=2000)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=60.0)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
-                        help="where to write the results (default runs/results; pass "
-                             "--out-dir results to replace the committed ones)")
-    parser.add_argument("--run", type=Path, default=ROOT / "runs" / "multi30k")
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m results.multi30k",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-minutes", type=float, default=60.0,
+                        help="minutes of training (default 60)")
+    hidden_alias(parser, "--minutes", "max_minutes", float)
+    add_training_arguments(parser, "override fields of the multi30k preset")
+    parser.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "multi30k",
+                        help="the training run (default runs/multi30k)")
+    hidden_alias(parser, "--run", "run_dir", Path)
     parser.add_argument("--skip-train", action="store_true", help="score an existing run")
-    parser.add_argument("--average", type=int, default=5, help="checkpoints to average")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="score only the first N >= 3 test sentences (a smoke test)")
-    parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="override fields of the multi30k preset")
-    args = parser.parse_intermixed_args()
+    parser.add_argument("--average", type=at_least(1), default=5, help="checkpoints to average")
+    parser.add_argument("--limit", type=at_least(3), default=None,
+                        help="score only the first N test sentences, at least the 3 whose "
+                             "attention maps are saved (a smoke test)")
+    return parser.parse_intermixed_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    if args.limit is not None and args.limit < 3:
-        parser.error(f"--limit {args.limit}: at least 3 (the attention maps use 3 test sentences)")
-
-    result = {"preset": "multi30k"}
-    train_record = args.run / "train.json"      # how the run was made, for --skip-train
     if not args.skip_train:
-        seconds, cmd = train("multi30k", args.run, minutes=args.minutes, data_dir=args.data_dir,
-                             overrides=args.overrides)
-        train_record.write_text(json.dumps({"wall_minutes": round(seconds / 60, 1),
-                                            "command": cmd}))
-    if train_record.is_file():
-        result["train"] = json.loads(train_record.read_text())
-    metrics = [json.loads(line) for line in (args.run / "metrics.jsonl").read_text().splitlines()]
-    result["metrics"] = metrics
-    found = checkpoints(args.run)
-    last = found[-1]
-    avg, avg_cmd = average(args.run, min(args.average, len(found)))
-    result["average"] = {"command": avg_cmd, "checkpoints": [p.name for p in found[-args.average:]]}
+        seconds, cmd = train("multi30k", args.run_dir, max_minutes=args.max_minutes,
+                             data_dir=args.data_dir, overrides=args.overrides)
+        record = {"wall_minutes": round(seconds / 60, 1), "command": cmd}
+        (args.run_dir / "train.json").write_text(json.dumps(record))
+    result, sentences = evaluate_run(args.run_dir, args.average, args.data_dir, args.limit)
+    (args.out_dir / "multi30k.json").write_text(json.dumps(result, indent=1))
+    save_attention(args.run_dir / "average.pt", result["examples"][:3],
+                   args.out_dir / "multi30k_attention.npz")
+    text = render_markdown(result, invocation("results.multi30k", argv), sentences)
+    (args.out_dir / "multi30k.md").write_text(text)
+    print(f"wrote {args.out_dir / 'multi30k.md'}")
 
-    config = config_from(load(last), last)                 # what the run trained
+
+def trained_checkpoints(run: Path) -> list[Path]:
+    """The checkpoints of the run to score; an error naming the folder if there are none."""
+    found = checkpoints(run)
+    if not found:
+        what = "holds no checkpoint" if run.is_dir() else "does not exist"
+        raise CheckpointError(f"the run folder {run} {what}; give --run-dir of a trained run, "
+                              f"or train one (leave out --skip-train)")
+    return found
+
+
+def evaluate_run(run: Path, n_average: int, data_dir, limit) -> tuple[dict, int]:
+    """Average the run's last checkpoints, then score them on test2016 and val: the contents
+    of multi30k.json, and how many test sentences were scored."""
+    found = trained_checkpoints(run)
+    last = found[-1]
+    result = {"preset": "multi30k"}
+    if (run / "train.json").is_file():                  # how the run was made
+        result["train"] = json.loads((run / "train.json").read_text())
+    result["metrics"] = read_metrics(run)
+    averaged, average_cmd = average(run, min(n_average, len(found)))
+    result["average"] = {"command": average_cmd,
+                         "checkpoints": [p.name for p in found[-n_average:]]}
+    config = config_from(load(last), last)               # what the run trained
     result["config"] = {k: v for k, v in vars(config).items() if not k.startswith("paper_")}
-    corpus = load_corpus(config, data_dir=args.data_dir, log=lambda *_: None)
-    src, ref = corpus.test_src[:args.limit], corpus.test_ref[:args.limit]
+    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
+    src, ref = corpus.test_src[:limit], corpus.test_ref[:limit]
+    scores = decode_test(averaged, last, src, ref)
+    result["test2016"] = {k: {kk: vv for kk, vv in v.items() if kk != "hypotheses"}
+                          for k, v in scores.items()}
+    result["reference_mean_words"] = mean_words(ref)
+    result["valid"] = {"averaged": perplexity(averaged, corpus.valid),
+                       "last": perplexity(last, corpus.valid)}
+    paper = next(iter(scores.values()))["hypotheses"]
+    result["examples"] = [dict(source=s, reference=r, translation=h)
+                          for s, r, h in zip(src[:8], ref[:8], paper)]
+    return result, len(src)
+
+
+def decode_test(averaged: Path, last: Path, src, ref) -> dict:
+    """The paper's decoding of the averaged model (first), then greedy, alpha 0 and the last
+    checkpoint: each one's scores, mean output length and hypotheses."""
     runs = {
-        "beam 4, alpha 0.6, averaged (the paper's setting)": (avg, BEAM),
-        "greedy, averaged": (avg, dict(BEAM, greedy=True)),
-        "beam 4, alpha 0, averaged": (avg, dict(BEAM, alpha=0.0)),
+        "beam 4, alpha 0.6, averaged (the paper's setting)": (averaged, BEAM),
+        "greedy, averaged": (averaged, dict(BEAM, greedy=True)),
+        "beam 4, alpha 0, averaged": (averaged, dict(BEAM, alpha=0.0)),
         f"beam 4, alpha 0.6, last checkpoint ({last.name})": (last, BEAM),
     }
     scores = {}
     for name, (ckpt, decode) in runs.items():
         s = score(ckpt, src, ref, **decode)
-        s["mean_output_words"] = round(float(np.mean([len(h.split()) for h in s["hypotheses"]])), 2)
+        s["mean_output_words"] = mean_words(s["hypotheses"])
         scores[name] = s
         print(f"{name}: sacreBLEU {s['bleu']}  ({s['signature']})", flush=True)
-    main_run = scores[next(iter(runs))]
-    result["test2016"] = {k: {kk: vv for kk, vv in v.items() if kk != "hypotheses"}
-                          for k, v in scores.items()}
-    result["reference_mean_words"] = round(float(np.mean([len(r.split()) for r in ref])), 2)
-    result["valid"] = {"averaged": perplexity(avg, corpus.valid),
-                       "last": perplexity(last, corpus.valid)}
-    result["examples"] = [dict(source=s, reference=r, translation=h) for s, r, h
-                          in zip(src[:8], ref[:8], main_run["hypotheses"])]
-    (args.out_dir / "multi30k.json").write_text(json.dumps(result, indent=1))
+    return scores
 
-    # attention maps of the averaged model on three test sentences, for chapter 08
-    model, _, tokenizer = load_model(avg)
+
+def mean_words(lines) -> float:
+    return round(float(np.mean([len(line.split()) for line in lines])), 2)
+
+
+def save_attention(checkpoint: Path, examples: list[dict], path: Path):
+    """The model's attention maps on these examples (source and translation), for chapter 08."""
+    model, _, tokenizer = load_model(checkpoint)
     maps = {}
-    for j, i in enumerate((0, 1, 2)):
-        src_ids = tokenizer.encode(src[i])
-        out_ids = tokenizer.encode(main_run["hypotheses"][i])
+    for j, example in enumerate(examples):
+        src_ids = tokenizer.encode(example["source"])
+        out_ids = tokenizer.encode(example["translation"])
         for kind, array in attention_maps(model, src_ids, out_ids).items():
             maps[f"{j}_{kind}"] = array
         maps[f"{j}_src_pieces"] = np.array([tokenizer.decode([t]) for t in src_ids] + ["</s>"])
         maps[f"{j}_out_pieces"] = np.array(["<s>"] + [tokenizer.decode([t]) for t in out_ids])
-    np.savez_compressed(args.out_dir / "multi30k_attention.npz", **maps)
+    np.savez_compressed(path, **maps)
 
+
+def render_markdown(result: dict, command_line: str, sentences: int) -> str:
+    """multi30k.md from multi30k.json's contents; `command_line` is the invocation that wrote
+    it and `sentences` the number of test sentences scored."""
+    paper_setting = next(iter(result["test2016"].values()))
     lines = ["# Multi30k English->German: trained and scored on this machine", "",
-             f"Written by `{invocation('results.multi30k')}`"
-             " (do not edit by hand).", ""]
+             f"Written by `{command_line}` (do not edit by hand).", ""]
     if "train" in result:
         lines += [f"Training: `{result['train']['command']}`: "
                   f"{result['train']['wall_minutes']} minutes of wall time, "
-                  f"{metrics[-1].get('step', '?')} steps.", ""]
-    lines += [f"Averaging (§6.1): `{avg_cmd}`", "",
-              f"## test2016 ({len(src):,} sentences), sacreBLEU", "",
-              f"Signature: `{main_run['signature']}`", ""]
+                  f"{result['metrics'][-1].get('step', '?')} steps.", ""]
+    lines += [f"Averaging (§6.1): `{result['average']['command']}`", "",
+              f"## test2016 ({sentences:,} sentences), sacreBLEU", "",
+              f"Signature: `{paper_setting['signature']}`", ""]
     lines += markdown_table(
         ["decoding", "sacreBLEU", "paper-style tokenized BLEU", "mean output words", "sentences/s"],
         [[k, v["bleu"], v["paper_bleu"], v["mean_output_words"], v["sentences_per_s"]]
-         for k, v in scores.items()])
+         for k, v in result["test2016"].items()])
     lines += ["", f"Reference mean length: {result['reference_mean_words']:.2f} words.", "",
               "## Validation (val, 1,014 sentences)", ""]
     lines += markdown_table(["checkpoint", "smoothed loss", "perplexity", "token accuracy"],
@@ -129,8 +172,7 @@ def main():
     for e in result["examples"]:
         lines += [f"- EN: {e['source']}", f"  - ours: {e['translation']}",
                   f"  - reference: {e['reference']}"]
-    (args.out_dir / "multi30k.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out_dir / 'multi30k.md'}")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

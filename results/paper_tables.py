@@ -4,8 +4,9 @@
 
 Writes paper_tables.md (every number with the command that produced it), table1_timings.json
 (the measurements chapter 08 plots) and paper_tables.json (Table 2's numbers, for chapter 08)
-into runs/results/, or with --out-dir results over the committed files that chapter 08 reads. Nothing here is typed in by hand except the paper's own
-figures, which are quoted as such.
+into runs/results/, or with --out-dir results over the committed files that chapter 08 reads.
+--reuse-timings rewrites the tables from the timings already in the output folder. Nothing here
+is typed in by hand except the paper's own figures, which are quoted as such.
 
 Table 1 compares the cost of one layer as the sequence length n and the width d vary. The
 self-attention core (QK^T and the weighted sum of V) costs 4 n^2 d FLOPs; a recurrent layer
@@ -26,11 +27,12 @@ import torch
 
 from annotated import configs
 from annotated.attention import attention
+from annotated.data.files import DataError
+from annotated.tools.cli import command
 from annotated.tools.flops import training_flops
-from results.common import invocation
+from results.common import add_out_dir, invocation
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
 MODERN = {"A100 (bf16 dense 312 TFLOPS)": 312e12, "H100 SXM (bf16 dense 989 TFLOPS)": 989e12}
 UTILIZATION = 0.40         # a typical sustained model FLOP utilisation for this model size
@@ -89,16 +91,6 @@ def table2_costs() -> dict:
     return costs
 
 
-def table2(costs):
-    lines = ["| model | paper: hours x GPUs x 9.5 TFLOPS | our count: FLOPs per step | "
-             "x steps = total | " + " | ".join(f"1 x {g} | 8 x {g}" for g in MODERN) + " |",
-             "| --- | --- | --- | --- | " + " | ".join("--- | ---" for _ in MODERN) + " |"]
-    for name, c in costs.items():
-        lines.append(f"| {name} | {c['paper_flops']:.2e} | {c['per_step']:.2e} | {c['total']:.2e} | "
-                     + " | ".join(f"{h:.1f} h" for h in c["hours"].values()) + " |")
-    return lines
-
-
 def commands():
     return """```bash
 # 1. data: WMT14 en-de training corpora, newstest2013 (dev), full newstest2014 (test)
@@ -121,68 +113,108 @@ newstest2014; detokenized sacreBLEU is typically 0.7-1.5 lower (paper.md: fairse
 8 P100; on 8 modern GPUs see the Table 2 estimate above."""
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m results.paper_tables",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small Table 1 grid (seconds)")
     parser.add_argument("--reuse-timings", action="store_true",
                         help="rewrite the tables from OUT_DIR/table1_timings.json (no timing)")
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
-                        help="where to write the results (default runs/results; pass "
-                             "--out-dir results to replace the committed ones)")
-    args = parser.parse_args()
+    add_out_dir(parser)
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(0)
     timings_file = args.out_dir / "table1_timings.json"
     if args.reuse_timings:
-        if not timings_file.is_file():
-            parser.error(f"--reuse-timings: no {timings_file}; run without it to measure")
-        timings = json.loads(timings_file.read_text())
+        timings = read_timings(timings_file)
     else:
-        lengths = [16, 64, 256, 1024] if args.quick else [16, 32, 64, 128, 256, 512, 1024, 2048]
-        widths = [64, 256] if args.quick else [128, 512, 1024]
-        timings = dict(threads=torch.get_num_threads(),
-                       machine=platform.processor() or platform.machine(),
-                       rows=table1_measurements(lengths, widths))
+        timings = measure_table1(args.quick)
         timings_file.write_text(json.dumps(timings, indent=1))
-    rows, threads = timings["rows"], timings["threads"]
-    lengths = sorted({r["n"] for r in rows})
-    widths = sorted({r["d"] for r in rows})
-
-    out = ["# The paper's tables, recomputed", "",
-           f"Written by `{invocation('results.paper_tables')}` "
-           f"(torch {torch.__version__}, {threads} threads; Table 1 timings "
-           f"{'reused from' if args.reuse_timings else 'measured into'} "
-           "`results/table1_timings.json`). Do not edit by hand.", "",
-           "## Table 1: self-attention vs recurrent layer", "",
-           "Per layer: self-attention O(n^2 d) work in O(1) sequential steps; recurrent O(n d^2) "
-           "work in O(n) sequential steps. FLOPs of the two cores cross at n = d; measured "
-           "(batch 2, best of 5 runs, this machine):", "",
-           "| d | measured crossover n (attention slower from here) | FLOP crossover n |",
-           "| --- | --- | --- |"]
-    for d in widths:
-        c = crossover(rows, d)
-        out.append(f"| {d} | {c if c else f'> {lengths[-1]}'} | {d} |")
-    out += ["", "Raw timings: `results/table1_timings.json`; chapter 08 plots them.", "",
-            "## Table 2: training cost", "",
-            f"The paper's cost = training time x 8 GPUs x {P100_TFLOPS} TFLOPS (P100). Ours = "
-            "the matrix-multiply FLOPs of `annotated.flops.training_flops` for one step of "
-            f"{configs.get('base').max_tokens:,} source and as many target tokens (sentences of "
-            f"{AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps. GPU time at "
-            f"{UTILIZATION:.0%} model FLOP utilisation:", ""]
     costs = table2_costs()
     (args.out_dir / "paper_tables.json").write_text(json.dumps(dict(table2=costs), indent=1))
-    out += table2(costs)
-    out += ["", "The paper's figure is an upper bound (a P100 never sustains its peak), which is "
-            "why it is larger than the FLOPs the model actually needs.", "",
-            "## Table 3: parameter counts", "",
-            "`python -m annotated.configs` (shared vocabulary of 37,000, one matrix for both "
-            "embeddings and the output projection):", "",
-            "| row | ours (M) | paper (M) |", "| --- | --- | --- |"]
-    for name, n, paper in configs.table3_params():
-        out.append(f"| {name} | {n / 1e6:.2f} | {paper if paper else ''} |")
-    out += ["", "## Reproducing base and big on WMT14 with 8 GPUs", "", commands(), ""]
-    (args.out_dir / "paper_tables.md").write_text("\n".join(out))
+    text = render_markdown(timings, costs, invocation("results.paper_tables", argv),
+                           reused=args.reuse_timings)
+    (args.out_dir / "paper_tables.md").write_text(text)
     print(f"wrote {args.out_dir / 'paper_tables.md'}")
+
+
+def read_timings(path: Path) -> dict:
+    """Table 1's timings saved by an earlier run, for --reuse-timings."""
+    if not path.is_file():
+        raise DataError(f"--reuse-timings: no {path}; run without --reuse-timings to measure "
+                        f"the timings")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise DataError(f"--reuse-timings: {path} is not valid JSON ({e}); run without "
+                        f"--reuse-timings to measure the timings again") from None
+
+
+def measure_table1(quick: bool) -> dict:
+    """Table 1's timings on this machine: the grid of (n, d), the threads and the processor."""
+    torch.manual_seed(0)
+    lengths = [16, 64, 256, 1024] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048]
+    widths = [64, 256] if quick else [128, 512, 1024]
+    return dict(threads=torch.get_num_threads(),
+                machine=platform.processor() or platform.machine(),
+                rows=table1_measurements(lengths, widths))
+
+
+def render_markdown(timings: dict, costs: dict, command_line: str, reused: bool) -> str:
+    """paper_tables.md: the three tables, each with how it was computed, and the WMT14
+    commands; `command_line` is the invocation that wrote it."""
+    lines = ["# The paper's tables, recomputed", "",
+             f"Written by `{command_line}` "
+             f"(torch {torch.__version__}, {timings['threads']} threads; Table 1 timings "
+             f"{'reused from' if reused else 'measured into'} "
+             "`results/table1_timings.json`). Do not edit by hand.", ""]
+    lines += table1_markdown(timings["rows"]) + table2_markdown(costs) + table3_markdown()
+    lines += ["", "## Reproducing base and big on WMT14 with 8 GPUs", "", commands(), ""]
+    return "\n".join(lines)
+
+
+def table1_markdown(rows) -> list[str]:
+    lengths = sorted({r["n"] for r in rows})
+    lines = ["## Table 1: self-attention vs recurrent layer", "",
+             "Per layer: self-attention O(n^2 d) work in O(1) sequential steps; recurrent "
+             "O(n d^2) work in O(n) sequential steps. FLOPs of the two cores cross at n = d; "
+             "measured (batch 2, best of 5 runs, this machine):", "",
+             "| d | measured crossover n (attention slower from here) | FLOP crossover n |",
+             "| --- | --- | --- |"]
+    for d in sorted({r["d"] for r in rows}):
+        c = crossover(rows, d)
+        lines.append(f"| {d} | {c if c else f'> {lengths[-1]}'} | {d} |")
+    return lines + ["", "Raw timings: `results/table1_timings.json`; chapter 08 plots them.", ""]
+
+
+def table2_markdown(costs) -> list[str]:
+    lines = ["## Table 2: training cost", "",
+             f"The paper's cost = training time x 8 GPUs x {P100_TFLOPS} TFLOPS (P100). Ours = "
+             "the matrix-multiply FLOPs of `annotated.tools.flops.training_flops` for one step "
+             f"of {configs.get('base').max_tokens:,} source and as many target tokens "
+             f"(sentences of {AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps. "
+             f"GPU time at {UTILIZATION:.0%} model FLOP utilisation:", "",
+             "| model | paper: hours x GPUs x 9.5 TFLOPS | our count: FLOPs per step | "
+             "x steps = total | " + " | ".join(f"1 x {g} | 8 x {g}" for g in MODERN) + " |",
+             "| --- | --- | --- | --- | " + " | ".join("--- | ---" for _ in MODERN) + " |"]
+    for name, c in costs.items():
+        lines.append(f"| {name} | {c['paper_flops']:.2e} | {c['per_step']:.2e} | "
+                     f"{c['total']:.2e} | " + " | ".join(f"{h:.1f} h" for h in c["hours"].values())
+                     + " |")
+    return lines + ["", "The paper's figure is an upper bound (a P100 never sustains its peak), "
+                    "which is why it is larger than the FLOPs the model actually needs.", ""]
+
+
+def table3_markdown() -> list[str]:
+    lines = ["## Table 3: parameter counts", "",
+             "`python -m annotated.configs` (shared vocabulary of 37,000, one matrix for both "
+             "embeddings and the output projection):", "",
+             "| row | ours (M) | paper (M) |", "| --- | --- | --- |"]
+    return lines + [f"| {name} | {n / 1e6:.2f} | {paper if paper else ''} |"
+                    for name, n, paper in configs.table3_params()]
 
 
 if __name__ == "__main__":

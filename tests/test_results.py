@@ -1,7 +1,6 @@
 """The results scripts end to end, on tiny budgets: what they write and what chapter 08 reads."""
 import json
 import shutil
-import sys
 
 import pytest
 
@@ -12,14 +11,21 @@ from results import multi30k, paper_tables, table3_small
 RESULTS = paper_tables.HERE
 
 
-def run(module, monkeypatch, *args):
-    monkeypatch.setattr(sys, "argv", [module.__name__, *map(str, args)])
-    module.main()
+def run(module, *args):
+    """The script's command line with these arguments (paths and numbers as text)."""
+    module.main([str(a) for a in args])
 
 
-def test_paper_tables_from_saved_timings(tmp_path, monkeypatch):
+def one_error_line(capsys) -> str:
+    """What a command printed on stderr, checked to be one `error: ...` line."""
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_paper_tables_from_saved_timings(tmp_path):
     shutil.copy(RESULTS / "table1_timings.json", tmp_path)
-    run(paper_tables, monkeypatch, "--reuse-timings", "--out-dir", tmp_path)
+    run(paper_tables, "--reuse-timings", "--out-dir", tmp_path)
     text = (tmp_path / "paper_tables.md").read_text()
     table2 = json.loads((tmp_path / "paper_tables.json").read_text())["table2"]
     assert text.splitlines()[2].startswith(
@@ -35,10 +41,12 @@ def test_paper_tables_from_saved_timings(tmp_path, monkeypatch):
         assert f"| {name} | {cost['paper_flops']:.2e} | {cost['per_step']:.2e} |" in text
 
 
-def test_paper_tables_reuse_without_timings_is_a_clear_error(tmp_path, monkeypatch, capsys):
-    with pytest.raises(SystemExit):
-        run(paper_tables, monkeypatch, "--reuse-timings", "--out-dir", tmp_path)
-    assert f"no {tmp_path / 'table1_timings.json'}" in capsys.readouterr().err
+def test_paper_tables_reuse_without_timings_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run(paper_tables, "--reuse-timings", "--out-dir", tmp_path)
+    assert stopped.value.code == 1
+    err = one_error_line(capsys)
+    assert f"no {tmp_path / 'table1_timings.json'}; run without --reuse-timings" in err
 
 
 # Tiny models on the shipped Multi30k sample: the scripts' whole path in seconds, offline.
@@ -46,11 +54,11 @@ TINY = ["dataset=multi30k_sample", "vocab_size=500", "N=1", "d_model=32", "d_ff=
         "d_k=16", "d_v=16", "max_tokens=500"]
 
 
-def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
+def test_multi30k_script_trains_scores_and_rescores(tmp_path):
     run_dir, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
-    common = ["--out-dir", out, "--run", run_dir, "--limit", 3]
-    run(multi30k, monkeypatch, "--minutes", 0.02, *common, *TINY)     # a few steps
+    common = ["--out-dir", out, "--run-dir", run_dir, "--limit", 3]
+    run(multi30k, "--max-minutes", 0.02, *common, *TINY)     # a few steps
     first = json.loads((out / "multi30k.json").read_text())
     assert first["train"]["command"].startswith("python -m annotated.train --config multi30k")
     assert len(first["test2016"]) == 4 and first["reference_mean_words"] > 0
@@ -59,7 +67,7 @@ def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
     assert set(first["valid"]) == {"averaged", "last"}
     assert (out / "multi30k_attention.npz").is_file() and (run_dir / "average.pt").is_file()
 
-    run(multi30k, monkeypatch, "--skip-train", *common)             # scored again, not retrained
+    run(multi30k, "--skip-train", *common)             # scored again, not retrained
     again = json.loads((out / "multi30k.json").read_text())
     assert again["train"] == first["train"]                          # from the run's train.json
     assert again["metrics"] == first["metrics"]
@@ -69,12 +77,33 @@ def test_multi30k_script_trains_scores_and_rescores(tmp_path, monkeypatch):
         "Written by `python -m results.multi30k --skip-train")
 
 
-def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path, monkeypatch):
+def test_multi30k_keeps_the_old_flag_spellings_out_of_help(capsys):
+    args = multi30k.parse_args(["--run", "runs/x", "--minutes", "3"])
+    assert (str(args.run_dir), args.max_minutes) == ("runs/x", 3.0)
+    with pytest.raises(SystemExit):
+        multi30k.parse_args(["--help"])
+    shown = capsys.readouterr().out
+    assert "--run-dir" in shown and "--run " not in shown and "--minutes" not in shown
+
+
+@pytest.mark.parametrize("make", ["nothing", "empty folder"])
+def test_multi30k_skip_train_without_a_trained_run_is_a_clear_error(tmp_path, capsys, make):
+    run_dir = tmp_path / "run"
+    if make == "empty folder":
+        run_dir.mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        run(multi30k, "--skip-train", "--run-dir", run_dir, "--out-dir", tmp_path / "out")
+    assert stopped.value.code == 1
+    err = one_error_line(capsys)
+    assert f"the run folder {run_dir} " in err and "give --run-dir of a trained run" in err
+
+
+def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs", tmp_path / "runs",
+    args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs-dir", tmp_path / "runs",
             "--out-dir", out, *TINY]
-    run(table3_small, monkeypatch, *args)
+    run(table3_small, *args)
     first = json.loads((out / "table3_small.json").read_text())
     assert list(first) == ["base", "base, seed 1235", "A: h=1", "D: eps_ls=0", "D: P_drop=0",
                            "E: learned positions"]
@@ -88,7 +117,7 @@ def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path, monkey
     checkpoints = sorted((tmp_path / "runs").glob("*/ckpt_0000002.pt"))
     assert len(checkpoints) == 6
     written = [p.stat().st_mtime_ns for p in checkpoints]
-    run(table3_small, monkeypatch, "--reuse", *args)                # scored again, not retrained
+    run(table3_small, "--reuse", *args)                # scored again, not retrained
     assert [p.stat().st_mtime_ns for p in checkpoints] == written
     again = json.loads((out / "table3_small.json").read_text())
     assert all(r["reused"] for r in again.values())
