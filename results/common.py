@@ -11,7 +11,7 @@ import torch
 
 from annotated.data.files import DataError
 from annotated.training.checkpoint import load_model
-from annotated.inference.bleu import paper_bleu, sacre_bleu
+from annotated.inference.bleu import lowercase_bleu, paper_bleu, sacre_bleu
 from annotated.training.step import evaluate
 from annotated.inference.translate import translate_lines
 
@@ -96,13 +96,16 @@ def read_metrics(run_dir: Path) -> list[dict]:
 
 
 def score(checkpoint: Path, sources: list[str], references: list[str], **decode) -> dict:
-    """Translate with `translate_lines(**decode)`; sacreBLEU and paper-style BLEU."""
+    """Translate with `translate_lines(**decode)`; sacreBLEU (cased), lowercased tokenized BLEU
+    (sacreBLEU -lc, 13a: the Multi30k literature's metric) and paper-style BLEU."""
     model, config, tokenizer = load_model(checkpoint)
     start = time.time()
     hyps = translate_lines(model, tokenizer, sources, **decode)
     seconds = time.time() - start
     sacre, signature = sacre_bleu(hyps, references)
+    lower, lower_signature = lowercase_bleu(hyps, references)
     return dict(bleu=round(sacre.score, 2), signature=signature,
+                lowercase_bleu=round(lower.score, 2), lowercase_signature=lower_signature,
                 paper_bleu=round(paper_bleu(hyps, references).score, 2),
                 sentences_per_s=round(len(sources) / seconds, 1), hypotheses=hyps)
 

@@ -1,5 +1,5 @@
-"""A real English->German model, trained, averaged, decoded and scored with this project's own
-commands on this machine.
+"""A real Multi30k model (English->German, or another pair with target_lang=fr ...), trained,
+averaged, decoded and scored with this project's own commands on this machine.
 
     python -m results.multi30k [--max-minutes 60] [--data-dir D] [--run-dir runs/multi30k]
         [--skip-train] [key=value ...]
@@ -13,11 +13,13 @@ run's train.json, which the training step writes.
 1. trains the `multi30k` preset for --max-minutes of wall time (python -m annotated.train);
 2. averages its last 5 checkpoints (python -m annotated.checkpoint average, §6.1);
 3. decodes the full test2016 set (1,000 sentences) with the paper's beam search and scores it
-   with sacreBLEU (cased, detokenized, signature printed), then compares on the same model:
+   with sacreBLEU (cased, detokenized; and lowercased, the Multi30k literature's metric; with
+   their signatures), then compares on the same model:
    greedy vs beam 4, alpha 0 vs 0.6, averaged vs last checkpoint;
 4. writes multi30k.md (every number with its command), multi30k.json (for chapter 08) and
    multi30k_attention.npz (attention maps of test sentences) into runs/results/, or with
-   --out-dir results over the committed files that chapter 08 reads.
+   --out-dir results over the committed files that chapter 08 reads; another language pair
+   writes multi30k_en_fr.md and so on.
 """
 import argparse
 import json
@@ -64,12 +66,26 @@ def main(argv=None):
         record = {"wall_minutes": round(seconds / 60, 1), "command": cmd}
         (args.run_dir / "train.json").write_text(json.dumps(record))
     result, sentences = evaluate_run(args.run_dir, args.average, args.data_dir, args.limit)
-    (args.out_dir / "multi30k.json").write_text(json.dumps(result, indent=1))
+    stem = file_stem(result["config"])
+    (args.out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1))
     save_attention(args.run_dir / "average.pt", result["examples"][:3],
-                   args.out_dir / "multi30k_attention.npz")
+                   args.out_dir / f"{stem}_attention.npz")
     text = render_markdown(result, invocation("results.multi30k", argv), sentences)
-    (args.out_dir / "multi30k.md").write_text(text)
-    print(f"wrote {args.out_dir / 'multi30k.md'}")
+    (args.out_dir / f"{stem}.md").write_text(text)
+    print(f"wrote {args.out_dir / f'{stem}.md'}")
+
+
+LANGUAGES = {"en": "English", "de": "German", "fr": "French"}
+
+
+def file_stem(config: dict) -> str:
+    """multi30k for English->German, the paper's pair; multi30k_en_fr and so on for others."""
+    pair = (config["source_lang"], config["target_lang"])
+    return "multi30k" if pair == ("en", "de") else f"multi30k_{pair[0]}_{pair[1]}"
+
+
+def pair_name(config: dict) -> str:
+    return "->".join(LANGUAGES.get(config[k], config[k]) for k in ("source_lang", "target_lang"))
 
 
 def trained_checkpoints(run: Path) -> list[Path]:
@@ -150,19 +166,26 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
     """multi30k.md from multi30k.json's contents; `command_line` is the invocation that wrote
     it and `sentences` the number of test sentences scored."""
     paper_setting = next(iter(result["test2016"].values()))
-    lines = ["# Multi30k English->German: trained and scored on this machine", "",
+    lines = [f"# Multi30k {pair_name(result['config'])}: trained and scored on this machine", "",
              f"Written by `{command_line}` (do not edit by hand).", ""]
+    trained = [m for m in result["metrics"] if m["split"] == "train"]
     if "train" in result:
         lines += [f"Training: `{result['train']['command']}`: "
                   f"{result['train']['wall_minutes']} minutes of wall time, "
                   f"{result['metrics'][-1].get('step', '?')} steps.", ""]
+    elif trained:                     # trained by `python -m annotated.train` directly
+        lines += [f"Training (from the run's metrics.jsonl): {trained[-1]['step']:,} steps in "
+                  f"{trained[-1]['elapsed'] / 60:.1f} minutes of training.", ""]
     lines += [f"Averaging (§6.1): `{result['average']['command']}`", "",
               f"## test2016 ({sentences:,} sentences), sacreBLEU", "",
-              f"Signature: `{paper_setting['signature']}`", ""]
+              f"Signatures: cased `{paper_setting['signature']}`; lowercased "
+              f"`{paper_setting.get('lowercase_signature', 'not measured')}` (the Multi30k "
+              f"literature's metric).", ""]
     lines += markdown_table(
-        ["decoding", "sacreBLEU", "paper-style tokenized BLEU", "mean output words", "sentences/s"],
-        [[k, v["bleu"], v["paper_bleu"], v["mean_output_words"], v["sentences_per_s"]]
-         for k, v in result["test2016"].items()])
+        ["decoding", "sacreBLEU", "lowercased BLEU", "paper-style tokenized BLEU",
+         "mean output words", "sentences/s"],
+        [[k, v["bleu"], v.get("lowercase_bleu", "-"), v["paper_bleu"], v["mean_output_words"],
+          v["sentences_per_s"]] for k, v in result["test2016"].items()])
     lines += ["", f"Reference mean length: {result['reference_mean_words']:.2f} words.", "",
               "## Validation (val, 1,014 sentences)", ""]
     lines += markdown_table(["checkpoint", "smoothed loss", "perplexity", "token accuracy"],

@@ -123,3 +123,10 @@ def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path):
     assert all(r["reused"] for r in again.values())
     assert {k: (r["ppl"], r["bleu"]) for k, r in again.items()} == \
         {k: (r["ppl"], r["bleu"]) for k, r in first.items()}
+
+
+def test_another_language_pair_writes_its_own_results_files():
+    config = dict(source_lang="en", target_lang="fr")
+    assert multi30k.file_stem(config) == "multi30k_en_fr"
+    assert multi30k.pair_name(config) == "English->French"
+    assert multi30k.file_stem(dict(source_lang="en", target_lang="de")) == "multi30k"
