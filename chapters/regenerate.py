@@ -12,9 +12,10 @@ without it, chapter 07 trains a stand-in (about ten minutes) and chapter 08 a ti
 their model-dependent outputs change. Chapters 03 and 08 read results/, so run the results
 scripts first when they change.
 
---listings is for a change to the package's code alone: it runs the chapter in quick mode in a
-scratch copy and takes from it only the outputs of cells that show the package's source
-(`show(...)`), which do not depend on the mode, leaving every other committed output as it was.
+--listings is for a change to the package's code (or to the text of a results file) alone: it
+runs the chapter in quick mode in a scratch copy and takes from it only the outputs of cells
+that show the package's source (`show(...)`) or a section of a results file, which do not
+depend on the mode, leaving every other committed output as it was.
 
 nbval re-runs the notebooks in quick mode and compares their outputs with these; cells whose
 output depends on the mode carry the tag `nbval-ignore-output`.
@@ -30,7 +31,9 @@ import nbformat
 from nbclient import NotebookClient
 
 CHAPTERS = Path(__file__).resolve().parent
-LISTING = re.compile(r"^(show\([^\n]*\)\n?)+$")        # a cell of show(...) lines only
+# A cell whose only lines show the package's source or a section of a committed results file:
+# its output does not depend on the mode.
+LISTING = re.compile(r"^((show|display\(Markdown\(section)\([^\n]*\)\n?)+$")
 
 
 def main(argv=None):
@@ -63,7 +66,7 @@ def run_full(nb: Path):
 
 
 def refresh_listings(nb: Path):
-    """Run a scratch copy in quick mode; copy the outputs of show(...) cells into `nb`."""
+    """Run a scratch copy in quick mode; copy the outputs of LISTING cells into `nb`."""
     committed = nbformat.read(nb, as_version=4)
     scratch = nbformat.read(nb, as_version=4)
     os.environ.pop("ANNOTATED_FULL", None)
