@@ -108,8 +108,8 @@ python -m annotated.translate --checkpoint runs/base/average.pt --input data/wmt
 python -m annotated.evaluate --hyp runs/base/newstest2014.de --ref data/wmt14/test.de
 ```
 Expected (paper, Table 2, tokenized BLEU with compound splitting): base 27.3, big 28.4 on
-newstest2014; detokenized sacreBLEU is typically 0.7-1.5 lower (paper.md: fairseq's big model
-29.3 tokenized vs 28.6 sacreBLEU). Expected time: the paper's 12 h (base) and 3.5 days (big) on
+newstest2014; detokenized sacreBLEU is typically 0.7-1.5 lower (fairseq's big model: 29.3
+tokenized vs 28.6 sacreBLEU). Expected time: the paper's 12 h (base) and 3.5 days (big) on
 8 P100; on 8 modern GPUs see the Table 2 estimate above."""
 
 
