@@ -15,7 +15,7 @@ from annotated.configs import get
 from annotated.data.corpus import load_corpus, read_parallel
 from annotated.data.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
 from annotated.data.files import read_lines, sha256_file
-from conftest import full_corpus, user_corpus
+from conftest import full_corpus, sample_as_multi30k, user_corpus
 
 
 def quiet(*_):
@@ -304,14 +304,9 @@ def test_sgml_round_trip_on_real_newstest2014(tmp_path):
 
 def bad_corpus(tmp_path, train_en: bytes):
     """A multi30k folder whose English training file is `train_en`, the rest from the sample."""
-    folder = tmp_path / "data" / "multi30k"
-    folder.mkdir(parents=True)
-    for split, stem in data.MULTI30K_SPLITS.items():
-        for lang in ("en", "de"):
-            (folder / f"{stem}.{lang}.gz").write_bytes(
-                (data.SAMPLE / f"{data.SAMPLE_SPLITS[split]}.{lang}.gz").read_bytes())
-    (folder / "train.en.gz").write_bytes(train_en)
-    return tmp_path / "data"
+    location = sample_as_multi30k(tmp_path / "data")
+    (location / "multi30k" / "train.en.gz").write_bytes(train_en)
+    return location
 
 
 @pytest.mark.parametrize("content,message", [
