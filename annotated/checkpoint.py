@@ -1,12 +1,14 @@
-"""`python -m annotated.checkpoint`: average checkpoints (§6.1) and verify them.
+"""`python -m annotated.checkpoint`: average checkpoints (§6.1), halve them, verify them.
 
     python -m annotated.checkpoint average --out OUT CKPT [CKPT ...]
     python -m annotated.checkpoint average --out OUT --last N RUN_DIR
+    python -m annotated.checkpoint half --out OUT CKPT
     python -m annotated.checkpoint verify CKPT|RUN_DIR [...]
 
 average: the weights of several checkpoints of one run, as the paper decodes with (the last 5
 for base, 20 for big, written at 10-minute intervals); checkpoints of different models,
-tokenizers or runs are refused (see --help). verify: checks files against their sha256 seals.
+tokenizers or runs are refused (see --help). half: the model in float16 without its training
+state, half the size, to share. verify: checks files against their sha256 seals.
 The file format is annotated.training.checkpoint.
 """
 import argparse
@@ -16,7 +18,7 @@ from pathlib import Path
 from annotated.data.files import check_output
 from annotated.tools.cli import command
 from annotated.training.checkpoint import (NAME, CheckpointError, atomic_save, average,
-                                           checkpoints, verify)
+                                           checkpoints, half, verify)
 
 
 def _average_inputs(parser, args) -> list[Path]:
@@ -34,9 +36,9 @@ def _average_inputs(parser, args) -> list[Path]:
     return found[-args.last:]
 
 
-def _check_average_out(out, paths) -> None:
+def _check_out(out, paths) -> None:
     """Refuse an --out that is one of the inputs, cannot be written, or is named like a
-    training checkpoint (which --resume and rotation would take the averaged file for)."""
+    training checkpoint (which --resume and rotation would take the new file for)."""
     if NAME.fullmatch(Path(out).name):
         raise CheckpointError(f"refusing to write {out}: ckpt_NNNNNNN.pt names a training "
                               f"checkpoint; choose another name, e.g. average.pt")
@@ -78,6 +80,9 @@ def main(argv=None):
                           "checkpoints of different runs are refused. Different model shapes, "
                           "datasets or tokenizers are always refused")
     avg.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR")
+    hlf = commands.add_parser("half", help="the model in float16, without training state")
+    hlf.add_argument("--out", required=True, help="file to write: not the input, not ckpt_*.pt")
+    hlf.add_argument("path", metavar="CKPT")
     ver = commands.add_parser("verify", help="check checkpoints against their sha256 seals")
     ver.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR",
                      help="checkpoint files, or run folders (all their checkpoints)")
@@ -86,8 +91,14 @@ def main(argv=None):
         if _verify_command(args.paths):
             parser.exit(1)
         return
+    if args.command == "half":
+        _check_out(args.out, [args.path])
+        atomic_save(half(args.path), args.out)
+        print(f"{args.path} -> {args.out}: float16 weights, no training state "
+              f"({Path(args.out).stat().st_size / 2**20:.1f} MiB)")
+        return
     paths = _average_inputs(parser, args)
-    _check_average_out(args.out, paths)
+    _check_out(args.out, paths)
     atomic_save(average(paths, args.allow_different_runs), args.out)
     print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")
 

@@ -14,6 +14,7 @@ import torch
 from annotated import configs
 from annotated import checkpoint as checkpoint_command
 from annotated import train
+from annotated.masks import batch_masks
 from annotated.training import checkpoint
 from annotated.training.checkpoint import CheckpointError, load_model
 from annotated.data.tokenizer import CopyTokenizer, Tokenizer, train_bpe
@@ -142,6 +143,26 @@ def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
     with pytest.raises(SystemExit):
         checkpoint_command.main(["average", "--out", str(out), "--last", "5", str(tmp_path)])
     assert "holds 3 checkpoints, fewer than --last 5" in capsys.readouterr().err
+
+
+def test_half_stores_float16_weights_that_load_as_float32_and_compute_alike(tmp_path, capsys):
+    source = save_tiny(tmp_path / "model.pt").eval()
+    out = tmp_path / "half.pt"
+    checkpoint_command.main(["half", str(tmp_path / "model.pt"), "--out", str(out)])
+    assert "float16 weights, no training state" in capsys.readouterr().out
+    payload = checkpoint.load(out)                                  # sealed like any checkpoint
+    assert payload["training"] is None and payload["halved_from"] == "model.pt"
+    assert all(v.dtype == torch.float16 for v in payload["model"].values() if v.is_floating_point())
+    halved, _, _ = load_model(out)
+    for name, p in halved.state_dict().items():                     # float32, rounded once
+        assert p.dtype == torch.float32 and torch.equal(p, source.state_dict()[name].half().float())
+    src, tgt = torch.randint(4, 11, (2, 7)), torch.randint(4, 11, (2, 5))
+    masks = batch_masks(src, tgt, pad=0)
+    with torch.no_grad():
+        a, b = source(src, tgt, *masks), halved(src, tgt, *masks)
+    assert torch.allclose(a, b, atol=1e-2) and not torch.equal(a, b)
+    with pytest.raises(SystemExit):                                  # never over its input
+        checkpoint_command.main(["half", str(out), "--out", str(out)])
 
 
 # The child runs the real training command, but its second torch.save writes half of the

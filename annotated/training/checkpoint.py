@@ -8,13 +8,15 @@ containers, numbers, strings, bytes and tensors; no pickled code):
     run_id               a random id given at a run's first save and carried by all its later
                          checkpoints, so that averaging can tell one run from another
     config               the run's Config as a dict of its fields
-    model                the model's state_dict (float32 weights)
+    model                the model's state_dict (float32 weights; float16 in a file made by
+                         `half`, which the model's float32 parameters take back on loading)
     tokenizer            {"kind": "bpe" | "copy", "bytes": tokenizer.to_bytes()}
     step                 optimizer steps taken
     training             what `--resume` needs: optimizer, scheduler and grad-scaler states, the
                          RNG states of every rank and the data position; None in an averaged file
     averaged_from        names of the files averaged into this one (averaged files only)
     averaged_runs        the run id of each of those files, in the same order (likewise)
+    halved_from          the name of the float32 file a `half` file was made from
 
 So `load_model(path)` rebuilds the model and its tokenizer from the file alone.
 
@@ -37,8 +39,10 @@ Rotation keeps the newest `keep_last` checkpoints, the newest one that verifies,
 trainer names (`rotate(run_dir, keep_last, keep=[path])`).
 
 `average` averages the weights of several checkpoints of one run; the paper decodes with the
-average of the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals. The
-command `python -m annotated.checkpoint` (average, verify) is annotated/checkpoint.py.
+average of the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals. `half`
+stores a model's weights in float16 without its training state: half the size, for sharing (the
+project ships one). The command `python -m annotated.checkpoint` (average, half, verify) is
+annotated/checkpoint.py.
 """
 import hashlib
 import os
@@ -413,3 +417,13 @@ def average(paths, allow_different_runs: bool = False) -> dict:
     return {**payloads[-1], "version": FORMAT_VERSION, "model": mean, "training": None,
             "run_id": runs[0] if one_run else new_run_id(),
             "averaged_from": [Path(p).name for p in paths], "averaged_runs": runs}
+
+
+def half(path) -> dict:
+    """A checkpoint's model with its floating-point weights rounded to float16 and no training
+    state: a file half the size to share. Loading casts the weights back to float32, so the
+    model computes in float32 with weights that differ from the source by float16 rounding
+    (a relative 2^-11 at most)."""
+    payload = load(path)
+    model = {k: v.half() if v.is_floating_point() else v for k, v in payload["model"].items()}
+    return {**payload, "model": model, "training": None, "halved_from": Path(path).name}
