@@ -2,6 +2,7 @@
 
     python chapters/regenerate.py [01 05 ...]            # all chapters, or those given
     python chapters/regenerate.py --listings [07 08]     # only the source listings
+    python chapters/regenerate.py --cells 08:7,8         # only these cells of one chapter
 
 Full mode means ANNOTATED_FULL=1, which this script sets (tests run the chapters in quick mode,
 the default). Full mode reads the real Multi30k from the data location, ANNOTATED_DATA_DIR
@@ -15,11 +16,14 @@ scripts first when they change.
 --listings is for a change to the package's code (or to the text of a results file) alone: it
 runs the chapter in quick mode in a scratch copy and takes from it only the outputs of cells
 that show the package's source (`show(...)`) or a section of a results file, which do not
-depend on the mode, leaving every other committed output as it was.
+depend on the mode, leaving every other committed output as it was. --cells does the same for the cells given
+by index (counting from 0, markdown cells included), for an edit to cells whose output
+does not depend on the mode (e.g. a figure drawn from a committed results file).
 
 nbval re-runs the notebooks in quick mode and compares their outputs with these; cells whose
 output depends on the mode carry the tag `nbval-ignore-output`.
 """
+import argparse
 import os
 import re
 import subprocess
@@ -36,19 +40,44 @@ CHAPTERS = Path(__file__).resolve().parent
 LISTING = re.compile(r"^((show|display\(Markdown\(section)\([^\n]*\)\n?)+$")
 
 
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python chapters/regenerate.py",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", nargs="*", help="chapter numbers, e.g. 01 06 (default: all)")
+    parser.add_argument("--listings", action="store_true", help="only the source listings")
+    parser.add_argument("--cells", type=cell_choice, metavar="CHAPTER:I,J,...",
+                        help="only these cells (indices from 0) of one chapter, e.g. 08:7,8")
+    args = parser.parse_args(argv)
+    if args.cells:
+        args.chapters = [args.cells[0]]
+    return args
+
+
+def cell_choice(text: str) -> tuple[str, set[int]]:
+    chapter, _, indices = text.partition(":")
+    try:
+        return chapter, {int(i) for i in indices.split(",")}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected CHAPTER:I,J,... such as 08:7,8, got "
+                                         f"{text!r}") from None
+
+
 def main(argv=None):
-    args = sys.argv[1:] if argv is None else argv
-    listings = "--listings" in args
-    wanted = [a for a in args if a != "--listings"]
+    args = parse_args(argv)
     notebooks = sorted(p for p in CHAPTERS.glob("[0-9][0-9]_*.ipynb")
-                       if not wanted or p.name[:2] in wanted)
+                       if not args.chapters or p.name[:2] in args.chapters)
     if not notebooks:
-        sys.exit(f"error: no chapter matches {wanted} in {CHAPTERS}; give chapter numbers such "
-                 f"as 01 06")
+        sys.exit(f"error: no chapter matches {args.chapters} in {CHAPTERS}; give chapter numbers "
+                 f"such as 01 06")
     for nb in notebooks:
         start = time.time()
-        print(f"running {nb.name}{' (listings)' if listings else ''} ...", flush=True)
-        (refresh_listings if listings else run_full)(nb)
+        print(f"running {nb.name}{' (listings)' if args.listings else ''} ...", flush=True)
+        if args.cells:
+            refresh(nb, lambda i, cell: i in args.cells[1])
+        elif args.listings:
+            refresh(nb, lambda i, cell: LISTING.match(cell.source.strip() + "\n"))
+        else:
+            run_full(nb)
         print(f"  done in {time.time() - start:.0f} s", flush=True)
 
 
@@ -65,8 +94,9 @@ def run_full(nb: Path):
                    env=env, check=True)
 
 
-def refresh_listings(nb: Path):
-    """Run a scratch copy in quick mode; copy the outputs of LISTING cells into `nb`."""
+def refresh(nb: Path, chosen):
+    """Run a scratch copy in quick mode; copy the outputs of the code cells for which
+    chosen(index, cell) is true into `nb`."""
     committed = nbformat.read(nb, as_version=4)
     scratch = nbformat.read(nb, as_version=4)
     os.environ.pop("ANNOTATED_FULL", None)
@@ -74,12 +104,11 @@ def refresh_listings(nb: Path):
     NotebookClient(scratch, timeout=None,
                    resources={"metadata": {"path": str(CHAPTERS)}}).execute()
     changed = 0
-    for old, new in zip(committed.cells, scratch.cells):
-        if old.cell_type == "code" and LISTING.match(old.source.strip() + "\n"):
-            if old.outputs != new.outputs:
-                old.outputs, changed = new.outputs, changed + 1
+    for i, (old, new) in enumerate(zip(committed.cells, scratch.cells)):
+        if old.cell_type == "code" and chosen(i, old) and old.outputs != new.outputs:
+            old.outputs, changed = new.outputs, changed + 1
     nbformat.write(committed, nb)
-    print(f"  {changed} listing cell(s) updated", flush=True)
+    print(f"  {changed} cell(s) updated", flush=True)
 
 
 if __name__ == "__main__":
