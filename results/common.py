@@ -79,9 +79,10 @@ def train(preset: str, out: Path, **options) -> tuple[float, str]:
     return time.time() - start, cmd
 
 
-def average(run_dir: Path, n: int) -> tuple[Path, str]:
-    """Average the newest n checkpoints of a run (§6.1) into run_dir/average.pt."""
-    out = run_dir / "average.pt"
+def average(run_dir: Path, n: int, out: Path | None = None) -> tuple[Path, str]:
+    """Average the newest n checkpoints of a run (§6.1) into `out` (default
+    run_dir/average.pt)."""
+    out = out or run_dir / "average.pt"
     return out, run_command(["python", "-m", "annotated.checkpoint", "average", "--last", str(n),
                              relative(run_dir), "--out", relative(out)])
 

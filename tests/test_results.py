@@ -6,7 +6,7 @@ import pytest
 
 from annotated import configs
 from annotated.tools.flops import training_flops
-from results import multi30k, paper_tables, table3_small
+from results import multi30k, multi30k_sweep, paper_tables, table3_small
 
 RESULTS = paper_tables.HERE
 
@@ -125,8 +125,33 @@ def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path):
         {k: (r["ppl"], r["bleu"]) for k, r in first.items()}
 
 
-def test_another_language_pair_writes_its_own_results_files():
+def test_another_preset_or_language_pair_writes_its_own_results_files():
     config = dict(source_lang="en", target_lang="fr")
-    assert multi30k.file_stem(config) == "multi30k_en_fr"
+    assert multi30k.file_stem("multi30k", config) == "multi30k_en_fr"
     assert multi30k.pair_name(config) == "English->French"
-    assert multi30k.file_stem(dict(source_lang="en", target_lang="de")) == "multi30k"
+    en_de = dict(source_lang="en", target_lang="de")
+    assert multi30k.file_stem("multi30k", en_de) == "multi30k"
+    assert multi30k.file_stem("multi30k_tiny", en_de) == "multi30k_tiny"
+
+
+def test_sweep_trains_candidates_side_by_side_and_chooses_on_val(tmp_path, monkeypatch):
+    monkeypatch.setattr(multi30k_sweep, "AVERAGES", (1, 2))             # a smaller grid
+    monkeypatch.setattr(multi30k_sweep, "DECODINGS", ((4, 0.6), (5, 1.0)))
+    out = tmp_path / "out"
+    run(multi30k_sweep, "--train", "--max-minutes", 0.02, "--runs-dir", tmp_path / "runs",
+        "--limit", 4, "--out-dir", out, *TINY, "ckpt_every=1")
+    result = json.loads((out / "multi30k_sweep.json").read_text())
+    assert set(result["candidates"]) == set(multi30k_sweep.CANDIDATES)
+    for c in result["candidates"].values():
+        averages = {r["average"] for r in c["rows"]}
+        assert 1 in averages and averages <= set(multi30k_sweep.AVERAGES)
+        assert len(c["rows"]) == len(averages) * len(multi30k_sweep.DECODINGS)
+    rows = [r for c in result["candidates"].values() for r in c["rows"]]
+    best = result["best"]
+    assert best["lowercase_bleu"] == max(r["lowercase_bleu"] for r in rows)
+    assert best["test_command"].startswith("python -m results.multi30k --skip-train --config ")
+    assert f"--beam-size {best['beam']} --alpha {best['alpha']}" in best["test_command"]
+    assert "Best on val: **" in (out / "multi30k_sweep.md").read_text()
+    run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
+        "ckpt_every=1")                                    # scored again: the scores are kept
+    assert json.loads((out / "multi30k_sweep.json").read_text()) == result

@@ -1,0 +1,194 @@
+"""The Multi30k sweep: each choice behind the hour-long English->German model made on the
+validation set (val, 1,014 sentences), never on test2016.
+
+    python -m results.multi30k_sweep --data-dir D [--train] [--max-minutes 60] [--out-dir results]
+
+1. with --train, trains the CANDIDATES for --max-minutes of wall time each, one CPU thread
+   each, two at a time (two fill a 2-core machine), into runs/sweep/NAME; without it, scores
+   the runs already there;
+2. for each run, averages its last 1, 5 and 10 checkpoints (§6.1) and decodes val with each
+   beam size and length penalty alpha of DECODINGS;
+3. scores every decoding with lowercased BLEU (sacreBLEU -lc, 13a tokenizer: the Multi30k
+   literature's metric) and cased sacreBLEU, and names the best by lowercased val BLEU;
+4. writes multi30k_sweep.md and .json (runs/results by default) and prints the one command
+   that scores the chosen model on test2016 (results.multi30k --skip-train).
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from annotated.configs import apply_overrides, get
+from annotated.data.corpus import (cache_folder, corpus_files, data_location, load_corpus,
+                                   read_parallel)
+from annotated.tools.cli import command
+from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
+                            perplexity, read_metrics, relative, score, train_command)
+from results.multi30k import trained_checkpoints
+
+# name: (preset, overrides). The literature's Transformer-tiny (2.6M parameters, dropout 0.3),
+# the multi30k preset (7.6M) with that dropout, and Transformer-tiny with the paper's 0.1.
+CANDIDATES = {
+    "tiny": ("multi30k_tiny", []),
+    "small": ("multi30k", ["P_drop=0.3", "ckpt_minutes=2.0", "keep_last=10"]),
+    "tiny_p01": ("multi30k_tiny", ["P_drop=0.1"]),
+}
+AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
+DECODINGS = ((4, 0.6), (4, 1.0), (5, 0.6), (5, 1.0))    # (beam size, alpha)
+SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warmup_steps")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m results.multi30k_sweep",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", action="store_true", help="train the candidates first")
+    parser.add_argument("--max-minutes", type=float, default=60.0,
+                        help="minutes of training per candidate (default 60)")
+    parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "sweep",
+                        help="where the candidates' runs are (default runs/sweep)")
+    parser.add_argument("--only", nargs="+", choices=CANDIDATES, metavar="NAME",
+                        help="score only these candidates now (their scores are kept in their "
+                             "run folders for the full sweep); writes no results file")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="score only the first N val sentences (a smoke test)")
+    add_training_arguments(parser, "override fields of every candidate (a smoke test: "
+                                   "dataset=multi30k_sample N=1 ...)")
+    return parser.parse_intermixed_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    runs = {name: args.runs_dir / name for name in CANDIDATES}
+    configs = {name: candidate_config(name, args.overrides) for name in CANDIDATES}
+    if args.train:
+        train_side_by_side(runs, args.max_minutes, args.data_dir, args.overrides)
+    sources, references = validation_text(next(iter(configs.values())), args.data_dir)
+    sources, references = sources[:args.limit], references[:args.limit]
+    result = {"candidates": {name: sweep_run(name, configs[name], runs[name], sources,
+                                             references, args.data_dir)
+                             for name in args.only or CANDIDATES}}
+    if args.only:
+        return
+    result["best"] = best(result["candidates"], runs)
+    (args.out_dir / "multi30k_sweep.json").write_text(json.dumps(result, indent=1))
+    text = render_markdown(result, invocation("results.multi30k_sweep", argv))
+    (args.out_dir / "multi30k_sweep.md").write_text(text)
+    print(f"wrote {args.out_dir / 'multi30k_sweep.md'}\nscore the chosen model on test2016 "
+          f"once:\n  {result['best']['test_command']}")
+
+
+def candidate_config(name: str, extra: list[str]):
+    preset, overrides = CANDIDATES[name]
+    return apply_overrides(get(preset), overrides + extra)
+
+
+def train_side_by_side(runs: dict, max_minutes: float, data_dir, extra: list[str]):
+    """Train the candidates two at a time, one thread each."""
+    names = list(runs)
+    for pair in (names[i:i + 2] for i in range(0, len(names), 2)):
+        train_together({name: runs[name] for name in pair}, max_minutes, data_dir, extra)
+
+
+def train_together(runs: dict, max_minutes: float, data_dir, extra: list[str]):
+    """Train these candidates at once, one thread each, and wait for all of them."""
+    procs = {}
+    for name, run in runs.items():
+        preset, overrides = CANDIDATES[name]
+        cmd = train_command(preset, run, max_minutes=max_minutes, overrides=overrides + extra,
+                            data_dir=data_dir) + ["--threads", "1"]
+        print("+ " + " ".join(cmd), flush=True)
+        run.parent.mkdir(parents=True, exist_ok=True)
+        log = open(run.parent / f"{name}.log", "w")
+        procs[name] = subprocess.Popen([sys.executable, *cmd[1:]], cwd=ROOT, stdout=log,
+                                       stderr=subprocess.STDOUT)
+    failed = [name for name, p in procs.items() if p.wait() != 0]
+    if failed:
+        raise ChildProcessError(f"training failed for {', '.join(failed)}; see "
+                                f"{', '.join(str(runs[n].parent / f'{n}.log') for n in failed)}")
+
+
+def validation_text(config, data_dir) -> tuple[list[str], list[str]]:
+    """The validation split of config's corpus as raw source and target sentences."""
+    files = corpus_files(config, data_location(data_dir), cache_folder(), log=lambda *_: None)
+    pairs, _ = read_parallel(*files["valid"])
+    return [s for s, _ in pairs], [t for _, t in pairs]
+
+
+def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> dict:
+    """One candidate: how it trained, and val perplexity and BLEU for every averaging and
+    decoding; kept in the run folder (val_sweep.json) and reused while the run's newest
+    checkpoint and the val sentences are the same."""
+    found = trained_checkpoints(run)
+    kept, key = run / "val_sweep.json", {"newest": found[-1].name, "sentences": len(sources)}
+    if kept.is_file() and json.loads(kept.read_text())["key"] == key:
+        print(f"{name}: reusing the scores in {relative(kept)}")
+        return json.loads(kept.read_text())["entry"]
+    trained = [m for m in read_metrics(run) if m["split"] == "train"]
+    preset, overrides = CANDIDATES[name]
+    valid = load_corpus(config, data_dir=data_dir, log=lambda *_: None).valid
+    entry = {"preset": preset, "overrides": overrides, "steps": trained[-1]["step"],
+             "minutes": round(trained[-1]["elapsed"] / 60, 1), "checkpoints": len(found),
+             "config": {k: getattr(config, k) for k in SHOWN}, "rows": []}
+    for n in [n for n in AVERAGES if n <= len(found)]:
+        ckpt = found[-1] if n == 1 else average(run, n, run / f"average_{n}.pt")[0]
+        ppl = perplexity(ckpt, valid)["ppl"]
+        for beam, alpha in DECODINGS:
+            s = score(ckpt, sources, references, beam_size=beam, alpha=alpha, max_extra=50,
+                      batch_tokens=2000)
+            entry["rows"].append(dict(average=n, val_ppl=ppl, beam=beam, alpha=alpha,
+                                      lowercase_bleu=s["lowercase_bleu"], bleu=s["bleu"]))
+            print(f"{name}, average of {n}, beam {beam}, alpha {alpha}: val lowercased BLEU "
+                  f"{s['lowercase_bleu']}, cased {s['bleu']}", flush=True)
+    kept.write_text(json.dumps({"key": key, "entry": entry}, indent=1))
+    return entry
+
+
+def best(candidates: dict, runs: dict) -> dict:
+    """The candidate, averaging and decoding with the highest lowercased val BLEU, and the
+    command that scores it on test2016."""
+    name, row = max(((name, row) for name, c in candidates.items() for row in c["rows"]),
+                    key=lambda item: item[1]["lowercase_bleu"])
+    cmd = (f"python -m results.multi30k --skip-train --config {CANDIDATES[name][0]} --run-dir "
+           f"{relative(runs[name])} --average {row['average']} --beam-size {row['beam']} "
+           f"--alpha {row['alpha']} --out-dir results")
+    return dict(candidate=name, **row, test_command=cmd)
+
+
+def render_markdown(result: dict, command_line: str) -> str:
+    lines = ["# Multi30k English->German: the validation sweep", "",
+             f"Written by `{command_line}` (do not edit by hand).", "",
+             "Every choice is made on val (1,014 sentences); test2016 is scored once, for the "
+             "best row only. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the "
+             "Multi30k literature's metric); cased is sacreBLEU's default.", "",
+             "## Candidates", ""]
+    lines += markdown_table(
+        ["candidate", "preset and overrides", *SHOWN, "minutes", "steps"],
+        [[name, " ".join([c["preset"], *c["overrides"]]),
+          *(c["config"][k] for k in SHOWN), c["minutes"], c["steps"]]
+         for name, c in result["candidates"].items()])
+    lines += ["", "## Each candidate at its best on val", ""]
+    lines += markdown_table(
+        ["candidate", "minutes", "steps", "checkpoints averaged", "val PPL", "beam", "alpha",
+         "val lowercased BLEU", "val cased sacreBLEU"],
+        [[name, c["minutes"], c["steps"], r["average"], r["val_ppl"], r["beam"], r["alpha"],
+          r["lowercase_bleu"], r["bleu"]] for name, c in result["candidates"].items()
+         for r in [max(c["rows"], key=lambda row: row["lowercase_bleu"])]])
+    lines += ["", "## Validation scores", ""]
+    lines += markdown_table(
+        ["candidate", "checkpoints averaged", "val PPL", "beam", "alpha",
+         "val lowercased BLEU", "val cased sacreBLEU"],
+        [[name, r["average"], r["val_ppl"], r["beam"], r["alpha"], r["lowercase_bleu"],
+          r["bleu"]] for name, c in result["candidates"].items() for r in c["rows"]])
+    b = result["best"]
+    lines += ["", f"Best on val: **{b['candidate']}**, the average of the last {b['average']} "
+              f"checkpoint(s), beam {b['beam']}, alpha {b['alpha']}: {b['lowercase_bleu']} "
+              f"lowercased BLEU. Scored on test2016 once with", "", f"    {b['test_command']}",
+              ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
