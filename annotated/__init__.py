@@ -21,11 +21,12 @@ calls the machinery:
     train        training (§5), one CPU to 8 GPUs under torchrun
     translate    translating text with a checkpoint (§6.1)
     evaluate     sacreBLEU and the paper's tokenized BLEU
-    checkpoint   averaging (§6.1) and verifying checkpoints
+    checkpoint   averaging (§6.1), halving and verifying checkpoints
 
 The machinery lives in sub-packages: `data` (files, tokenizer, corpora, batching), `training`
 (the loop, one step, torchrun, checkpoints), `inference` (beam search, translation, BLEU) and
-`tools` (FLOPs, the chapters' helpers, the command-line convention).
+`tools` (FLOPs, the chapters' helpers, the command-line convention); `pretrained` holds a
+trained Multi30k English->German model that ships with the project.
 """
 from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
 from annotated.model import EncoderDecoder, count_parameters, make_model

@@ -107,6 +107,7 @@ def refresh(nb: Path, chosen):
     for i, (old, new) in enumerate(zip(committed.cells, scratch.cells)):
         if old.cell_type == "code" and chosen(i, old) and old.outputs != new.outputs:
             old.outputs, changed = new.outputs, changed + 1
+            old.execution_count = old.execution_count or new.execution_count
     nbformat.write(committed, nb)
     print(f"  {changed} cell(s) updated", flush=True)
 

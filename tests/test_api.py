@@ -9,10 +9,10 @@ import annotated
 PAPER = {"attention", "masks", "multihead", "feedforward", "positional", "embeddings",
          "sublayer", "encoder", "decoder", "model", "loss", "optim", "configs"}
 COMMANDS = {"train", "translate", "evaluate", "checkpoint"}
-SUBPACKAGES = {"data", "training", "inference", "tools"}
+SUBPACKAGES = {"data", "training", "inference", "tools", "pretrained"}
 
 
-def test_the_top_level_is_the_paper_the_commands_and_four_subpackages():
+def test_the_top_level_is_the_paper_the_commands_and_the_subpackages():
     found = {m.name: m.ispkg for m in pkgutil.iter_modules(annotated.__path__)}
     assert {name for name, pkg in found.items() if not pkg} == PAPER | COMMANDS
     assert {name for name, pkg in found.items() if pkg} == SUBPACKAGES

@@ -153,6 +153,8 @@ def test_half_stores_float16_weights_that_load_as_float32_and_compute_alike(tmp_
     payload = checkpoint.load(out)                                  # sealed like any checkpoint
     assert payload["training"] is None and payload["halved_from"] == "model.pt"
     assert all(v.dtype == torch.float16 for v in payload["model"].values() if v.is_floating_point())
+    tied = [payload["model"][k].data_ptr() for k in ("src_embed.lut.weight", "generator.weight")]
+    assert tied[0] == tied[1]                                  # the tied matrix stored once
     halved, _, _ = load_model(out)
     for name, p in halved.state_dict().items():                     # float32, rounded once
         assert p.dtype == torch.float32 and torch.equal(p, source.state_dict()[name].half().float())

@@ -6,7 +6,7 @@ import pytest
 
 from annotated import configs
 from annotated.tools.flops import training_flops
-from results import multi30k, multi30k_sweep, paper_tables, table3_small
+from results import multi30k, multi30k_sweep, paper_tables, pretrained, table3_small
 
 RESULTS = paper_tables.HERE
 
@@ -54,7 +54,7 @@ TINY = ["dataset=multi30k_sample", "vocab_size=500", "N=1", "d_model=32", "d_ff=
         "d_k=16", "d_v=16", "max_tokens=500"]
 
 
-def test_multi30k_script_trains_scores_and_rescores(tmp_path):
+def test_multi30k_script_trains_scores_rescores_and_ships(tmp_path):
     run_dir, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
     common = ["--out-dir", out, "--run-dir", run_dir, "--limit", 3]
@@ -75,6 +75,15 @@ def test_multi30k_script_trains_scores_and_rescores(tmp_path):
         [s["bleu"] for s in first["test2016"].values()]
     assert (out / "multi30k.md").read_text().splitlines()[2].startswith(
         "Written by `python -m results.multi30k --skip-train")
+
+    shipped = tmp_path / "shipped"                     # the trained model, halved to ship
+    shipped.mkdir()
+    run(pretrained, run_dir / "average.pt", "--limit", 10, "--out-dir", shipped)
+    record = json.loads((shipped / "multi30k_en_de.json").read_text())
+    assert record["sentences"] == 10 and 0 <= record["identical"] <= 10
+    assert record["averaged_from"] and len(record["examples"]) == pretrained.EXAMPLES
+    assert (shipped / "multi30k_en_de.pt").stat().st_size == record["bytes"]
+    assert "translates" in (shipped / "README.md").read_text()
 
 
 def test_multi30k_keeps_the_old_flag_spellings_out_of_help(capsys):

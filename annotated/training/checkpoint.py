@@ -414,9 +414,23 @@ def average(paths, allow_different_runs: bool = False) -> dict:
             mean[k] = payloads[-1]["model"][k]
     runs = [p["run_id"] for p in payloads]
     one_run = len(set(runs)) == 1 and runs[0] is not None
-    return {**payloads[-1], "version": FORMAT_VERSION, "model": mean, "training": None,
+    return {**payloads[-1], "version": FORMAT_VERSION, "model": _shared(mean), "training": None,
             "run_id": runs[0] if one_run else new_run_id(),
             "averaged_from": [Path(p).name for p in paths], "averaged_runs": runs}
+
+
+def _shared(state: dict) -> dict:
+    """state with equal tensors made one: tied weights (one embedding matrix serving as source
+    and target embedding and output layer, §3.4) are then stored once by torch.save."""
+    kept = []
+    out = {}
+    for k, v in state.items():
+        same = next((u for u in kept if u.shape == v.shape and u.dtype == v.dtype
+                     and torch.equal(u, v)), None)
+        out[k] = v if same is None else same
+        if same is None:
+            kept.append(v)
+    return out
 
 
 def half(path) -> dict:
@@ -426,4 +440,4 @@ def half(path) -> dict:
     (a relative 2^-11 at most)."""
     payload = load(path)
     model = {k: v.half() if v.is_floating_point() else v for k, v in payload["model"].items()}
-    return {**payload, "model": model, "training": None, "halved_from": Path(path).name}
+    return {**payload, "model": _shared(model), "training": None, "halved_from": Path(path).name}

@@ -1,0 +1,121 @@
+"""The trained model shipped with the project (annotated/pretrained/): an averaged Multi30k
+English->German checkpoint with its weights stored in float16, checked against its source.
+
+    python -m results.pretrained CHECKPOINT --data-dir D [--beam-size 4] [--alpha 0.6]
+        [--out-dir annotated/pretrained]
+
+1. writes annotated/pretrained/multi30k_en_de.pt with `python -m annotated.checkpoint half`
+   (float16 weights, no optimizer state: under half the size of the float32 file);
+2. translates test2016 (1,000 sentences) with the float32 source and with the shipped file,
+   counts the translations that are identical, and scores both (cased sacreBLEU, lowercased
+   BLEU);
+3. writes annotated/pretrained/multi30k_en_de.json: where the model comes from, the file's
+   sha256 and size, both scores, the number of identical translations, and EXAMPLES test
+   sentences as the float32 source translates them, which the tests check the shipped file
+   reproduces word for word; and README.md beside it, for people.
+"""
+import argparse
+import json
+from pathlib import Path
+
+from annotated.data.corpus import load_corpus
+from annotated.data.files import sha256_file
+from annotated.tools.cli import at_least, command
+from annotated.training.checkpoint import load, load_model
+from annotated.inference.translate import translate_lines
+from results.common import ROOT, invocation, relative, run_command, score
+
+SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
+EXAMPLES = 8
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m results.pretrained",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path, help="the averaged float32 checkpoint to ship")
+    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
+                                           "ANNOTATED_DATA_DIR)")
+    parser.add_argument("--beam-size", type=at_least(1), default=4, help="beam size (default 4)")
+    parser.add_argument("--alpha", type=float, default=0.6, help="length penalty (default 0.6)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="compare on the first N test sentences only (a smoke test)")
+    parser.add_argument("--out-dir", type=Path, default=SHIPPED.parent,
+                        help="where to write the files (default annotated/pretrained)")
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
+    shipped = args.out_dir / SHIPPED.name
+    half_cmd = run_command(["python", "-m", "annotated.checkpoint", "half",
+                            relative(args.checkpoint), "--out", relative(shipped)])
+    decode = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)
+    record = compare(args.checkpoint, shipped, args.data_dir, decode, args.limit)
+    source = load(args.checkpoint)
+    record = {"source": relative(args.checkpoint), "command": half_cmd,
+              "averaged_from": source.get("averaged_from"), "run_id": source["run_id"],
+              "step": source["step"], "sha256": sha256_file(shipped),
+              "bytes": shipped.stat().st_size, "decode": decode, **record}
+    out = shipped.with_suffix(".json")
+    out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    readme = render_readme(record, config_of(args.checkpoint), invocation("results.pretrained",
+                                                                            argv))
+    (args.out_dir / "README.md").write_text(readme)
+    print(f"wrote {relative(shipped)} ({record['bytes'] / 2**20:.1f} MiB) and {relative(out)}: "
+          f"{record['identical']} of {record['sentences']} test translations identical")
+
+
+def compare(source: Path, shipped: Path, data_dir, decode: dict, limit=None) -> dict:
+    """Both models on test2016: scores, identical translations, and the source's examples."""
+    _, config, _ = load_model(source)
+    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
+    src, ref = corpus.test_src[:limit], corpus.test_ref[:limit]
+    full, halved = score(source, src, ref, **decode), score(shipped, src, ref, **decode)
+    same = sum(a == b for a, b in zip(full["hypotheses"], halved["hypotheses"]))
+    model, _, tokenizer = load_model(source)
+    examples = src[:EXAMPLES]
+    translations = translate_lines(model, tokenizer, examples, **decode)
+    keep = ("bleu", "lowercase_bleu", "signature", "lowercase_signature")
+    return {"sentences": len(src), "identical": same,
+            "float32": {k: full[k] for k in keep}, "float16": {k: halved[k] for k in keep},
+            "examples": [dict(source=s, translation=t) for s, t in zip(examples, translations)]}
+
+
+def config_of(checkpoint: Path) -> dict:
+    return load(checkpoint)["config"]
+
+
+def render_readme(record: dict, config: dict, command_line: str) -> str:
+    f32, f16 = record["float32"], record["float16"]
+    source = ("the average of " + ", ".join(record["averaged_from"])
+              if record.get("averaged_from") else "one checkpoint")
+    lines = [
+        "# A trained English->German model that ships with the project", "",
+        f"Written by `{command_line}` (do not edit by hand).", "",
+        f"`multi30k_en_de.pt` ({record['bytes'] / 2**20:.1f} MiB, sha256 `{record['sha256']}`) "
+        f"is the winner of the Multi30k validation sweep (`results/multi30k_sweep.md`): "
+        f"N={config['N']}, d_model={config['d_model']}, d_ff={config['d_ff']}, h={config['h']}, "
+        f"P_drop={config['P_drop']}, a shared BPE vocabulary of {config['vocab_size']:,}, "
+        f"trained {record['step']:,} steps in an hour on one CPU thread; {source}.", "",
+        f"Its weights are stored in float16 (`{record['command']}`), half the size of the "
+        f"float32 file; loading casts them back to float32, so the model computes in float32 "
+        f"with weights rounded once. On all {record['sentences']:,} sentences of test2016 "
+        f"(beam {record['decode']['beam_size']}, alpha {record['decode']['alpha']}) it "
+        f"translates {record['identical']:,} exactly as its float32 source does:", "",
+        "| weights | sacreBLEU (cased) | lowercased BLEU |", "| --- | --- | --- |",
+        f"| float32 (the source) | {f32['bleu']} | {f32['lowercase_bleu']} |",
+        f"| float16 (this file) | {f16['bleu']} | {f16['lowercase_bleu']} |", "",
+        f"Signatures: `{f16['signature']}`; `{f16['lowercase_signature']}`.", "",
+        "Use it:", "", "```bash",
+        "echo 'A man in an orange hat.' | python -m annotated.translate "
+        "--checkpoint annotated/pretrained/multi30k_en_de.pt", "```", "",
+        "The model was trained on Multi30k (Elliott et al., 2016), which its authors distribute "
+        "for non-commercial research and educational use; the same terms apply to this model. "
+        "The tests check that the file verifies against its seal and translates the examples "
+        "in `multi30k_en_de.json` word for word as its float32 source did.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""The shipped model: small enough to ship, sealed, and translating as its float32 source did."""
+import json
+
+from annotated.data.files import sha256_file
+from annotated.inference.translate import translate_lines
+from annotated.pretrained import MULTI30K_EN_DE
+from annotated.training.checkpoint import load, load_model, verify
+
+RECORD = json.loads(MULTI30K_EN_DE.with_suffix(".json").read_text())
+
+
+def test_shipped_model_is_under_8_mb_sealed_and_the_recorded_file():
+    assert MULTI30K_EN_DE.stat().st_size < 8 * 2**20
+    assert verify(MULTI30K_EN_DE)                              # the sha256 seal holds
+    assert sha256_file(MULTI30K_EN_DE) == RECORD["sha256"]
+    payload = load(MULTI30K_EN_DE)
+    assert payload["training"] is None and payload["averaged_from"]
+    assert {str(v.dtype) for v in payload["model"].values() if v.is_floating_point()} == \
+        {"torch.float16"}
+
+
+def test_shipped_model_translates_as_its_float32_source_did():
+    model, config, tokenizer = load_model(MULTI30K_EN_DE)
+    assert (config.source_lang, config.target_lang) == ("en", "de")
+    examples = RECORD["examples"]
+    got = translate_lines(model, tokenizer, [e["source"] for e in examples], **RECORD["decode"])
+    assert got == [e["translation"] for e in examples]
+
+
+def test_rounding_to_float16_costs_no_translation_quality():
+    """Measured when the file was made (python -m results.pretrained), on all of test2016."""
+    assert RECORD["identical"] >= 0.97 * RECORD["sentences"]
+    for metric in ("bleu", "lowercase_bleu"):
+        assert abs(RECORD["float16"][metric] - RECORD["float32"][metric]) < 0.3, metric
