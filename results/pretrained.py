@@ -59,8 +59,7 @@ def main(argv=None):
               "bytes": shipped.stat().st_size, "decode": decode, **record}
     out = shipped.with_suffix(".json")
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    readme = render_readme(record, config_of(args.checkpoint), invocation("results.pretrained",
-                                                                            argv))
+    readme = render_readme(record, source["config"], invocation("results.pretrained", argv))
     (args.out_dir / "README.md").write_text(readme)
     print(f"wrote {relative(shipped)} ({record['bytes'] / 2**20:.1f} MiB) and {relative(out)}: "
           f"{record['identical']} of {record['sentences']} test translations identical")
@@ -68,22 +67,17 @@ def main(argv=None):
 
 def compare(source: Path, shipped: Path, data_dir, decode: dict, limit=None) -> dict:
     """Both models on test2016: scores, identical translations, and the source's examples."""
-    _, config, _ = load_model(source)
+    model, config, tokenizer = load_model(source)
     corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
     src, ref = corpus.test_src[:limit], corpus.test_ref[:limit]
     full, halved = score(source, src, ref, **decode), score(shipped, src, ref, **decode)
     same = sum(a == b for a, b in zip(full["hypotheses"], halved["hypotheses"]))
-    model, _, tokenizer = load_model(source)
     examples = src[:EXAMPLES]
     translations = translate_lines(model, tokenizer, examples, **decode)
     keep = ("bleu", "lowercase_bleu", "signature", "lowercase_signature")
     return {"sentences": len(src), "identical": same,
             "float32": {k: full[k] for k in keep}, "float16": {k: halved[k] for k in keep},
             "examples": [dict(source=s, translation=t) for s, t in zip(examples, translations)]}
-
-
-def config_of(checkpoint: Path) -> dict:
-    return load(checkpoint)["config"]
 
 
 def render_readme(record: dict, config: dict, command_line: str) -> str:

@@ -140,6 +140,8 @@ def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
         a, b = models[1].state_dict()[name], models[2].state_dict()[name]
         assert torch.equal(p, ((a.double() + b.double()) / 2).float()), name
     assert checkpoint.load(out)["averaged_from"] == ["ckpt_0000002.pt", "ckpt_0000003.pt"]
+    stored = checkpoint.load(out)["model"]                       # the tied matrix stored once
+    assert stored["src_embed.lut.weight"].data_ptr() == stored["generator.weight"].data_ptr()
     with pytest.raises(SystemExit):
         checkpoint_command.main(["average", "--out", str(out), "--last", "5", str(tmp_path)])
     assert "holds 3 checkpoints, fewer than --last 5" in capsys.readouterr().err

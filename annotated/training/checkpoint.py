@@ -405,31 +405,30 @@ def average(paths, allow_different_runs: bool = False) -> dict:
         raise CheckpointError("no checkpoints to average")
     payloads = [load(p) for p in paths]
     _check_compatible(paths, payloads, allow_different_runs)
-    mean = {}
-    for k, v in payloads[0]["model"].items():
-        if v.is_floating_point():
-            total = sum(p["model"][k].double() for p in payloads)
-            mean[k] = (total / len(payloads)).to(v.dtype)
-        else:
-            mean[k] = payloads[-1]["model"][k]
+
+    def mean(k, v):
+        if not v.is_floating_point():
+            return payloads[-1]["model"][k]
+        return (sum(p["model"][k].double() for p in payloads) / len(payloads)).to(v.dtype)
+
     runs = [p["run_id"] for p in payloads]
     one_run = len(set(runs)) == 1 and runs[0] is not None
-    return {**payloads[-1], "version": FORMAT_VERSION, "model": _shared(mean), "training": None,
+    return {**payloads[-1], "version": FORMAT_VERSION, "training": None,
+            "model": _per_storage(payloads[0]["model"], mean),
             "run_id": runs[0] if one_run else new_run_id(),
             "averaged_from": [Path(p).name for p in paths], "averaged_runs": runs}
 
 
-def _shared(state: dict) -> dict:
-    """state with equal tensors made one: tied weights (one embedding matrix serving as source
-    and target embedding and output layer, §3.4) are then stored once by torch.save."""
-    kept = []
-    out = {}
+def _per_storage(state: dict, fn) -> dict:
+    """{key: fn(key, tensor)}, computed once per storage: tied weights (one matrix serving as
+    source and target embedding and output layer, §3.4), which share one storage in a loaded
+    checkpoint, stay one tensor, so torch.save stores them once."""
+    done, out = {}, {}
     for k, v in state.items():
-        same = next((u for u in kept if u.shape == v.shape and u.dtype == v.dtype
-                     and torch.equal(u, v)), None)
-        out[k] = v if same is None else same
-        if same is None:
-            kept.append(v)
+        ident = (v.data_ptr(), v.shape, v.stride(), v.dtype)
+        if ident not in done:
+            done[ident] = fn(k, v)
+        out[k] = done[ident]
     return out
 
 
@@ -439,5 +438,5 @@ def half(path) -> dict:
     model computes in float32 with weights that differ from the source by float16 rounding
     (a relative 2^-11 at most)."""
     payload = load(path)
-    model = {k: v.half() if v.is_floating_point() else v for k, v in payload["model"].items()}
-    return {**payload, "model": _shared(model), "training": None, "halved_from": Path(path).name}
+    model = _per_storage(payload["model"], lambda k, v: v.half() if v.is_floating_point() else v)
+    return {**payload, "model": model, "training": None, "halved_from": Path(path).name}
