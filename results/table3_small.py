@@ -1,17 +1,19 @@
-"""A small-scale Table 3 on Multi30k: rows A, D and E of the paper's ablation, each
+"""A small-scale Table 3 on Multi30k: every row of the paper's ablation (A to E), each
 trained with the same budget (the same number of optimizer steps on the same batches).
 
-    python -m results.table3_small [--steps 2000] [--seeds 3] [--reuse] [--data-dir D]
-        [--runs-dir runs/table3_small] [key=value ...]
+    python -m results.table3_small [--steps 2000] [--seeds 3] [--rows ROW ...] [--reuse]
+        [--data-dir D] [--runs-dir runs/table3_small] [key=value ...]
 
 The paper varies one thing at a time around its base model and reports perplexity and BLEU on
 its development set; we do the same around a reduced model (`SMALL` below, smaller than the
-`multi30k` preset so that the five runs of 2,000 steps take about an hour on a 2-core CPU) and
+`multi30k` preset so that one run of 2,000 steps takes about ten minutes of one CPU core) and
 score on Multi30k's val split with the paper's beam search. Each variant is one run with one
 seed; the base row is also trained with further seeds, and their spread says how large a
-difference has to be before it means something (the paper's own differences in rows A, D and E
-are about a point of BLEU). key=value overrides fields of every row's config before the row's
-own change (the tests train tiny rows on the shipped sample: dataset=multi30k_sample N=1 ...).
+difference has to be before it means something (most of the paper's differences are under a
+point of BLEU). Rows may be trained in several sittings: `--rows` picks the rows to train now,
+and `--reuse` keeps what an earlier invocation recorded. key=value overrides fields of every
+row's config before the row's own change (the tests train tiny rows on the shipped sample:
+dataset=multi30k_sample N=1 ...).
 """
 import argparse
 import json
@@ -19,7 +21,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from annotated.configs import apply_overrides, get
+from annotated.configs import PRESETS, apply_overrides, get
 from annotated.data.corpus import load_corpus
 from annotated.tools.cli import at_least, command, hidden_alias
 from annotated.training.checkpoint import checkpoint_name, config_from, load
@@ -28,13 +30,29 @@ from results.common import (ROOT, add_training_arguments, invocation, markdown_t
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
              eval_every=10_000, ckpt_every=10_000, ckpt_minutes=10_000, keep_last=1)
-ROWS = {   # name: (paper row, what changes, the paper's dev PPL and BLEU for that row)
-    "base": ("base", {}, (4.92, 25.8)),
-    "A: h=1": ("A1", dict(h=1, d_k=128, d_v=128), (5.29, 24.9)),
-    "D: eps_ls=0": ("D3", dict(eps_ls=0.0), (4.67, 25.3)),
-    "D: P_drop=0": ("D1", dict(P_drop=0.0), (5.77, 24.6)),
-    "E: learned positions": ("E", dict(positional="learned", max_len=256), (4.92, 25.7)),
+# The paper's rows, each scaled to SMALL: widths by d_model 128 / 512 = 1/4, depth N=2 for 6.
+# Row C2 (N=4, between C1's 2 and the base's 6) has no whole-number counterpart below N=2.
+ROWS = {   # name: (paper row, what changes)
+    "base": ("base", {}),
+    "A: h=1": ("A1", dict(h=1, d_k=128, d_v=128)),
+    "A: h=4": ("A2", dict(h=4, d_k=32, d_v=32)),
+    "A: h=16": ("A3", dict(h=16, d_k=8, d_v=8)),
+    "A: h=32": ("A4", dict(h=32, d_k=4, d_v=4)),
+    "B: d_k=4": ("B1", dict(d_k=4)),
+    "B: d_k=8": ("B2", dict(d_k=8)),
+    "C: N=1": ("C1", dict(N=1)),
+    "C: N=3": ("C3", dict(N=3)),
+    "C: d_model=64": ("C4", dict(d_model=64, d_k=8, d_v=8)),
+    "C: d_model=256": ("C5", dict(d_model=256, d_k=32, d_v=32)),
+    "C: d_ff=256": ("C6", dict(d_ff=256)),
+    "C: d_ff=1024": ("C7", dict(d_ff=1024)),
+    "D: P_drop=0": ("D1", dict(P_drop=0.0)),
+    "D: P_drop=0.2": ("D2", dict(P_drop=0.2)),
+    "D: eps_ls=0": ("D3", dict(eps_ls=0.0)),
+    "D: eps_ls=0.2": ("D4", dict(eps_ls=0.2)),
+    "E: learned positions": ("E", dict(positional="learned", max_len=256)),
 }
+PAPER_ROWS = list(dict.fromkeys(row for row, _ in ROWS.values()))
 
 
 def parse_args(argv=None):
@@ -43,8 +61,12 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=at_least(1), default=2000)
     parser.add_argument("--seeds", type=at_least(1), default=3,
                         help="train the base row with this many seeds, to measure the noise")
+    parser.add_argument("--rows", nargs="+", choices=PAPER_ROWS, default=PAPER_ROWS,
+                        metavar="ROW", help="train and score only these paper rows (base, A1, "
+                        "..., E); the others keep what table3_small.json recorded")
     parser.add_argument("--reuse", action="store_true",
-                        help="score, without retraining, runs that already finished this config")
+                        help="take rows that table3_small.json recorded with this config, and "
+                        "score without retraining runs that already finished it")
     add_training_arguments(parser, "override fields of every row (before the row's change)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "table3_small",
                         help="the folder of the rows' training runs (default runs/table3_small)")
@@ -60,12 +82,20 @@ def main(argv=None):
     args.out_dir.mkdir(parents=True, exist_ok=True)
     config = apply_overrides(get("multi30k").override(**SMALL), args.overrides)
     sources, references = val_sentences(config, args.data_dir, args.limit)
+    kept = args.out_dir / "table3_small.json"
+    records = json.loads(kept.read_text()) if kept.is_file() else {}
     results = {}
-    for name, row, folder, changes, paper in jobs(config.seed, args.seeds):
-        results[name] = dict(paper_row=row, paper_ppl=paper[0], paper_bleu=paper[1],
-                             **run_row(args, args.runs_dir / folder, changes, sources, references))
+    for name, row, folder, changes in jobs(config.seed, args.seeds):
+        if row not in args.rows:
+            if name in records:
+                results[name] = records[name]
+            continue
+        results[name] = {"paper_row": row, "paper_ppl": PRESETS[row].paper_ppl,
+                         "paper_bleu": PRESETS[row].paper_bleu,
+                         **run_row(args, args.runs_dir / folder, changes, sources, references,
+                                   records.get(name))}
         print(f"{name}: BLEU {results[name]['bleu']}  PPL {results[name]['ppl']}", flush=True)
-    (args.out_dir / "table3_small.json").write_text(json.dumps(results, indent=1))
+    kept.write_text(json.dumps(results, indent=1))
     text = render_markdown(results, invocation("results.table3_small", argv), args.steps,
                            len(sources))
     (args.out_dir / "table3_small.md").write_text(text)
@@ -81,11 +111,11 @@ def row_overrides(user: list[str], changes: dict) -> list[str]:
 
 
 def jobs(seed: int, seeds: int) -> list[tuple]:
-    """(name, paper row, run folder, change, the paper's PPL and BLEU) of every run: the rows,
-    with the base row's further seeds right after it."""
-    found = [(name, row, row, changes, paper) for name, (row, changes, paper) in ROWS.items()]
-    found[1:1] = [(f"base, seed {seed + i}", "base", f"base_seed{seed + i}", dict(seed=seed + i),
-                   ROWS["base"][2]) for i in range(1, seeds)]
+    """(name, paper row, run folder, change) of every run: the rows in the paper's order, with
+    the base row's further seeds right after it."""
+    found = [(name, row, row, changes) for name, (row, changes) in ROWS.items()]
+    found[1:1] = [(f"base, seed {seed + i}", "base", f"base_seed{seed + i}", dict(seed=seed + i))
+                  for i in range(1, seeds)]
     return found
 
 
@@ -106,15 +136,29 @@ def finished_run(run: Path, config, steps: int) -> Path | None:
     return None
 
 
-def run_row(args, run: Path, changes: dict, sources, references) -> dict:
-    """Train one row in `run` (or, with --reuse, take its finished run) and score it: its
-    seed, whether it was reused, its training command and minutes, val BLEU and perplexity."""
+def same_row(record: dict | None, overrides: list[str], steps: int, sentences: int) -> bool:
+    """Whether a row recorded by an earlier invocation trained these overrides for `steps`
+    steps and was scored on `sentences` val sentences (flags may have been renamed since)."""
+    if record is None or record.get("sentences") != sentences:
+        return False
+    words = shlex.split(record["command"])
+    items = dict(w.partition("=")[::2] for w in words if "=" in w and not w.startswith("-"))
+    return (items == dict(o.partition("=")[::2] for o in overrides)
+            and int(words[words.index("--max-steps") + 1]) == steps)
+
+
+def run_row(args, run: Path, changes: dict, sources, references, record) -> dict:
+    """One row: with --reuse, as recorded if it trained and was scored the same way, else its
+    finished run in `run` scored again; otherwise trained afresh in `run` and scored. Returns
+    its seed, where it came from, its training command and minutes, val BLEU and perplexity."""
     overrides = row_overrides(args.overrides, changes)
+    if args.reuse and same_row(record, overrides, args.steps, len(sources)):
+        return {**record, "source": "recorded"}
     intended = apply_overrides(get("multi30k"), overrides)
     options = dict(max_steps=args.steps, overrides=overrides, data_dir=args.data_dir)
     ckpt = finished_run(run, intended, args.steps) if args.reuse else None
-    reused = ckpt is not None
-    if not reused:
+    source = "reused" if ckpt else "trained"
+    if ckpt is None:
         shutil.rmtree(run, ignore_errors=True)             # a fresh run, never a mixed one
         train("multi30k", run, **options)
         ckpt = run / checkpoint_name(args.steps)
@@ -122,7 +166,7 @@ def run_row(args, run: Path, changes: dict, sources, references) -> dict:
     seconds = max(e.get("elapsed", 0) for e in log)       # training time (validation lines: none)
     (valid,) = [e for e in log if e["split"] == "valid" and e["step"] == args.steps]
     s = score(ckpt, sources, references, beam_size=4, alpha=0.6, max_extra=50)
-    return dict(seed=intended.seed, reused=reused,
+    return dict(seed=intended.seed, source=source, sentences=len(sources),
                 command=shlex.join(train_command("multi30k", run, **options)),
                 minutes=round(seconds / 60, 1), bleu=s["bleu"], signature=s["signature"],
                 **rounded(valid))
@@ -149,9 +193,16 @@ def render_markdown(results: dict, command_line: str, steps: int, sentences: int
                   f"{max(r['ppl'] for r in seeds)}, val BLEU {min(r['bleu'] for r in seeds)} to "
                   f"{max(r['bleu'] for r in seeds)}. A row's difference from the base row that "
                   "falls inside this spread may be noise."]
-    lines += ["", "Commands (each row's training run; rows marked *reused* were trained by an "
-              "earlier invocation with the same config and only scored by this one):", ""]
-    lines += [f"- `{r['command']}`" + (" *reused*" if r["reused"] else "")
+    missing = [row for row in PAPER_ROWS if row not in {r["paper_row"] for r in results.values()}]
+    if missing:
+        lines += ["", f"Not yet trained: {', '.join(missing)} (`--rows {' '.join(missing)}` "
+                  "trains them; the rows above are kept). The paper's C2 (N=4, between its N=2 "
+                  "and base N=6) has no whole-number counterpart around N=2 and is left out."]
+    lines += ["", "Commands (each row's training run; *reused*: trained by an earlier invocation "
+              "with the same config and scored by this one; *recorded*: trained and scored by "
+              "an earlier invocation, taken from its table3_small.json):", ""]
+    lines += [f"- `{r['command']}`" + {"trained": "", "reused": " *reused*",
+                                       "recorded": " *recorded*"}[r["source"]]
               for r in results.values()]
     return "\n".join(lines) + "\n"
 

@@ -5,6 +5,7 @@ import shutil
 import pytest
 
 from annotated import configs
+from annotated.configs import apply_overrides, get
 from annotated.tools.flops import training_flops
 from results import multi30k, multi30k_sweep, paper_tables, pretrained, table3_small
 
@@ -107,31 +108,54 @@ def test_multi30k_skip_train_without_a_trained_run_is_a_clear_error(tmp_path, ca
     assert f"the run folder {run_dir} " in err and "give --run-dir of a trained run" in err
 
 
-def test_table3_small_trains_every_row_and_reuses_finished_runs(tmp_path):
+def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs-dir", tmp_path / "runs",
             "--out-dir", out, *TINY]
-    run(table3_small, *args)
+    run(table3_small, "--rows", "base", "A1", "E", *args)
     first = json.loads((out / "table3_small.json").read_text())
-    assert list(first) == ["base", "base, seed 1235", "A: h=1", "D: eps_ls=0", "D: P_drop=0",
-                           "E: learned positions"]
-    assert [r["seed"] for r in first.values()] == [1234, 1235, 1234, 1234, 1234, 1234]
+    assert list(first) == ["base", "base, seed 1235", "A: h=1", "E: learned positions"]
+    assert [r["seed"] for r in first.values()] == [1234, 1235, 1234, 1234]
     assert " dataset=multi30k_sample " in first["A: h=1"]["command"]
     assert first["A: h=1"]["command"].endswith(" h=1 d_k=128 d_v=128")   # the row's change last
     assert all(r["ppl"] > 1 and r["signature"].startswith("nrefs:1") for r in first.values())
-    assert not any(r["reused"] for r in first.values())
-    assert "The base row with 2 seeds" in (out / "table3_small.md").read_text()
+    assert {r["source"] for r in first.values()} == {"trained"}
+    md = (out / "table3_small.md").read_text()
+    assert "The base row with 2 seeds" in md and "Not yet trained: A2, A3, A4, B1, B2, C1" in md
 
     checkpoints = sorted((tmp_path / "runs").glob("*/ckpt_0000002.pt"))
-    assert len(checkpoints) == 6
+    assert len(checkpoints) == 4
     written = [p.stat().st_mtime_ns for p in checkpoints]
-    run(table3_small, "--reuse", *args)                # scored again, not retrained
+    run(table3_small, "--reuse", "--rows", "base", "A1", "E", *args)      # taken as recorded
+    assert {r["source"] for r in json.loads((out / "table3_small.json").read_text()).values()} \
+        == {"recorded"}
+    (out / "table3_small.json").unlink()
+    run(table3_small, "--reuse", "--rows", "base", "A1", "E", *args)      # scored, not retrained
     assert [p.stat().st_mtime_ns for p in checkpoints] == written
     again = json.loads((out / "table3_small.json").read_text())
-    assert all(r["reused"] for r in again.values())
+    assert {r["source"] for r in again.values()} == {"reused"}
     assert {k: (r["ppl"], r["bleu"]) for k, r in again.items()} == \
         {k: (r["ppl"], r["bleu"]) for k, r in first.items()}
+
+    run(table3_small, "--reuse", "--rows", "D3", *args)          # one more row; the rest kept
+    last = json.loads((out / "table3_small.json").read_text())
+    assert list(last) == ["base", "base, seed 1235", "A: h=1", "D: eps_ls=0",
+                          "E: learned positions"]
+    assert last["D: eps_ls=0"]["source"] == "trained" and last["base"] == again["base"]
+
+
+def test_table3_small_has_every_paper_row_scaled_to_a_valid_config():
+    small = get("multi30k").override(**table3_small.SMALL)
+    assert set(table3_small.PAPER_ROWS) == set(configs.TABLE3_ROWS) - {"C2", "big"}
+    for name, (row, changes) in table3_small.ROWS.items():
+        config = apply_overrides(get("multi30k"), table3_small.row_overrides([], changes))
+        paper = configs.PRESETS[row]
+        for key in changes:          # the small row moves the way the paper's row moves
+            if key in ("h", "d_k", "d_v", "N", "d_model", "d_ff"):
+                assert (getattr(config, key) > getattr(small, key)) == \
+                    (getattr(paper, key) > getattr(configs.base, key)), (name, key)
+        assert paper.paper_ppl and paper.paper_bleu, row
 
 
 def test_another_preset_or_language_pair_writes_its_own_results_files():
