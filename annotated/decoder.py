@@ -5,7 +5,7 @@ memory), then the feed-forward network; residual + LayerNorm around each.
 `cache` (one dict per layer) lets beam search feed one new token at a time: self-attention
 keeps the keys and values of earlier positions, encoder-decoder attention projects the memory
 once. With a cache the new token may attend to every cached position, so no causal mask is
-needed; the result equals the uncached decoder's last row (tests/test_decoding.py).
+needed; the result equals the uncached decoder's last row (tests/test_search.py).
 """
 from torch import nn
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from annotated.configs import PRESETS, Config, ConfigError, apply_overrides, get
 from annotated.tools.cli import command, hidden_alias
 from annotated.training import checkpoint
-from annotated.training.loop import SMALL_MODEL, train
+from annotated.tools.threads import SMALL_MODEL
+from annotated.training.loop import train
 
 # What --resume may change: the schedule, logging, checkpoints, decoding and precision. Every
 # other field changes the model's shapes or the data it sees, and would make a different run.

@@ -182,3 +182,21 @@ def test_attention_maps_have_every_layer_and_head():
         np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-12)
     assert np.all(np.triu(maps["decoder"], k=1) == 0)          # no attention to the future
     assert all(not m.record_weights and m.weights is None for m in model.attention_modules())
+
+
+@pytest.mark.parametrize("decode", [greedy_decode, beam_search])
+def test_a_small_model_decodes_on_one_thread_and_the_setting_is_restored(decode, monkeypatch):
+    # two threads that wait for each other on a busy machine made the search 20x slower
+    model = tiny_model(0, dtype=torch.float32)
+    seen = []
+    step = model.decode
+    monkeypatch.setattr(model, "decode", lambda *a, **k: seen.append(torch.get_num_threads())
+                        or step(*a, **k))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        decode(model, source_batch(sentences(0, 3, 6)))
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -42,7 +42,7 @@ one row per sentence (every beam starts from the same [BOS]), so the encoder-dec
 values are projected from the memory once per sentence and then copied to its beams. When
 beams are re-ranked, or finished sentences leave the batch, `reorder_cache` picks the
 surviving rows of every cached tensor. `cached=False` recomputes the whole prefix each step;
-both give the same tokens and scores (tests/test_decoding.py).
+both give the same tokens and scores (tests/test_search.py).
 """
 import contextlib
 from dataclasses import dataclass
@@ -52,6 +52,7 @@ import torch
 
 from annotated.masks import padding_mask, subsequent_mask
 from annotated.data.tokenizer import BOS, EOS, PAD
+from annotated.tools.threads import one_thread_if_small
 
 
 @dataclass
@@ -85,11 +86,12 @@ def reorder_cache(cache, index: torch.Tensor):
 
 @contextlib.contextmanager
 def _inference(model):
-    """Evaluation mode (no dropout) and no autograd for the duration; the mode is restored."""
+    """Evaluation mode (no dropout), no autograd and, for a small model on a CPU, one thread
+    (annotated.tools.threads says why) for the duration; all restored after."""
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), one_thread_if_small(model):
             yield
     finally:
         model.train(was_training)

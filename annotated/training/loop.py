@@ -35,8 +35,8 @@ from annotated.training import checkpoint, distributed
 from annotated.training.meter import Meter
 from annotated.training.run_dir import RunDir
 from annotated.training.step import evaluate, make_engine, train_step
+from annotated.tools.threads import SMALL_MODEL
 
-SMALL_MODEL = 5_000_000   # parameters; smaller models train on one CPU thread by default
 DIVERGED = 3.0            # a training loss above DIVERGED * ln V has diverged
 
 
