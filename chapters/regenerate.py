@@ -6,12 +6,11 @@
 
 Full mode means ANNOTATED_FULL=1, which this script sets (tests run the chapters in quick mode,
 the default). Full mode reads the real Multi30k from the data location, ANNOTATED_DATA_DIR
-(a relative path is taken from the current folder); chapter 06 then trains its small model (a
-few minutes on a CPU). Chapters 07 and 08 decode with the trained model
-runs/multi30k/average.pt, which `python -m results.multi30k` writes (an hour of training);
-without it, chapter 07 trains a stand-in (about ten minutes) and chapter 08 a tiny one, and
-their model-dependent outputs change. Chapters 03 and 08 read results/, so run the results
-scripts first when they change.
+(a relative path is taken from the current folder); chapters 6 and 9 then train their small
+models (a few minutes each on a CPU). Chapters 7 and 8 translate with the model that ships in
+annotated/pretrained/, in both modes; chapter 7's sweeps over many sentences use more of them
+in full mode. Chapters 3, 7 and 8 read results/, so run the results scripts first when they
+change.
 
 --listings is for a change to the package's code (or to the text of a results file) alone: it
 runs the chapter in quick mode in a scratch copy and takes from it only the outputs of cells

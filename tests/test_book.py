@@ -77,7 +77,7 @@ def pages(site: Path) -> list[Path]:
 def test_site_has_every_chapter_and_its_notebook(site):
     names = {p.name for p in pages(site)}
     assert {"index.html", "search.html"} | {f"{c}.html" for c in CHAPTERS} <= names
-    assert len(CHAPTERS) == 8
+    assert len(CHAPTERS) == 9
     for chapter in CHAPTERS:
         copy = site / "notebooks" / f"{chapter}.ipynb"
         assert copy.read_bytes() == (ROOT / "chapters" / f"{chapter}.ipynb").read_bytes()

@@ -53,3 +53,26 @@ def test_quick_mode_figures_never_overwrite_the_committed_ones(monkeypatch, tmp_
     assert notebook.save_figure(fig, "x") == tmp_path / "full" / "x.png"
     assert (tmp_path / "quick" / "x.png").is_file() and (tmp_path / "full" / "x.png").is_file()
     plt.close(fig)
+
+
+def test_training_settings_table_reads_the_presets_and_adam():
+    text = notebook.training_settings_table().data
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}
+    assert rows["model width"].startswith("| model width | 512 | 1,024 | `d_model`")
+    assert rows["training steps"].startswith("| training steps | 100,000 | 300,000 |")
+    assert "0.3 (0.1 for English-French, §6.1)" in rows["dropout"]
+    assert rows["Adam β1, β2, ε"].startswith("| Adam β1, β2, ε | 0.9, 0.98, 1e-09 | 0.9, 0.98, 1e-09")
+    assert "8 NVIDIA P100 GPUs" in rows["hardware"] and "| 12 hours | 3.5 days |" in text
+
+
+def test_plot_shards_draws_each_piece_of_the_batch_once_per_placement(monkeypatch, tmp_path):
+    monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path)
+    monkeypatch.setattr(notebook, "QUICK", True)
+    lengths = [(n, n + 1) for n in range(5, 25)]                # 20 pairs
+    notebook.plot_shards(lengths, list(range(20)), [(4, 1), (2, 2)], save_as="shards")
+    (ax,) = plt.gcf().axes
+    assert len(ax.patches) == 8                                # 4 pieces in each of 2 rows
+    widths = [p.get_width() for p in ax.patches]
+    assert sum(widths[:4]) == sum(widths[4:]) == sum(t for _, t in lengths)
+    assert (tmp_path / "shards.png").is_file()
+    plt.close("all")
