@@ -40,7 +40,7 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key, value, mask=None, cache: dict | None = None, static_kv=False):
         """query: (batch, q_len, d_model); key, value: (batch, k_len, d_model).
 
-        `cache` serves incremental decoding (chapter 07): a dict owned by this layer. For
+        `cache` serves incremental decoding (chapter 7): a dict owned by this layer. For
         self-attention the new keys and values are appended to those of earlier steps; with
         `static_kv=True` (encoder-decoder attention) the memory is projected once and reused.
         """
