@@ -18,9 +18,9 @@ run's train.json, which the training step writes.
    beam 4 and alpha 0.6; results.multi30k_sweep chooses them on val) and scores it with
    sacreBLEU (cased, detokenized; and lowercased, the Multi30k literature's metric; with their
    signatures), then compares on the same model: greedy, alpha 0, the last checkpoint alone;
-4. writes multi30k.md (every number with its command), multi30k.json (for chapter 08) and
+4. writes multi30k.md (every number with its command), multi30k.json (for chapter 8) and
    multi30k_attention.npz (attention maps of test sentences) into runs/results/, or with
-   --out-dir results over the committed files that chapter 08 reads; another preset or
+   --out-dir results over the committed files that chapter 8 reads; another preset or
    language pair writes its own files (multi30k_tiny.md, multi30k_en_fr.md, ...).
 """
 import argparse
@@ -171,7 +171,7 @@ def mean_words(lines) -> float:
 
 
 def save_attention(checkpoint: Path, examples: list[dict], path: Path):
-    """The model's attention maps on these examples (source and translation), for chapter 08."""
+    """The model's attention maps on these examples (source and translation), for chapter 8."""
     model, _, tokenizer = load_model(checkpoint)
     maps = {}
     for j, example in enumerate(examples):

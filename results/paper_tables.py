@@ -4,8 +4,8 @@ the paper's Tables 1, 2 and 4 as published.
     python -m results.paper_tables [--quick] [--reuse-timings] [--out-dir results]
 
 Writes paper_tables.md (every number with the command that produced it), table1_timings.json
-(the measurements chapter 08 plots) and paper_tables.json (Table 2's numbers, for chapter 08)
-into runs/results/, or with --out-dir results over the committed files that chapter 08 reads.
+(the measurements chapter 8 plots) and paper_tables.json (Table 2's numbers, for chapter 8)
+into runs/results/, or with --out-dir results over the committed files that chapter 8 reads.
 --reuse-timings rewrites the tables from the timings already in the output folder. Nothing here
 is typed in by hand except the paper's own figures, which are quoted as such.
 
@@ -246,7 +246,7 @@ def table1_markdown(rows) -> list[str]:
     for d in sorted({r["d"] for r in rows}):
         c = crossover(rows, d)
         lines.append(f"| {d} | {c if c else f'> {lengths[-1]}'} | {d} |")
-    return lines + ["", "Raw timings: `results/table1_timings.json`; chapter 08 plots them.", ""]
+    return lines + ["", "Raw timings: `results/table1_timings.json`; chapter 8 plots them.", ""]
 
 
 def table2_markdown(costs) -> list[str]:

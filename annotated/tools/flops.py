@@ -1,6 +1,6 @@
 """Floating-point operations of the model, counted from its shapes (one multiply-add = 2 FLOPs).
 
-Used for model FLOP utilisation (MFU) in the benchmarks and for Table 2 in chapter 08. We
+Used for model FLOP utilisation (MFU) in the benchmarks and for Table 2 in chapter 8. We
 count the matrix multiplies, which are all but a few percent of the work: the four attention
 projections, the attention scores QK^T and the weighted sum of V (the n^2 terms of Table 1),
 the two FFN layers and the output projection. Layer norms, softmax, dropout and embedding
