@@ -1,9 +1,12 @@
 """The notebook helpers the chapters rely on: show() prints the package's own source,
-draw_heads() lays out attention maps, save_figure() keeps quick-mode figures out of figures/."""
+draw_heads() lays out attention maps, save_figure() keeps quick-mode figures out of figures/,
+agree_with_reference() checks against the NumPy reference in one line."""
 import IPython.display
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
+import torch
 
 from annotated.tools import notebook
 from annotated.tools.notebook import draw_heads, show
@@ -76,3 +79,13 @@ def test_plot_shards_draws_each_piece_of_the_batch_once_per_placement(monkeypatc
     assert sum(widths[:4]) == sum(widths[4:]) == sum(t for _, t in lengths)
     assert (tmp_path / "shards.png").is_file()
     plt.close("all")
+
+
+def test_the_reference_check_names_what_differs_and_never_broadcasts(capsys):
+    a = torch.zeros(2, 3, dtype=torch.float64)
+    notebook.agree_with_reference([("same", a, a.numpy()), ("close", a, a.numpy() + 1e-14)])
+    assert capsys.readouterr().out.startswith("all 2 agree to 1e-12 (max abs difference)")
+    with pytest.raises(AssertionError, match=r"by more than 1e-12: off \(1.0e-06\)"):
+        notebook.agree_with_reference([("same", a, a.numpy()), ("off", a, a.numpy() + 1e-6)])
+    with pytest.raises(AssertionError, match=r"shapes differ .*: row \(2, 3\) vs \(3,\)"):
+        notebook.agree_with_reference([("row", a, np.zeros(3))])

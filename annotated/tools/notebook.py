@@ -44,6 +44,26 @@ def section(markdown: str, title: str) -> str:
     return found.group(1).strip()
 
 
+def agree_with_reference(pairs: list[tuple], tol: float = 1e-12):
+    """The chapters' check against reference_numpy in one line: every (name, ours, reference)
+    of `pairs` (tensors or arrays of one shape) agrees to `tol` in max abs difference (0: the
+    same values). Prints
+    the names checked; raises, naming every pair that does not agree."""
+    import numpy as np
+    def array(x):
+        return np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, np.float64)
+    shapes = [f"{name} {array(a).shape} vs {array(b).shape}" for name, a, b in pairs
+              if array(a).shape != array(b).shape]
+    if shapes:
+        raise AssertionError(f"shapes differ from reference_numpy: {', '.join(shapes)}")
+    differ = {name: float(np.abs(array(a) - array(b)).max()) for name, a, b in pairs}
+    off = [f"{name} ({d:.1e})" for name, d in differ.items() if not d <= tol]
+    if off:
+        raise AssertionError(f"differ from reference_numpy by more than {tol:g}: {', '.join(off)}")
+    how = "are identical to" if tol == 0 else f"agree to {tol:g} (max abs difference) with"
+    print(f"all {len(pairs)} {how} reference_numpy: " + ", ".join(differ))
+
+
 def save_figure(fig, name: str):
     """Write `figures/<name>.png` (deterministic bytes: no timestamp metadata; in quick mode
     under QUICK_FIGURES instead) and return its path."""
