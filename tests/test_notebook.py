@@ -89,3 +89,61 @@ def test_the_reference_check_names_what_differs_and_never_broadcasts(capsys):
         notebook.agree_with_reference([("same", a, a.numpy()), ("off", a, a.numpy() + 1e-6)])
     with pytest.raises(AssertionError, match=r"shapes differ .*: row \(2, 3\) vs \(3,\)"):
         notebook.agree_with_reference([("row", a, np.zeros(3))])
+
+
+@pytest.fixture
+def quick_figures(monkeypatch, tmp_path):
+    """Figures of the helpers go to tmp_path; every figure is closed afterwards."""
+    monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path)
+    monkeypatch.setattr(notebook, "QUICK", True)
+    yield tmp_path
+    plt.close("all")
+
+
+def test_plot_padded_batch_masks_draws_both_masks_of_every_sentence(quick_figures):
+    from annotated.masks import padding_mask, target_mask
+    itos = ["<pad>", "<unk>", "<bos>", "<eos>", "a", "b", "c"]
+    src = torch.tensor([[4, 5, 3], [6, 3, 0]])                   # (batch, src_len)
+    tgt_in = torch.tensor([[2, 4, 5], [2, 6, 0]])                # (batch, tgt_len)
+    notebook.plot_padded_batch_masks(src, tgt_in, padding_mask(src, 0), target_mask(tgt_in, 0),
+                                     itos, save_as="masks")
+    axes = plt.gcf().axes
+    assert len(axes) == 4 and (quick_figures / "masks.png").is_file()
+    encoder_of_1 = axes[1].images[0].get_array()                 # (src_len, src_len), as drawn
+    assert encoder_of_1.tolist() == [[True, True, False]] * 3    # the padding column blocked
+    assert [t.get_text() for t in axes[3].get_xticklabels()] == ["<bos>", "c", "<pad>"]
+
+
+def test_plot_output_changes_draws_exact_zeros_white(quick_figures):
+    change = {"causal": torch.tensor([[1.0, 0.5], [0.0, 2.0]]), "none": torch.ones(2, 2)}
+    notebook.plot_output_changes(change, ["x", "y"], save_as="flow")
+    image = plt.gcf().axes[0].images[0].get_array()
+    assert image.mask.tolist() == [[False, False], [True, False]]   # only the exact zero
+    assert (quick_figures / "flow.png").is_file()
+
+
+def test_plot_pe_heatmap_gives_each_entry_two_by_one_whole_pixels(quick_figures):
+    from annotated.positional import sinusoid_table
+    notebook.plot_pe_heatmap(sinusoid_table(40, 16), save_as="heat")
+    sines, cosines = [ax.get_window_extent() for ax in plt.gcf().axes[:2]]
+    assert (round(sines.width), round(sines.height)) == (16, 40)   # 8 pairs x 2, 40 positions
+    assert (round(cosines.width), round(cosines.height)) == (16, 40)
+
+
+def test_plot_parameters_by_component_needs_every_component_and_draws_them_in_order(
+        quick_figures):
+    sizes = {name: 1_000_000 * (i + 1) for i, name in enumerate(notebook.COMPONENTS)}
+    notebook.plot_parameters_by_component(sizes, "m", save_as="params")
+    (ax,) = plt.gcf().axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == notebook.COMPONENTS[::-1]
+    assert ax.get_title() == "m: 36.00M parameters by component"
+    with pytest.raises(ValueError, match="expected the components"):
+        notebook.plot_parameters_by_component({"FFN": 1}, "m", save_as="params")
+
+
+def test_table3_params_table_leaves_rows_without_a_printed_count_blank():
+    text = notebook.table3_params_table([("base", 63_082_496, 65), ("A1", 63_082_496, None),
+                                         ("big", 214_245_376, 213)]).data
+    lines = text.splitlines()
+    assert lines[2:] == ["| base | 63.08 | 65 | -1.92 |", "| A1 | 63.08 |  |  |",
+                         "| big | 214.25 | 213 | +1.25 |"]

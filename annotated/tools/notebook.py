@@ -1,10 +1,10 @@
 """Small helpers the chapters use: show a piece of the package's source (one source of
 truth: chapters display the code, never redefine it), pick a section out of a results file,
 save figures under stable names, draw attention weights head by head, and read the switch
-between the quick and the full form of the chapters. Chapters 6 and 9 also take from here the
-table of the paper's training settings, a training run whose log is kept off the page, and the
-drawing of their figures (a chapter calls one function per figure); chapter 8 its drawing of
-Table 3 at small scale.
+between the quick and the full form of the chapters, and check results against
+reference_numpy in one line. Chapters draw their figures with one call each to a plot_...
+function here; chapter 6 also takes the table of the paper's training settings and a training
+run whose log is kept off the page, chapter 8 its drawing of Table 3 at small scale.
 
 Quick mode is the default: training cells train tiny models on the Multi30k sample shipped
 with the package, so the chapters run offline in about a minute, whatever data location is
@@ -356,3 +356,270 @@ def draw_ablation(table: dict, base: str = "base"):
     axes[1].set(xlabel="BLEU points from the base row (higher is better)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
+
+
+# ---- Chapters 2, 4 and 5 (masking, positions, the full model): figures and a table ----
+
+def plot_padded_batch_masks(src, tgt_in, src_mask, tgt_mask, itos: list[str], save_as: str):
+    """Chapter 2's masks of a padded batch, one column per sentence: the encoder's key mask
+    (batch, 1, 1, seq) broadcast over the queries to a square (top), and the decoder's
+    target mask (batch, 1, T, T) (bottom). Dark = may attend, light = blocked."""
+    import matplotlib.pyplot as plt
+
+    def draw(ax, m, labels, title):
+        ax.imshow(m, cmap="Greys", vmin=-0.15, vmax=1.3)
+        ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_title(title, fontsize=9)
+
+    batch = src.size(0)
+    fig, axes = plt.subplots(2, batch, figsize=(10, 6), squeeze=False)
+    for b in range(batch):
+        enc = src_mask[b, 0].expand(src.size(1), src.size(1))       # the same keys for every query
+        draw(axes[0, b], enc, [itos[t] for t in src[b]], f"encoder self-attention, sentence {b}")
+        draw(axes[1, b], tgt_mask[b, 0], [itos[t] for t in tgt_in[b]],
+             f"decoder self-attention, sentence {b}")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("query")
+    for ax in axes[1]:
+        ax.set_xlabel("key")
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+def plot_output_changes(change: dict, labels: list[str], save_as: str):
+    """Chapter 2's leftward-flow figure: for each {name: (T changed tokens j, T outputs i)}
+    matrix, log10 of how far decoder output i moved when token j changed; exact zeros white."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    T = len(labels)
+    fig, axes = plt.subplots(1, len(change), figsize=(10, 4.6), squeeze=False)
+    axes = axes[0]
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")   # exact zeros drawn white
+    for ax, (name, c) in zip(axes, change.items()):
+        shown = np.ma.masked_equal(np.asarray(c), 0.0)
+        im = ax.imshow(np.ma.log10(shown), cmap=cmap, vmin=-2, vmax=0.5)
+        ax.set_xticks(range(T), labels, rotation=90, fontsize=8)
+        ax.set_yticks(range(T), labels, fontsize=8)
+        ax.set_xlabel("decoder output at position i")
+        ax.set_title(name, fontsize=10)
+    axes[0].set_ylabel("input token j that was changed")
+    fig.colorbar(im, ax=axes, shrink=0.8, label=r"$\log_{10}$ max |change of output i|, white = 0")
+    fig.suptitle("Change one target token, watch which decoder outputs move", y=0.98)
+    save_figure(fig, save_as)
+
+
+def plot_causal_mask(mask, save_as: str):
+    """Chapter 2's causal mask (1, 1, n, n) on its own: dark = query i may attend to key j."""
+    import matplotlib.pyplot as plt
+    n = mask.size(-1)
+    fig, ax = plt.subplots(figsize=(4.2, 4))
+    ax.imshow(mask[0, 0], cmap="Greys", vmin=-0.15, vmax=1.3)
+    ax.set_xticks(range(n))
+    ax.set_yticks(range(n))
+    ax.set_xlabel("key position j")
+    ax.set_ylabel("query position i")
+    ax.set_title(f"subsequent_mask({n}): dark = may attend ($j \\leq i$)", fontsize=10)
+    save_figure(fig, save_as)
+
+
+def plot_mask_leak(offsets, leaks: dict, save_as: str):
+    """Chapter 2's leak figure: the weight on the blocked keys against the open keys' typical
+    score, one line per {fill: leak}. Lines that are all 0 coincide, so each gets its own
+    marker, one every 60 points from a different start, so that every one shows."""
+    import matplotlib.pyplot as plt
+    styles = [dict(color="tab:blue", ls="-", marker="o"), dict(color="tab:orange", ls="--", marker="s"),
+              dict(color="tab:green", ls="-.", marker="^"), dict(color="tab:red", ls=":", marker="v"),
+              dict(color="tab:purple", ls=(0, (6, 2, 1, 2, 1, 2)), marker="D")]
+    fig, ax = plt.subplots(figsize=(7.6, 3.8))
+    for k, ((name, leak), style) in enumerate(zip(leaks.items(), styles)):
+        ax.plot(offsets, leak, lw=1.8, markersize=6, markevery=(12 * k, 60), markerfacecolor="none",
+                label=f"fill {name}", **style)
+    ax.set_xlabel("typical score of the open keys", fontsize=11)
+    ax.set_ylabel("weight on blocked keys", fontsize=11)
+    ax.set_title("A finite fill value leaks once the real scores come near it", fontsize=12)
+    ax.tick_params(labelsize=10)
+    ax.set_ylim(-0.08, 1.08)
+    ax.legend(fontsize=10, loc="center left", framealpha=0.95)
+    save_figure(fig, save_as)
+
+
+def plot_pe_curves(pe, save_as: str, fast_dims=(0, 1), slow_dims=(64, 128, 256), fast_len=25):
+    """Chapter 4's curves of a sinusoid table (positions, d_model): the fastest pair's sine
+    and cosine over `fast_len` positions (top), slower pairs' sines over all of them (bottom),
+    each labelled with its pair and wavelength 2 pi 10000^(2i/d_model)."""
+    import math
+    import matplotlib.pyplot as plt
+    d_model = pe.shape[1]
+    wavelength = lambda dim: 2 * math.pi * 10000 ** (2 * (dim // 2) / d_model)
+    fig, (fast, slow) = plt.subplots(2, 1, figsize=(10, 6))
+    for dim, marker in zip(fast_dims, ["o-", "s--"]):
+        kind = "sin" if dim % 2 == 0 else "cos"
+        fast.plot(pe[:fast_len, dim], marker, markersize=4,
+                  label=f"dim {dim} ({kind}, pair {dim // 2}, wavelength 2\u03c0 = {wavelength(dim):.1f})")
+    fast.set_title("The fastest pair: one radian per position (values exist at integer positions only)")
+    for dim in slow_dims:
+        slow.plot(pe[:, dim], label=f"dim {dim} (sin, pair {dim // 2}, wavelength {wavelength(dim):.1f})")
+    slow.set_title(f"Slower pairs over {len(pe)} positions")
+    for ax in (fast, slow):
+        ax.set_xlabel("position")
+        ax.set_ylabel("PE(position, dim)")
+        ax.set_ylim(-1.15, 1.7)
+        ax.legend(loc="upper center", ncol=3, fontsize=8, framealpha=0.9)
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+def plot_pe_heatmap(pe, save_as: str):
+    """Chapter 4's heat map of a sinusoid table (positions, d_model): the sines (columns 2i)
+    above the cosines (2i+1), one column per pair i. Each entry is exactly 2 x 1 pixels with
+    no resampling, since scaling fine stripes by a fraction of a pixel is what draws moire."""
+    import matplotlib.pyplot as plt
+    length, d_model = pe.shape
+    dpi, cell_w, cell_h = 100, 2, 1                               # sizes below are in pixels
+    left, right, top, gap, bottom = 70, 90, 40, 70, 55            # margins around the two panels
+    w_px, h_px = cell_w * d_model // 2, cell_h * length
+    fig_w, fig_h = left + w_px + right, top + 2 * h_px + gap + bottom
+    fig = plt.figure(figsize=(fig_w / dpi, fig_h / dpi), dpi=dpi)
+    axes = []
+    for row, (title, columns) in enumerate([("sines: PE(pos, 2i)", pe[:, 0::2]),
+                                            ("cosines: PE(pos, 2i+1)", pe[:, 1::2])]):
+        bottom_px = fig_h - top - h_px - row * (h_px + gap)
+        ax = fig.add_axes([left / fig_w, bottom_px / fig_h, w_px / fig_w, h_px / fig_h])
+        im = ax.imshow(columns, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto",
+                       interpolation="nearest")
+        ax.set_title(f"{title}, d_model = {d_model}", fontsize=11)
+        ax.set_ylabel("position", fontsize=11)
+        ax.tick_params(labelsize=10)
+        axes.append(ax)
+    axes[1].set_xlabel("pair index i (frequency falls to the right)", fontsize=11)
+    cax = fig.add_axes([(left + w_px + 15) / fig_w, bottom / fig_h, 12 / fig_w,
+                        (2 * h_px + gap) / fig_h])
+    fig.colorbar(im, cax=cax).ax.tick_params(labelsize=10)
+    save_figure(fig, save_as)
+
+
+def plot_wavelengths(wavelength, save_as: str):
+    """Chapter 4's wavelength of each pair i on a log scale, between the paper's ends of the
+    range, 2 pi and 10000 * 2 pi (dotted)."""
+    import math
+    import matplotlib.pyplot as plt
+    pairs = len(wavelength)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.semilogy(range(pairs), wavelength, ".", markersize=3)
+    ax.axhline(2 * math.pi, color="gray", lw=0.8, ls=":")
+    ax.axhline(10000 * 2 * math.pi, color="gray", lw=0.8, ls=":")
+    ax.text(pairs, 2 * math.pi * 1.4, "2\u03c0", ha="right")
+    ax.text(0, 10000 * 2 * math.pi * 0.45, "10000 \u00b7 2\u03c0")
+    ax.set_xlabel("pair index i")
+    ax.set_ylabel("wavelength (positions)")
+    ax.set_title("Wavelengths are geometric: a straight line on a log scale")
+    save_figure(fig, save_as)
+
+
+def plot_pe_rotation(R_k, pe, k: int, pairs: list[int], starts: list[int], save_as: str):
+    """Chapter 4's rotation figure: the matrix R_k (left), and for each of `pairs` the points
+    (cos, sin) of a sinusoid table's rows on the unit circle, coloured by position, with the
+    shift by k drawn as an arrow from each of `starts`: the same angle from every start."""
+    import math
+    import matplotlib.pyplot as plt
+    import torch
+    positions, d_model = len(pe) - k, pe.shape[1]
+    fig, axes = plt.subplots(1, 1 + len(pairs), figsize=(10, 3.6))
+    axes[0].imshow(R_k, cmap="RdBu_r", vmin=-1, vmax=1)
+    axes[0].set_title(f"R_{k}, d_model = {len(R_k)}")
+    axes[0].set_xlabel("output dimension")
+    axes[0].set_ylabel("input dimension")
+    theta = torch.linspace(0, 2 * math.pi, 200)
+    for ax, i in zip(axes[1:], pairs):
+        sin_, cos_ = pe[:, 2 * i], pe[:, 2 * i + 1]
+        ax.plot(torch.cos(theta), torch.sin(theta), color="lightgray", lw=1)
+        ax.scatter(cos_[:positions], sin_[:positions], c=range(positions), cmap="viridis", s=18,
+                   zorder=3)
+        for start in starts:
+            ax.annotate("", xy=(cos_[start + k], sin_[start + k]), xytext=(cos_[start], sin_[start]),
+                        arrowprops=dict(arrowstyle="->", color="crimson", lw=1.5))
+            ax.text(1.12 * cos_[start], 1.12 * sin_[start], str(start), fontsize=8, ha="center",
+                    va="center")
+        omega = 10000 ** (-2 * i / d_model)
+        ax.set_title(f"pair {i}: turns {k} x {omega:.3f} rad per shift of {k}", fontsize=9)
+        ax.set_xlabel("cos(pos \u00b7 \u03c9)  = PE(pos, 2i+1)")
+        ax.set_ylabel("sin(pos \u00b7 \u03c9)  = PE(pos, 2i)")
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.3, 1.3)
+        ax.set_ylim(-1.3, 1.3)
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+def plot_pe_dot_products(gram, offsets, by_offset, save_as: str):
+    """Chapter 4's dot products PE(p) . PE(q) of all pairs of positions (left: constant along
+    each diagonal), and the same as the function `by_offset` of the offset p - q (right)."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    im = axes[0].imshow(gram, cmap="viridis")
+    axes[0].set_title("PE(p) \u00b7 PE(q): constant along diagonals")
+    axes[0].set_xlabel("q")
+    axes[0].set_ylabel("p")
+    fig.colorbar(im, ax=axes[0], fraction=0.046)
+    axes[1].plot(offsets, by_offset)
+    axes[1].set_title("as a function of the offset p - q")
+    axes[1].set_xlabel("p - q")
+    axes[1].set_ylabel("dot product")
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+def plot_normalised_token(normed: dict, save_as: str):
+    """Chapter 5's LayerNorm-vs-BatchNorm figure: for each {norm: {batch: outputs}} the
+    normalised features of the first token of the same sentence, one line per batch it sat in."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(normed), figsize=(10, 3.6), sharey=True)
+    for ax, (kind, outputs) in zip(axes, normed.items()):
+        for (label, o), style in zip(outputs.items(), ["o-", "s--", "^:"]):
+            ax.plot(o[0], style, label=label, markersize=6, alpha=0.85)
+        ax.set_title(f"{kind}: first token of sentence A")
+        ax.set_xlabel("feature")
+    axes[0].set_ylabel("normalised value")
+    axes[-1].legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+#: Chapter 5's components of the model, top to bottom as drawn.
+COMPONENTS = ["embedding (shared x3)", "encoder self-attention", "encoder FFN", "encoder LayerNorms",
+              "decoder self-attention", "decoder enc-dec attention", "decoder FFN",
+              "decoder LayerNorms"]
+
+
+def plot_parameters_by_component(sizes: dict, model: str, save_as: str):
+    """Chapter 5's bar chart of {component: parameters} (the COMPONENTS, every one of them),
+    in millions: encoder blue, decoder orange, LayerNorms grey, the embedding green."""
+    import matplotlib.pyplot as plt
+    if set(sizes) != set(COMPONENTS):
+        raise ValueError(f"expected the components {COMPONENTS}, got {sorted(sizes)}")
+    order = COMPONENTS[::-1]                                     # the first one at the top
+    values = [sizes[k] / 1e6 for k in order]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    bars = ax.barh(order, values,
+                   color=["tab:gray" if "Norm" in k else "tab:blue" if "encoder" in k else
+                          "tab:orange" if "decoder" in k else "tab:green" for k in order])
+    for bar, v in zip(bars, values):
+        ax.text(bar.get_width() + 0.2, bar.get_y() + bar.get_height() / 2, f"{v:.2f}M",
+                va="center", fontsize=9)
+    ax.set_xlabel("parameters (millions)")
+    ax.set_xlim(0, max(values) * 1.15)
+    ax.set_title(f"{model}: {sum(sizes.values()) / 1e6:.2f}M parameters by component")
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+def table3_params_table(rows) -> "Markdown":
+    """Chapter 5's parameter column of Table 3 as a Markdown table, from `table3_params`'s
+    (row, ours, paper in millions or None): ours and the paper's in millions, and the gap."""
+    from IPython.display import Markdown
+    lines = ["| row | ours (M) | paper (M) | ours - paper |", "| --- | ---: | ---: | ---: |"]
+    for row, ours, paper in rows:
+        gap = f"{ours / 1e6 - paper:+.2f}" if paper else ""
+        lines.append(f"| {row} | {ours / 1e6:.2f} | {paper if paper else ''} | {gap} |")
+    return Markdown("\n".join(lines))
