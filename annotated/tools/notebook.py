@@ -61,7 +61,8 @@ def agree_with_reference(pairs: list[tuple], tol: float = 1e-12):
     if off:
         raise AssertionError(f"differ from reference_numpy by more than {tol:g}: {', '.join(off)}")
     how = "are identical to" if tol == 0 else f"agree to {tol:g} (max abs difference) with"
-    print(f"all {len(pairs)} {how} reference_numpy: " + ", ".join(differ))
+    names = list(differ) if len(differ) <= 12 else [*list(differ)[:4], "...", list(differ)[-1]]
+    print(f"all {len(pairs)} {how} reference_numpy: " + ", ".join(names))
 
 
 def save_figure(fig, name: str):
