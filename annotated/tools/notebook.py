@@ -88,8 +88,9 @@ def draw_heads(weights, rows: list[str], columns: list[str], title: str, vmax: f
     lines = -(-heads // wrap)                               # lines of panels per layer
     # tick labels as large as the rows of a panel allow (points: 72 per inch), at most 10 pt
     fontsize = min(10.0, 0.8 * size * 72 / max(len(rows), len(columns)))
+    aspect = len(rows) / len(columns)                       # a panel's height / width
     fig, axes = plt.subplots(layers * lines, wrap, squeeze=False, layout="constrained",
-                             figsize=(size * wrap, size * layers * lines + 0.9))
+                             figsize=(size * wrap, size * aspect * layers * lines + 0.9))
     for l in range(layers):
         for i in range(heads):
             r, c = l * lines + i // wrap, i % wrap
