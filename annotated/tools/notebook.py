@@ -367,9 +367,10 @@ def plot_padded_batch_masks(src, tgt_in, src_mask, tgt_mask, itos: list[str], sa
     (batch, 1, 1, seq) broadcast over the queries to a square (top), and the decoder's
     target mask (batch, 1, T, T) (bottom). Dark = may attend, light = blocked."""
     import matplotlib.pyplot as plt
+    import numpy as np
 
     def draw(ax, m, labels, title):
-        ax.imshow(m, cmap="Greys", vmin=-0.15, vmax=1.3)
+        ax.imshow(np.asarray(m, dtype=float), cmap="Greys", vmin=-0.15, vmax=1.3)
         ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=8)
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.set_title(title, fontsize=9)
@@ -477,6 +478,7 @@ def plot_pe_heatmap(pe, save_as: str):
     above the cosines (2i+1), one column per pair i. Each entry is exactly 2 x 1 pixels with
     no resampling, since scaling fine stripes by a fraction of a pixel is what draws moire."""
     import matplotlib.pyplot as plt
+    import numpy as np
     length, d_model = pe.shape
     dpi, cell_w, cell_h = 100, 2, 1                               # sizes below are in pixels
     left, right, top, gap, bottom = 70, 90, 40, 70, 55            # margins around the two panels
@@ -488,7 +490,7 @@ def plot_pe_heatmap(pe, save_as: str):
                                             ("cosines: PE(pos, 2i+1)", pe[:, 1::2])]):
         bottom_px = fig_h - top - h_px - row * (h_px + gap)
         ax = fig.add_axes([left / fig_w, bottom_px / fig_h, w_px / fig_w, h_px / fig_h])
-        im = ax.imshow(columns, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto",
+        im = ax.imshow(np.asarray(columns), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto",
                        interpolation="nearest")
         ax.set_title(f"{title}, d_model = {d_model}", fontsize=11)
         ax.set_ylabel("position", fontsize=11)
