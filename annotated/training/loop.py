@@ -35,7 +35,7 @@ from annotated.training import checkpoint, distributed
 from annotated.training.meter import Meter
 from annotated.training.run_dir import RunDir
 from annotated.training.step import evaluate, make_engine, train_step
-from annotated.tools.threads import SMALL_MODEL
+from annotated.tools.threads import is_small_on_cpu
 
 DIVERGED = 3.0            # a training loss above DIVERGED * ln V has diverged
 
@@ -71,7 +71,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
                 f"was the data or the cache changed?")
         torch.manual_seed(config.seed)                 # the same initial weights on every rank
         model = config.make_model(corpus.tokenizer.vocab_size).to(device)
-        _set_threads(threads, model, device)
+        _set_threads(threads, model)
         optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
                                               config.lr_factor)
         engine = make_engine(model, config, device)
@@ -122,11 +122,10 @@ def _load(config, data_dir, cache_dir, say):
     return corpus
 
 
-def _set_threads(threads, model, device):
-    """--threads, or 1 for small models on a CPU: a second thread gains them little, and on a
-    busy machine two threads wait for each other at every operation."""
-    threads = threads or (1 if count_parameters(model) < SMALL_MODEL else None)
-    if threads and device.type == "cpu":
+def _set_threads(threads, model):
+    """--threads, or the rule of annotated.tools.threads: one thread for a small model on a CPU."""
+    threads = threads or (1 if is_small_on_cpu(model) else None)
+    if threads and next(model.parameters()).device.type == "cpu":
         torch.set_num_threads(threads)
 
 
