@@ -1,6 +1,7 @@
 """The notebook helpers the chapters rely on: show() prints the package's own source,
-draw_heads() lays out attention maps, save_figure() keeps quick-mode figures out of figures/,
-agree_with_reference() checks against the NumPy reference in one line."""
+save_figure() keeps quick-mode figures out of figures/, agree_with_reference() checks against
+the NumPy reference in one line, and the plotting helpers (draw_heads() lays out attention maps)
+draw what the chapters claim."""
 import IPython.display
 import matplotlib
 import matplotlib.pyplot as plt
@@ -8,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from annotated.tools import notebook
-from annotated.tools.notebook import draw_heads, show
+from annotated.tools import notebook, plots, training_plots
+from annotated.tools.notebook import show
+from annotated.tools.plots import draw_heads
 from annotated.data.files import atomic_open
 from annotated.training.step import evaluate
 
@@ -72,7 +74,7 @@ def test_plot_shards_draws_each_piece_of_the_batch_once_per_placement(monkeypatc
     monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path)
     monkeypatch.setattr(notebook, "QUICK", True)
     lengths = [(n, n + 1) for n in range(5, 25)]                # 20 pairs
-    notebook.plot_shards(lengths, list(range(20)), [(4, 1), (2, 2)], save_as="shards")
+    training_plots.plot_shards(lengths, list(range(20)), [(4, 1), (2, 2)], save_as="shards")
     (ax,) = plt.gcf().axes
     assert len(ax.patches) == 8                                # 4 pieces in each of 2 rows
     widths = [p.get_width() for p in ax.patches]
@@ -105,7 +107,7 @@ def test_plot_padded_batch_masks_draws_both_masks_of_every_sentence(quick_figure
     itos = ["<pad>", "<unk>", "<bos>", "<eos>", "a", "b", "c"]
     src = torch.tensor([[4, 5, 3], [6, 3, 0]])                   # (batch, src_len)
     tgt_in = torch.tensor([[2, 4, 5], [2, 6, 0]])                # (batch, tgt_len)
-    notebook.plot_padded_batch_masks(src, tgt_in, padding_mask(src, 0), target_mask(tgt_in, 0),
+    plots.plot_padded_batch_masks(src, tgt_in, padding_mask(src, 0), target_mask(tgt_in, 0),
                                      itos, save_as="masks")
     axes = plt.gcf().axes
     assert len(axes) == 4 and (quick_figures / "masks.png").is_file()
@@ -116,7 +118,7 @@ def test_plot_padded_batch_masks_draws_both_masks_of_every_sentence(quick_figure
 
 def test_plot_output_changes_draws_exact_zeros_white(quick_figures):
     change = {"causal": torch.tensor([[1.0, 0.5], [0.0, 2.0]]), "none": torch.ones(2, 2)}
-    notebook.plot_output_changes(change, ["x", "y"], save_as="flow")
+    plots.plot_output_changes(change, ["x", "y"], save_as="flow")
     image = plt.gcf().axes[0].images[0].get_array()
     assert image.mask.tolist() == [[False, False], [True, False]]   # only the exact zero
     assert (quick_figures / "flow.png").is_file()
@@ -124,7 +126,7 @@ def test_plot_output_changes_draws_exact_zeros_white(quick_figures):
 
 def test_plot_pe_heatmap_gives_each_entry_two_by_one_whole_pixels(quick_figures):
     from annotated.positional import sinusoid_table
-    notebook.plot_pe_heatmap(sinusoid_table(40, 16), save_as="heat")
+    plots.plot_pe_heatmap(sinusoid_table(40, 16), save_as="heat")
     sines, cosines = [ax.get_window_extent() for ax in plt.gcf().axes[:2]]
     assert (round(sines.width), round(sines.height)) == (16, 40)   # 8 pairs x 2, 40 positions
     assert (round(cosines.width), round(cosines.height)) == (16, 40)
@@ -132,13 +134,13 @@ def test_plot_pe_heatmap_gives_each_entry_two_by_one_whole_pixels(quick_figures)
 
 def test_plot_parameters_by_component_needs_every_component_and_draws_them_in_order(
         quick_figures):
-    sizes = {name: 1_000_000 * (i + 1) for i, name in enumerate(notebook.COMPONENTS)}
-    notebook.plot_parameters_by_component(sizes, "m", save_as="params")
+    sizes = {name: 1_000_000 * (i + 1) for i, name in enumerate(plots.COMPONENTS)}
+    plots.plot_parameters_by_component(sizes, "m", save_as="params")
     (ax,) = plt.gcf().axes
-    assert [t.get_text() for t in ax.get_yticklabels()] == notebook.COMPONENTS[::-1]
+    assert [t.get_text() for t in ax.get_yticklabels()] == plots.COMPONENTS[::-1]
     assert ax.get_title() == "m: 36.00M parameters by component"
     with pytest.raises(ValueError, match="expected the components"):
-        notebook.plot_parameters_by_component({"FFN": 1}, "m", save_as="params")
+        plots.plot_parameters_by_component({"FFN": 1}, "m", save_as="params")
 
 
 def test_table3_params_table_leaves_rows_without_a_printed_count_blank():
@@ -147,3 +149,31 @@ def test_table3_params_table_leaves_rows_without_a_printed_count_blank():
     lines = text.splitlines()
     assert lines[2:] == ["| base | 63.08 | 65 | -1.92 |", "| A1 | 63.08 |  |  |",
                          "| big | 214.25 | 213 | +1.25 |"]
+
+
+def test_draw_ablation_draws_each_row_against_the_base_and_the_seed_band():
+    row = lambda paper_row, ppl, bleu, paper_ppl, paper_bleu: dict(
+        paper_row=paper_row, ppl=ppl, bleu=bleu, paper_ppl=paper_ppl, paper_bleu=paper_bleu)
+    table = {"base": row("base", 10.0, 30.0, 5.0, 25.0),
+             "base, seed 2": row("base", 11.0, 29.0, 5.0, 25.0),
+             "A: h=1": row("A1", 12.0, 31.5, 5.5, 24.0)}
+    fig = training_plots.draw_ablation(table)
+    ppl, bleu = fig.axes[:2]
+    ours_ppl, paper_ppl = [p.get_width() for p in ppl.patches[1:]]    # patches[0]: the band
+    assert (round(ours_ppl, 9), round(paper_ppl, 9)) == (20.0, 10.0)  # percent from the base row
+    ours_bleu, paper_bleu = [p.get_width() for p in bleu.patches[1:]]
+    assert (ours_bleu, paper_bleu) == (1.5, -1.0)                      # points from the base row
+    band = ppl.patches[0]
+    assert (band.get_x(), round(band.get_width(), 9)) == (0.0, 10.0)   # seeds 10, 11: 0 to +10%
+    assert [t.get_text() for t in ppl.get_yticklabels()] == ["A1  h=1"]
+    plt.close(fig)
+
+
+def test_parameters_by_component_gives_every_parameter_to_exactly_one_component():
+    from annotated.model import count_parameters, make_model
+    model = make_model(11, 11, N=2, d_model=8, d_ff=16, h=2)
+    sizes = plots.parameters_by_component(model)
+    assert list(sizes) == plots.COMPONENTS and sum(sizes.values()) == count_parameters(model)
+    assert sizes["embedding (shared x3)"] == 11 * 8                  # one table, counted once
+    assert sizes["encoder FFN"] == sizes["decoder FFN"] == 2 * (2 * 8 * 16 + 16 + 8)
+    assert sizes["decoder enc-dec attention"] == sizes["encoder self-attention"] == 2 * 4 * (8 * 8 + 8)
