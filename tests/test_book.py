@@ -83,6 +83,27 @@ def test_site_has_every_chapter_and_its_notebook(site):
         assert copy.read_bytes() == (ROOT / "chapters" / f"{chapter}.ipynb").read_bytes()
 
 
+def test_reading_time_counts_prose_code_shown_source_and_figures():
+    from book.build import reading
+    figure = {"output_type": "display_data", "data": {"image/png": "", "text/plain": ""}}
+    listing = {"output_type": "display_data", "data": {"text/markdown": ["a\n", "b\n"]}}
+    printed = {"output_type": "stream", "name": "stdout", "text": ["not counted\n"] * 50}
+    nb = {"cells": [{"cell_type": "markdown", "source": ["word " * 300]},
+                    {"cell_type": "code", "source": ["x = 1\n"] * 8, "outputs": [listing, printed]},
+                    {"cell_type": "code", "source": ["draw()"], "outputs": [figure, figure]}]}
+    minutes, counts = reading(nb)
+    assert counts == "300 words, 11 lines of code, 2 figures"
+    assert minutes == 300 / 200 + 11 / 20 + 2 * 0.5
+
+
+def test_every_chapter_page_and_the_index_give_a_reading_time(site):
+    for chapter in CHAPTERS:
+        page = (site / f"{chapter}.html").read_text(encoding="utf-8")
+        assert re.search(r'class="reading-time">About \d+ minutes to read \([\d,]+ words', page)
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert re.search(rf"Reading all {len(CHAPTERS)} chapters takes about \d+\.\d hours", index)
+
+
 def test_site_names_no_network_resource(site):
     """No page or stylesheet points a script, style, font or image at another host."""
     remote = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""")
