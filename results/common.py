@@ -47,9 +47,13 @@ def relative(path: Path) -> str:
 
 
 def train_command(preset: str, out: Path, *, max_minutes: float | None = None,
-                  max_steps: int | None = None, overrides=(), data_dir=None) -> list[str]:
-    """The command line of a fresh `python -m annotated.train` run in `out`."""
-    cmd = ["python", "-m", "annotated.train", "--config", preset, "--run-dir", relative(out)]
+                  max_steps: int | None = None, overrides=(), data_dir=None,
+                  nproc: int = 1) -> list[str]:
+    """The command line of a fresh `python -m annotated.train` run in `out`; with nproc > 1,
+    under torchrun with that many processes on this machine (one global batch, chapter 9)."""
+    launcher = (["python"] if nproc == 1 else
+                ["torchrun", "--standalone", f"--nproc_per_node={nproc}"])
+    cmd = [*launcher, "-m", "annotated.train", "--config", preset, "--run-dir", relative(out)]
     if data_dir:
         cmd += ["--data-dir", str(data_dir)]
     if max_minutes is not None:
@@ -59,13 +63,19 @@ def train_command(preset: str, out: Path, *, max_minutes: float | None = None,
     return cmd + list(overrides)
 
 
+def with_this_python(cmd: list[str]) -> list[str]:
+    """A command as shown ("python -m ..." or "torchrun ...") made to run with this Python."""
+    module = ["-m", "torch.distributed.run"] if cmd[0] == "torchrun" else []
+    return [sys.executable, *module, *cmd[1:]]
+
+
 def run_command(cmd: list[str]) -> str:
     """Run one of the project's commands (cmd: "python", "-m", ...) from the repository root
     with this Python; returns it as one string. If it fails, it has already said why on stderr:
     the ChildProcessError only names it."""
     line = shlex.join(cmd)
     print(f"+ {line}", flush=True)
-    done = subprocess.run([sys.executable, *cmd[1:]], cwd=ROOT)
+    done = subprocess.run(with_this_python(cmd), cwd=ROOT)
     if done.returncode != 0:
         raise ChildProcessError(f"`{line}` failed (exit code {done.returncode}); its error is "
                                 f"above")

@@ -1,9 +1,9 @@
 """A real Multi30k model (English->German, or another pair with target_lang=fr ...), trained,
 averaged, decoded and scored with this project's own commands on this machine.
 
-    python -m results.multi30k [--config multi30k] [--max-minutes 60] [--data-dir D]
-        [--run-dir runs/CONFIG] [--skip-train] [--average 5] [--beam-size 4] [--alpha 0.6]
-        [key=value ...]
+    python -m results.multi30k [--config multi30k] [--max-minutes 60] [--nproc 1]
+        [--data-dir D] [--run-dir runs/CONFIG] [--skip-train] [--average 5] [--beam-size 4]
+        [--alpha 0.6] [key=value ...]
 
 key=value overrides fields of the preset, as in `python -m annotated.train` (the tests train a
 tiny model on the shipped sample: dataset=multi30k_sample N=1 ...).
@@ -12,7 +12,7 @@ tiny model on the shipped sample: dataset=multi30k_sample N=1 ...).
 run's train.json, which the training step writes.
 
 1. trains the preset (default `multi30k`) for --max-minutes of wall time
-   (python -m annotated.train);
+   (python -m annotated.train; with --nproc N, torchrun runs N processes of it);
 2. averages its last --average checkpoints (python -m annotated.checkpoint average, §6.1);
 3. decodes the full test2016 set (1,000 sentences) with beam search (by default the paper's
    beam 4 and alpha 0.6; results.multi30k_sweep chooses them on val) and scores it with
@@ -48,6 +48,9 @@ def parse_args(argv=None):
     parser.add_argument("--max-minutes", type=float, default=60.0,
                         help="minutes of training (default 60)")
     hidden_alias(parser, "--minutes", "max_minutes", float)
+    parser.add_argument("--nproc", type=at_least(1), default=1,
+                        help="train as this many processes under torchrun, one CPU thread or "
+                             "GPU each (default 1; 2 fills a 2-core CPU)")
     add_training_arguments(parser, "override fields of the multi30k preset")
     parser.add_argument("--run-dir", type=Path, help="the training run (default runs/CONFIG)")
     hidden_alias(parser, "--run", "run_dir", Path)
@@ -70,7 +73,7 @@ def main(argv=None):
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if not args.skip_train:
         seconds, cmd = train(args.config, args.run_dir, max_minutes=args.max_minutes,
-                             data_dir=args.data_dir, overrides=args.overrides)
+                             data_dir=args.data_dir, overrides=args.overrides, nproc=args.nproc)
         record = {"wall_minutes": round(seconds / 60, 1), "command": cmd}
         (args.run_dir / "train.json").write_text(json.dumps(record))
     beam = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)

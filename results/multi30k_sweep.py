@@ -3,9 +3,10 @@ validation set (val, 1,014 sentences), never on test2016.
 
     python -m results.multi30k_sweep --data-dir D [--train] [--max-minutes 60] [--out-dir results]
 
-1. with --train, trains the CANDIDATES for --max-minutes of wall time each, one CPU thread
-   each, two at a time (two fill a 2-core machine), into runs/sweep/NAME; without it, scores
-   the runs already there;
+1. with --train, trains the CANDIDATES for --max-minutes of wall time each into
+   runs/sweep/NAME, one CPU thread per process: two one-process candidates at a time, a
+   two-process one alone (either way the 2-core machine is full); without it, scores the runs
+   already there (--only NAME... trains and scores just those);
 2. for each run, averages its last 1, 5 and 10 checkpoints (§6.1) and decodes val with each
    beam size and length penalty alpha of DECODINGS;
 3. scores every decoding with lowercased BLEU (sacreBLEU -lc, 13a tokenizer: the Multi30k
@@ -16,7 +17,6 @@ validation set (val, 1,014 sentences), never on test2016.
 import argparse
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from annotated.configs import apply_overrides, get
@@ -24,15 +24,19 @@ from annotated.data.corpus import (cache_folder, corpus_files, data_location, lo
                                    read_parallel)
 from annotated.tools.cli import command
 from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
-                            perplexity, read_metrics, relative, score, train_command)
+                            perplexity, read_metrics, relative, score, train_command,
+                            with_this_python)
 from results.multi30k import trained_checkpoints
 
-# name: (preset, overrides). Transformer-tiny (2.6M parameters) with the paper's dropout 0.1 and
-# with the literature's 0.3, and the multi30k preset (7.6M parameters) with 0.3.
+# name: (preset, overrides, processes). Transformer-tiny (2.6M parameters) with the paper's
+# dropout 0.1 and with the literature's 0.3, and the multi30k preset (7.6M parameters) with 0.3,
+# each one process; then Transformer-tiny as two processes under torchrun, one global batch
+# split between them (chapter 9): the same model and batches, about twice the steps an hour.
 CANDIDATES = {
-    "tiny_p03": ("multi30k_tiny", ["P_drop=0.3"]),
-    "small_p03": ("multi30k", ["P_drop=0.3", "ckpt_minutes=2.0", "keep_last=10"]),
-    "tiny": ("multi30k_tiny", []),
+    "tiny_p03": ("multi30k_tiny", ["P_drop=0.3"], 1),
+    "small_p03": ("multi30k", ["P_drop=0.3", "ckpt_minutes=2.0", "keep_last=10"], 1),
+    "tiny": ("multi30k_tiny", [], 1),
+    "tiny_2proc": ("multi30k_tiny", [], 2),
 }
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
 DECODINGS = ((4, 0.6), (4, 1.0), (5, 0.6), (5, 1.0))    # (beam size, alpha)
@@ -48,8 +52,9 @@ def parse_args(argv=None):
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "sweep",
                         help="where the candidates' runs are (default runs/sweep)")
     parser.add_argument("--only", nargs="+", choices=CANDIDATES, metavar="NAME",
-                        help="score only these candidates now (their scores are kept in their "
-                             "run folders for the full sweep); writes no results file")
+                        help="train (with --train) and score only these candidates now (their "
+                             "scores are kept in their run folders for the full sweep); writes "
+                             "no results file")
     parser.add_argument("--limit", type=int, default=None,
                         help="score only the first N val sentences (a smoke test)")
     add_training_arguments(parser, "override fields of every candidate (a smoke test: "
@@ -64,7 +69,8 @@ def main(argv=None):
     runs = {name: args.runs_dir / name for name in CANDIDATES}
     configs = {name: candidate_config(name, args.overrides) for name in CANDIDATES}
     if args.train:
-        train_side_by_side(runs, args.max_minutes, args.data_dir, args.overrides)
+        train_side_by_side({name: runs[name] for name in args.only or CANDIDATES},
+                           args.max_minutes, args.data_dir, args.overrides)
     sources, references = validation_text(next(iter(configs.values())), args.data_dir)
     sources, references = sources[:args.limit], references[:args.limit]
     result = {"candidates": {name: sweep_run(name, configs[name], runs[name], sources,
@@ -81,28 +87,36 @@ def main(argv=None):
 
 
 def candidate_config(name: str, extra: list[str]):
-    preset, overrides = CANDIDATES[name]
+    preset, overrides, _ = CANDIDATES[name]
     return apply_overrides(get(preset), overrides + extra)
 
 
 def train_side_by_side(runs: dict, max_minutes: float, data_dir, extra: list[str]):
-    """Train the candidates two at a time, one thread each."""
-    names = list(runs)
-    for pair in (names[i:i + 2] for i in range(0, len(names), 2)):
-        train_together({name: runs[name] for name in pair}, max_minutes, data_dir, extra)
+    """Train the candidates so that each group fills the 2 cores: one-process candidates two
+    at a time, a two-process candidate alone; one thread per process."""
+    groups, pair = [], []
+    for name in runs:
+        if CANDIDATES[name][2] > 1:
+            groups.append([name])
+        else:
+            pair.append(name)
+            if len(pair) == 2:
+                groups, pair = groups + [pair], []
+    for group in groups + ([pair] if pair else []):
+        train_together({name: runs[name] for name in group}, max_minutes, data_dir, extra)
 
 
 def train_together(runs: dict, max_minutes: float, data_dir, extra: list[str]):
-    """Train these candidates at once, one thread each, and wait for all of them."""
+    """Train these candidates at once, one thread per process, and wait for all of them."""
     procs = {}
     for name, run in runs.items():
-        preset, overrides = CANDIDATES[name]
+        preset, overrides, nproc = CANDIDATES[name]
         cmd = train_command(preset, run, max_minutes=max_minutes, overrides=overrides + extra,
-                            data_dir=data_dir) + ["--threads", "1"]
+                            data_dir=data_dir, nproc=nproc) + ["--threads", "1"]
         print("+ " + " ".join(cmd), flush=True)
         run.parent.mkdir(parents=True, exist_ok=True)
         log = open(run.parent / f"{name}.log", "w")
-        procs[name] = subprocess.Popen([sys.executable, *cmd[1:]], cwd=ROOT, stdout=log,
+        procs[name] = subprocess.Popen(with_this_python(cmd), cwd=ROOT, stdout=log,
                                        stderr=subprocess.STDOUT)
     failed = [name for name, p in procs.items() if p.wait() != 0]
     if failed:
@@ -127,9 +141,10 @@ def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> di
         print(f"{name}: reusing the scores in {relative(kept)}")
         return json.loads(kept.read_text())["entry"]
     trained = [m for m in read_metrics(run) if m["split"] == "train"]
-    preset, overrides = CANDIDATES[name]
+    preset, overrides, nproc = CANDIDATES[name]
     valid = load_corpus(config, data_dir=data_dir, log=lambda *_: None).valid
-    entry = {"preset": preset, "overrides": overrides, "steps": trained[-1]["step"],
+    entry = {"preset": preset, "overrides": overrides, "processes": nproc,
+             "steps": trained[-1]["step"],
              "minutes": round(trained[-1]["elapsed"] / 60, 1), "checkpoints": len(found),
              "config": {k: getattr(config, k) for k in SHOWN}, "rows": []}
     for n in [n for n in AVERAGES if n <= len(found)]:
@@ -162,14 +177,16 @@ def render_markdown(result: dict, command_line: str) -> str:
              f"Written by `{command_line}` (do not edit by hand).", "",
              "Every choice is made on val (1,014 sentences); test2016 is scored once, for the "
              "best row only. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the "
-             "Multi30k literature's metric); cased is sacreBLEU's default. Each candidate "
-             "trained with one CPU thread of this 2-core machine while other work (another "
-             "candidate, or scoring) used the second core.", "",
+             "Multi30k literature's metric); cased is sacreBLEU's default. Each process "
+             "trained with one CPU thread of this 2-core machine: a one-process candidate "
+             "while other work (another candidate, or scoring) used the second core, a "
+             "two-process candidate (torchrun, one global batch) with both cores to itself.",
+             "",
              "## Candidates", ""]
     lines += markdown_table(
-        ["candidate", "preset and overrides", *SHOWN, "minutes", "steps"],
+        ["candidate", "preset and overrides", *SHOWN, "processes", "minutes", "steps"],
         [[name, " ".join([c["preset"], *c["overrides"]]),
-          *(c["config"][k] for k in SHOWN), c["minutes"], c["steps"]]
+          *(c["config"][k] for k in SHOWN), c.get("processes", 1), c["minutes"], c["steps"]]
          for name, c in result["candidates"].items()])
     lines += ["", "## Each candidate at its best on val", ""]
     lines += markdown_table(

@@ -1,6 +1,7 @@
 """The results scripts end to end, on tiny budgets: what they write and what chapter 08 reads."""
 import json
 import shutil
+import sys
 
 import pytest
 
@@ -8,6 +9,7 @@ from annotated import configs
 from annotated.configs import apply_overrides, get
 from annotated.tools.flops import training_flops
 from results import multi30k, multi30k_sweep, paper_tables, pretrained, table3_small
+from results.common import ROOT
 
 RESULTS = paper_tables.HERE
 
@@ -188,3 +190,12 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val(tmp_path, monke
     run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
         "ckpt_every=1")                                    # scored again: the scores are kept
     assert json.loads((out / "multi30k_sweep.json").read_text()) == result
+
+
+def test_more_than_one_process_trains_under_torchrun_with_this_python():
+    from results.common import train_command, with_this_python
+    cmd = train_command("multi30k_tiny", ROOT / "runs" / "x", max_minutes=60, nproc=2)
+    assert cmd[:5] == ["torchrun", "--standalone", "--nproc_per_node=2", "-m", "annotated.train"]
+    assert with_this_python(cmd)[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    assert with_this_python(train_command("multi30k_tiny", ROOT / "runs" / "x"))[:3] == \
+        [sys.executable, "-m", "annotated.train"]
