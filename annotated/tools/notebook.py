@@ -1,10 +1,11 @@
 """What the chapters need besides figures: show a piece of the package's source (one source
 of truth: chapters display the code, never redefine it), pick a section out of a results file,
-check results against reference_numpy in one line, save figures under stable names, read the
-switch between the quick and the full form of the chapters, and build chapter 6's table of the
-paper's training settings and chapter 5's parameter table. The figures themselves are drawn by
-`annotated.tools.plots` (the model, chapters 1-5) and `annotated.tools.training_plots`
-(training and results, chapters 6, 8 and 9), one call per figure.
+check results against reference_numpy in one line, measure how spread out attention weights
+are (entropy), save figures under stable names, read the switch between the quick and the full
+form of the chapters, and build chapter 6's table of the paper's training settings and chapter
+5's parameter table. The figures themselves are drawn by `annotated.tools.plots` (the model,
+chapters 1-5) and `annotated.tools.training_plots` (training, decoding and results, chapters
+6-9), one call per figure.
 
 Quick mode is the default: training cells train tiny models on the Multi30k sample shipped
 with the package, so the chapters run offline in about a minute, whatever data location is
@@ -63,6 +64,12 @@ def agree_with_reference(pairs: list[tuple], tol: float = 1e-12):
     how = "are identical to" if tol == 0 else f"agree to {tol:g} (max abs difference) with"
     names = list(differ) if len(differ) <= 12 else [*list(differ)[:4], "...", list(differ)[-1]]
     print(f"all {len(pairs)} {how} reference_numpy: " + ", ".join(names))
+
+
+def entropy(p):
+    """Entropy in nats of attention weights p (..., keys) over the last axis: log(keys) when
+    uniform, 0 when one-hot."""
+    return -(p * p.clamp_min(1e-300).log()).sum(-1)
 
 
 def save_figure(fig, name: str):

@@ -3,7 +3,51 @@
 saved with `save_figure` under a stable name. Each function takes the numbers the chapter
 computed with the package: the chapter shows how they were computed, this module how they are
 drawn."""
-from annotated.tools.notebook import save_figure
+from annotated.tools.notebook import entropy, save_figure
+
+
+# ---- Chapter 1: why divide by sqrt(d_k) ----
+
+def plot_softmax_saturation(unscaled, scaled, d_k: int, save_as: str):
+    """Chapter 1's weights of one query (1, keys), unscaled and scaled, side by side, each
+    titled with its largest weight and entropy."""
+    import matplotlib.pyplot as plt
+    n_keys = unscaled.shape[-1]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
+    for ax, w, title, color in [(axes[0], unscaled, r"unscaled: softmax$(q K^\top)$", "tab:red"),
+                                (axes[1], scaled, r"scaled: softmax$(q K^\top/\sqrt{d_k})$",
+                                 "tab:blue")]:
+        ax.bar(range(n_keys), w[0].numpy(), color=color)
+        ax.set_title(f"{title}\nmax weight {w.max():.3f}, entropy {entropy(w)[0]:.2f} nats")
+        ax.set_xlabel("key j")
+        ax.set_xticks(range(n_keys))
+    axes[0].set_ylabel("attention weight")
+    fig.suptitle(f"One query, {n_keys} random keys, $d_k$ = {d_k}", y=1.1)
+    save_figure(fig, save_as)
+
+
+def plot_scaling_vs_dk(widths: list[int], stats: dict, n_keys: int, save_as: str):
+    """Chapter 1's three panels against d_k for {"unscaled": rows, "scaled": rows} (each row a
+    dict of var, entropy, grad): the scores' variance, the weights' entropy and the median
+    gradient reaching the scores, the paper's d_k = 64 marked."""
+    import math
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.4))
+    style = {"unscaled": dict(color="tab:red", marker="o", label=r"$q\cdot k$"),
+             "scaled": dict(color="tab:blue", marker="s", label=r"$q\cdot k/\sqrt{d_k}$")}
+    for name in ("unscaled", "scaled"):
+        for ax, key in zip(axes, ("var", "entropy", "grad")):
+            ax.plot(widths, [row[key] for row in stats[name]], ms=4, **style[name])
+    axes[0].set(title="variance of the scores", xscale="log", yscale="log")
+    axes[1].axhline(math.log(n_keys), color="gray", ls=":", label="uniform")
+    axes[1].set(title=f"entropy of the weights ({n_keys} keys)", xscale="log", ylabel="nats")
+    axes[2].set(title="median gradient reaching the scores", xscale="log", yscale="log")
+    for ax in axes:
+        ax.set_xlabel("$d_k$")
+        ax.axvline(64, color="gray", lw=0.8, alpha=0.5)
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, save_as)
 
 
 # ---- Chapter 2: masks ----

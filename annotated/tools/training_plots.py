@@ -1,6 +1,6 @@
-"""The figures of chapters 6, 8 and 9 (training, results, engineering), each drawn by one
-call from its chapter and saved with `save_figure` under a stable name (`draw_ablation` returns
-its figure, which the chapter saves)."""
+"""The figures of chapters 6 to 9 (training, beam search, results, engineering), each drawn by
+one call from its chapter and saved with `save_figure` under a stable name (`draw_ablation`
+returns its figure, which the chapter saves)."""
 from annotated.tools.notebook import save_figure
 
 # ---- Chapter 6 (training, §5) ----
@@ -132,37 +132,144 @@ def plot_training_run(metrics: dict, floor: float, save_as: str):
     save_figure(fig, save_as)
 
 
-# ---- Chapter 9 (engineering) ----
+# ---- Chapter 7 (beam search) ----
 
-def plot_shards(lengths, batch: list[int], placements: list[tuple[int, int]], save_as: str):
-    """Chapter 9's figure: one global batch cut by `shard` for each (world_size, accum_steps),
-    piece k drawn as long as its target tokens, coloured by the process that computes it."""
+def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best, label,
+                   title: str, save_as: str):
+    """Chapter 7's beam: `live[t-1]` the live prefixes after t tokens (best first) with their
+    log P `scores[t-1]`, each linked to its parent; the path of `best` (a Hypothesis) in red,
+    ending in its last token with log P and score. `label(token)` names a token."""
     import matplotlib.pyplot as plt
-    import numpy as np
-    from annotated.data.batching import shard
-    L = np.asarray(lengths)
-    colors = plt.get_cmap("tab10").colors
-    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.7 * len(placements)))
-    for row, (world, accum) in enumerate(placements):
-        left = 0
-        for k in range(world * accum):              # piece k: process k % world, micro k // world
-            rank, micro = k % world, k // world
-            width = int(L[shard(batch, rank, world, accum)[micro], 1].sum())
-            ax.barh(row, width, left=left, height=0.6, color=colors[rank % 10], edgecolor="white")
-            ax.text(left + width / 2, row, f"process {rank}\nmicro {micro}", ha="center",
-                    va="center", fontsize=7, color="white")
-            left += width
-    ax.set_yticks(range(len(placements)),
-                  [f"{w} process{'es' if w > 1 else ''} x {a} micro-batch{'es' if a > 1 else ''}"
-                   for w, a in placements])
-    ax.invert_yaxis()
-    ax.set(xlabel="target tokens of the global batch, piece by piece",
-           title="One global batch, the same pieces, computed in different places")
+    from annotated.data.tokenizer import EOS
+    K = len(live[0])
+    fig, ax = plt.subplots(figsize=(10, 5.6))
+
+    def box(x, y, text, color="black", **style):
+        ax.text(x, y, text, ha="center", va="center", fontsize=7, zorder=2, color=color,
+                bbox=dict(boxstyle="round", **style))
+
+    position = {(): (0, 0)}                             # prefix -> (x, y) of its node, BOS at 0
+    for t, (step, step_scores) in enumerate(zip(live, scores), start=1):
+        for rank, (prefix, score) in enumerate(zip(step, step_scores)):
+            position[tuple(prefix)] = x, y = t, -rank
+            parent = position[tuple(prefix[:-1])]
+            on_path = best.tokens[:t] == prefix
+            ax.plot([parent[0], x], [parent[1], y], color="tab:red" if on_path else "0.75",
+                    lw=2 if on_path else 0.8, zorder=1)
+            box(x, y, f"{label(prefix[-1])}\n{score:.2f}", fc="mistyrose" if on_path else "white",
+                ec="tab:red" if on_path else "0.6")
+    end = position[tuple(best.tokens[:-1])]
+    ax.plot([end[0], end[0] + 1], [end[1], end[1]], color="tab:red", lw=2, zorder=1)
+    last = best.tokens[-1]
+    ending = label(last) if last == EOS else f"{label(last)} (length limit)"
+    box(end[0] + 1, end[1], f"{ending}\n{best.log_prob:.2f}\nscore {best.score:.2f}",
+        color="white", fc="tab:red", ec="tab:red")
+    box(0, 0, "BOS", fc="0.9")
+    ax.set_xlim(-0.6, len(live) + 1.6)
+    ax.set_ylim(-K + 0.4, 0.6)
+    ax.set_xticks(range(len(live) + 2))
+    ax.set_yticks([-r for r in range(K)], [f"rank {r + 1}" for r in range(K)])
+    ax.set_xlabel("output tokens so far, t")
+    ax.set_title(title, fontsize=10)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+def plot_length_vs_alpha(alphas, beam_sizes, length_ratio: dict, bleu: dict, sentences: int,
+                         save_as: str):
+    """Chapter 7's sweep: output length / reference length and sacreBLEU against alpha, one line
+    per beam size, from {(beam, alpha): value}; the paper's 0.6 dashed."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for k in beam_sizes:
+        axes[0].plot(alphas, [length_ratio[k, a] for a in alphas], "o-", label=f"beam {k}")
+        axes[1].plot(alphas, [bleu[k, a] for a in alphas], "o-", label=f"beam {k}")
+    axes[0].axhline(1.0, color="k", lw=0.8, ls=":")
+    axes[0].set_ylabel("output length / reference length")
+    axes[1].set_ylabel("sacreBLEU")
+    for ax in axes:
+        ax.axvline(0.6, color="0.6", lw=0.8, ls="--")
+        ax.set_xlabel(r"length penalty $\alpha$ (dashed: the paper's 0.6)")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"The first {sentences} Multi30k test sentences", fontsize=10)
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
 # ---- Chapter 8 (results) ----
+
+def plot_learning_curves(train_log: list[dict], valid_log: list[dict], loss_floor: float,
+                         ppl_at_optimum: float, eps_ls: float, title: str, save_as: str):
+    """Chapter 8's curves of a run's metrics.jsonl lines: the smoothed loss above its floor
+    (left) and the perplexity with its value at the smoothed optimum (right), train and valid,
+    against the step, with the minutes of training on the top axis."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    t_steps = np.array([m["step"] for m in train_log])
+    v_steps = np.array([m["step"] for m in valid_log])
+    clock = (np.r_[0, t_steps], np.r_[0, [m["elapsed"] / 60 for m in train_log]])  # step, min
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, mark, what in [(axes[0], "loss", loss_floor, "floor"),
+                               (axes[1], "ppl", ppl_at_optimum, "at the smoothed optimum")]:
+        ax.plot(t_steps, [m[key] for m in train_log], lw=1, label="train (dropout on)")
+        ax.plot(v_steps, [m[key] for m in valid_log], "o-", ms=3, label="valid (1,014 sentences)")
+        ax.axhline(mark, color="0.4", ls="--", lw=0.8, label=f"{what}, eps_ls = {eps_ls}")
+        ax.set_xlabel("optimizer step")
+        ax.set_xlim(0, t_steps[-1])
+        top = ax.secondary_xaxis("top", functions=(lambda s: np.interp(s, *clock),
+                                                   lambda m: np.interp(m, *clock[::-1])))
+        top.set_xticks(np.arange(0, clock[1][-1], 10))
+        top.set_xlabel("minutes of training", fontsize=8)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("label-smoothed loss (nats per token)")
+    axes[1].set_ylabel("perplexity per BPE token")
+    axes[1].set_yscale("log")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+def plot_table1_crossover(timings: dict, save_as: str):
+    """Chapter 8's Table 1 measurement (results.paper_tables' timings): milliseconds per call of
+    self-attention and of a recurrent layer against n for each width d (left), and their ratio
+    against n / d beside the FLOP ratio n / d (right)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    rows = timings["rows"]
+    widths = sorted({r["d"] for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for color, d in zip(plt.cm.viridis(np.linspace(0, 0.8, len(widths))), widths):
+        mine = sorted((r for r in rows if r["d"] == d), key=lambda r: r["n"])
+        n = np.array([r["n"] for r in mine])
+        att = np.array([r["attention_s"] for r in mine]) * 1e3
+        rnn = np.array([r["recurrent_s"] for r in mine]) * 1e3
+        axes[0].plot(n, att, "o-", color=color, label=f"d = {d}")
+        axes[0].plot(n, rnn, "s--", color=color)
+        axes[0].axvline(d, color=color, lw=0.8, ls=":")
+        axes[1].plot(n / d, att / rnn, "o-", color=color, label=f"measured, d = {d}")
+    grid = np.geomspace(min(r["n"] / r["d"] for r in rows), max(r["n"] / r["d"] for r in rows))
+    axes[1].plot(grid, grid, "k--", lw=1, label=r"FLOP ratio $4n^2d \,/\, 4nd^2 = n/d$")
+    axes[1].axhline(1, color="0.5", lw=0.8)
+    axes[1].axvline(1, color="0.5", lw=0.8, ls=":")
+    axes[0].set(xscale="log", yscale="log", xlabel="sequence length n",
+                ylabel="milliseconds per call",
+                title="time per layer (dotted: the FLOP crossover n = d)")
+    axes[1].set(xscale="log", yscale="log", xlabel="n / d",
+                ylabel="time of self-attention / recurrent",
+                title="below 1: self-attention is faster")
+    kinds = [plt.Line2D([], [], color="k", marker="o", label="self-attention"),
+             plt.Line2D([], [], color="k", marker="s", ls="--", label="recurrent")]
+    axes[0].legend(handles=axes[0].get_legend_handles_labels()[0] + kinds, fontsize=7,
+                   loc="lower right")
+    axes[1].legend(fontsize=7)
+    for ax in axes:
+        ax.title.set_fontsize(9)
+    fig.suptitle(f"Table 1 measured: batch 2, {timings['threads']} CPU threads", fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
 
 def draw_ablation(table: dict, base: str = "base"):
     """Table 3 at small scale beside the paper's: for every row of `table` (results.table3_small's
@@ -193,3 +300,33 @@ def draw_ablation(table: dict, base: str = "base"):
     axes[1].set(xlabel="BLEU points from the base row (higher is better)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
+
+
+# ---- Chapter 9 (engineering) ----
+
+def plot_shards(lengths, batch: list[int], placements: list[tuple[int, int]], save_as: str):
+    """Chapter 9's figure: one global batch cut by `shard` for each (world_size, accum_steps),
+    piece k drawn as long as its target tokens, coloured by the process that computes it."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from annotated.data.batching import shard
+    L = np.asarray(lengths)
+    colors = plt.get_cmap("tab10").colors
+    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.7 * len(placements)))
+    for row, (world, accum) in enumerate(placements):
+        left = 0
+        for k in range(world * accum):              # piece k: process k % world, micro k // world
+            rank, micro = k % world, k // world
+            width = int(L[shard(batch, rank, world, accum)[micro], 1].sum())
+            ax.barh(row, width, left=left, height=0.6, color=colors[rank % 10], edgecolor="white")
+            ax.text(left + width / 2, row, f"process {rank}\nmicro {micro}", ha="center",
+                    va="center", fontsize=7, color="white")
+            left += width
+    ax.set_yticks(range(len(placements)),
+                  [f"{w} process{'es' if w > 1 else ''} x {a} micro-batch{'es' if a > 1 else ''}"
+                   for w, a in placements])
+    ax.invert_yaxis()
+    ax.set(xlabel="target tokens of the global batch, piece by piece",
+           title="One global batch, the same pieces, computed in different places")
+    fig.tight_layout()
+    save_figure(fig, save_as)
