@@ -196,8 +196,9 @@ def render_markdown(results: dict, command_line: str, steps: int, sentences: int
     missing = [row for row in PAPER_ROWS if row not in {r["paper_row"] for r in results.values()}]
     if missing:
         lines += ["", f"Not yet trained: {', '.join(missing)} (`--rows {' '.join(missing)}` "
-                  "trains them; the rows above are kept). The paper's C2 (N=4, between its N=2 "
-                  "and base N=6) has no whole-number counterpart around N=2 and is left out."]
+                  "trains them; the rows above are kept)."]
+    lines += ["", "The paper's C2 (N=4, between its N=2 and base N=6) has no whole-number "
+              "counterpart around N=2 and is left out."]
     lines += ["", "Commands (each row's training run; *reused*: trained by an earlier invocation "
               "with the same config and scored by this one; *recorded*: trained and scored by "
               "an earlier invocation, taken from its table3_small.json):", ""]
