@@ -6,7 +6,8 @@ validation set (val, 1,014 sentences), never on test2016.
 1. with --train, trains the CANDIDATES for --max-minutes of wall time each into
    runs/sweep/NAME, one CPU thread per process: two one-process candidates at a time, a
    two-process one alone (either way the 2-core machine is full); without it, scores the runs
-   already there (--only NAME... trains and scores just those);
+   already there (--only NAME... trains and scores just those); a candidate whose run
+   folder is gone keeps the scores the last sweep recorded in multi30k_sweep.json;
 2. for each run, averages its last 1, 5 and 10 checkpoints (§6.1) and decodes val with each
    beam size and length penalty alpha of DECODINGS;
 3. scores every decoding with lowercased BLEU (sacreBLEU -lc, 13a tokenizer: the Multi30k
@@ -23,6 +24,7 @@ from annotated.configs import apply_overrides, get
 from annotated.data.corpus import (cache_folder, corpus_files, data_location, load_corpus,
                                    read_parallel)
 from annotated.tools.cli import command
+from annotated.training.checkpoint import checkpoints
 from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
                             perplexity, read_metrics, relative, score, train_command,
                             with_this_python)
@@ -73,11 +75,14 @@ def main(argv=None):
                            args.max_minutes, args.data_dir, args.overrides)
     sources, references = validation_text(next(iter(configs.values())), args.data_dir)
     sources, references = sources[:args.limit], references[:args.limit]
-    result = {"candidates": {name: sweep_run(name, configs[name], runs[name], sources,
-                                             references, args.data_dir)
-                             for name in args.only or CANDIDATES}}
     if args.only:
+        for name in args.only:
+            sweep_run(name, configs[name], runs[name], sources, references, args.data_dir)
         return
+    recorded = recorded_candidates(args.out_dir / "multi30k_sweep.json", runs)
+    result = {"candidates": {name: recorded.get(name) or sweep_run(
+        name, configs[name], runs[name], sources, references, args.data_dir)
+        for name in CANDIDATES}}
     result["best"] = best(result["candidates"], runs)
     (args.out_dir / "multi30k_sweep.json").write_text(json.dumps(result, indent=1))
     text = render_markdown(result, invocation("results.multi30k_sweep", argv))
@@ -129,6 +134,19 @@ def validation_text(config, data_dir) -> tuple[list[str], list[str]]:
     files = corpus_files(config, data_location(data_dir), cache_folder(), log=lambda *_: None)
     pairs, _ = read_parallel(*files["valid"])
     return [s for s, _ in pairs], [t for _, t in pairs]
+
+
+def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
+    """The entries an earlier sweep recorded for candidates whose run folder is gone (the runs
+    are large and not kept): their scores stand as recorded."""
+    if not sweep_json.is_file():
+        return {}
+    kept = json.loads(sweep_json.read_text())["candidates"]
+    gone = {name: kept[name] for name in runs if name in kept and not checkpoints(runs[name])}
+    for name in gone:
+        print(f"{name}: {relative(runs[name])} is gone; keeping the scores recorded in "
+              f"{relative(sweep_json)}")
+    return gone
 
 
 def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> dict:

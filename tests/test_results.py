@@ -190,6 +190,10 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val(tmp_path, monke
     run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
         "ckpt_every=1")                                    # scored again: the scores are kept
     assert json.loads((out / "multi30k_sweep.json").read_text()) == result
+    shutil.rmtree(tmp_path / "runs" / "tiny")             # a run folder is gone: its scores
+    run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
+        "ckpt_every=1")                                    # stand as the sweep recorded them
+    assert json.loads((out / "multi30k_sweep.json").read_text()) == result
 
 
 def test_more_than_one_process_trains_under_torchrun_with_this_python():
