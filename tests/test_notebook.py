@@ -48,6 +48,14 @@ def test_draw_heads_lays_out_every_layer_and_head_on_one_scale():
     assert [t.get_text() for t in panels[-4].get_xticklabels()] == list("vwxyz")   # bottom line
 
 
+def test_entropy_is_log_n_when_uniform_and_zero_for_exact_zeros_in_every_dtype():
+    for dtype in (torch.float16, torch.float32, torch.float64):
+        one_hot = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]], dtype=dtype)
+        h = notebook.entropy(one_hot)
+        assert h[0].item() == 0.0 and abs(h[1].item() - np.log(4)) < 1e-3, dtype
+    assert abs(notebook.entropy(np.full(5, 0.2, dtype=np.float32)).item() - np.log(5)) < 1e-6
+
+
 def test_quick_mode_figures_never_overwrite_the_committed_ones(monkeypatch, tmp_path):
     monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path / "quick")
     fig = plt.figure()

@@ -17,6 +17,8 @@ import re
 import tempfile
 from pathlib import Path
 
+import torch
+
 FIGURES = Path(__file__).resolve().parents[2] / "figures"
 
 FULL_ENV = "ANNOTATED_FULL"
@@ -69,7 +71,8 @@ def agree_with_reference(pairs: list[tuple], tol: float = 1e-12):
 def entropy(p):
     """Entropy in nats of attention weights p (..., keys) over the last axis: log(keys) when
     uniform, 0 when one-hot."""
-    return -(p * p.clamp_min(1e-300).log()).sum(-1)
+    p = torch.as_tensor(p)
+    return -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(-1)   # 0 log 0 = 0, any dtype
 
 
 def save_figure(fig, name: str):
