@@ -185,3 +185,41 @@ def test_parameters_by_component_gives_every_parameter_to_exactly_one_component(
     assert sizes["embedding (shared x3)"] == 11 * 8                  # one table, counted once
     assert sizes["encoder FFN"] == sizes["decoder FFN"] == 2 * (2 * 8 * 16 + 16 + 8)
     assert sizes["decoder enc-dec attention"] == sizes["encoder self-attention"] == 2 * 4 * (8 * 8 + 8)
+
+
+def test_torch_multihead_like_computes_our_layer_with_pytorchs():
+    from annotated.multihead import MultiHeadAttention
+    ours = MultiHeadAttention(16, 4).double()
+    theirs = notebook.torch_multihead_like(ours)
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    with torch.no_grad():
+        expected = ours(x, x, x)
+        got, _ = theirs(x, x, x, need_weights=False)
+    assert theirs.in_proj_weight.dtype == torch.float64
+    assert (got - expected).abs().max().item() < 1e-12
+
+
+def test_decoder_output_changes_finds_no_change_left_of_the_changed_token_only_under_the_causal_mask():
+    from annotated.masks import padding_mask, target_mask
+    from annotated.model import make_model
+    torch.manual_seed(0)
+    model = make_model(12, 12, N=2, d_model=16, d_ff=32, h=2, P_drop=0.0).double().eval()
+    src, tgt_in = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8, 9, 10, 11]])
+    causal = notebook.decoder_output_changes(model, src, tgt_in, target_mask(tgt_in, 0), 4, 5)
+    no_mask = notebook.decoder_output_changes(model, src, tgt_in, padding_mask(tgt_in, 0), 4, 5)
+    left = torch.ones(5, 5, dtype=torch.bool).tril(-1)        # entry (j, i) with i < j
+    assert causal.shape == (5, 5)
+    assert (causal[left] == 0).all() and (causal[~left] > 0).all()
+    assert (no_mask > 0).all()
+
+
+def test_attention_layer_costs_of_row_a_are_constant_and_match_the_count_from_shapes():
+    from annotated.configs import get
+    from annotated.tools.flops import attention_flops
+    table = notebook.attention_layer_costs(["A1", "base", "A4"], n_tokens=7)
+    assert [r["h"] for r in table] == [1, 8, 32]
+    for r in table:                       # the measured counter agrees with the shape formula
+        cfg = get(r["row"])
+        assert r["proj"] + r["attn"] == attention_flops(7, 7, cfg.d_model, cfg.h, cfg.d_k, cfg.d_v)
+        assert r["entries"] == cfg.h * 49
+    assert len({(r["params"], r["proj"], r["attn"]) for r in table}) == 1

@@ -2,10 +2,12 @@
 of truth: chapters display the code, never redefine it), pick a section out of a results file,
 check results against reference_numpy in one line, measure how spread out attention weights
 are (entropy), save figures under stable names, read the switch between the quick and the full
-form of the chapters, and build chapter 6's table of the paper's training settings and chapter
-5's parameter table. The figures themselves are drawn by `annotated.tools.plots` (the model,
-chapters 1-5) and `annotated.tools.training_plots` (training, decoding and results, chapters
-6-9), one call per figure.
+form of the chapters, do the bookkeeping of chapters 2 and 3's experiments (our layer's weights
+in PyTorch's, which outputs a changed token moves, row A's measured costs), and build chapter
+6's table of the paper's training settings and chapter 5's parameter table. The figures
+themselves are drawn by `annotated.tools.plots` (the model, chapters 1-5) and
+`annotated.tools.training_plots` (training, decoding and results, chapters 6-9), one call per
+figure.
 
 Quick mode is the default: training cells train tiny models on the Multi30k sample shipped
 with the package, so the chapters run offline in about a minute, whatever data location is
@@ -84,6 +86,65 @@ def save_figure(fig, name: str):
     fig.savefig(path, dpi=100, bbox_inches="tight", metadata={"Software": None})
     return path
 
+
+# ---- Chapters 2 and 3 (masks, heads): the experiments' bookkeeping ----
+
+def torch_multihead_like(ours):
+    """A `torch.nn.MultiheadAttention` holding the weights of one of our `MultiHeadAttention`
+    layers (it stacks W^Q, W^K, W^V into one `in_proj_weight`), in the same dtype; it needs
+    h * d_k = h * d_v = d_model."""
+    theirs = torch.nn.MultiheadAttention(ours.W_Q.in_features, ours.h, batch_first=True,
+                                         dtype=ours.W_Q.weight.dtype)
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(torch.cat([ours.W_Q.weight, ours.W_K.weight, ours.W_V.weight]))
+        theirs.in_proj_bias.copy_(torch.cat([ours.W_Q.bias, ours.W_K.bias, ours.W_V.bias]))
+        theirs.out_proj.weight.copy_(ours.W_O.weight)
+        theirs.out_proj.bias.copy_(ours.W_O.bias)
+    return theirs
+
+
+def decoder_output_changes(model, src, tgt_in, tgt_mask, other: int, fallback: int):
+    """Which decoder outputs move when one target token changes. Entry (j, i) of the (T, T)
+    result is the largest change of output i when the token at position j becomes `other`
+    (`fallback` where it already is `other`), the source and every other token kept.
+    src: (1, S), tgt_in: (1, T), tgt_mask: any mask `decode` takes."""
+    from annotated.data.tokenizer import PAD
+    from annotated.masks import padding_mask
+    src_mask = padding_mask(src, PAD)
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)                         # (1, S, d_model)
+        base = model.decode(memory, src_mask, tgt_in, tgt_mask)      # (1, T, d_model)
+        change = torch.zeros(tgt_in.size(1), tgt_in.size(1), dtype=base.dtype)
+        for j in range(tgt_in.size(1)):
+            changed = tgt_in.clone()
+            changed[0, j] = other if tgt_in[0, j] != other else fallback
+            moved = model.decode(memory, src_mask, changed, tgt_mask) - base
+            change[j] = moved[0].abs().amax(-1)                      # (T,): one value per output
+    return change
+
+
+def attention_layer_costs(rows: list[str], n_tokens: int) -> list[dict]:
+    """Chapter 3's look at Table 3's row A: for each preset in `rows`, one multi-head
+    self-attention layer on `n_tokens` tokens, its parameters and the FLOPs that PyTorch's
+    counter records while it computes eq. (1) literally (projections: `addmm`, the two attention
+    products: `bmm`), with the number of attention weights h n^2 and the paper's PPL and BLEU."""
+    from torch.utils.flop_counter import FlopCounterMode
+    from annotated.configs import get
+    from annotated.multihead import MultiHeadAttention
+    table = []
+    for row in rows:
+        cfg = get(row)
+        layer = MultiHeadAttention(cfg.d_model, cfg.h, cfg.d_k, cfg.d_v)
+        layer.fast = False                                  # count eq. (1) literally
+        x = torch.randn(1, n_tokens, cfg.d_model)           # (1, n, d_model)
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            layer(x, x, x)
+        ops = {str(op): count for op, count in counter.get_flop_counts()["Global"].items()}
+        table.append(dict(row=row, h=cfg.h, d_k=cfg.d_k, d_v=cfg.d_v,
+                          params=sum(p.numel() for p in layer.parameters()),
+                          proj=ops["aten.addmm"], attn=ops["aten.bmm"],
+                          entries=cfg.h * n_tokens ** 2, ppl=cfg.paper_ppl, bleu=cfg.paper_bleu))
+    return table
 
 
 # ---- Chapter 6 (training, §5) and chapter 9 (engineering): tables and runs ----
