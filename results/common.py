@@ -22,7 +22,19 @@ def invocation(module: str, argv=None) -> str:
     """The command line a script was started with (argv: its arguments, by default those of
     this process), for the first line of its results file."""
     args = sys.argv[1:] if argv is None else argv
-    return " ".join(["python -m", module, shlex.join(args)]).strip()
+    return recorded(" ".join(["python -m", module, shlex.join(args)]).strip())
+
+
+def recorded(line: str) -> str:
+    """A command line as the results files record it: the data location is each reader's own,
+    so `--data-dir` is written with the README's placeholder, DIR."""
+    words = shlex.split(line)
+    for i, word in enumerate(words):
+        if word == "--data-dir" and i + 1 < len(words):
+            words[i + 1] = "DIR"
+        elif word.startswith("--data-dir="):
+            words[i] = "--data-dir=DIR"
+    return shlex.join(words)
 
 
 def add_out_dir(parser):
@@ -71,15 +83,15 @@ def with_this_python(cmd: list[str]) -> list[str]:
 
 def run_command(cmd: list[str]) -> str:
     """Run one of the project's commands (cmd: "python", "-m", ...) from the repository root
-    with this Python; returns it as one string. If it fails, it has already said why on stderr:
-    the ChildProcessError only names it."""
+    with this Python; returns it as one string, as recorded. If it fails, it has already said
+    why on stderr: the ChildProcessError only names it."""
     line = shlex.join(cmd)
     print(f"+ {line}", flush=True)
     done = subprocess.run(with_this_python(cmd), cwd=ROOT)
     if done.returncode != 0:
         raise ChildProcessError(f"`{line}` failed (exit code {done.returncode}); its error is "
                                 f"above")
-    return line
+    return recorded(line)
 
 
 def train(preset: str, out: Path, **options) -> tuple[float, str]:

@@ -26,7 +26,7 @@ from annotated.data.corpus import load_corpus
 from annotated.tools.cli import at_least, command, hidden_alias
 from annotated.training.checkpoint import checkpoint_name, config_from, load
 from results.common import (ROOT, add_training_arguments, invocation, markdown_table,
-                            read_metrics, rounded, score, train, train_command)
+                            read_metrics, recorded, rounded, score, train, train_command)
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
              eval_every=10_000, ckpt_every=10_000, ckpt_minutes=10_000, keep_last=1)
@@ -167,7 +167,7 @@ def run_row(args, run: Path, changes: dict, sources, references, record) -> dict
     (valid,) = [e for e in log if e["split"] == "valid" and e["step"] == args.steps]
     s = score(ckpt, sources, references, beam_size=4, alpha=0.6, max_extra=50)
     return dict(seed=intended.seed, source=source, sentences=len(sources),
-                command=shlex.join(train_command("multi30k", run, **options)),
+                command=recorded(shlex.join(train_command("multi30k", run, **options))),
                 minutes=round(seconds / 60, 1), bleu=s["bleu"], signature=s["signature"],
                 **rounded(valid))
 

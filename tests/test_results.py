@@ -203,3 +203,22 @@ def test_more_than_one_process_trains_under_torchrun_with_this_python():
     assert with_this_python(cmd)[:3] == [sys.executable, "-m", "torch.distributed.run"]
     assert with_this_python(train_command("multi30k_tiny", ROOT / "runs" / "x"))[:3] == \
         [sys.executable, "-m", "annotated.train"]
+
+
+def test_recorded_commands_write_the_data_location_as_the_readme_placeholder():
+    from results.common import invocation, recorded
+    assert (recorded("python -m annotated.train --config multi30k --data-dir ../shared/data N=2")
+            == "python -m annotated.train --config multi30k --data-dir DIR N=2")
+    assert (recorded("torchrun --nproc_per_node=2 -m annotated.train --data-dir=/srv/corpora")
+            == "torchrun --nproc_per_node=2 -m annotated.train --data-dir=DIR")
+    assert (invocation("results.multi30k", ["--data-dir", "/home/me/data", "--out-dir", "results"])
+            == "python -m results.multi30k --data-dir DIR --out-dir results")
+
+
+def test_committed_results_name_no_data_location_outside_the_repository():
+    import re
+    files = [*RESULTS.glob("*.md"), *RESULTS.glob("*.json"),
+             ROOT / "annotated" / "pretrained" / "README.md"]
+    for path in files:
+        for found in re.finditer(r"--data-dir[ =]([^\s`\"]+)", path.read_text()):
+            assert not found.group(1).startswith(("..", "/", "~")), f"{path.name}: {found.group(0)}"
