@@ -136,9 +136,9 @@ torchrun --nproc_per_node=8 -m annotated.train --config big  --data-dir data --r
 python -m annotated.checkpoint average --last 5  runs/base --out runs/base/average.pt
 python -m annotated.checkpoint average --last 20 runs/big  --out runs/big/average.pt
 # 4. translate newstest2014 with beam 4, alpha 0.6, max length input + 50, and score
-python -m annotated.translate --checkpoint runs/base/average.pt --input data/wmt14/test.en \\
+python -m annotated.translate --checkpoint runs/base/average.pt --input data/wmt14/newstest2014.en \\
     --out runs/base/newstest2014.de
-python -m annotated.evaluate --hyp runs/base/newstest2014.de --ref data/wmt14/test.de
+python -m annotated.evaluate --hyp runs/base/newstest2014.de --ref data/wmt14/newstest2014.de
 ```
 Expected (paper, Table 2, tokenized BLEU with compound splitting): base 27.3, big 28.4 on
 newstest2014; detokenized sacreBLEU is typically 0.7-1.5 lower (fairseq's big model: 29.3
