@@ -91,7 +91,7 @@ def render_readme(record: dict, config: dict, command_line: str) -> str:
         f"is the winner of the Multi30k validation sweep (`results/multi30k_sweep.md`): "
         f"N={config['N']}, d_model={config['d_model']}, d_ff={config['d_ff']}, h={config['h']}, "
         f"P_drop={config['P_drop']}, a shared BPE vocabulary of {config['vocab_size']:,}, "
-        f"trained {record['step']:,} steps in an hour on one CPU thread; {source}.", "",
+        f"trained {record['step']:,} steps in an hour on a 2-core CPU; {source}.", "",
         f"Its weights are stored in float16 (`{record['command']}`), half the size of the "
         f"float32 file; loading casts them back to float32, so the model computes in float32 "
         f"with weights rounded once. On all {record['sentences']:,} sentences of test2016 "
