@@ -22,13 +22,13 @@ def invocation(module: str, argv=None) -> str:
     """The command line a script was started with (argv: its arguments, by default those of
     this process), for the first line of its results file."""
     args = sys.argv[1:] if argv is None else argv
-    return recorded(" ".join(["python -m", module, shlex.join(args)]).strip())
+    return recorded(["python", "-m", module, *args])
 
 
-def recorded(line: str) -> str:
-    """A command line as the results files record it: the data location is each reader's own,
-    so `--data-dir` is written with the README's placeholder, DIR."""
-    words = shlex.split(line)
+def recorded(cmd: list[str]) -> str:
+    """A command (its words) as the results files record it: the data location is each
+    reader's own, so `--data-dir` is written with the README's placeholder, DIR."""
+    words = list(cmd)
     for i, word in enumerate(words):
         if word == "--data-dir" and i + 1 < len(words):
             words[i + 1] = "DIR"
@@ -91,7 +91,7 @@ def run_command(cmd: list[str]) -> str:
     if done.returncode != 0:
         raise ChildProcessError(f"`{line}` failed (exit code {done.returncode}); its error is "
                                 f"above")
-    return recorded(line)
+    return recorded(cmd)
 
 
 def train(preset: str, out: Path, **options) -> tuple[float, str]:

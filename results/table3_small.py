@@ -167,7 +167,7 @@ def run_row(args, run: Path, changes: dict, sources, references, record) -> dict
     (valid,) = [e for e in log if e["split"] == "valid" and e["step"] == args.steps]
     s = score(ckpt, sources, references, beam_size=4, alpha=0.6, max_extra=50)
     return dict(seed=intended.seed, source=source, sentences=len(sources),
-                command=recorded(shlex.join(train_command("multi30k", run, **options))),
+                command=recorded(train_command("multi30k", run, **options)),
                 minutes=round(seconds / 60, 1), bleu=s["bleu"], signature=s["signature"],
                 **rounded(valid))
 

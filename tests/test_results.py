@@ -207,9 +207,10 @@ def test_more_than_one_process_trains_under_torchrun_with_this_python():
 
 def test_recorded_commands_write_the_data_location_as_the_readme_placeholder():
     from results.common import invocation, recorded
-    assert (recorded("python -m annotated.train --config multi30k --data-dir ../shared/data N=2")
-            == "python -m annotated.train --config multi30k --data-dir DIR N=2")
-    assert (recorded("torchrun --nproc_per_node=2 -m annotated.train --data-dir=/srv/corpora")
+    assert (recorded("python -m annotated.train --config multi30k --data-dir ../shared/data N=2"
+                     .split()) == "python -m annotated.train --config multi30k --data-dir DIR N=2")
+    assert (recorded(["torchrun", "--nproc_per_node=2", "-m", "annotated.train",
+                      "--data-dir=/srv/corpora"])
             == "torchrun --nproc_per_node=2 -m annotated.train --data-dir=DIR")
     assert (invocation("results.multi30k", ["--data-dir", "/home/me/data", "--out-dir", "results"])
             == "python -m results.multi30k --data-dir DIR --out-dir results")
