@@ -129,6 +129,7 @@ def score(checkpoint: Path, sources: list[str], references: list[str], **decode)
     lower, lower_signature = lowercase_bleu(hyps, references)
     return dict(bleu=round(sacre.score, 2), signature=signature,
                 lowercase_bleu=round(lower.score, 2), lowercase_signature=lower_signature,
+                lowercase_ref_tokens=lower.ref_len,
                 paper_bleu=round(paper_bleu(hyps, references).score, 2),
                 sentences_per_s=round(len(sources) / seconds, 1), hypotheses=hyps)
 

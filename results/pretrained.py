@@ -83,7 +83,8 @@ def compare(source: Path, shipped: Path, data_dir, decode: dict, limit=None) -> 
 def render_readme(record: dict, config: dict, command_line: str) -> str:
     f32, f16 = record["float32"], record["float16"]
     source = ("the average of " + ", ".join(record["averaged_from"])
-              if record.get("averaged_from") else "one checkpoint")
+              if record.get("averaged_from")
+              else f"the checkpoint {Path(record['source']).name}, not averaged")
     lines = [
         "# A trained English->German model that ships with the project", "",
         f"Written by `{command_line}` (do not edit by hand).", "",

@@ -68,6 +68,8 @@ def test_multi30k_script_trains_scores_rescores_and_ships(tmp_path):
     assert first["config"]["N"] == 1 and first["config"]["dataset"] == "multi30k_sample"
     assert all(s["signature"].startswith("nrefs:1|case:mixed") for s in first["test2016"].values())
     assert set(first["valid"]) == {"averaged", "last"}
+    assert all(s["lowercase_ref_tokens"] > 0 for s in first["test2016"].values())
+    assert "reference tokens |" in (out / "multi30k.md").read_text()     # beside 41.02's 12,103
     assert (out / "multi30k_attention.npz").is_file() and (run_dir / "average.pt").is_file()
 
     run(multi30k, "--skip-train", *common)             # scored again, not retrained
@@ -87,6 +89,11 @@ def test_multi30k_script_trains_scores_rescores_and_ships(tmp_path):
     assert record["averaged_from"] and len(record["examples"]) == pretrained.EXAMPLES
     assert (shipped / "multi30k_en_de.pt").stat().st_size == record["bytes"]
     assert "translates" in (shipped / "README.md").read_text()
+
+    run(multi30k, "--skip-train", "--average", 1, *common)    # the last checkpoint, unaveraged
+    last = json.loads((out / "multi30k.json").read_text())
+    assert len(last["test2016"]) == 3 and set(last["valid"]) == {"last"}
+    assert all("averaged" not in name for name in last["test2016"])
 
 
 def test_multi30k_keeps_the_old_flag_spellings_out_of_help(capsys):
