@@ -35,7 +35,7 @@ from results.multi30k import trained_checkpoints
 # each one process; then Transformer-tiny as two processes under torchrun, one global batch
 # split between them (chapter 9): the same model and batches, about twice the steps an hour;
 # with those steps, dropout 0.2, and 0.2 with a 1.4 times higher learning rate; and 0.2 with a
-# 6,000-entry vocabulary: the output projection and softmax are half of a tiny model's work, so
+# 6,000-entry vocabulary: the output projection and softmax are more than half of its work, so
 # a step costs about a quarter less, for 5-7% more subwords a sentence.
 CANDIDATES = {
     "tiny_p03": ("multi30k_tiny", ["P_drop=0.3"], 1),
