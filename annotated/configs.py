@@ -43,6 +43,8 @@ class Config:
     train_steps: int = 100_000
     warmup_steps: int = 4000
     lr_factor: float = 1.0         # multiplies the §5.3 schedule; 1 in the paper
+    cooldown_steps: int = 0        # not in the paper: the rate falls linearly to 0 over the last
+                                   # cooldown_steps before train_steps (annotated.optim); 0: off
     max_tokens: int = 25_000       # source tokens (and about as many target) per optimizer step
     accum_steps: int = 1           # micro-batches per step and rank (gradient accumulation)
     seed: int = 1234
@@ -76,6 +78,10 @@ class Config:
                               f"{self.target_lang!r}: dataset {self.dataset} needs two different "
                               f"languages" + (f" of {', '.join(sorted(available))}" if available
                                               else "") + "; dataset=files takes any pair")
+        if self.cooldown_steps > self.train_steps:
+            raise ConfigError(f"config: cooldown_steps = {self.cooldown_steps} is above "
+                              f"train_steps = {self.train_steps}; the cool-down is part of "
+                              f"the run's train_steps")
         if self.max_tokens < self.max_sentence_len:
             raise ConfigError(f"config: max_tokens = {self.max_tokens} is below max_sentence_len "
                               f"= {self.max_sentence_len}; a batch must hold the longest "
@@ -134,7 +140,7 @@ RULES = {
     "vocab_size": (lambda v: v >= 5, ">= 5 (4 special ids and at least one symbol)"),
     "max_sentence_len": (lambda v: v >= 2, ">= 2 (a token and EOS)"),
     "copy_examples": (lambda v: v >= 10, ">= 10"),
-    "seed": (lambda v: v >= 0, ">= 0"),
+    **dict.fromkeys(["seed", "cooldown_steps"], (lambda v: v >= 0, ">= 0")),
     "lr_factor": (lambda v: v > 0, "> 0"),
     "amp": (lambda v: v in ("none", "bf16", "fp16"), "none, bf16 or fp16"),
     "compile": (lambda v: True, "true or false"),

@@ -28,9 +28,9 @@ from annotated.training.loop import train
 
 # What --resume may change: the schedule, logging, checkpoints, decoding and precision. Every
 # other field changes the model's shapes or the data it sees, and would make a different run.
-RESUMABLE = ("train_steps", "warmup_steps", "lr_factor", "accum_steps", "amp", "compile",
-             "log_every", "eval_every", "ckpt_every", "ckpt_minutes", "keep_last", "beam_size",
-             "alpha", "max_extra", "paper_params_M", "paper_ppl", "paper_bleu")
+RESUMABLE = ("train_steps", "warmup_steps", "lr_factor", "cooldown_steps", "accum_steps", "amp",
+             "compile", "log_every", "eval_every", "ckpt_every", "ckpt_minutes", "keep_last",
+             "beam_size", "alpha", "max_extra", "paper_params_M", "paper_ppl", "paper_bleu")
 
 
 def parse_args(argv=None):

@@ -60,6 +60,8 @@ def test_overrides_are_parsed_by_field_type():
     ("amp=fp8", "amp = 'fp8' is not allowed; allowed: none, bf16 or fp16"),
     ("positional=rotary", "positional = 'rotary' is not allowed; allowed: sinusoidal or learned"),
     ("lr_factor=0", "lr_factor = 0.0 is not allowed; allowed: > 0"),
+    ("cooldown_steps=-1", "cooldown_steps = -1 is not allowed; allowed: >= 0"),
+    ("cooldown_steps=100001", "cooldown_steps = 100001 is above train_steps = 100000"),
     ("max_tokens=100", "max_tokens = 100 is below max_sentence_len = 256"),
     ("N=1.5", "N = '1.5' is not an int"),
     ("paper_bleu=-3", "paper_bleu = -3.0 is not allowed; allowed: None or > 0"),

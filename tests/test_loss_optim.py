@@ -1,4 +1,4 @@
-"""Label smoothing (§5.4) against its closed form, and the §5.3 learning-rate schedule."""
+"""Label smoothing (§5.4) against its closed form, and the §5.3 learning-rate schedule (with\nthe optional cool-down, not in the paper)."""
 import math
 
 import pytest
@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from annotated.loss import label_smoothed_loss
-from annotated.optim import make_optimizer, noam_rate
+from annotated.optim import cooldown, make_optimizer, noam_rate
 
 PAD = 0
 
@@ -83,3 +83,27 @@ def test_optimizer_is_the_papers_adam_and_step_k_uses_rate_k():
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
+
+
+def test_cooldown_is_off_by_default_and_a_straight_line_to_zero_over_the_last_steps():
+    assert [cooldown(step, 10, 0) for step in (1, 10, 11, 10**6)] == [1.0] * 4
+    ramp = [cooldown(step, 10, 4) for step in range(1, 13)]
+    assert ramp == [1.0] * 7 + [0.75, 0.5, 0.25, 0.0, 0.0]     # steps 8..10 cool, 10 still moves
+    assert [cooldown(step, 10, 10) for step in (1, 2, 10)] == [1.0, 0.9, 0.1]
+
+
+def test_optimizer_with_cooldown_follows_the_papers_rate_until_the_cooldown_starts():
+    model = torch.nn.Linear(3, 2)
+    optimizer, scheduler = make_optimizer(model, d_model=64, warmup_steps=3, factor=2.0,
+                                          train_steps=8, cooldown_steps=4)
+    rates = []
+    for _ in range(8):
+        rates.append(optimizer.param_groups[0]["lr"])
+        model(torch.randn(4, 3)).sum().backward()
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+    paper = [noam_rate(step, 64, 3, 2.0) for step in range(1, 9)]
+    assert rates[:4] == pytest.approx(paper[:4], rel=1e-12)
+    assert rates[4:] == pytest.approx([p * r for p, r in zip(paper[4:], (1, 0.75, 0.5, 0.25))],
+                                      rel=1e-12)

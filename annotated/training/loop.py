@@ -73,7 +73,8 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
         model = config.make_model(corpus.tokenizer.vocab_size).to(device)
         _set_threads(threads, model)
         optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
-                                              config.lr_factor)
+                                              config.lr_factor, config.train_steps,
+                                              config.cooldown_steps)
         engine = make_engine(model, config, device)
         _restore(resumed, state, engine, optimizer, scheduler, config, say)
         del resumed
