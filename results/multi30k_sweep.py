@@ -36,7 +36,9 @@ from results.multi30k import trained_checkpoints
 # split between them (chapter 9): the same model and batches, about twice the steps an hour;
 # with those steps, dropout 0.2, and 0.2 with a 1.4 times higher learning rate; and 0.2 with a
 # 6,000-entry vocabulary: the output projection and softmax are more than half of its work, so
-# a step costs about a quarter less, for 5-7% more subwords a sentence.
+# a step costs about a quarter less, for 5-7% more subwords a sentence; 4,000 entries, cheaper
+# still; and 6,000 with the rate cooled linearly to zero over the last quarter of a step count
+# that fits the hour (cooldown_steps, not in the paper), the alternative to averaging.
 CANDIDATES = {
     "tiny_p03": ("multi30k_tiny", ["P_drop=0.3"], 1),
     "small_p03": ("multi30k", ["P_drop=0.3", "ckpt_minutes=2.0", "keep_last=10"], 1),
@@ -45,6 +47,9 @@ CANDIDATES = {
     "tiny_2proc_p02": ("multi30k_tiny", ["P_drop=0.2"], 2),
     "tiny_2proc_p02_lr1": ("multi30k_tiny", ["P_drop=0.2", "lr_factor=1.0"], 2),
     "tiny_2proc_p02_v6k": ("multi30k_tiny", ["P_drop=0.2", "vocab_size=6000"], 2),
+    "tiny_2proc_p02_v4k": ("multi30k_tiny", ["P_drop=0.2", "vocab_size=4000"], 2),
+    "tiny_2proc_p02_v6k_cool": ("multi30k_tiny", ["P_drop=0.2", "vocab_size=6000",
+                                                  "train_steps=10800", "cooldown_steps=2700"], 2),
 }
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
 DECODINGS = ((4, 0.6), (4, 1.0), (5, 0.6), (5, 1.0))    # (beam size, alpha)
