@@ -1,4 +1,5 @@
-"""Label smoothing (§5.4) against its closed form, and the §5.3 learning-rate schedule (with\nthe optional cool-down, not in the paper)."""
+"""Label smoothing (§5.4) against its closed form, and the §5.3 learning-rate schedule (with
+the optional cool-down, not in the paper)."""
 import math
 
 import pytest
