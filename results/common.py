@@ -63,9 +63,8 @@ def train_command(preset: str, out: Path, *, max_minutes: float | None = None,
                   nproc: int = 1) -> list[str]:
     """The command line of a fresh `python -m annotated.train` run in `out`; with nproc > 1,
     under torchrun with that many processes on this machine (one global batch, chapter 9)."""
-    launcher = (["python"] if nproc == 1 else
-                ["torchrun", "--standalone", f"--nproc_per_node={nproc}"])
-    cmd = [*launcher, "-m", "annotated.train", "--config", preset, "--run-dir", relative(out)]
+    cmd = [*launcher(nproc), "-m", "annotated.train", "--config", preset, "--run-dir",
+           relative(out)]
     if data_dir:
         cmd += ["--data-dir", str(data_dir)]
     if max_minutes is not None:
@@ -73,6 +72,18 @@ def train_command(preset: str, out: Path, *, max_minutes: float | None = None,
     if max_steps is not None:
         cmd += ["--max-steps", str(max_steps)]
     return cmd + list(overrides)
+
+
+def resume_command(out: Path, *, max_minutes: float, data_dir=None, nproc: int = 1) -> list[str]:
+    """The command line that continues the run in `out` (`--resume`) for max_minutes more."""
+    cmd = [*launcher(nproc), "-m", "annotated.train", "--run-dir", relative(out), "--resume",
+           "--max-minutes", str(max_minutes)]
+    return cmd + (["--data-dir", str(data_dir)] if data_dir else [])
+
+
+def launcher(nproc: int) -> list[str]:
+    """How a training command starts: python, or torchrun with nproc processes."""
+    return ["python"] if nproc == 1 else ["torchrun", "--standalone", f"--nproc_per_node={nproc}"]
 
 
 def with_this_python(cmd: list[str]) -> list[str]:

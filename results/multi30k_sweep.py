@@ -7,7 +7,9 @@ validation set (val, 1,014 sentences), never on test2016.
    runs/sweep/NAME, one CPU thread per process: two one-process candidates at a time, a
    two-process one alone (either way the 2-core machine is full); without it, scores the runs
    already there (--only NAME... trains and scores just those); a candidate whose run
-   folder is gone keeps the scores the last sweep recorded in multi30k_sweep.json;
+   folder is gone keeps the scores the last sweep recorded in multi30k_sweep.json; then the
+   SECOND_HOUR runs, each a copy of a candidate's run continued for up to another
+   --max-minutes: scored like the candidates but never chosen, they are over the budget;
 2. for each run, averages its last 1, 5 and 10 checkpoints (§6.1) and decodes val with each
    beam size and length penalty alpha of DECODINGS;
 3. scores every decoding with lowercased BLEU (sacreBLEU -lc, 13a tokenizer: the Multi30k
@@ -17,6 +19,7 @@ validation set (val, 1,014 sentences), never on test2016.
 """
 import argparse
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,8 +29,8 @@ from annotated.data.corpus import (cache_folder, corpus_files, data_location, lo
 from annotated.tools.cli import command
 from annotated.training.checkpoint import checkpoints
 from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
-                            perplexity, read_metrics, relative, score, train_command,
-                            with_this_python)
+                            perplexity, read_metrics, relative, resume_command, score,
+                            train_command, with_this_python)
 from results.multi30k import trained_checkpoints
 
 # name: (preset, overrides, processes). Transformer-tiny (2.6M parameters) with the paper's
@@ -51,6 +54,11 @@ CANDIDATES = {
     "tiny_2proc_p02_v6k_cool": ("multi30k_tiny", ["P_drop=0.2", "vocab_size=6000",
                                                   "train_steps=10800", "cooldown_steps=2700"], 2),
 }
+# Over the budget, never chosen: the winner's own run continued for up to another
+# --max-minutes, or to its preset's train_steps if sooner (--resume on a copy of its folder;
+# resuming is exact, so this is the run a longer budget makes). It measures what more training
+# time alone would buy.
+SECOND_HOUR = {"tiny_2proc_p02_v6k_2h": "tiny_2proc_p02_v6k"}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
 DECODINGS = ((4, 0.6), (4, 1.0), (5, 0.6), (5, 1.0))    # (beam size, alpha)
 SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warmup_steps")
@@ -64,7 +72,8 @@ def parse_args(argv=None):
                         help="minutes of training per candidate (default 60)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "sweep",
                         help="where the candidates' runs are (default runs/sweep)")
-    parser.add_argument("--only", nargs="+", choices=CANDIDATES, metavar="NAME",
+    parser.add_argument("--only", nargs="+", choices=[*CANDIDATES, *SECOND_HOUR],
+                        metavar="NAME",
                         help="train (with --train) and score only these candidates now (their "
                              "scores are kept in their run folders for the full sweep); writes "
                              "no results file")
@@ -79,11 +88,15 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    runs = {name: args.runs_dir / name for name in CANDIDATES}
-    configs = {name: candidate_config(name, args.overrides) for name in CANDIDATES}
+    names = [*CANDIDATES, *SECOND_HOUR]
+    runs = {name: args.runs_dir / name for name in names}
+    configs = {name: candidate_config(name, args.overrides) for name in names}
     if args.train:
-        train_side_by_side({name: runs[name] for name in args.only or CANDIDATES},
+        chosen = args.only or names
+        train_side_by_side({name: runs[name] for name in chosen if name in CANDIDATES},
                            args.max_minutes, args.data_dir, args.overrides)
+        for name in [name for name in chosen if name in SECOND_HOUR]:
+            train_second_hour(name, runs, args.max_minutes, args.data_dir)
     sources, references = validation_text(next(iter(configs.values())), args.data_dir)
     sources, references = sources[:args.limit], references[:args.limit]
     if args.only:
@@ -91,9 +104,10 @@ def main(argv=None):
             sweep_run(name, configs[name], runs[name], sources, references, args.data_dir)
         return
     recorded = recorded_candidates(args.out_dir / "multi30k_sweep.json", runs)
-    result = {"candidates": {name: recorded.get(name) or sweep_run(
-        name, configs[name], runs[name], sources, references, args.data_dir)
-        for name in CANDIDATES}}
+    scored = {name: recorded.get(name) or sweep_run(
+        name, configs[name], runs[name], sources, references, args.data_dir) for name in names}
+    result = {"candidates": {name: scored[name] for name in CANDIDATES},
+              "second_hour": {name: scored[name] for name in SECOND_HOUR}}
     result["best"] = best(result["candidates"], runs)
     (args.out_dir / "multi30k_sweep.json").write_text(json.dumps(result, indent=1))
     text = render_markdown(result, invocation("results.multi30k_sweep", argv))
@@ -102,8 +116,13 @@ def main(argv=None):
           f"once:\n  {result['best']['test_command']}")
 
 
+def spec(name: str) -> tuple[str, list[str], int]:
+    """(preset, overrides, processes) of a candidate, or of the one a SECOND_HOUR run continues."""
+    return CANDIDATES[SECOND_HOUR.get(name, name)]
+
+
 def candidate_config(name: str, extra: list[str]):
-    preset, overrides, _ = CANDIDATES[name]
+    preset, overrides, _ = spec(name)
     return apply_overrides(get(preset), overrides + extra)
 
 
@@ -126,14 +145,38 @@ def train_together(runs: dict, max_minutes: float, data_dir, extra: list[str]):
     """Train these candidates at once, one thread per process, and wait for all of them."""
     procs = {}
     for name, run in runs.items():
-        preset, overrides, nproc = CANDIDATES[name]
+        preset, overrides, nproc = spec(name)
         cmd = train_command(preset, run, max_minutes=max_minutes, overrides=overrides + extra,
                             data_dir=data_dir, nproc=nproc) + ["--threads", "1"]
-        print("+ " + " ".join(cmd), flush=True)
-        run.parent.mkdir(parents=True, exist_ok=True)
-        log = open(run.parent / f"{name}.log", "w")
-        procs[name] = subprocess.Popen(with_this_python(cmd), cwd=ROOT, stdout=log,
-                                       stderr=subprocess.STDOUT)
+        procs[name] = start(name, run, cmd)
+    wait_for(procs, runs)
+
+
+def train_second_hour(name: str, runs: dict, max_minutes: float, data_dir):
+    """Continue a copy of the candidate's run (its checkpoints and metrics) in runs[name] for
+    up to max_minutes more (train_steps ends it sooner), alone on the machine; a copy made
+    earlier is continued as it is."""
+    source, run = runs[SECOND_HOUR[name]], runs[name]
+    if not checkpoints(run):
+        found = trained_checkpoints(source)
+        run.mkdir(parents=True, exist_ok=True)
+        for path in [*found, source / "metrics.jsonl"]:
+            shutil.copy2(path, run / path.name)
+    cmd = resume_command(run, max_minutes=max_minutes, data_dir=data_dir,
+                         nproc=spec(name)[2]) + ["--threads", "1"]
+    wait_for({name: start(name, run, cmd)}, runs)
+
+
+def start(name: str, run: Path, cmd: list[str]) -> subprocess.Popen:
+    """Start one training command, its output in RUNS_DIR/NAME.log."""
+    print("+ " + " ".join(cmd), flush=True)
+    run.parent.mkdir(parents=True, exist_ok=True)
+    log = open(run.parent / f"{name}.log", "w")
+    return subprocess.Popen(with_this_python(cmd), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for(procs: dict, runs: dict):
+    """Wait for every started training; one error naming the logs of those that failed."""
     failed = [name for name, p in procs.items() if p.wait() != 0]
     if failed:
         raise ChildProcessError(f"training failed for {', '.join(failed)}; see "
@@ -152,7 +195,8 @@ def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
     are large and not kept): their scores stand as recorded."""
     if not sweep_json.is_file():
         return {}
-    kept = json.loads(sweep_json.read_text())["candidates"]
+    recorded = json.loads(sweep_json.read_text())
+    kept = {**recorded["candidates"], **recorded.get("second_hour", {})}
     gone = {name: kept[name] for name in runs if name in kept and not checkpoints(runs[name])}
     for name in gone:
         print(f"{name}: {relative(runs[name])} is gone; keeping the scores recorded in "
@@ -170,7 +214,7 @@ def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> di
         print(f"{name}: reusing the scores in {relative(kept)}")
         return json.loads(kept.read_text())["entry"]
     trained = [m for m in read_metrics(run) if m["split"] == "train"]
-    preset, overrides, nproc = CANDIDATES[name]
+    preset, overrides, nproc = spec(name)
     valid = load_corpus(config, data_dir=data_dir, log=lambda *_: None).valid
     entry = {"preset": preset, "overrides": overrides, "processes": nproc,
              "steps": trained[-1]["step"],
@@ -221,24 +265,46 @@ def render_markdown(result: dict, command_line: str) -> str:
           *(c["config"][k] for k in SHOWN), c.get("processes", 1), c["minutes"], c["steps"]]
          for name, c in result["candidates"].items()])
     lines += ["", "## Each candidate at its best on val", ""]
-    lines += markdown_table(
-        ["candidate", "minutes", "steps", "checkpoints averaged", "val PPL", "beam", "alpha",
-         "val lowercased BLEU", "val cased sacreBLEU"],
-        [[name, c["minutes"], c["steps"], r["average"], r["val_ppl"], r["beam"], r["alpha"],
-          r["lowercase_bleu"], r["bleu"]] for name, c in result["candidates"].items()
-         for r in [max(c["rows"], key=lambda row: row["lowercase_bleu"])]])
+    lines += markdown_table(["candidate", *AT_BEST], [at_best(name, c) for name, c in
+                                                      result["candidates"].items()])
+    lines += second_hour_section(result)
     lines += ["", "## Validation scores", ""]
     lines += markdown_table(
         ["candidate", "checkpoints averaged", "val PPL", "beam", "alpha",
          "val lowercased BLEU", "val cased sacreBLEU"],
         [[name, r["average"], r["val_ppl"], r["beam"], r["alpha"], r["lowercase_bleu"],
-          r["bleu"]] for name, c in result["candidates"].items() for r in c["rows"]])
+          r["bleu"]] for group in ("candidates", "second_hour")
+         for name, c in result[group].items() for r in c["rows"]])
     b = result["best"]
     lines += ["", f"Best on val: **{b['candidate']}**, the average of the last {b['average']} "
               f"checkpoint(s), beam {b['beam']}, alpha {b['alpha']}: {b['lowercase_bleu']} "
               f"lowercased BLEU. Scored on test2016 once with", "", f"    {b['test_command']}",
               ""]
     return "\n".join(lines)
+
+
+AT_BEST = ["minutes", "steps", "checkpoints averaged", "val PPL", "beam", "alpha",
+           "val lowercased BLEU", "val cased sacreBLEU"]
+
+
+def at_best(name: str, entry: dict) -> list:
+    """A run's row at its best lowercased val BLEU, under the AT_BEST headers."""
+    r = max(entry["rows"], key=lambda row: row["lowercase_bleu"])
+    return [name, entry["minutes"], entry["steps"], r["average"], r["val_ppl"], r["beam"],
+            r["alpha"], r["lowercase_bleu"], r["bleu"]]
+
+
+def second_hour_section(result: dict) -> list[str]:
+    """Each SECOND_HOUR run at its best on val under its candidate's hour: never eligible."""
+    lines = ["", "## Over the budget: a second hour", "",
+             "Not candidates, never chosen: a candidate's own run continued for up to another "
+             "hour, or until its preset's train_steps (`python -m annotated.train --run-dir RUN "
+             "--resume --max-minutes 60` on a copy of its folder; resuming is exact, so this is "
+             "the run a longer budget makes), to measure what training time alone buys.", ""]
+    rows = [at_best(shown, entry) for name, c in result["second_hour"].items()
+            for shown, entry in ((SECOND_HOUR[name], result["candidates"][SECOND_HOUR[name]]),
+                                 (name, c))]
+    return lines + markdown_table(["run", *AT_BEST], rows)
 
 
 if __name__ == "__main__":

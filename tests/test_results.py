@@ -176,7 +176,7 @@ def test_another_preset_or_language_pair_writes_its_own_results_files():
     assert multi30k.file_stem("multi30k_tiny", en_de) == "multi30k_tiny"
 
 
-def test_sweep_trains_candidates_side_by_side_and_chooses_on_val(tmp_path, monkeypatch):
+def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_budget(tmp_path, monkeypatch):
     monkeypatch.setattr(multi30k_sweep, "AVERAGES", (1, 2))             # a smaller grid
     monkeypatch.setattr(multi30k_sweep, "DECODINGS", ((4, 0.6), (5, 1.0)))
     out = tmp_path / "out"
@@ -193,7 +193,13 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val(tmp_path, monke
     assert best["lowercase_bleu"] == max(r["lowercase_bleu"] for r in rows)
     assert best["test_command"].startswith("python -m results.multi30k --skip-train --config ")
     assert f"--beam-size {best['beam']} --alpha {best['alpha']}" in best["test_command"]
+    assert best["candidate"] in multi30k_sweep.CANDIDATES       # a second hour is never chosen
     assert "Best on val: **" in (out / "multi30k_sweep.md").read_text()
+    for name, source in multi30k_sweep.SECOND_HOUR.items():      # the candidate's run, continued
+        longer, hour = result["second_hour"][name], result["candidates"][source]
+        assert longer["steps"] > hour["steps"] and longer["minutes"] >= hour["minutes"]
+        assert len(longer["rows"]) == len(hour["rows"])
+    assert "## Over the budget: a second hour" in (out / "multi30k_sweep.md").read_text()
     run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
         "ckpt_every=1")                                    # scored again: the scores are kept
     assert json.loads((out / "multi30k_sweep.json").read_text()) == result
@@ -204,9 +210,12 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val(tmp_path, monke
 
 
 def test_more_than_one_process_trains_under_torchrun_with_this_python():
-    from results.common import train_command, with_this_python
+    from results.common import resume_command, train_command, with_this_python
     cmd = train_command("multi30k_tiny", ROOT / "runs" / "x", max_minutes=60, nproc=2)
     assert cmd[:5] == ["torchrun", "--standalone", "--nproc_per_node=2", "-m", "annotated.train"]
+    again = resume_command(ROOT / "runs" / "x", max_minutes=60, nproc=2)
+    assert again[:5] == cmd[:5] and again[5:] == ["--run-dir", "runs/x", "--resume",
+                                                  "--max-minutes", "60"]
     assert with_this_python(cmd)[:3] == [sys.executable, "-m", "torch.distributed.run"]
     assert with_this_python(train_command("multi30k_tiny", ROOT / "runs" / "x"))[:3] == \
         [sys.executable, "-m", "annotated.train"]
