@@ -176,7 +176,8 @@ def test_another_preset_or_language_pair_writes_its_own_results_files():
     assert multi30k.file_stem("multi30k_tiny", en_de) == "multi30k_tiny"
 
 
-def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_budget(tmp_path, monkeypatch):
+def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_budget(
+        tmp_path, monkeypatch):
     monkeypatch.setattr(multi30k_sweep, "AVERAGES", (1, 2))             # a smaller grid
     monkeypatch.setattr(multi30k_sweep, "DECODINGS", ((4, 0.6), (5, 1.0)))
     out = tmp_path / "out"
