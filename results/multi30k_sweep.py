@@ -270,7 +270,7 @@ def render_markdown(result: dict, command_line: str) -> str:
     lines += second_hour_section(result)
     lines += ["", "## Validation scores", ""]
     lines += markdown_table(
-        ["candidate", "checkpoints averaged", "val PPL", "beam", "alpha",
+        ["run", "checkpoints averaged", "val PPL", "beam", "alpha",
          "val lowercased BLEU", "val cased sacreBLEU"],
         [[name, r["average"], r["val_ppl"], r["beam"], r["alpha"], r["lowercase_bleu"],
           r["bleu"]] for group in ("candidates", "second_hour")

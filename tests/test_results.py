@@ -198,7 +198,7 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_
     assert "Best on val: **" in (out / "multi30k_sweep.md").read_text()
     for name, source in multi30k_sweep.SECOND_HOUR.items():      # the candidate's run, continued
         longer, hour = result["second_hour"][name], result["candidates"][source]
-        assert longer["steps"] > hour["steps"] and longer["minutes"] >= hour["minutes"]
+        assert longer["steps"] > hour["steps"]
         assert len(longer["rows"]) == len(hour["rows"])
     assert "## Over the budget: a second hour" in (out / "multi30k_sweep.md").read_text()
     run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
