@@ -9,9 +9,12 @@ validation set (val, 1,014 sentences), never on test2016.
    already there (--only NAME... trains and scores just those); a candidate whose run
    folder is gone keeps the scores the last sweep recorded in multi30k_sweep.json; then the
    SECOND_HOUR runs, each a copy of a candidate's run continued for up to another
-   --max-minutes: scored like the candidates but never chosen, they are over the budget;
+   --max-minutes, and the OTHER_SEED runs, a candidate trained again with another seed:
+   scored like the candidates but never chosen (one is over the budget, the other measures
+   the noise a seed alone makes);
 2. for each run, averages its last 1, 5 and 10 checkpoints (§6.1) and decodes val with each
-   beam size and length penalty alpha of DECODINGS;
+   beam size and length penalty alpha of DECODINGS (a run scored before keeps its scores and
+   decodes only what a wider grid adds);
 3. scores every decoding with lowercased BLEU (sacreBLEU -lc, 13a tokenizer: the Multi30k
    literature's metric) and cased sacreBLEU, and names the best by lowercased val BLEU;
 4. writes multi30k_sweep.md and .json (runs/results by default) and prints the one command
@@ -59,8 +62,14 @@ CANDIDATES = {
 # resuming is exact, so this is the run a longer budget makes). It measures what more training
 # time alone would buy.
 SECOND_HOUR = {"tiny_2proc_p02_v6k_2h": "tiny_2proc_p02_v6k"}
+# Never chosen either: the winner trained again, everything the same but the seed (weights,
+# batch order, dropout). The gap between the two is the noise that the candidates' own
+# differences are read against.
+OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2)}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
-DECODINGS = ((4, 0.6), (4, 1.0), (5, 0.6), (5, 1.0))    # (beam size, alpha)
+# (beam size, alpha): alpha 1.2 and 1.4 joined the grid when every candidate's best sat at its
+# edge, 1.0
+DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.2, 1.4))
 SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warmup_steps")
 
 
@@ -72,7 +81,7 @@ def parse_args(argv=None):
                         help="minutes of training per candidate (default 60)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "sweep",
                         help="where the candidates' runs are (default runs/sweep)")
-    parser.add_argument("--only", nargs="+", choices=[*CANDIDATES, *SECOND_HOUR],
+    parser.add_argument("--only", nargs="+", choices=[*CANDIDATES, *SECOND_HOUR, *OTHER_SEED],
                         metavar="NAME",
                         help="train (with --train) and score only these candidates now (their "
                              "scores are kept in their run folders for the full sweep); writes "
@@ -88,12 +97,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    names = [*CANDIDATES, *SECOND_HOUR]
+    names = [*CANDIDATES, *SECOND_HOUR, *OTHER_SEED]
     runs = {name: args.runs_dir / name for name in names}
     configs = {name: candidate_config(name, args.overrides) for name in names}
     if args.train:
         chosen = args.only or names
-        train_side_by_side({name: runs[name] for name in chosen if name in CANDIDATES},
+        train_side_by_side({name: runs[name] for name in chosen if name not in SECOND_HOUR},
                            args.max_minutes, args.data_dir, args.overrides)
         for name in [name for name in chosen if name in SECOND_HOUR]:
             train_second_hour(name, runs, args.max_minutes, args.data_dir)
@@ -107,7 +116,8 @@ def main(argv=None):
     scored = {name: recorded.get(name) or sweep_run(
         name, configs[name], runs[name], sources, references, args.data_dir) for name in names}
     result = {"candidates": {name: scored[name] for name in CANDIDATES},
-              "second_hour": {name: scored[name] for name in SECOND_HOUR}}
+              "second_hour": {name: scored[name] for name in SECOND_HOUR},
+              "other_seed": {name: scored[name] for name in OTHER_SEED}}
     result["best"] = best(result["candidates"], runs)
     (args.out_dir / "multi30k_sweep.json").write_text(json.dumps(result, indent=1))
     text = render_markdown(result, invocation("results.multi30k_sweep", argv))
@@ -117,7 +127,12 @@ def main(argv=None):
 
 
 def spec(name: str) -> tuple[str, list[str], int]:
-    """(preset, overrides, processes) of a candidate, or of the one a SECOND_HOUR run continues."""
+    """(preset, overrides, processes) of a candidate, of the one a SECOND_HOUR run continues,
+    or of an OTHER_SEED run (its candidate's, and its seed)."""
+    if name in OTHER_SEED:
+        source, seed = OTHER_SEED[name]
+        preset, overrides, nproc = CANDIDATES[source]
+        return preset, overrides + [f"seed={seed}"], nproc
     return CANDIDATES[SECOND_HOUR.get(name, name)]
 
 
@@ -131,7 +146,7 @@ def train_side_by_side(runs: dict, max_minutes: float, data_dir, extra: list[str
     at a time, a two-process candidate alone; one thread per process."""
     groups, pair = [], []
     for name in runs:
-        if CANDIDATES[name][2] > 1:
+        if spec(name)[2] > 1:
             groups.append([name])
         else:
             pair.append(name)
@@ -196,7 +211,8 @@ def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
     if not sweep_json.is_file():
         return {}
     recorded = json.loads(sweep_json.read_text())
-    kept = {**recorded["candidates"], **recorded.get("second_hour", {})}
+    kept = {**recorded["candidates"], **recorded.get("second_hour", {}),
+            **recorded.get("other_seed", {})}
     gone = {name: kept[name] for name in runs if name in kept and not checkpoints(runs[name])}
     for name in gone:
         print(f"{name}: {relative(runs[name])} is gone; keeping the scores recorded in "
@@ -205,31 +221,38 @@ def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
 
 
 def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> dict:
-    """One candidate: how it trained, and val perplexity and BLEU for every averaging and
-    decoding; kept in the run folder (val_sweep.json) and reused while the run's newest
-    checkpoint and the val sentences are the same."""
+    """One run: how it trained, and val perplexity and BLEU for every averaging and decoding;
+    kept in the run folder (val_sweep.json) and reused while the run's newest checkpoint and
+    the val sentences are the same: only an averaging or decoding not scored yet is scored."""
     found = trained_checkpoints(run)
     kept, key = run / "val_sweep.json", {"newest": found[-1].name, "sentences": len(sources)}
-    if kept.is_file() and json.loads(kept.read_text())["key"] == key:
-        print(f"{name}: reusing the scores in {relative(kept)}")
-        return json.loads(kept.read_text())["entry"]
+    old = json.loads(kept.read_text()) if kept.is_file() else {"key": None}
+    done = {(r["average"], r["beam"], r["alpha"]): r
+            for r in (old["entry"]["rows"] if old["key"] == key else [])}
     trained = [m for m in read_metrics(run) if m["split"] == "train"]
     preset, overrides, nproc = spec(name)
-    valid = load_corpus(config, data_dir=data_dir, log=lambda *_: None).valid
     entry = {"preset": preset, "overrides": overrides, "processes": nproc,
              "steps": trained[-1]["step"],
              "minutes": round(trained[-1]["elapsed"] / 60, 1), "checkpoints": len(found),
              "config": {k: getattr(config, k) for k in SHOWN}, "rows": []}
+    grid = [(n, beam, alpha) for n in AVERAGES if n <= len(found) for beam, alpha in DECODINGS]
+    print(f"{name}: {sum(g in done for g in grid)} of {len(grid)} scores kept in "
+          f"{relative(kept)}", flush=True)
+    valid = None
     for n in [n for n in AVERAGES if n <= len(found)]:
-        ckpt = found[-1] if n == 1 else average(run, n, run / f"average_{n}.pt")[0]
-        ppl = perplexity(ckpt, valid)["ppl"]
-        for beam, alpha in DECODINGS:
+        todo = [(beam, alpha) for beam, alpha in DECODINGS if (n, beam, alpha) not in done]
+        if todo:
+            valid = valid or load_corpus(config, data_dir=data_dir, log=lambda *_: None).valid
+            ckpt = found[-1] if n == 1 else average(run, n, run / f"average_{n}.pt")[0]
+            ppl = perplexity(ckpt, valid)["ppl"]
+        for beam, alpha in todo:
             s = score(ckpt, sources, references, beam_size=beam, alpha=alpha, max_extra=50,
                       batch_tokens=2000)
-            entry["rows"].append(dict(average=n, val_ppl=ppl, beam=beam, alpha=alpha,
-                                      lowercase_bleu=s["lowercase_bleu"], bleu=s["bleu"]))
+            done[n, beam, alpha] = dict(average=n, val_ppl=ppl, beam=beam, alpha=alpha,
+                                        lowercase_bleu=s["lowercase_bleu"], bleu=s["bleu"])
             print(f"{name}, average of {n}, beam {beam}, alpha {alpha}: val lowercased BLEU "
                   f"{s['lowercase_bleu']}, cased {s['bleu']}", flush=True)
+    entry["rows"] = [done[g] for g in grid]
     kept.write_text(json.dumps({"key": key, "entry": entry}, indent=1))
     return entry
 
@@ -268,13 +291,12 @@ def render_markdown(result: dict, command_line: str) -> str:
     lines += markdown_table(["candidate", *AT_BEST], [at_best(name, c) for name, c in
                                                       result["candidates"].items()])
     lines += second_hour_section(result)
-    lines += ["", "## Validation scores", ""]
-    lines += markdown_table(
+    lines += other_seed_section(result)
+    lines += ["", "## Validation scores", ""] + older_grid(result) + markdown_table(
         ["run", "checkpoints averaged", "val PPL", "beam", "alpha",
          "val lowercased BLEU", "val cased sacreBLEU"],
         [[name, r["average"], r["val_ppl"], r["beam"], r["alpha"], r["lowercase_bleu"],
-          r["bleu"]] for group in ("candidates", "second_hour")
-         for name, c in result[group].items() for r in c["rows"]])
+          r["bleu"]] for group in GROUPS for name, c in result[group].items() for r in c["rows"]])
     b = result["best"]
     lines += ["", f"Best on val: **{b['candidate']}**, the average of the last {b['average']} "
               f"checkpoint(s), beam {b['beam']}, alpha {b['alpha']}: {b['lowercase_bleu']} "
@@ -283,6 +305,7 @@ def render_markdown(result: dict, command_line: str) -> str:
     return "\n".join(lines)
 
 
+GROUPS = ("candidates", "second_hour", "other_seed")     # the result's groups of runs
 AT_BEST = ["minutes", "steps", "checkpoints averaged", "val PPL", "beam", "alpha",
            "val lowercased BLEU", "val cased sacreBLEU"]
 
@@ -305,6 +328,35 @@ def second_hour_section(result: dict) -> list[str]:
             for shown, entry in ((SECOND_HOUR[name], result["candidates"][SECOND_HOUR[name]]),
                                  (name, c))]
     return lines + markdown_table(["run", *AT_BEST], rows)
+
+
+
+def other_seed_section(result: dict) -> list[str]:
+    """Each OTHER_SEED run at its best on val beside its candidate's: the noise band that
+    differences between candidates are read against. Never eligible."""
+    lines = ["", "## Noise: the winner with another seed", "",
+             "Not candidates, never chosen: a candidate trained again on the same budget with "
+             "only its seed changed (initial weights, batch order, dropout); "
+             + "; ".join(f"{name} is {source} with seed={seed}"
+                         for name, (source, seed) in OTHER_SEED.items())
+             + ". The gap between such a pair is what chance alone moves a best val BLEU: "
+               "candidates closer than that are not told apart.", ""]
+    rows = [at_best(shown, entry) for name, c in result["other_seed"].items()
+            for shown, entry in ((OTHER_SEED[name][0], result["candidates"][OTHER_SEED[name][0]]),
+                                 (name, c))]
+    return lines + markdown_table(["run", *AT_BEST], rows)
+
+
+def older_grid(result: dict) -> list[str]:
+    """A line naming the runs scored on a narrower grid than DECODINGS: their folders were gone
+    when the grid grew, so they keep what the sweep recorded."""
+    grid = set(DECODINGS)
+    short = [name for group in GROUPS for name, c in result[group].items()
+             if not grid <= {(r["beam"], r["alpha"]) for r in c["rows"]}]
+    if not short:
+        return []
+    return [f"Scored on an earlier, narrower grid of beam sizes and alphas (their run folders "
+            f"were gone when the grid grew): {', '.join(short)}.", ""]
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pytest
 from annotated import configs
 from annotated.configs import apply_overrides, get
 from annotated.tools.flops import training_flops
+from annotated.training.checkpoint import checkpoints, load
 from results import multi30k, multi30k_sweep, paper_tables, pretrained, table3_small
 from results.common import ROOT
 
@@ -201,6 +202,14 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_
         assert longer["steps"] > hour["steps"]
         assert len(longer["rows"]) == len(hour["rows"])
     assert "## Over the budget: a second hour" in (out / "multi30k_sweep.md").read_text()
+    for name, (source, seed) in multi30k_sweep.OTHER_SEED.items():    # trained afresh, seed only
+        other, candidate = result["other_seed"][name], result["candidates"][source]
+        assert other["overrides"] == candidate["overrides"] + [f"seed={seed}"]
+        assert len(other["rows"]) == len(candidate["rows"])
+        seeds = [load(checkpoints(tmp_path / "runs" / run)[-1])["config"]["seed"]
+                 for run in (name, source)]
+        assert seeds == [seed, get("multi30k_tiny").seed] and seed != seeds[1]
+    assert "## Noise: the winner with another seed" in (out / "multi30k_sweep.md").read_text()
     run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
         "ckpt_every=1")                                    # scored again: the scores are kept
     assert json.loads((out / "multi30k_sweep.json").read_text()) == result
@@ -208,6 +217,32 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_
     run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
         "ckpt_every=1")                                    # stand as the sweep recorded them
     assert json.loads((out / "multi30k_sweep.json").read_text()) == result
+    widened_grid_scores_only_the_new_decodings(multi30k_sweep, monkeypatch, tmp_path, result)
+
+
+def widened_grid_scores_only_the_new_decodings(sweep, monkeypatch, tmp_path, before):
+    """The sweep of the test above with one more (beam, alpha): every run still there decodes
+    just that one per averaging; the run whose folder is gone keeps its rows and is named."""
+    monkeypatch.setattr(sweep, "DECODINGS", (*sweep.DECODINGS, (4, 1.4)))
+    calls, real_score = [], sweep.score
+    monkeypatch.setattr(sweep, "score", lambda *a, **k: calls.append(k) or real_score(*a, **k))
+    out = tmp_path / "out"
+    run(sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
+        "ckpt_every=1")
+    after = json.loads((out / "multi30k_sweep.json").read_text())
+    new_rows = 0
+    for group in sweep.GROUPS:
+        for name, entry in before[group].items():
+            rows = after[group][name]["rows"]
+            if name == "tiny":                             # gone: as recorded
+                assert rows == entry["rows"]
+                continue
+            assert [r for r in rows if r["alpha"] != 1.4] == entry["rows"]
+            assert {(r["beam"], r["alpha"]) for r in rows if r["alpha"] == 1.4} == {(4, 1.4)}
+            new_rows += len(rows) - len(entry["rows"])
+    assert len(calls) == new_rows > 0 and all(k["alpha"] == 1.4 for k in calls)
+    assert "narrower grid of beam sizes and alphas (their run folders were gone when the grid " \
+        "grew): tiny." in (out / "multi30k_sweep.md").read_text().replace("\n", " ")
 
 
 def test_more_than_one_process_trains_under_torchrun_with_this_python():
