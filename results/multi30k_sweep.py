@@ -339,8 +339,9 @@ def other_seed_section(result: dict) -> list[str]:
              "only its seed changed (initial weights, batch order, dropout); "
              + "; ".join(f"{name} is {source} with seed={seed}"
                          for name, (source, seed) in OTHER_SEED.items())
-             + ". The gap between such a pair is what chance alone moves a best val BLEU: "
-               "candidates closer than that are not told apart.", ""]
+             + ". The gap between such a pair, row by row of the validation scores below, is "
+               "one sample of what chance alone moves a score; differences between candidates "
+               "are read against it.", ""]
     rows = [at_best(shown, entry) for name, c in result["other_seed"].items()
             for shown, entry in ((OTHER_SEED[name][0], result["candidates"][OTHER_SEED[name][0]]),
                                  (name, c))]
