@@ -67,8 +67,8 @@ SECOND_HOUR = {"tiny_2proc_p02_v6k_2h": "tiny_2proc_p02_v6k"}
 # differences are read against.
 OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2)}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
-# (beam size, alpha): alpha 1.2 and 1.4 joined the grid when every candidate's best sat at its
-# edge, 1.0
+# (beam size, alpha). The grid first stopped at alpha 1.0, and every candidate was best there,
+# at its edge; so 1.2 and 1.4 joined it
 DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.2, 1.4))
 SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warmup_steps")
 
@@ -234,7 +234,7 @@ def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> di
     entry = {"preset": preset, "overrides": overrides, "processes": nproc,
              "steps": trained[-1]["step"],
              "minutes": round(trained[-1]["elapsed"] / 60, 1), "checkpoints": len(found),
-             "config": {k: getattr(config, k) for k in SHOWN}, "rows": []}
+             "config": {k: getattr(config, k) for k in SHOWN}}
     grid = [(n, beam, alpha) for n in AVERAGES if n <= len(found) for beam, alpha in DECODINGS]
     print(f"{name}: {sum(g in done for g in grid)} of {len(grid)} scores kept in "
           f"{relative(kept)}", flush=True)
