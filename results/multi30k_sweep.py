@@ -126,14 +126,16 @@ def main(argv=None):
           f"once:\n  {result['best']['test_command']}")
 
 
+def source_of(name: str) -> str:
+    """The candidate a run is, or comes from (a SECOND_HOUR or OTHER_SEED run)."""
+    return OTHER_SEED[name][0] if name in OTHER_SEED else SECOND_HOUR.get(name, name)
+
+
 def spec(name: str) -> tuple[str, list[str], int]:
-    """(preset, overrides, processes) of a candidate, of the one a SECOND_HOUR run continues,
-    or of an OTHER_SEED run (its candidate's, and its seed)."""
-    if name in OTHER_SEED:
-        source, seed = OTHER_SEED[name]
-        preset, overrides, nproc = CANDIDATES[source]
-        return preset, overrides + [f"seed={seed}"], nproc
-    return CANDIDATES[SECOND_HOUR.get(name, name)]
+    """(preset, overrides, processes) of a run: its candidate's, with an OTHER_SEED run's seed."""
+    preset, overrides, nproc = CANDIDATES[source_of(name)]
+    seed = [f"seed={OTHER_SEED[name][1]}"] if name in OTHER_SEED else []
+    return preset, overrides + seed, nproc
 
 
 def candidate_config(name: str, extra: list[str]):
@@ -171,7 +173,7 @@ def train_second_hour(name: str, runs: dict, max_minutes: float, data_dir):
     """Continue a copy of the candidate's run (its checkpoints and metrics) in runs[name] for
     up to max_minutes more (train_steps ends it sooner), alone on the machine; a copy made
     earlier is continued as it is."""
-    source, run = runs[SECOND_HOUR[name]], runs[name]
+    source, run = runs[source_of(name)], runs[name]
     if not checkpoints(run):
         found = trained_checkpoints(source)
         run.mkdir(parents=True, exist_ok=True)
@@ -319,33 +321,34 @@ def at_best(name: str, entry: dict) -> list:
 
 def second_hour_section(result: dict) -> list[str]:
     """Each SECOND_HOUR run at its best on val under its candidate's hour: never eligible."""
-    lines = ["", "## Over the budget: a second hour", "",
-             "Not candidates, never chosen: a candidate's own run continued for up to another "
-             "hour, or until its preset's train_steps (`python -m annotated.train --run-dir RUN "
-             "--resume --max-minutes 60` on a copy of its folder; resuming is exact, so this is "
-             "the run a longer budget makes), to measure what training time alone buys.", ""]
-    rows = [at_best(shown, entry) for name, c in result["second_hour"].items()
-            for shown, entry in ((SECOND_HOUR[name], result["candidates"][SECOND_HOUR[name]]),
-                                 (name, c))]
-    return lines + markdown_table(["run", *AT_BEST], rows)
-
+    return beside_candidates(
+        result, "second_hour", "## Over the budget: a second hour",
+        "Not candidates, never chosen: a candidate's own run continued for up to another hour, or "
+        "until its preset's train_steps (`python -m annotated.train --run-dir RUN --resume "
+        "--max-minutes 60` on a copy of its folder; resuming is exact, so this is the run a "
+        "longer budget makes), to measure what training time alone buys.")
 
 
 def other_seed_section(result: dict) -> list[str]:
     """Each OTHER_SEED run at its best on val beside its candidate's: the noise band that
     differences between candidates are read against. Never eligible."""
-    lines = ["", "## Noise: the winner with another seed", "",
-             "Not candidates, never chosen: a candidate trained again on the same budget with "
-             "only its seed changed (initial weights, batch order, dropout); "
-             + "; ".join(f"{name} is {source} with seed={seed}"
-                         for name, (source, seed) in OTHER_SEED.items())
-             + ". The gap between such a pair, row by row of the validation scores below, is "
-               "one sample of what chance alone moves a score; differences between candidates "
-               "are read against it.", ""]
-    rows = [at_best(shown, entry) for name, c in result["other_seed"].items()
-            for shown, entry in ((OTHER_SEED[name][0], result["candidates"][OTHER_SEED[name][0]]),
+    return beside_candidates(
+        result, "other_seed", "## Noise: the winner with another seed",
+        "Not candidates, never chosen: a candidate trained again on the same budget with only its "
+        "seed changed (initial weights, batch order, dropout); "
+        + "; ".join(f"{name} is {source} with seed={seed}"
+                    for name, (source, seed) in OTHER_SEED.items())
+        + ". The gap between such a pair, row by row of the validation scores below, is one "
+          "sample of what chance alone moves a score; differences between candidates are read "
+          "against it.")
+
+
+def beside_candidates(result: dict, group: str, heading: str, text: str) -> list[str]:
+    """A section: each run of `group` at its best on val, under its candidate's best row."""
+    rows = [at_best(shown, entry) for name, c in result[group].items()
+            for shown, entry in ((source_of(name), result["candidates"][source_of(name)]),
                                  (name, c))]
-    return lines + markdown_table(["run", *AT_BEST], rows)
+    return ["", heading, "", text, ""] + markdown_table(["run", *AT_BEST], rows)
 
 
 def older_grid(result: dict) -> list[str]:
