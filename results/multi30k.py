@@ -21,7 +21,8 @@ run's train.json, which the training step writes.
 4. writes multi30k.md (every number with its command), multi30k.json (for chapter 8) and
    multi30k_attention.npz (attention maps of test sentences) into runs/results/, or with
    --out-dir results over the committed files that chapter 8 reads; another preset or
-   language pair writes its own files (multi30k_tiny.md, multi30k_en_fr.md, ...).
+   language pair writes its own files (multi30k_tiny.md, multi30k_en_fr.md, ...), and so does
+   a run on lowercased text (lowercase=true: multi30k_tiny_lowercase.md).
 """
 import argparse
 import json
@@ -103,9 +104,10 @@ PUBLISHED = {
 
 def file_stem(preset: str, config: dict) -> str:
     """The preset's name for English->German, the paper's pair (multi30k, multi30k_tiny);
-    multi30k_en_fr and so on for other pairs."""
+    multi30k_en_fr and so on for other pairs; _lowercase after it for a lowercased run."""
     pair = (config["source_lang"], config["target_lang"])
-    return preset if pair == ("en", "de") else f"{preset}_{pair[0]}_{pair[1]}"
+    stem = preset if pair == ("en", "de") else f"{preset}_{pair[0]}_{pair[1]}"
+    return stem + ("_lowercase" if config.get("lowercase") else "")
 
 
 def pair_name(config: dict) -> str:
@@ -200,7 +202,8 @@ def published_section(result: dict, ours: dict) -> list[str]:
         return []
     rows = [[system, bleu, metric, f"{tokens:,}"] for system, bleu, metric, tokens in published]
     ref_tokens = ours.get("lowercase_ref_tokens")
-    rows.append([f"this model ({result['preset']}), {next(iter(result['test2016']))}",
+    text = ", trained on lowercased text" if result["config"].get("lowercase") else ""
+    rows.append([f"this model ({result['preset']}{text}), {next(iter(result['test2016']))}",
                  ours.get("lowercase_bleu", "-"), "sacreBLEU -lc, 13a tokenizer, on detokenized "
                  f"output (cased sacreBLEU: {ours['bleu']})", f"{ref_tokens:,}" if ref_tokens
                  else "-"])
@@ -227,6 +230,11 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
     elif trained:                     # trained by `python -m annotated.train` directly
         lines += [f"Training (from the run's metrics.jsonl): {trained[-1]['step']:,} steps in "
                   f"{trained[-1]['elapsed'] / 60:.1f} minutes of training.", ""]
+    if result["config"].get("lowercase"):
+        lines += ["Trained on lowercased text (`lowercase=true`, not in the paper), as the "
+                  "published Multi30k baselines are: the model writes lowercase, so lowercased "
+                  "BLEU is its score; its cased sacreBLEU compares lowercase output with cased "
+                  "references and is shown only for completeness.", ""]
     lines += [f"Averaging (§6.1): `{result['average']['command']}`", "",
               f"## test2016 ({sentences:,} sentences), sacreBLEU", "",
               f"Signatures: cased `{paper_setting['signature']}`; lowercased "

@@ -37,8 +37,10 @@ def test_unknown_config_key_lists_the_valid_ones():
 
 def test_overrides_are_parsed_by_field_type():
     config = configs.apply_overrides(configs.get("copy"), [
-        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "paper_bleu=none", "paper_ppl=4.9"])
+        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "paper_bleu=none", "paper_ppl=4.9",
+        "lowercase=yes"])
     assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
+    assert config.lowercase is True and configs.get("copy").lowercase is False
     assert config.paper_bleu is None and config.paper_ppl == 4.9
     with pytest.raises(configs.ConfigError, match="config: N = 'three' is not an int; allowed: >= 1"):
         configs.apply_overrides(configs.get("copy"), ["N=three"])

@@ -334,6 +334,17 @@ def test_english_french_is_the_same_corpus_with_another_target(tmp_path):
     assert len(corpus.train) == 3_000
 
 
+def test_lowercase_lowercases_every_split_and_keeps_the_raw_references_for_cased_bleu(tmp_path):
+    config = get("multi30k").override(dataset="multi30k_sample", vocab_size=1000, lowercase=True)
+    corpus = load_corpus(config, cache_dir=tmp_path, log=quiet)
+    decode = corpus.tokenizer.decode
+    assert decode(corpus.train[0][1]) == "zwei junge weiße männer sind im freien in der nähe " \
+                                         "vieler büsche."
+    assert decode(corpus.test[0][0]) == corpus.test_src[0].lower()
+    assert corpus.test_ref[0].startswith("Ein Mann mit")           # as written: cased BLEU
+    assert all(decode(t) == decode(t).lower() for _, t in corpus.valid)
+
+
 def test_a_users_own_corpus_is_read_by_naming_the_folder_and_the_languages(tmp_path):
     folder = user_corpus(tmp_path / "mine")
     config = get("multi30k").override(dataset="files", source_lang="en", target_lang="fr",

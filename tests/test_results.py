@@ -175,6 +175,22 @@ def test_another_preset_or_language_pair_writes_its_own_results_files():
     en_de = dict(source_lang="en", target_lang="de")
     assert multi30k.file_stem("multi30k", en_de) == "multi30k"
     assert multi30k.file_stem("multi30k_tiny", en_de) == "multi30k_tiny"
+    assert multi30k.file_stem("multi30k_tiny", dict(en_de, lowercase=True)) == \
+        "multi30k_tiny_lowercase"
+
+
+def test_a_lowercased_run_writes_its_own_files_and_says_what_its_cased_score_means(tmp_path):
+    out = tmp_path / "out"
+    run(multi30k, "--max-minutes", 0.02, "--out-dir", out, "--run-dir", tmp_path / "run",
+        "--limit", 3, *TINY, "lowercase=true")
+    assert not (out / "multi30k.json").exists()           # the cased model's record stays
+    result = json.loads((out / "multi30k_lowercase.json").read_text())
+    assert result["config"]["lowercase"] is True
+    assert all(e["translation"] == e["translation"].lower() for e in result["examples"])
+    assert result["examples"][0]["reference"].startswith("Ein Mann")     # scored as written
+    md = (out / "multi30k_lowercase.md").read_text()
+    assert "Trained on lowercased text (`lowercase=true`" in md
+    assert "(multi30k, trained on lowercased text)" in md
 
 
 def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_budget(

@@ -95,6 +95,27 @@ def test_cache_reuses_and_retrains_when_inputs_change(corpus_files, tmp_path, mo
     assert len(list(tmp_path.glob("toy-bpe120-*.model"))) == 2
 
 
+def test_a_lowercased_tokenizer_lowercases_what_it_reads_wherever_it_is_loaded(
+        corpus_files, tokenizer, tmp_path):
+    lower = train_bpe(corpus_files, 120, tmp_path / "lower.model", lowercase=True)
+    carried = Tokenizer.from_bytes(lower.to_bytes())        # as a checkpoint carries it
+    for text in sentences("de", 50, 7) + ["EIN GROSSEN Hund läuft durch die STRASSE. Straße."]:
+        ids = carried.encode(text)
+        assert ids == carried.encode(text.lower()) == lower.encode(text)
+        assert carried.decode(ids) == text.lower()           # ß stays ß
+    assert tokenizer.decode(tokenizer.encode("Ein Hund.")) == "Ein Hund."   # the default: cased
+
+
+def test_cache_keeps_lowercased_and_cased_tokenizers_apart(corpus_files, tmp_path):
+    cased = load_or_train(corpus_files, 120, tmp_path, "toy", log=lambda *a: None)
+    lower = load_or_train(corpus_files, 120, tmp_path, "toy", log=lambda *a: None, lowercase=True)
+    again = load_or_train(corpus_files, 120, tmp_path, "toy", log=lambda *a: None)
+    assert lower.decode(lower.encode("Ein Hund.")) == "ein hund."
+    assert cased.decode(cased.encode("Ein Hund.")) == again.decode(again.encode("Ein Hund.")) \
+        == "Ein Hund."
+    assert len(list(tmp_path.glob("toy-bpe120-*.model"))) == 2
+
+
 def test_copy_tokenizer():
     tok = CopyTokenizer(11)
     assert tok.encode("4 10 7") == [4, 10, 7]

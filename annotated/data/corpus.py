@@ -127,7 +127,8 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
         check_line_counts(src_path, tgt_path)     # after training a tokenizer on it
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,
-                              character_coverage=coverage(config.source_lang, config.target_lang))
+                              character_coverage=coverage(config.source_lang, config.target_lang),
+                              lowercase=config.lowercase)
     splits, stats = {}, {}
     for split, (src_path, tgt_path) in files.items():
         pairs, stats[split] = read_parallel(src_path, tgt_path)

@@ -14,6 +14,13 @@ fixed for the whole project:
 worked on tokenized text; sentencepiece reads raw text (spaces become part of the pieces), so
 decoding gives detokenized text directly, which is what sacrebleu scores.
 
+Lowercasing (`lowercase=true`, not in the paper): the Multi30k literature trains on
+lowercased text and scores lowercased BLEU. With it the BPE model normalises text with
+sentencepiece's `nmt_nfkc_cf` rule instead of `nmt_nfkc`: the same Unicode normalisation, then
+lowercase (on Multi30k's English, German and French it equals Python's `str.lower()` line for
+line; ß stays ß). The rule is stored in the model, so encoding any input lowercases it and
+decoding gives lowercased text, in training, translation and scoring alike.
+
 A Tokenizer is a few hundred kilobytes: `to_bytes` lets a checkpoint carry it, so translating
 needs nothing but the checkpoint. The copy task's `CopyTokenizer` has the same interface.
 """
@@ -147,15 +154,24 @@ def coverage(*langs: str) -> float:
     return 0.9995 if any(lang.split("-")[0] in LARGE_SCRIPTS for lang in langs) else 1.0
 
 
-def train_bpe(texts_or_files, vocab_size: int, model_path,
-              character_coverage: float = 1.0) -> Tokenizer:
+def bpe_settings(character_coverage: float = 1.0, lowercase: bool = False) -> dict:
+    """BPE_SETTINGS with the corpus's character coverage and, with lowercase, the normalisation
+    rule that also lowercases (the module docstring says why)."""
+    settings = dict(BPE_SETTINGS, character_coverage=character_coverage)
+    if lowercase:
+        settings["normalization_rule_name"] = "nmt_nfkc_cf"
+    return settings
+
+
+def train_bpe(texts_or_files, vocab_size: int, model_path, character_coverage: float = 1.0,
+              lowercase: bool = False) -> Tokenizer:
     """Train a shared BPE vocabulary and save it (atomically) at model_path.
 
     texts_or_files: paths of text files (plain or gzip), or lists of sentences, or a mixture:
     pass the training split of both languages. Blank lines are skipped. The result depends only
     on the sentences, their order, vocab_size and BPE_SETTINGS.
     """
-    settings = dict(BPE_SETTINGS, character_coverage=character_coverage)
+    settings = bpe_settings(character_coverage, lowercase)
     spm.set_random_generator_seed(settings.pop("seed"))
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=_sentences(texts_or_files),
@@ -167,7 +183,7 @@ def train_bpe(texts_or_files, vocab_size: int, model_path,
 
 
 def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
-                  character_coverage: float = 1.0) -> Tokenizer:
+                  character_coverage: float = 1.0, lowercase: bool = False) -> Tokenizer:
     """The BPE model of these training files, trained once and then reused from cache_dir.
 
     The model is stored as `{name}-bpe{vocab_size}-{key}.model`, where key hashes the record of
@@ -176,7 +192,7 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
     one that cannot be loaded (the damaged file is removed, and the log says so).
     """
     record = dict(inputs=[sha256_file(f) for f in files], vocab_size=vocab_size,
-                  settings=dict(BPE_SETTINGS, character_coverage=character_coverage),
+                  settings=bpe_settings(character_coverage, lowercase),
                   sentencepiece=spm.__version__)
     text = json.dumps(record, indent=1, sort_keys=True)
     key = hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -192,9 +208,10 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
             log(f"tokenizer: the cached {model_path} cannot be loaded ({e}); removing it and "
                 f"training again")
             model_path.unlink()
-    log(f"tokenizer: training a {vocab_size:,}-token BPE vocabulary on "
+    log(f"tokenizer: training a {vocab_size:,}-token{' lowercased' if lowercase else ''} BPE "
+        f"vocabulary on "
         f"{', '.join(Path(f).name for f in files)}")
-    tokenizer = train_bpe(files, vocab_size, model_path, character_coverage)
+    tokenizer = train_bpe(files, vocab_size, model_path, character_coverage, lowercase)
     with atomic_open(record_path, "w") as f:     # written last: a model without it is retrained
         f.write(text)
     return tokenizer
