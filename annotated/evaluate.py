@@ -1,32 +1,51 @@
-"""`python -m annotated.evaluate`: BLEU of translations against references, two ways.
+"""`python -m annotated.evaluate`: BLEU of translations against references, three ways, and
+whether one system's lead over another is more than chance.
 
-    python -m annotated.evaluate --hyp FILE --ref FILE
+    python -m annotated.evaluate --hyp FILE --ref FILE [--baseline FILE]
 
-Prints sacreBLEU (cased, detokenized, with its signature: the number to report) and the
-paper-style tokenized BLEU with compound splitting (for comparison with the paper's tables
-only); annotated.inference.bleu says how each is computed.
+Prints sacreBLEU (cased, detokenized, with its signature: the number to report), lowercased
+tokenized BLEU (the Multi30k literature's) and the paper-style tokenized BLEU with compound
+splitting (for comparison with the paper's tables only); annotated.inference.bleu says how each
+is computed. With --baseline, another system's translations of the same sentences: a paired
+bootstrap (1,000 resampled test sets) says whether --hyp's lead, cased and lowercased, is more
+than the luck of which sentences the test set holds.
 """
 import argparse
 
 from annotated.data.files import DataError, read_lines
-from annotated.inference.bleu import report
+from annotated.inference.bleu import describe_paired, paired_bootstrap, report
 from annotated.tools.cli import command
 
 
 @command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.evaluate",
-                                     description="sacreBLEU and the paper's tokenized BLEU")
+                                     description="BLEU three ways; with --baseline, a "
+                                                 "paired bootstrap")
     parser.add_argument("--hyp", required=True, help="translations, one per line")
     parser.add_argument("--ref", required=True, help="references, line-aligned with --hyp")
+    parser.add_argument("--baseline", help="another system's translations, line-aligned: "
+                                           "compare with a paired bootstrap")
     args = parser.parse_args(argv)
-    hyps, refs = list(read_lines(args.hyp)), list(read_lines(args.ref))
-    if len(hyps) != len(refs):
-        raise DataError(f"{args.hyp} has {len(hyps)} lines but {args.ref} has {len(refs)}; "
-                        f"they must be line-aligned")
-    if not hyps:
-        raise DataError(f"{args.hyp} and {args.ref} are empty: no sentences to score")
+    refs = list(read_lines(args.ref))
+    hyps = aligned(args.hyp, refs, args.ref)
     print(report(hyps, refs))
+    if args.baseline:
+        baseline = aligned(args.baseline, refs, args.ref)
+        for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
+            print(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase),
+                                  metric))
+
+
+def aligned(path, refs, ref_path) -> list[str]:
+    """The lines of `path`, checked to be as many as the references."""
+    lines = list(read_lines(path))
+    if len(lines) != len(refs):
+        raise DataError(f"{path} has {len(lines)} lines but {ref_path} has {len(refs)}; "
+                        f"they must be line-aligned")
+    if not lines:
+        raise DataError(f"{path} and {ref_path} are empty: no sentences to score")
+    return lines
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ from annotated import configs
 from annotated.configs import apply_overrides, get
 from annotated.tools.flops import training_flops
 from annotated.training.checkpoint import checkpoints, load
-from results import multi30k, multi30k_sweep, paper_tables, pretrained, table3_small
+from results import (multi30k, multi30k_paired, multi30k_sweep, paper_tables, pretrained,
+                     table3_small)
 from results.common import ROOT
 
 RESULTS = paper_tables.HERE
@@ -191,6 +192,36 @@ def test_a_lowercased_run_writes_its_own_files_and_says_what_its_cased_score_mea
     md = (out / "multi30k_lowercase.md").read_text()
     assert "Trained on lowercased text (`lowercase=true`" in md
     assert "(multi30k, trained on lowercased text)" in md
+
+
+def test_paired_comparison_on_val_and_test_and_only_on_the_same_sentences(tmp_path, capsys):
+    en_de, en_fr, out = tmp_path / "en_de", tmp_path / "en_fr", tmp_path / "out"
+    for run_dir, pair in ((en_de, []), (en_fr, ["target_lang=fr"])):
+        run(multi30k, "--max-minutes", 0.02, "--run-dir", run_dir, "--out-dir", tmp_path / "x",
+            "--limit", 3, *TINY, *pair)
+    model = checkpoints(en_de)[-1]
+    run(multi30k_paired, "--system", "beam", model, 4, 0.6, "--system", "greedy-ish", model, 1,
+        0, "--limit", 40, "--out-dir", out)
+    result = json.loads((out / "multi30k_paired.json").read_text())
+    assert [s["name"] for s in result["systems"]] == ["beam", "greedy-ish"]
+    for split in ("val", "test2016"):
+        assert set(result[split]) == {"lowercased BLEU", "sacreBLEU (cased)"}
+        for r in result[split].values():
+            assert r["sentences"] == 40 and r["samples"] == 1000 and 0 <= r["p"] <= 1
+            assert r["difference"] == pytest.approx(r["bleu"] - r["baseline_bleu"], abs=0.011)
+    md = (out / "multi30k_paired.md").read_text()
+    assert "## test2016 (40 sentences)" in md and "Wu et al., 2021" in md   # beside 41.02
+
+    run(multi30k_paired, "--system", "a", model, 4, 0.6, "--system", "b", model, 4, 0.6,
+        "--limit", 10, "--out-dir", out)                     # one system against itself: a tie
+    tie = json.loads((out / "multi30k_paired.json").read_text())["val"]["lowercased BLEU"]
+    assert tie["difference"] == 0 and tie["p"] == 1.0
+
+    with pytest.raises(SystemExit) as stopped:                  # other sentences: nothing paired
+        run(multi30k_paired, "--system", "de", model, 4, 0.6, "--system", "fr",
+            checkpoints(en_fr)[-1], 4, 0.6, "--out-dir", out)
+    assert stopped.value.code == 1
+    assert "a paired comparison needs the same sentences" in one_error_line(capsys)
 
 
 def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_budget(

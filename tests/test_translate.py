@@ -5,6 +5,7 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -13,8 +14,8 @@ from annotated import checkpoint as checkpoint_command
 from annotated.training import checkpoint
 from annotated.inference.search import beam_search, greedy_decode, source_batch
 from annotated.evaluate import main as evaluate_main
-from annotated.inference.bleu import (lowercase_bleu, paper_bleu, paper_tokenize, sacre_bleu,
-                                      split_compounds)
+from annotated.inference.bleu import (bleu_of, lowercase_bleu, paired_bootstrap, paper_bleu,
+                                      paper_tokenize, sacre_bleu, sentence_stats, split_compounds)
 from annotated.data.tokenizer import EOS, CopyTokenizer
 from annotated.translate import main as translate_main
 from annotated.inference.translate import translate_lines
@@ -168,6 +169,39 @@ def test_compound_splitting_as_in_get_ende_bleu():
     assert score.score == pytest.approx(100 * math.exp(-0.25), abs=1e-9)
 
 
+def captions(n, seed):
+    """n made-up reference sentences, and two systems' outputs: one drops a word in ten, the
+    other one in three."""
+    rng = np.random.default_rng(seed)
+    words = ("Ein Mann eine Frau Hund läuft geht auf der Straße im Park mit einem roten "
+             "Ball").split()
+    refs = [" ".join(rng.choice(words, size=rng.integers(5, 12))) + "." for _ in range(n)]
+    drop = lambda p: [" ".join(w for w in r.split() if rng.random() > p) for r in refs]
+    return refs, drop(0.1), drop(1 / 3)
+
+
+def test_corpus_bleu_is_its_sentences_statistics_summed():
+    refs, good, _ = captions(50, 0)
+    for lowercase, score in ((False, sacre_bleu), (True, lowercase_bleu)):
+        stats = sentence_stats([g.lower() for g in good], refs, lowercase)
+        assert stats.shape == (50, 10)
+        assert bleu_of(stats.sum(axis=0)) == pytest.approx(
+            score([g.lower() for g in good], refs)[0].score, abs=1e-9)
+
+
+def test_paired_bootstrap_tells_a_real_lead_from_a_tie():
+    refs, good, bad = captions(300, 1)
+    lead = paired_bootstrap(good, bad, refs, samples=300)
+    lo, hi = lead["difference_interval"]
+    assert lead["difference"] > 0 and 0 < lo < lead["difference"] < hi and lead["p"] == 0
+    assert lead["interval"][0] < lead["bleu"] < lead["interval"][1]
+    assert lead["bleu"] == round(sacre_bleu(good, refs)[0].score, 2)
+    assert paired_bootstrap(good, bad, refs, samples=300) == lead             # seeded
+    assert paired_bootstrap(bad, good, refs, samples=300)["p"] == 1.0
+    tie = paired_bootstrap(good, good, refs, samples=300)
+    assert tie["difference"] == 0 and tie["difference_interval"] == (0, 0) and tie["p"] == 1.0
+
+
 def test_evaluate_command(tmp_path, capsys):
     (tmp_path / "hyp").write_text("the cat sat on the mat\n")
     (tmp_path / "ref").write_text("the cat sat on a mat\n")
@@ -180,3 +214,19 @@ def test_evaluate_command(tmp_path, capsys):
     with pytest.raises(SystemExit):
         evaluate_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
     assert "has 1 lines but" in capsys.readouterr().err
+
+
+def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys):
+    refs, good, bad = captions(200, 2)
+    for name, lines in (("ref", refs), ("good", good), ("bad", bad), ("short", bad[:-1])):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    evaluate_main(["--hyp", str(tmp_path / "good"), "--ref", str(tmp_path / "ref"),
+                   "--baseline", str(tmp_path / "bad")])
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].startswith("sacreBLEU (cased): ") and out[-1].startswith("lowercased BLEU: ")
+    assert all("the baseline scores as well or better on 0.0% of 1,000 resampled test sets of "
+               "200 sentences" in line for line in out[-2:])
+    with pytest.raises(SystemExit):
+        evaluate_main(["--hyp", str(tmp_path / "good"), "--ref", str(tmp_path / "ref"),
+                       "--baseline", str(tmp_path / "short")])
+    assert f"{tmp_path / 'short'} has 199 lines but" in capsys.readouterr().err

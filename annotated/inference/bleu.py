@@ -22,9 +22,16 @@
 
 The command `python -m annotated.evaluate --hyp FILE --ref FILE` (annotated/evaluate.py)
 prints all three; `python -m annotated.translate ... --ref FILE` prints the same after translating.
+
+Is a difference real? A test set is a sample of sentences, so a score moves when the sample
+does. `paired_bootstrap` (Koehn, 2004) draws many test sets of the same size from the real one,
+with replacement, scores both systems on each draw, and reports how the scores and their
+difference spread: a 95% interval, and the share of draws on which the first system does not
+beat the second (`python -m annotated.evaluate --hyp A --baseline B --ref R` prints it).
 """
 import re
 
+import numpy as np
 from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
@@ -86,3 +93,51 @@ def report(hyps: list[str], refs: list[str]) -> str:
             f"paper-style tokenized BLEU with compound splitting (13a tokens, ##AT## splits, "
             f"no smoothing; compare with the paper only, not with sacreBLEU): "
             f"{paper_bleu(hyps, refs)}")
+
+
+def sentence_stats(hyps: list[str], refs: list[str], lowercase: bool = False) -> np.ndarray:
+    """(sentences, 10): each sentence's output length, reference length, and matched and total
+    n-grams for n = 1..4, as sacreBLEU counts them. Corpus BLEU is a function of their sums."""
+    _check(hyps, refs)
+    bleu = BLEU(lowercase=lowercase)
+    rows = []
+    for hyp, ref in zip(hyps, refs):
+        s = bleu.corpus_score([hyp], [[ref]])
+        rows.append([s.sys_len, s.ref_len, *s.counts, *s.totals])
+    return np.array(rows, dtype=np.int64)
+
+
+def bleu_of(stats: np.ndarray) -> float:
+    """sacreBLEU's corpus score (exponential smoothing) from summed sentence_stats."""
+    sys_len, ref_len, counts, totals = stats[0], stats[1], stats[2:6], stats[6:10]
+    return BLEU.compute_bleu(counts.tolist(), totals.tolist(), int(sys_len), int(ref_len),
+                             smooth_method="exp").score
+
+
+def paired_bootstrap(hyps: list[str], baseline: list[str], refs: list[str], *,
+                     lowercase: bool = False, samples: int = 1000, seed: int = 12345) -> dict:
+    """Both systems scored on `samples` test sets drawn from refs' sentences with replacement,
+    the same draws for both (module docstring). Each score and the difference (hyps minus
+    baseline) with its 95% interval; p: the share of draws where hyps scores <= baseline."""
+    _check(baseline, refs)
+    ours, theirs = sentence_stats(hyps, refs, lowercase), sentence_stats(baseline, refs, lowercase)
+    n = len(refs)
+    weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=samples)
+    a = np.array([bleu_of(row) for row in weights @ ours])           # (samples,)
+    b = np.array([bleu_of(row) for row in weights @ theirs])
+    interval = lambda x: tuple(round(float(v), 2) for v in np.percentile(x, [2.5, 97.5]))
+    full_a, full_b = bleu_of(ours.sum(axis=0)), bleu_of(theirs.sum(axis=0))
+    return dict(bleu=round(full_a, 2), interval=interval(a),
+                baseline_bleu=round(full_b, 2), baseline_interval=interval(b),
+                difference=round(full_a - full_b, 2), difference_interval=interval(a - b),
+                p=round(float(np.mean(a <= b)), 4), samples=samples, sentences=n, seed=seed)
+
+
+def describe_paired(result: dict, metric: str) -> str:
+    """One line: both scores with their 95% intervals, the difference and how often it flips."""
+    lo, hi = result["difference_interval"]
+    return (f"{metric}: {result['bleu']} {list(result['interval'])} against the baseline's "
+            f"{result['baseline_bleu']} {list(result['baseline_interval'])}; difference "
+            f"{result['difference']:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}]; the baseline "
+            f"scores as well or better on {result['p']:.1%} of {result['samples']:,} resampled "
+            f"test sets of {result['sentences']:,} sentences")

@@ -1,0 +1,150 @@
+"""Is one Multi30k model better than another, or did the choice of test sentences decide? Two
+systems compared by paired bootstrap resampling on val and on test2016.
+
+    python -m results.multi30k_paired --system NAME CKPT BEAM ALPHA --system NAME CKPT BEAM ALPHA
+        [--data-dir D] [--out-dir results] [--limit N]
+
+Each system is a checkpoint with its own decoding (beam size, length penalty alpha). Both
+translate val (1,014 sentences) and test2016 (1,000); on each set the first system is compared
+with the second (annotated.inference.bleu.paired_bootstrap: 1,000 test sets drawn from the real
+one with replacement, the same draws for both) in lowercased BLEU, the metric the sweep ranks
+by, and in cased sacreBLEU. For English->German the published test2016 numbers are set beside
+each system's 95% interval. Writes multi30k_paired.md and .json (runs/results by default).
+"""
+import argparse
+import json
+from pathlib import Path
+
+from annotated.data.corpus import cache_folder, corpus_files, data_location, read_parallel
+from annotated.data.files import DataError
+from annotated.inference.bleu import paired_bootstrap
+from annotated.tools.cli import at_least, command
+from annotated.training.checkpoint import config_from, load
+from results.common import add_out_dir, invocation, markdown_table, relative, score
+from results.multi30k import PUBLISHED
+
+SPLITS = {"valid": "val", "test": "test2016"}
+METRICS = {"lowercased BLEU": True, "sacreBLEU (cased)": False}      # name: lowercase
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m results.multi30k_paired",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--system", nargs=4, action="append", required=True,
+                        metavar=("NAME", "CKPT", "BEAM", "ALPHA"),
+                        help="a checkpoint and its decoding; give exactly two, the first is "
+                             "compared with the second")
+    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
+                                           "ANNOTATED_DATA_DIR)")
+    parser.add_argument("--limit", type=at_least(10), default=None,
+                        help="only the first N sentences of each set (a smoke test)")
+    add_out_dir(parser)
+    args = parser.parse_args(argv)
+    if len(args.system) != 2:
+        parser.error(f"give --system exactly twice (the system, then its baseline); got "
+                     f"{len(args.system)}")
+    try:
+        args.system = [system(*words) for words in args.system]
+    except ValueError as e:
+        parser.error(str(e))
+    return args
+
+
+def system(name: str, checkpoint: str, beam: str, alpha: str) -> dict:
+    """One --system; a ValueError naming it if its beam size or alpha is not allowed."""
+    try:
+        decode = dict(beam_size=int(beam), alpha=float(alpha))
+    except ValueError:
+        decode = {}
+    if not decode or decode["beam_size"] < 1 or decode["alpha"] < 0:
+        raise ValueError(f"--system {name}: beam size {beam!r} must be an integer >= 1 and "
+                         f"alpha {alpha!r} a number >= 0")
+    return dict(name=name, checkpoint=Path(checkpoint), **decode)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
+    config = same_corpus(args.system)
+    files = corpus_files(config, data_location(args.data_dir), cache_folder(), lambda *_: None)
+    result = {"systems": [dict(s, checkpoint=relative(s["checkpoint"])) for s in args.system],
+              "pair": [config.source_lang, config.target_lang]}
+    for split, shown in SPLITS.items():
+        pairs, _ = read_parallel(*files[split])
+        sources, refs = [s for s, _ in pairs][:args.limit], [t for _, t in pairs][:args.limit]
+        hyps = [score(s["checkpoint"], sources, refs, beam_size=s["beam_size"],
+                      alpha=s["alpha"], max_extra=50, batch_tokens=2000)["hypotheses"]
+                for s in args.system]
+        result[shown] = {metric: paired_bootstrap(*hyps, refs, lowercase=lowercase)
+                         for metric, lowercase in METRICS.items()}
+        print(f"{shown}: " + "; ".join(f"{m} {r['bleu']} against {r['baseline_bleu']}, "
+                                       f"p {r['p']}" for m, r in result[shown].items()))
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "multi30k_paired.json").write_text(json.dumps(result, indent=1))
+    text = render_markdown(result, invocation("results.multi30k_paired", argv))
+    (args.out_dir / "multi30k_paired.md").write_text(text)
+    print(f"wrote {args.out_dir / 'multi30k_paired.md'}")
+
+
+def same_corpus(systems: list[dict]):
+    """The first system's config, after checking that both translate the same language pair
+    of the same dataset (else their test sets differ and nothing is paired)."""
+    configs = [config_from(load(s["checkpoint"]), s["checkpoint"]) for s in systems]
+    keys = [(c.dataset, c.source_lang, c.target_lang) for c in configs]
+    if keys[0] != keys[1]:
+        raise DataError(f"{systems[0]['checkpoint']} translates {keys[0]} but "
+                        f"{systems[1]['checkpoint']} translates {keys[1]} (dataset, source, "
+                        f"target): a paired comparison needs the same sentences")
+    return configs[0]
+
+
+def render_markdown(result: dict, command_line: str) -> str:
+    a, b = (s["name"] for s in result["systems"])
+    lines = ["# Multi30k: is the difference real? A paired bootstrap", "",
+             f"Written by `{command_line}` (do not edit by hand).", "",
+             "Both systems translate the same sentences. Each row draws 1,000 test sets of the "
+             "same size from the real one, with replacement, scores both systems on every draw "
+             "and reports the 95% interval of each score and of their difference, and the share "
+             f"of draws on which {b} scores as well as {a} or better (a one-sided p-value: under "
+             "5% means the lead would survive another sample of sentences like these).", ""]
+    lines += markdown_table(["system", "checkpoint", "beam", "alpha"],
+                            [[s["name"], f"`{s['checkpoint']}`", s["beam_size"], s["alpha"]]
+                             for s in result["systems"]])
+    for shown in SPLITS.values():
+        rows = [[metric, f"{r['bleu']} {list(r['interval'])}",
+                 f"{r['baseline_bleu']} {list(r['baseline_interval'])}",
+                 "{:+.2f} [{:+.2f}, {:+.2f}]".format(r["difference"], *r["difference_interval"]),
+                 f"{r['p']:.1%}"]
+                for metric, r in result[shown].items()]
+        n = next(iter(result[shown].values()))["sentences"]
+        lines += ["", f"## {shown} ({n:,} sentences)", ""] + markdown_table(
+            ["metric", f"{a} [95%]", f"{b} [95%]", "difference [95%]",
+             f"{b} as good or better"], rows)
+    lines += published_lines(result)
+    return "\n".join(lines) + "\n"
+
+
+def published_lines(result: dict) -> list[str]:
+    """Where each published test2016 number for this pair falls against each system's 95%
+    interval: outside it, the gap is more than the sampling of test sentences explains."""
+    published = PUBLISHED.get(tuple(result["pair"]), [])
+    if not published:
+        return []
+    lower = result["test2016"]["lowercased BLEU"]
+    ours = [(result["systems"][0]["name"], lower["bleu"], lower["interval"]),
+            (result["systems"][1]["name"], lower["baseline_bleu"], lower["baseline_interval"])]
+    lines = ["", "## Beside the published test2016 numbers", "",
+             "The published systems' translations are not available, so this is no paired test: "
+             "it says whether a published number lies within what the sample of test sentences "
+             "alone moves each of our scores.", ""]
+    for system_text, bleu, _, _ in published:
+        who = system_text.split(":")[0]
+        for name, score_, (lo, hi) in ours:
+            where = "above" if bleu > hi else "below" if bleu < lo else "inside"
+            lines.append(f"- {who}, {bleu}: {where} the 95% interval of {name} on test2016 "
+                         f"({score_} [{lo}, {hi}], lowercased).")
+    return lines
+
+
+if __name__ == "__main__":
+    main()
