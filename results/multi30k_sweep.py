@@ -34,7 +34,7 @@ from annotated.training.checkpoint import checkpoints
 from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
                             perplexity, read_metrics, relative, resume_command, score,
                             train_command, with_this_python)
-from results.multi30k import trained_checkpoints
+from results.multi30k import file_stem, trained_checkpoints
 
 # name: (preset, overrides, processes). Transformer-tiny (2.6M parameters) with the paper's
 # dropout 0.1 and with the literature's 0.3, and the multi30k preset (7.6M parameters) with 0.3,
@@ -61,14 +61,14 @@ CANDIDATES = {
     "tiny_2proc_p02_v6k_lc": ("multi30k_tiny", ["P_drop=0.2", "vocab_size=6000", "lowercase=true"],
                               2),
 }
-# Over the budget, never chosen: the winner's own run continued for up to another
-# --max-minutes, or to its preset's train_steps if sooner (--resume on a copy of its folder;
-# resuming is exact, so this is the run a longer budget makes). It measures what more training
-# time alone would buy.
+# Over the budget, never chosen: the best cased candidate's own run continued for up to
+# another --max-minutes, or to its preset's train_steps if sooner (--resume on a copy of its
+# folder; resuming is exact, so this is the run a longer budget makes). It measures what more
+# training time alone would buy.
 SECOND_HOUR = {"tiny_2proc_p02_v6k_2h": "tiny_2proc_p02_v6k"}
-# Never chosen either: the winner trained again, everything the same but the seed (weights,
-# batch order, dropout). The gap between the two is the noise that the candidates' own
-# differences are read against.
+# Never chosen either: the best cased candidate trained again, everything the same but the
+# seed (weights, batch order, dropout). The gap between the two is the noise that the
+# candidates' own differences are read against.
 OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2)}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
 # (beam size, alpha). The grid first stopped at alpha 1.0, and every candidate was best there,
@@ -264,14 +264,16 @@ def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> di
 
 
 def best(candidates: dict, runs: dict) -> dict:
-    """The candidate, averaging and decoding with the highest lowercased val BLEU, and the
-    command that scores it on test2016."""
+    """The candidate, averaging and decoding with the highest lowercased val BLEU, the
+    command that scores it on test2016, and the results file that command writes."""
     name, row = max(((name, row) for name, c in candidates.items() for row in c["rows"]),
                     key=lambda item: item[1]["lowercase_bleu"])
-    cmd = (f"python -m results.multi30k --skip-train --config {CANDIDATES[name][0]} --run-dir "
+    preset = CANDIDATES[name][0]
+    cmd = (f"python -m results.multi30k --skip-train --config {preset} --run-dir "
            f"{relative(runs[name])} --average {row['average']} --beam-size {row['beam']} "
            f"--alpha {row['alpha']} --out-dir results")
-    return dict(candidate=name, preset=CANDIDATES[name][0], **row, test_command=cmd)
+    results_file = f"{file_stem(preset, vars(candidate_config(name, [])))}.md"
+    return dict(candidate=name, preset=preset, **row, test_command=cmd, results_file=results_file)
 
 
 def render_markdown(result: dict, command_line: str) -> str:
@@ -340,7 +342,7 @@ def other_seed_section(result: dict) -> list[str]:
     """Each OTHER_SEED run at its best on val beside its candidate's: the noise band that
     differences between candidates are read against. Never eligible."""
     return beside_candidates(
-        result, "other_seed", "## Noise: the winner with another seed",
+        result, "other_seed", "## Noise: a candidate with another seed",
         "Not candidates, never chosen: a candidate trained again on the same budget with only its "
         "seed changed (initial weights, batch order, dropout); "
         + "; ".join(f"{name} is {source} with seed={seed}"

@@ -243,6 +243,9 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_
     assert best["test_command"].startswith("python -m results.multi30k --skip-train --config ")
     assert f"--beam-size {best['beam']} --alpha {best['alpha']}" in best["test_command"]
     assert best["candidate"] in multi30k_sweep.CANDIDATES       # a second hour is never chosen
+    assert best["results_file"] == ("multi30k_tiny_lowercase.md" if "lowercase=true" in
+                                     multi30k_sweep.CANDIDATES[best["candidate"]][1]
+                                     else f"{best['preset']}.md")
     assert "Best on val: **" in (out / "multi30k_sweep.md").read_text()
     for name, source in multi30k_sweep.SECOND_HOUR.items():      # the candidate's run, continued
         longer, hour = result["second_hour"][name], result["candidates"][source]
@@ -256,7 +259,7 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_
         seeds = [load(checkpoints(tmp_path / "runs" / run)[-1])["config"]["seed"]
                  for run in (name, source)]
         assert seeds == [seed, get("multi30k_tiny").seed] and seed != seeds[1]
-    assert "## Noise: the winner with another seed" in (out / "multi30k_sweep.md").read_text()
+    assert "## Noise: a candidate with another seed" in (out / "multi30k_sweep.md").read_text()
     run(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
         "ckpt_every=1")                                    # scored again: the scores are kept
     assert json.loads((out / "multi30k_sweep.json").read_text()) == result
