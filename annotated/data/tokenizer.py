@@ -209,8 +209,7 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
                 f"training again")
             model_path.unlink()
     log(f"tokenizer: training a {vocab_size:,}-token{' lowercased' if lowercase else ''} BPE "
-        f"vocabulary on "
-        f"{', '.join(Path(f).name for f in files)}")
+        f"vocabulary on {', '.join(Path(f).name for f in files)}")
     tokenizer = train_bpe(files, vocab_size, model_path, character_coverage, lowercase)
     with atomic_open(record_path, "w") as f:     # written last: a model without it is retrained
         f.write(text)

@@ -125,12 +125,17 @@ def paired_bootstrap(hyps: list[str], baseline: list[str], refs: list[str], *,
     weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=samples)
     a = np.array([bleu_of(row) for row in weights @ ours])           # (samples,)
     b = np.array([bleu_of(row) for row in weights @ theirs])
-    interval = lambda x: tuple(round(float(v), 2) for v in np.percentile(x, [2.5, 97.5]))
     full_a, full_b = bleu_of(ours.sum(axis=0)), bleu_of(theirs.sum(axis=0))
-    return dict(bleu=round(full_a, 2), interval=interval(a),
-                baseline_bleu=round(full_b, 2), baseline_interval=interval(b),
-                difference=round(full_a - full_b, 2), difference_interval=interval(a - b),
+    return dict(bleu=round(full_a, 2), interval=middle_95(a),
+                baseline_bleu=round(full_b, 2), baseline_interval=middle_95(b),
+                difference=round(full_a - full_b, 2), difference_interval=middle_95(a - b),
                 p=round(float(np.mean(a <= b)), 4), samples=samples, sentences=n, seed=seed)
+
+
+def middle_95(values: np.ndarray) -> tuple[float, float]:
+    """The interval holding the middle 95% of the resampled values (2.5th to 97.5th percentile)."""
+    low, high = np.percentile(values, [2.5, 97.5])
+    return round(float(low), 2), round(float(high), 2)
 
 
 def describe_paired(result: dict, metric: str) -> str:
