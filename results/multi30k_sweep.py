@@ -66,10 +66,11 @@ CANDIDATES = {
 # folder; resuming is exact, so this is the run a longer budget makes). It measures what more
 # training time alone would buy.
 SECOND_HOUR = {"tiny_2proc_p02_v6k_2h": "tiny_2proc_p02_v6k"}
-# Never chosen either: the best cased candidate trained again, everything the same but the
-# seed (weights, batch order, dropout). The gap between the two is the noise that the
-# candidates' own differences are read against.
-OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2)}
+# Never chosen either: the best cased candidate and the best lowercased one trained again,
+# everything the same but the seed (weights, batch order, dropout). The gap within each pair
+# is the noise that the candidates' own differences are read against.
+OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2),
+              "tiny_2proc_p02_v6k_lc_seed2": ("tiny_2proc_p02_v6k_lc", 2)}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
 # (beam size, alpha). The grid first stopped at alpha 1.0, and every candidate was best there,
 # at its edge; so 1.2 and 1.4 joined it
