@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from annotated.data.corpus import cache_folder, corpus_files, data_location, read_parallel
 from annotated.data.files import DataError
 from annotated.training.checkpoint import load_model
 from annotated.inference.bleu import lowercase_bleu, paper_bleu, sacre_bleu
@@ -127,6 +128,13 @@ def read_metrics(run_dir: Path) -> list[dict]:
         raise DataError(f"no {path}: {run_dir} was not written by python -m annotated.train; "
                         f"give the folder of a training run")
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def split_text(config, data_dir, split: str) -> tuple[list[str], list[str]]:
+    """A split ("valid", "test") of config's corpus as raw source and target sentences."""
+    files = corpus_files(config, data_location(data_dir), cache_folder(), log=lambda *_: None)
+    pairs, _ = read_parallel(*files[split])
+    return [s for s, _ in pairs], [t for _, t in pairs]
 
 
 def score(checkpoint: Path, sources: list[str], references: list[str], **decode) -> dict:

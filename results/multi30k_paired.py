@@ -15,12 +15,11 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated.data.corpus import cache_folder, corpus_files, data_location, read_parallel
 from annotated.data.files import DataError
 from annotated.inference.bleu import paired_bootstrap
 from annotated.tools.cli import at_least, command
 from annotated.training.checkpoint import config_from, load
-from results.common import add_out_dir, invocation, markdown_table, relative, score
+from results.common import add_out_dir, invocation, markdown_table, relative, score, split_text
 from results.multi30k import PUBLISHED
 
 SPLITS = {"valid": "val", "test": "test2016"}
@@ -52,26 +51,26 @@ def parse_args(argv=None):
 
 def system(name: str, checkpoint: str, beam: str, alpha: str) -> dict:
     """One --system; a ValueError naming it if its beam size or alpha is not allowed."""
-    try:
-        decode = dict(beam_size=int(beam), alpha=float(alpha))
-    except ValueError:
-        decode = {}
-    if not decode or decode["beam_size"] < 1 or decode["alpha"] < 0:
-        raise ValueError(f"--system {name}: beam size {beam!r} must be an integer >= 1 and "
+    problem = ValueError(f"--system {name}: beam size {beam!r} must be an integer >= 1 and "
                          f"alpha {alpha!r} a number >= 0")
-    return dict(name=name, checkpoint=Path(checkpoint), **decode)
+    try:
+        beam_size, alpha_value = int(beam), float(alpha)
+    except ValueError:
+        raise problem from None
+    if beam_size < 1 or alpha_value < 0:
+        raise problem
+    return dict(name=name, checkpoint=Path(checkpoint), beam_size=beam_size, alpha=alpha_value)
 
 
 @command
 def main(argv=None):
     args = parse_args(argv)
     config = same_corpus(args.system)
-    files = corpus_files(config, data_location(args.data_dir), cache_folder(), lambda *_: None)
     result = {"systems": [dict(s, checkpoint=relative(s["checkpoint"])) for s in args.system],
               "pair": [config.source_lang, config.target_lang]}
     for split, shown in SPLITS.items():
-        pairs, _ = read_parallel(*files[split])
-        sources, refs = [s for s, _ in pairs][:args.limit], [t for _, t in pairs][:args.limit]
+        sources, refs = split_text(config, args.data_dir, split)
+        sources, refs = sources[:args.limit], refs[:args.limit]
         hyps = [score(s["checkpoint"], sources, refs, beam_size=s["beam_size"],
                       alpha=s["alpha"], max_extra=50, batch_tokens=2000)["hypotheses"]
                 for s in args.system]

@@ -27,13 +27,12 @@ import subprocess
 from pathlib import Path
 
 from annotated.configs import apply_overrides, get
-from annotated.data.corpus import (cache_folder, corpus_files, data_location, load_corpus,
-                                   read_parallel)
+from annotated.data.corpus import load_corpus
 from annotated.tools.cli import command
 from annotated.training.checkpoint import checkpoints
 from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
                             perplexity, read_metrics, relative, resume_command, score,
-                            train_command, with_this_python)
+                            split_text, train_command, with_this_python)
 from results.multi30k import file_stem, trained_checkpoints
 
 # name: (preset, overrides, processes). Transformer-tiny (2.6M parameters) with the paper's
@@ -111,7 +110,7 @@ def main(argv=None):
                            args.max_minutes, args.data_dir, args.overrides)
         for name in [name for name in chosen if name in SECOND_HOUR]:
             train_second_hour(name, runs, args.max_minutes, args.data_dir)
-    sources, references = validation_text(next(iter(configs.values())), args.data_dir)
+    sources, references = split_text(next(iter(configs.values())), args.data_dir, "valid")
     sources, references = sources[:args.limit], references[:args.limit]
     if args.only:
         for name in args.only:
@@ -203,13 +202,6 @@ def wait_for(procs: dict, runs: dict):
     if failed:
         raise ChildProcessError(f"training failed for {', '.join(failed)}; see "
                                 f"{', '.join(str(runs[n].parent / f'{n}.log') for n in failed)}")
-
-
-def validation_text(config, data_dir) -> tuple[list[str], list[str]]:
-    """The validation split of config's corpus as raw source and target sentences."""
-    files = corpus_files(config, data_location(data_dir), cache_folder(), log=lambda *_: None)
-    pairs, _ = read_parallel(*files["valid"])
-    return [s for s, _ in pairs], [t for _, t in pairs]
 
 
 def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
