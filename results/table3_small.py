@@ -1,7 +1,7 @@
 """A small-scale Table 3 on Multi30k: every row of the paper's ablation (A to E), each
 trained with the same budget (the same number of optimizer steps on the same batches).
 
-    python -m results.table3_small [--steps 2000] [--seeds 3] [--rows ROW ...] [--reuse]
+    python -m results.table3_small [--steps 2000] [--seeds 3] [--rows [ROW ...]] [--reuse]
         [--data-dir D] [--runs-dir runs/table3_small] [key=value ...]
 
 The paper varies one thing at a time around its base model and reports perplexity and BLEU on
@@ -11,7 +11,8 @@ score on Multi30k's val split with the paper's beam search. Each variant is one 
 seed; the base row is also trained with further seeds, and their spread says how large a
 difference has to be before it means something (most of the paper's differences are under a
 point of BLEU). Rows may be trained in several sittings: `--rows` picks the rows to train now,
-and `--reuse` keeps what an earlier invocation recorded. key=value overrides fields of every
+and `--reuse` keeps what an earlier invocation recorded; `--rows` with no row trains nothing
+and rewrites table3_small.md from table3_small.json. key=value overrides fields of every
 row's config before the row's own change (the tests train tiny rows on the shipped sample:
 dataset=multi30k_sample N=1 ...).
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from annotated.configs import PRESETS, apply_overrides, get
 from annotated.data.corpus import load_corpus
+from annotated.data.files import DataError
 from annotated.tools.cli import at_least, command, hidden_alias
 from annotated.training.checkpoint import checkpoint_name, config_from, load
 from results.common import (ROOT, add_training_arguments, invocation, markdown_table,
@@ -61,9 +63,10 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=at_least(1), default=2000)
     parser.add_argument("--seeds", type=at_least(1), default=3,
                         help="train the base row with this many seeds, to measure the noise")
-    parser.add_argument("--rows", nargs="+", choices=PAPER_ROWS, default=PAPER_ROWS,
+    parser.add_argument("--rows", nargs="*", choices=PAPER_ROWS, default=PAPER_ROWS,
                         metavar="ROW", help="train and score only these paper rows (base, A1, "
-                        "..., E); the others keep what table3_small.json recorded")
+                        "..., E); the others keep what table3_small.json recorded (--rows "
+                        "alone trains nothing and rewrites table3_small.md)")
     parser.add_argument("--reuse", action="store_true",
                         help="take rows that table3_small.json recorded with this config, and "
                         "score without retraining runs that already finished it")
@@ -81,9 +84,12 @@ def main(argv=None):
     args = parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     config = apply_overrides(get("multi30k").override(**SMALL), args.overrides)
-    sources, references = val_sentences(config, args.data_dir, args.limit)
     kept = args.out_dir / "table3_small.json"
     records = json.loads(kept.read_text()) if kept.is_file() else {}
+    if not args.rows and not records:
+        raise DataError(f"{kept} does not exist, so there is no table to rewrite; name the "
+                        f"rows to train with --rows ROW ...")
+    sources, references = val_sentences(config, args.data_dir, args.limit)
     results = {}
     for name, row, folder, changes in jobs(config.seed, args.seeds):
         if row not in args.rows:
@@ -138,8 +144,10 @@ def finished_run(run: Path, config, steps: int) -> Path | None:
 
 def same_row(record: dict | None, overrides: list[str], steps: int, sentences: int) -> bool:
     """Whether a row recorded by an earlier invocation trained these overrides for `steps`
-    steps and was scored on `sentences` val sentences (flags may have been renamed since)."""
-    if record is None or record.get("sentences") != sentences:
+    steps and was scored on `sentences` val sentences with both metrics (flags may have been
+    renamed since; rows recorded before the lowercased metric was are scored again)."""
+    if (record is None or record.get("sentences") != sentences
+            or "lowercase_bleu" not in record):
         return False
     words = shlex.split(record["command"])
     items = dict(w.partition("=")[::2] for w in words if "=" in w and not w.startswith("-"))
@@ -150,7 +158,8 @@ def same_row(record: dict | None, overrides: list[str], steps: int, sentences: i
 def run_row(args, run: Path, changes: dict, sources, references, record) -> dict:
     """One row: with --reuse, as recorded if it trained and was scored the same way, else its
     finished run in `run` scored again; otherwise trained afresh in `run` and scored. Returns
-    its seed, where it came from, its training command and minutes, val BLEU and perplexity."""
+    its seed, where it came from, its training command and minutes, val BLEU (cased and
+    lowercased) and perplexity."""
     overrides = row_overrides(args.overrides, changes)
     if args.reuse and same_row(record, overrides, args.steps, len(sources)):
         return {**record, "source": "recorded"}
@@ -169,7 +178,24 @@ def run_row(args, run: Path, changes: dict, sources, references, record) -> dict
     return dict(seed=intended.seed, source=source, sentences=len(sources),
                 command=recorded(train_command("multi30k", run, **options)),
                 minutes=round(seconds / 60, 1), bleu=s["bleu"], signature=s["signature"],
+                lowercase_bleu=s["lowercase_bleu"], lowercase_signature=s["lowercase_signature"],
                 **rounded(valid))
+
+
+def signature_lines(results: dict) -> list[str]:
+    """The sacreBLEU signatures of the table, and which rows predate the lowercased metric."""
+    cased = sorted({r["signature"] for r in results.values()})
+    lower = sorted({r["lowercase_signature"] for r in results.values()
+                    if "lowercase_signature" in r})
+    lines = ["Signatures: cased " + ", ".join(f"`{x}`" for x in cased)
+             + ("; lowercased " + ", ".join(f"`{x}`" for x in lower) if lower else "") + "."]
+    old = [name for name, r in results.items() if "lowercase_bleu" not in r]
+    if old:
+        lines += ["", f"Lowercased BLEU was not recorded for {len(old)} of the {len(results)} "
+                  "runs (marked -): they were scored before this table had the column. "
+                  "`--reuse --rows ROW ...` scores a row's finished run again, or trains it "
+                  "afresh, and fills it in."]
+    return lines + [""]
 
 
 def render_markdown(results: dict, command_line: str, steps: int, sentences: int) -> str:
@@ -179,18 +205,21 @@ def render_markdown(results: dict, command_line: str, steps: int, sentences: int
              f"Written by `{command_line}` (do not edit by hand). Every run: the `multi30k` "
              "preset with " + ", ".join(f"{k}={v}" for k, v in SMALL.items())
              + f", {steps} steps, then the row's change. Scored on Multi30k val "
-             f"({sentences:,} sentences; sacreBLEU of the detokenized BPE text, beam 4, "
-             "alpha 0.6); perplexity per BPE token; minutes of training as logged by the run.", ""]
+             f"({sentences:,} sentences, beam 4, alpha 0.6) with sacreBLEU on the detokenized "
+             "output, cased and lowercased (-lc, the Multi30k literature's metric); perplexity "
+             "per BPE token; minutes of training as logged by the run.", ""]
+    lines += signature_lines(results)
     lines += markdown_table(
-        ["row", "change", "val PPL", "val BLEU", "paper row: PPL / BLEU", "minutes"],
-        [[r["paper_row"], name, r["ppl"], r["bleu"],
+        ["row", "change", "val PPL", "val sacreBLEU", "val lowercased BLEU",
+         "paper row: PPL / BLEU", "minutes"],
+        [[r["paper_row"], name, r["ppl"], r["bleu"], r.get("lowercase_bleu", "-"),
           f"{r['paper_ppl']} / {r['paper_bleu']}", r["minutes"]]
          for name, r in results.items()])
     seeds = [r for r in results.values() if r["paper_row"] == "base"]
     if len(seeds) > 1:
         lines += ["", f"The base row with {len(seeds)} seeds (initialisation, batch order and "
                   f"dropout all change): val PPL {min(r['ppl'] for r in seeds)} to "
-                  f"{max(r['ppl'] for r in seeds)}, val BLEU {min(r['bleu'] for r in seeds)} to "
+                  f"{max(r['ppl'] for r in seeds)}, val sacreBLEU {min(r['bleu'] for r in seeds)} to "
                   f"{max(r['bleu'] for r in seeds)}. A row's difference from the base row that "
                   "falls inside this spread may be noise."]
     missing = [row for row in PAPER_ROWS if row not in {r["paper_row"] for r in results.values()}]

@@ -130,7 +130,9 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path):
     assert [r["seed"] for r in first.values()] == [1234, 1235, 1234, 1234]
     assert " dataset=multi30k_sample " in first["A: h=1"]["command"]
     assert first["A: h=1"]["command"].endswith(" h=1 d_k=128 d_v=128")   # the row's change last
-    assert all(r["ppl"] > 1 and r["signature"].startswith("nrefs:1") for r in first.values())
+    assert all(r["ppl"] > 1 and r["signature"].startswith("nrefs:1|case:mixed")
+               and r["lowercase_signature"].startswith("nrefs:1|case:lc")
+               and 0 <= r["lowercase_bleu"] <= 100 for r in first.values())
     assert {r["source"] for r in first.values()} == {"trained"}
     md = (out / "table3_small.md").read_text()
     assert "The base row with 2 seeds" in md and "Not yet trained: A2, A3, A4, B1, B2, C1" in md
@@ -141,19 +143,37 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path):
     run(table3_small, "--reuse", "--rows", "base", "A1", "E", *args)      # taken as recorded
     assert {r["source"] for r in json.loads((out / "table3_small.json").read_text()).values()} \
         == {"recorded"}
+    older = {k: {f: v for f, v in r.items() if not f.startswith("lowercase_")}
+             if k == "A: h=1" else r for k, r in first.items()}    # as scored before -lc was
+    (out / "table3_small.json").write_text(json.dumps(older))
+    run(table3_small, "--rows", *args)                        # rewrites the table, trains nothing
+    assert json.loads((out / "table3_small.json").read_text()) == older
+    assert "Lowercased BLEU was not recorded for 1 of the 4 runs" in \
+        (out / "table3_small.md").read_text()
+    run(table3_small, "--reuse", "--rows", "A1", *args)       # that row is scored again
+    assert json.loads((out / "table3_small.json").read_text())["A: h=1"]["source"] == "reused"
+    assert [p.stat().st_mtime_ns for p in checkpoints] == written
     (out / "table3_small.json").unlink()
     run(table3_small, "--reuse", "--rows", "base", "A1", "E", *args)      # scored, not retrained
     assert [p.stat().st_mtime_ns for p in checkpoints] == written
     again = json.loads((out / "table3_small.json").read_text())
     assert {r["source"] for r in again.values()} == {"reused"}
-    assert {k: (r["ppl"], r["bleu"]) for k, r in again.items()} == \
-        {k: (r["ppl"], r["bleu"]) for k, r in first.items()}
+    assert {k: (r["ppl"], r["bleu"], r["lowercase_bleu"]) for k, r in again.items()} == \
+        {k: (r["ppl"], r["bleu"], r["lowercase_bleu"]) for k, r in first.items()}
 
     run(table3_small, "--reuse", "--rows", "D3", *args)          # one more row; the rest kept
     last = json.loads((out / "table3_small.json").read_text())
     assert list(last) == ["base", "base, seed 1235", "A: h=1", "D: eps_ls=0",
                           "E: learned positions"]
     assert last["D: eps_ls=0"]["source"] == "trained" and last["base"] == again["base"]
+
+
+def test_table3_small_with_no_rows_and_no_table_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        run(table3_small, "--rows", "--out-dir", tmp_path, *TINY)
+    assert stopped.value.code == 1
+    err = one_error_line(capsys)
+    assert "table3_small.json does not exist" in err and "--rows ROW" in err
 
 
 def test_table3_small_has_every_paper_row_scaled_to_a_valid_config():
