@@ -12,9 +12,9 @@ seed; the base row is also trained with further seeds, and their spread says how
 difference has to be before it means something (most of the paper's differences are under a
 point of BLEU). Rows may be trained in several sittings: `--rows` picks the rows to train now,
 and `--reuse` keeps what an earlier invocation recorded; `--rows` with no row trains nothing
-and rewrites table3_small.md from table3_small.json. key=value overrides fields of every
-row's config before the row's own change (the tests train tiny rows on the shipped sample:
-dataset=multi30k_sample N=1 ...).
+and rewrites table3_small.md from table3_small.json (no corpus needed). key=value overrides
+fields of every row's config before the row's own change (the tests train tiny rows on the
+shipped sample: dataset=multi30k_sample N=1 ...).
 """
 import argparse
 import json
@@ -86,9 +86,12 @@ def main(argv=None):
     config = apply_overrides(get("multi30k").override(**SMALL), args.overrides)
     kept = args.out_dir / "table3_small.json"
     records = json.loads(kept.read_text()) if kept.is_file() else {}
-    if not args.rows and not records:
-        raise DataError(f"{kept} does not exist, so there is no table to rewrite; name the "
-                        f"rows to train with --rows ROW ...")
+    if not args.rows:                    # --rows alone: the table again, the json as it is
+        if not records:
+            raise DataError(f"{kept} does not exist, so there is no table to rewrite; name the "
+                            f"rows to train with --rows ROW ...")
+        write_table(args, records, argv, next(iter(records.values()))["sentences"])
+        return
     sources, references = val_sentences(config, args.data_dir, args.limit)
     results = {}
     for name, row, folder, changes in jobs(config.seed, args.seeds):
@@ -102,8 +105,12 @@ def main(argv=None):
                                    records.get(name))}
         print(f"{name}: BLEU {results[name]['bleu']}  PPL {results[name]['ppl']}", flush=True)
     kept.write_text(json.dumps(results, indent=1))
+    write_table(args, results, argv, len(sources))
+
+
+def write_table(args, results: dict, argv, sentences: int):
     text = render_markdown(results, invocation("results.table3_small", argv), args.steps,
-                           len(sources))
+                           sentences)
     (args.out_dir / "table3_small.md").write_text(text)
     print(f"wrote {args.out_dir / 'table3_small.md'}")
 
@@ -145,7 +152,7 @@ def finished_run(run: Path, config, steps: int) -> Path | None:
 def same_row(record: dict | None, overrides: list[str], steps: int, sentences: int) -> bool:
     """Whether a row recorded by an earlier invocation trained these overrides for `steps`
     steps and was scored on `sentences` val sentences with both metrics (flags may have been
-    renamed since; rows recorded before the lowercased metric was are scored again)."""
+    renamed since; a row recorded without lowercased BLEU is scored again)."""
     if (record is None or record.get("sentences") != sentences
             or "lowercase_bleu" not in record):
         return False
@@ -189,12 +196,12 @@ def signature_lines(results: dict) -> list[str]:
                     if "lowercase_signature" in r})
     lines = ["Signatures: cased " + ", ".join(f"`{x}`" for x in cased)
              + ("; lowercased " + ", ".join(f"`{x}`" for x in lower) if lower else "") + "."]
-    old = [name for name, r in results.items() if "lowercase_bleu" not in r]
-    if old:
-        lines += ["", f"Lowercased BLEU was not recorded for {len(old)} of the {len(results)} "
-                  "runs (marked -): they were scored before this table had the column. "
-                  "`--reuse --rows ROW ...` scores a row's finished run again, or trains it "
-                  "afresh, and fills it in."]
+    cased_only = [name for name, r in results.items() if "lowercase_bleu" not in r]
+    if cased_only:
+        lines += ["", f"Lowercased BLEU was not recorded for {len(cased_only)} of the "
+                  f"{len(results)} runs (marked -): they were scored before this table had the "
+                  "column. `--reuse --rows ROW ...` scores a row's finished run again, or trains "
+                  "it afresh, and fills it in."]
     return lines + [""]
 
 
@@ -219,9 +226,9 @@ def render_markdown(results: dict, command_line: str, steps: int, sentences: int
     if len(seeds) > 1:
         lines += ["", f"The base row with {len(seeds)} seeds (initialisation, batch order and "
                   f"dropout all change): val PPL {min(r['ppl'] for r in seeds)} to "
-                  f"{max(r['ppl'] for r in seeds)}, val sacreBLEU {min(r['bleu'] for r in seeds)} to "
-                  f"{max(r['bleu'] for r in seeds)}. A row's difference from the base row that "
-                  "falls inside this spread may be noise."]
+                  f"{max(r['ppl'] for r in seeds)}, val sacreBLEU "
+                  f"{min(r['bleu'] for r in seeds)} to {max(r['bleu'] for r in seeds)}. A row's "
+                  "difference from the base row that falls inside this spread may be noise."]
     missing = [row for row in PAPER_ROWS if row not in {r["paper_row"] for r in results.values()}]
     if missing:
         lines += ["", f"Not yet trained: {', '.join(missing)} (`--rows {' '.join(missing)}` "

@@ -132,7 +132,7 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path):
     assert first["A: h=1"]["command"].endswith(" h=1 d_k=128 d_v=128")   # the row's change last
     assert all(r["ppl"] > 1 and r["signature"].startswith("nrefs:1|case:mixed")
                and r["lowercase_signature"].startswith("nrefs:1|case:lc")
-               and 0 <= r["lowercase_bleu"] <= 100 for r in first.values())
+               and r["lowercase_bleu"] >= r["bleu"] for r in first.values())   # -lc only merges
     assert {r["source"] for r in first.values()} == {"trained"}
     md = (out / "table3_small.md").read_text()
     assert "The base row with 2 seeds" in md and "Not yet trained: A2, A3, A4, B1, B2, C1" in md
@@ -146,8 +146,8 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path):
     older = {k: {f: v for f, v in r.items() if not f.startswith("lowercase_")}
              if k == "A: h=1" else r for k, r in first.items()}    # as scored before -lc was
     (out / "table3_small.json").write_text(json.dumps(older))
-    run(table3_small, "--rows", *args)                        # rewrites the table, trains nothing
-    assert json.loads((out / "table3_small.json").read_text()) == older
+    run(table3_small, "--rows", *args)                  # the table again; the json is not touched
+    assert (out / "table3_small.json").read_text() == json.dumps(older)
     assert "Lowercased BLEU was not recorded for 1 of the 4 runs" in \
         (out / "table3_small.md").read_text()
     run(table3_small, "--reuse", "--rows", "A1", *args)       # that row is scored again
