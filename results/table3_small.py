@@ -6,7 +6,7 @@ trained with the same budget (the same number of optimizer steps on the same bat
 
 The paper varies one thing at a time around its base model and reports perplexity and BLEU on
 its development set; we do the same around a reduced model (`SMALL` below, smaller than the
-`multi30k` preset so that one run of 2,000 steps takes about ten minutes of one CPU core) and
+`multi30k` preset so that one run of 2,000 steps takes about twenty minutes of one CPU core) and
 score on Multi30k's val split with the paper's beam search. Each variant is one run with one
 seed; the base row is also trained with further seeds, and their spread says how large a
 difference has to be before it means something (most of the paper's differences are under a
