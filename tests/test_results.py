@@ -345,3 +345,28 @@ def test_committed_results_name_no_data_location_outside_the_repository():
     for path in files:
         for found in re.finditer(r"--data-dir[ =]([^\s`\"]+)", path.read_text()):
             assert not found.group(1).startswith(("..", "/", "~")), f"{path.name}: {found.group(0)}"
+
+
+def test_every_committed_multi30k_bleu_comes_with_lowercased_bleu():
+    """Each BLEU a Multi30k results file records has the literature's lowercased BLEU beside it."""
+    def records(node):
+        if isinstance(node, dict):
+            if "bleu" in node:
+                yield node
+            for value in node.values():
+                yield from records(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from records(value)
+
+    paired = json.loads((RESULTS / "multi30k_paired.json").read_text())
+    assert all(set(paired[split]) == {"lowercased BLEU", "sacreBLEU (cased)"}
+               for split in ("val", "test2016"))
+    files = [p for p in [*RESULTS.glob("multi30k*.json"), RESULTS / "table3_small.json"]
+             if p.name != "multi30k_paired.json"]
+    for path in files:
+        found = list(records(json.loads(path.read_text())))
+        assert found, path.name
+        for record in found:
+            assert "lowercase_bleu" in record, f"{path.name}: a BLEU without lowercased BLEU"
+            assert "|case:lc|" in record.get("lowercase_signature", "|case:lc|"), path.name
