@@ -90,14 +90,15 @@ def main(argv=None):
         if not records:
             raise DataError(f"{kept} does not exist, so there is no table to rewrite; name the "
                             f"rows to train with --rows ROW ...")
-        write_table(args, records, argv, next(iter(records.values()))["sentences"])
+        write_table(args, {name: as_recorded(r) for name, r in records.items()}, argv,
+                    next(iter(records.values()))["sentences"])
         return
     sources, references = val_sentences(config, args.data_dir, args.limit)
     results = {}
     for name, row, folder, changes in jobs(config.seed, args.seeds):
         if row not in args.rows:
             if name in records:
-                results[name] = records[name]
+                results[name] = as_recorded(records[name])
             continue
         results[name] = {"paper_row": row, "paper_ppl": PRESETS[row].paper_ppl,
                          "paper_bleu": PRESETS[row].paper_bleu,
@@ -149,6 +150,11 @@ def finished_run(run: Path, config, steps: int) -> Path | None:
     return None
 
 
+def as_recorded(record: dict) -> dict:
+    """A row kept from table3_small.json: trained and scored by an earlier invocation."""
+    return {**record, "source": "recorded"}
+
+
 def same_row(record: dict | None, overrides: list[str], steps: int, sentences: int) -> bool:
     """Whether a row recorded by an earlier invocation trained these overrides for `steps`
     steps and was scored on `sentences` val sentences with both metrics (flags may have been
@@ -169,7 +175,7 @@ def run_row(args, run: Path, changes: dict, sources, references, record) -> dict
     lowercased) and perplexity."""
     overrides = row_overrides(args.overrides, changes)
     if args.reuse and same_row(record, overrides, args.steps, len(sources)):
-        return {**record, "source": "recorded"}
+        return as_recorded(record)
     intended = apply_overrides(get("multi30k"), overrides)
     options = dict(max_steps=args.steps, overrides=overrides, data_dir=args.data_dir)
     ckpt = finished_run(run, intended, args.steps) if args.reuse else None
