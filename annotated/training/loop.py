@@ -5,7 +5,8 @@ with the §5.3 schedule, restore a checkpoint if resuming, then step through tok
 (§5.1) until max_steps, logging, validating and checkpointing on the way, and end by showing
 the model at work. The machinery it calls lives beside it: `step` (one optimizer step, the
 engine that wraps the model for DDP, compile and mixed precision), `distributed` (torchrun),
-`checkpoint` (the file format) and `run_dir` (the lock and the metrics log).
+`checkpoint` (the file format), `run_dir` (the lock and the metrics log) and `cpu_memory` (on a
+CPU, freed memory is kept for the next step instead of being mapped afresh).
 
 Checkpoints are written every ckpt_every steps or ckpt_minutes minutes, whichever comes first,
 and at the end; the newest keep_last stay on disk. They hold everything a resumed run needs to
@@ -32,6 +33,7 @@ from annotated.inference.search import beam_search, source_batch
 from annotated.model import count_parameters
 from annotated.optim import make_optimizer
 from annotated.training import checkpoint, distributed
+from annotated.training.cpu_memory import keep_freed_memory
 from annotated.training.meter import Meter
 from annotated.training.run_dir import RunDir
 from annotated.training.step import evaluate, make_engine, train_step
@@ -60,6 +62,8 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     """Train `config` in `run_dir`, continuing the checkpoint `resumed` if given (a dict from
     annotated.training.checkpoint.load); see the module docstring."""
     rank, world, device = distributed.init_distributed()
+    if device.type == "cpu":
+        keep_freed_memory()          # no page faults on each step's large tensors (cpu_memory)
     say = _printer(rank == 0)
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
