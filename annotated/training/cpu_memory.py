@@ -8,9 +8,10 @@ step pays the kernel to map and zero those pages again at first touch. On this p
 machine one (1200 x 128) @ (128 x 6000) product, the output projection of a multi30k_tiny
 step, took 41 ms into a fresh tensor and 26 ms into one it had written before.
 
-Serving every allocation from the heap and never trimming it removes that cost: the training
-step of multi30k_tiny is about 15% faster (`python -m benchmarks.cpu_allocator`), and the
-arithmetic is untouched. The price is that the process keeps its peak memory until it ends,
+Serving every allocation from the heap and never trimming it removes that cost: a training
+step of multi30k_tiny takes 15 to 20% less time (400 steps under torchrun: 156-166 s against
+185-191 s; `python -m benchmarks.cpu_allocator` times one step), and the arithmetic is
+untouched: the losses are the same to the last digit. The price is that the process keeps its peak memory until it ends,
 which a training process does anyway. Other C libraries are left as they are.
 """
 import ctypes
