@@ -16,11 +16,10 @@ import argparse
 import statistics
 import subprocess
 import sys
-import time
 
 from annotated.tools.cli import at_least, command
 from annotated.training.cpu_memory import keep_freed_memory
-from benchmarks.common import add_timing_arguments, set_threads
+from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 from benchmarks.train_throughput import CASES, training_step
 
 CASE = "tiny_v6k"
@@ -31,14 +30,7 @@ def time_steps(steps: int) -> float:
     """Median seconds of one training step of CASE in this process, after 3 warm-up steps."""
     config, vocab, max_tokens, length_range = CASES[CASE]
     step, *_ = training_step(config, vocab, max_tokens or config.max_tokens, length_range)
-    for _ in range(3):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return interleaved_times({"step": step}, steps, warmup=3)["step"]
 
 
 def child(setting: str, threads: int, steps: int) -> float:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from annotated import configs
-from annotated.training import checkpoint
+from annotated.training import checkpoint, loop
 from annotated.data import corpus as data
 from annotated import train
 from annotated.data.corpus import DATA_ENV
@@ -82,6 +82,13 @@ def test_a_run_ends_by_showing_the_model_at_work_and_what_comes_next(tmp_path, c
     assert "python -m annotated.translate --checkpoint" in out
     assert "jupyter lab chapters/" in out
 
+
+def test_a_training_run_on_a_cpu_keeps_freed_memory(tmp_path, monkeypatch):
+    """annotated.training.cpu_memory: glibc keeps each step's large tensors for the next one."""
+    calls = []
+    monkeypatch.setattr(loop, "keep_freed_memory", lambda: calls.append("kept") or True)
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    assert calls == ["kept"]
 
 def test_copy_task_trains_to_near_zero_loss(tmp_path):
     """The `copy` preset as it is (eps_ls = 0): about 40 s of one core. Its final validation is
