@@ -30,6 +30,18 @@ def test_label_smoothed_loss_equals_closed_form_by_hand():
     assert stats.tokens.item() == 2
 
 
+def test_accuracy_counts_the_positions_whose_target_is_the_argmax():
+    torch.manual_seed(0)
+    logits = torch.randn(64, 9, 6) * 0.5              # many targets right, many wrong
+    target = torch.randint(1, 6, (64, 9))
+    target[:, -3:] = PAD                              # padding is never counted
+    logits[:, -3:, PAD] = 10.0                        # even where pad is the argmax
+    stats = label_smoothed_loss(logits, target, pad=PAD, eps_ls=0.1)
+    expected = ((logits.argmax(-1) == target) & (target != PAD)).sum()
+    assert 0 < expected < (target != PAD).sum()
+    assert stats.correct.item() == expected.item()
+
+
 def test_label_smoothed_loss_is_cross_entropy_against_the_smoothed_distribution():
     torch.manual_seed(0)
     V, eps = 7, 0.2
