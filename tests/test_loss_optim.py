@@ -98,6 +98,27 @@ def test_optimizer_is_the_papers_adam_and_step_k_uses_rate_k():
         optimizer.zero_grad()
 
 
+def test_optimizer_takes_the_fused_step_and_moves_the_weights_as_plain_adam_does():
+    torch.manual_seed(0)
+    model, plain_model = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    plain_model.load_state_dict(model.state_dict())
+    start = model.weight.detach().clone()
+    optimizer, scheduler = make_optimizer(model, d_model=64, warmup_steps=3, factor=2.0)
+    plain = torch.optim.Adam(plain_model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    assert optimizer.defaults["fused"] and not plain.defaults["fused"]
+    for step in range(1, 6):
+        x = torch.randn(4, 3)
+        for net in (model, plain_model):
+            net(x).pow(2).sum().backward()
+        plain.param_groups[0]["lr"] = noam_rate(step, 64, 3, 2.0)
+        optimizer.step(), plain.step()
+        scheduler.step()
+        optimizer.zero_grad(), plain.zero_grad()
+    for fused, unfused in zip(model.parameters(), plain_model.parameters()):
+        assert torch.allclose(fused, unfused, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(model.weight, start, atol=0.1)             # and they did move
+
+
 def test_cooldown_is_off_by_default_and_a_straight_line_to_zero_over_the_last_steps():
     assert [cooldown(step, 10, 0) for step in (1, 10, 11, 10**6)] == [1.0] * 4
     ramp = [cooldown(step, 10, 4) for step in range(1, 13)]
