@@ -115,7 +115,7 @@ def test_optimizer_takes_the_fused_step_and_moves_the_weights_as_plain_adam_does
         scheduler.step()
         optimizer.zero_grad(), plain.zero_grad()
     for fused, unfused in zip(model.parameters(), plain_model.parameters()):
-        assert torch.allclose(fused, unfused, rtol=1e-5, atol=1e-6)
+        assert torch.allclose(fused, unfused, rtol=1e-6, atol=1e-7)   # float32 rounding apart
     assert not torch.allclose(model.weight, start, atol=0.1)             # and they did move
 
 

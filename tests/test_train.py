@@ -90,6 +90,7 @@ def test_a_training_run_on_a_cpu_keeps_freed_memory(tmp_path, monkeypatch):
     run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     assert calls == ["kept"]
 
+
 def test_copy_task_trains_to_near_zero_loss(tmp_path):
     """The `copy` preset as it is (eps_ls = 0): about 40 s of one core. Its final validation is
     what the recipe promises for every seed and thread count, not a lucky last training step."""
