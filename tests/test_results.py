@@ -9,8 +9,8 @@ from annotated import configs
 from annotated.configs import apply_overrides, get
 from annotated.tools.flops import training_flops
 from annotated.training.checkpoint import checkpoints, load
-from results import (multi30k, multi30k_paired, multi30k_sweep, paper_tables, pretrained,
-                     table3_small)
+from results import (multi30k, multi30k_metric, multi30k_paired, multi30k_sweep, paper_tables,
+                     pretrained, table3_small)
 from results.common import ROOT
 
 RESULTS = paper_tables.HERE
@@ -246,6 +246,31 @@ def test_paired_comparison_on_val_and_test_and_only_on_the_same_sentences(tmp_pa
             checkpoints(en_fr)[-1], 4, 0.6, "--out-dir", out)
     assert stopped.value.code == 1
     assert "a paired comparison needs the same sentences" in one_error_line(capsys)
+
+
+def test_moses_preparation_writes_text_as_the_multi30k_tok_files_do():
+    line = 'Ein Jugendlicher im T-Shirt mit dem Aufdruck "Asian Pacific 2007" und Kids\' Food.'
+    assert multi30k_metric.moses_prepare([line], "de") == [
+        "ein jugendlicher im t-shirt mit dem aufdruck &quot; asian pacific 2007 &quot; und "
+        "kids &apos; food ."]
+    same, _ = multi30k_metric.moses_bleu([line, "Zwei Hunde."], [line, "Zwei Hunde."], "de")
+    assert same.score == pytest.approx(100)
+
+
+def test_metric_check_scores_one_model_s_test_translations_both_ways(tmp_path):
+    run(multi30k, "--max-minutes", 0.02, "--run-dir", tmp_path / "run", "--out-dir",
+        tmp_path / "x", "--limit", 3, *TINY)
+    model, out = checkpoints(tmp_path / "run")[-1], tmp_path / "out"
+    run(multi30k_metric, "--checkpoint", model, "--limit", 20, "--out-dir", out)
+    result = json.loads((out / "multi30k_metric.json").read_text())
+    assert result["pair"] == "en-de" and result["sentences"] == 20
+    assert "|case:lc|" in result["ours"]["lowercase_signature"]
+    moses_signature = result["moses"]["signature"]
+    assert "|case:lc|" in moses_signature and "|tok:none|" in moses_signature
+    assert result["moses"]["ref_tokens"] > 20 and "hypotheses" not in result["ours"]
+    md = (out / "multi30k_metric.md").read_text()
+    gap = result["moses"]["lowercase_bleu"] - result["ours"]["lowercase_bleu"]
+    assert f"Difference: {gap:+.2f} BLEU." in md
 
 
 def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_budget(
