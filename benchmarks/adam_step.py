@@ -36,7 +36,9 @@ def optimizers(vocab: int = 6000):
         for p in model.parameters():
             p.grad = torch.randn_like(p) * 1e-3
         optimizer = build(model)
-        steps[name] = lambda optimizer=optimizer: optimizer.step()   # keeps it alive
+        # The closure holds the optimizer itself: the LR scheduler wraps optimizer.step with only a
+        # weak reference to it, so a bare bound method would let it be garbage-collected.
+        steps[name] = lambda optimizer=optimizer: optimizer.step()
     return steps
 
 

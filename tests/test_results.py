@@ -255,6 +255,10 @@ def test_moses_preparation_writes_text_as_the_multi30k_tok_files_do():
         "kids &apos; food ."]
     same, _ = multi30k_metric.moses_bleu([line, "Zwei Hunde."], [line, "Zwei Hunde."], "de")
     assert same.score == pytest.approx(100)
+    # No 4-gram in common: 0, as multi-bleu.perl gives; a smoothed BLEU would stay above 0.
+    none, _ = multi30k_metric.moses_bleu(["Zwei Hunde laufen heute weg."],
+                                         ["Zwei Hunde rennen heute weg."], "de")
+    assert none.score == 0
 
 
 def test_metric_check_scores_one_model_s_test_translations_both_ways(tmp_path):

@@ -12,7 +12,8 @@ Serving every allocation from the heap and never trimming it removes that cost: 
 step of multi30k_tiny takes 15 to 20% less time (400 steps under torchrun: 156-166 s against
 185-191 s; `python -m benchmarks.cpu_allocator` times one step), and the arithmetic is
 untouched: the losses are the same to the last digit. The price is that the process keeps its
-peak memory until it ends, which a training process does anyway. Other C libraries are left as they are.
+peak memory until it ends, which a training process does anyway. Other C libraries are left as
+they are.
 """
 import ctypes
 import platform
