@@ -254,7 +254,7 @@ PRESETS: dict[str, Config] = {
                      warmup_steps=200, lr_factor=0.5, max_tokens=1024, log_every=50,
                      eval_every=100, ckpt_every=100, keep_last=3),
     # multi30k: English->German image captions; a model that trains on a 2-core CPU in an hour.
-    # About 7.5M parameters. 2,048 tokens a side per step gives ~15 passes over the 29,000
+    # About 7.6M parameters. 2,048 tokens a side per step gives ~18 passes over the 29,000
     # training pairs per hour here; warmup 600 and factor 0.4 put the peak rate at 1.0e-3.
     # Checkpoints every 3 minutes, so averaging the last 5 (§6.1) covers the final ~15 minutes.
     "multi30k": Config(dataset="multi30k", vocab_size=8000, N=3, d_model=256, d_ff=1024,
@@ -263,7 +263,7 @@ PRESETS: dict[str, Config] = {
                        eval_every=250, ckpt_every=250, ckpt_minutes=3.0, keep_last=5),
     # multi30k_tiny: the "Transformer-tiny" of the Multi30k literature (4 layers a stack, width
     # 128, 4 heads, a shared 10k vocabulary), 2.6M parameters, with the paper's dropout 0.1: in
-    # an hour on one CPU thread (~4,000 steps, 17 passes over the training pairs) the
+    # an hour on one CPU thread (~4,200 steps, 18 passes over the training pairs) the
     # literature's 0.3 regularised too much, as the validation sweep measured
     # (results/multi30k_sweep.md). Two one-thread processes under torchrun, one global batch,
     # make twice the steps in the hour; with them P_drop=0.2 and vocab_size=6000 won the sweep
