@@ -49,7 +49,7 @@ from results.multi30k import file_stem, trained_checkpoints
 # with the published baseline's learning rate (Wu et al., 2021: a peak of 5e-3 after 2,000
 # warmup steps, then the same inverse square root): 2.5 times our peak, 3.6 times our rate from
 # then on; and the lowercased winner with the published dropout, 0.3: with two processes the
-# hour makes 40-odd passes over the training pairs, where one process made 17 and 0.3 lost.
+# hour makes about 40 passes over the training pairs, where one process made 17 and 0.3 lost.
 CANDIDATES = {
     "tiny_p03": ("multi30k_tiny", ["P_drop=0.3"], 1),
     "small_p03": ("multi30k", ["P_drop=0.3", "ckpt_minutes=2.0", "keep_last=10"], 1),
