@@ -106,20 +106,27 @@ def collate(pairs, indices, pad: int = PAD):
         raise ValueError("collate got no examples; shard() returns empty micro-batches when a "
                          "global batch has fewer examples than shards: skip those")
     chosen = [pairs[i] for i in indices]
-    S = max(len(src) for src, _ in chosen) + 1
-    T = max(len(tgt) for _, tgt in chosen) + 1
-    src = torch.full((len(chosen), S), pad, dtype=torch.long)      # (batch, S)
-    tgt_in = torch.full((len(chosen), T), pad, dtype=torch.long)   # (batch, T)
-    tgt_out = torch.full((len(chosen), T), pad, dtype=torch.long)  # (batch, T)
-    for row, (s, t) in enumerate(chosen):
-        s, t = torch.as_tensor(s, dtype=torch.long), torch.as_tensor(t, dtype=torch.long)
-        src[row, :len(s)] = s
-        src[row, len(s)] = EOS
-        tgt_in[row, 0] = BOS
-        tgt_in[row, 1:len(t) + 1] = t
-        tgt_out[row, :len(t)] = t
-        tgt_out[row, len(t)] = EOS
-    return src, tgt_in, tgt_out
+    sources, targets = [s for s, _ in chosen], [t for _, t in chosen]
+    return (padded(sources, pad, last=EOS), padded(targets, pad, first=BOS),
+            padded(targets, pad, last=EOS))
+
+
+def padded(rows, pad: int, *, first: int | None = None, last: int | None = None):
+    """Token-id rows, each with `first` put before it or `last` after it, right-padded into one
+    (len(rows), longest + 1) tensor. One numpy scatter, not a loop over rows: a base-model batch
+    holds hundreds of sentences, and a row at a time took longer than a GPU's whole step."""
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    out = np.full((len(rows), int(lengths.max()) + 1), pad, dtype=np.int64)
+    total = int(lengths.sum())
+    if total:
+        row = np.repeat(np.arange(len(rows)), lengths)                 # the row of each id
+        col = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        out[row, col + (first is not None)] = np.concatenate(rows)
+    if first is not None:
+        out[:, 0] = first
+    else:
+        out[np.arange(len(rows)), lengths] = last
+    return torch.from_numpy(out)
 
 
 def padding_fraction(lengths, batches) -> tuple[float, float]:
