@@ -30,12 +30,21 @@ def sinusoid_table(length: int, d_model: int, start: int = 0, dtype=torch.float3
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    def __init__(self, d_model: int):
+    def __init__(self, d_model: int, length: int = 1024):
         super().__init__()
         self.d_model = d_model
         # A cache, not a buffer: Module.double() would convert a buffer computed in float32
-        # and keep its float32 rounding; here a change of dtype or device recomputes it.
-        self.table = sinusoid_table(0, d_model)
+        # and keep its float32 rounding; here a change of dtype or device recomputes it (_apply).
+        # It starts with `length` rows and grows when a longer input comes: a table that
+        # changes on every call would make torch.compile trace the model again each time.
+        self.table = sinusoid_table(length, d_model)
+
+    def _apply(self, fn, recurse=True):
+        """Module.to(), .double(), .cuda() ...: the table follows, recomputed in float64."""
+        moved = fn(self.table[:0])                   # an empty tensor shows where fn puts one
+        self.table = sinusoid_table(self.table.size(0), self.d_model, dtype=moved.dtype,
+                                    device=moved.device)
+        return super()._apply(fn, recurse)
 
     def forward(self, x, start: int = 0):
         """x: (batch, seq, d_model) embeddings; positions start .. start+seq-1 are added."""
