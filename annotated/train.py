@@ -50,6 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, help="CPU threads (default: 1 for models under "
                    f"{SMALL_MODEL // 10**6} million parameters, else one per core)")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    p.add_argument("--deterministic", action="store_true",
+                   help="deterministic GPU kernels, so that a resumed GPU run continues exactly "
+                        "as an uninterrupted one (a CPU run always does)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override config fields")
     return p, p.parse_intermixed_args(argv)
 
@@ -63,7 +66,7 @@ def main(argv=None):
     config, resumed = run_config(args, out)
     train(config, out, data_dir=args.data_dir, cache_dir=args.cache_dir,
           max_steps=args.max_steps, max_minutes=args.max_minutes, threads=args.threads,
-          resumed=resumed)
+          resumed=resumed, deterministic=args.deterministic)
 
 
 def run_config(args, out: Path):

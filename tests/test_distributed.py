@@ -31,11 +31,14 @@ OVERRIDES = ["copy_examples=300", "max_tokens=300", "N=1", "d_model=16", "d_ff=3
              "ckpt_every=1000"]
 
 
+# CPU processes talking over gloo, also on a machine with GPUs (tests/test_cuda.py has NCCL)
+CPU_ONLY = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+
+
 def launch(command, out, *extra):
     done = subprocess.run([*command, "--config", "copy", "--run-dir", str(out), "--max-steps",
                            str(STEPS), *OVERRIDES, *extra],
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300,
-                          capture_output=True, text=True)
+                          env=CPU_ONLY, timeout=300, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -74,7 +77,7 @@ def test_two_nodes_of_one_process_rendezvous_on_localhost_and_train_like_one(tmp
         [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
          f"--node_rank={rank}", "--master_addr=127.0.0.1", f"--master_port={port}",
          "-m", "annotated.train", "--config", "copy", "--run-dir", str(out), "--max-steps",
-         str(STEPS), *OVERRIDES], env={**os.environ, "OMP_NUM_THREADS": "1"},
+         str(STEPS), *OVERRIDES], env=CPU_ONLY,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
     results = [node.communicate(timeout=300) for node in nodes]
     for node, (stdout, stderr) in zip(nodes, results):

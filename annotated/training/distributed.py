@@ -1,27 +1,50 @@
 """One process or many: what the training loop needs to know about torchrun.
 
 torchrun sets RANK, WORLD_SIZE and LOCAL_RANK; a plain `python -m annotated.train` sets none
-of them and runs as rank 0 of 1. Several processes talk over NCCL on GPUs and gloo on CPUs
-(the tests run two CPU processes, and two single-process "nodes", under torchrun with gloo).
-Every helper here is a no-op for one process, so the loop reads the same either way.
+of them and runs as rank 0 of 1. Under torchrun the processes talk over NCCL on GPUs and gloo on
+CPUs, even when there is only one of them, so that a one-process torchrun run takes the same
+path (process group, DistributedDataParallel) as eight. The tests run two CPU processes, and two
+single-process "nodes", under torchrun with gloo; on a GPU, one process with NCCL. Without a
+process group every helper here is a no-op, so the loop reads the same either way.
 """
 import os
 
 import torch
 import torch.distributed as dist
 
+from annotated.training.checkpoint import DeviceError
+
 
 def init_distributed():
     """(rank, world_size, device): torchrun's environment, or one process."""
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    under_torchrun = "RANK" in os.environ
     if torch.cuda.is_available():
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        local = int(os.environ.get("LOCAL_RANK", 0))
+        if local >= torch.cuda.device_count():
+            raise DeviceError(f"process {local} of this machine has no GPU: it has "
+                              f"{torch.cuda.device_count()}; start at most that many processes "
+                              f"(torchrun --nproc_per_node={torch.cuda.device_count()})")
+        device = torch.device("cuda", local)
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
-    if world > 1:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if under_torchrun:                  # NCCL bound to this process's GPU from the start
+        if device.type == "cuda":
+            dist.init_process_group("nccl", device_id=device)
+        else:
+            dist.init_process_group("gloo")
     return rank, world, device
+
+
+def active() -> bool:
+    """Whether this process is one of a torchrun group (of one or more processes)."""
+    return dist.is_initialized()
+
+
+def backend() -> str:
+    """The process group's backend: nccl or gloo."""
+    return dist.get_backend()
 
 
 def world_size() -> int:

@@ -10,8 +10,8 @@ CPU, freed memory is kept for the next step instead of being mapped afresh).
 
 Checkpoints are written every ckpt_every steps or ckpt_minutes minutes, whichever comes first,
 and at the end; the newest keep_last stay on disk. They hold everything a resumed run needs to
-continue bit for bit on CPU: weights, optimizer and schedule, the RNG states of every rank, the
-data position (epoch, batch index) and where the data came from. A loss that is not finite, or
+continue bit for bit (on a GPU with --deterministic): weights, optimizer and schedule, the RNG
+states of every rank, the data position (epoch, batch index) and where the data came from. A loss that is not finite, or
 that has grown past three times a uniform guess (3 ln V), stops the run before the update is
 applied, naming the last good checkpoint: no checkpoint ever holds diverged weights. Logged per
 step (progress bar) and every log_every steps (stdout and RUN/metrics.jsonl): smoothed loss,
@@ -19,6 +19,7 @@ nll, perplexity, token accuracy, learning rate and tokens/s (source + target, pa
 excluded); validation every eval_every steps.
 """
 import math
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -58,9 +59,11 @@ class TrainState:
 
 
 def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max_minutes=None,
-          threads=None, resumed=None) -> None:
+          threads=None, resumed=None, deterministic=False) -> None:
     """Train `config` in `run_dir`, continuing the checkpoint `resumed` if given (a dict from
     annotated.training.checkpoint.load); see the module docstring."""
+    if deterministic:
+        use_deterministic_kernels()
     rank, world, device = distributed.init_distributed()
     if device.type == "cpu":
         keep_freed_memory()          # no page faults on each step's large tensors (cpu_memory)
@@ -84,6 +87,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
         del resumed
         say(f"{config.dataset}: {len(corpus.train):,} training pairs; model "
             f"{count_parameters(model):,} parameters; {world} process(es) on {device}"
+            + (f" ({distributed.backend()})" if distributed.active() else "")
             + (f", {torch.get_num_threads()} thread(s) each (--threads N to change)"
                if device.type == "cpu" else ""))
         folder.rewind_metrics(state.step)
@@ -94,6 +98,18 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     finally:
         folder.close()
         distributed.finish()
+
+
+def use_deterministic_kernels():
+    """Kernels that give the same bits on every run. On a GPU some default kernels add up in
+    an order that varies from run to run (the fused attention kernels' backward passes, for
+    one), so two runs, or a run and its resumed copy, drift apart by rounding; these are slower
+    but repeatable: attention as eq. (1) spelled out in matrix products. A CPU run is
+    repeatable without them."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")    # before cuBLAS starts
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    for fused in ("flash", "mem_efficient", "cudnn"):
+        getattr(torch.backends.cuda, f"enable_{fused}_sdp")(False)
 
 
 def _printer(active: bool):
