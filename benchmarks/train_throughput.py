@@ -50,7 +50,7 @@ def matmul_peak(n: int = 2048):
     return (lambda: torch.matmul(a, b)), 2 * n ** 3
 
 
-def training_step(config, vocab, max_tokens, length_range, seed=0):
+def training_step(config, vocab, max_tokens, length_range, seed=0, device="cpu"):
     """A callable running one training step on one typical global batch, and that batch's
     useful FLOPs and (source, target) token counts."""
     rng = np.random.default_rng(seed)
@@ -63,9 +63,9 @@ def training_step(config, vocab, max_tokens, length_range, seed=0):
     batches = make_batches(lengths, max_tokens, seed, 0)
     batch = sorted(batches, key=len)[len(batches) // 2]          # a median-sized batch
     torch.manual_seed(seed)
-    model = config.make_model(vocab).train()
+    model = config.make_model(vocab).to(device).train()
     optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps)
-    engine = make_engine(model, config, torch.device("cpu"))
+    engine = make_engine(model, config, torch.device(device))
 
     def step():
         train_step(engine, pairs, batch, config)

@@ -1,6 +1,7 @@
 """What the results scripts share: train a preset with the project's own command, then score
 a checkpoint the way §6.1 does (beam 4, alpha 0.6, max length input + 50) with sacreBLEU."""
 import json
+import platform
 import shlex
 import subprocess
 import sys
@@ -17,6 +18,20 @@ from annotated.training.step import evaluate
 from annotated.inference.translate import translate_lines
 
 ROOT = Path(__file__).resolve().parent.parent
+# Where models are scored: the GPU when there is one (decoding is then a matter of seconds).
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def machine_record() -> dict:
+    """The machine a GPU measurement was made on: GPU, its memory, torch, CUDA and cuDNN."""
+    record = {"torch": torch.__version__, "python": platform.python_version()}
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        record.update(gpu=torch.cuda.get_device_name(0),
+                      gpu_memory_GiB=round(props.total_memory / 2 ** 30, 1),
+                      multiprocessors=props.multi_processor_count, cuda=torch.version.cuda,
+                      cudnn=torch.backends.cudnn.version())
+    return record
 
 
 def invocation(module: str, argv=None) -> str:
@@ -140,7 +155,7 @@ def split_text(config, data_dir, split: str) -> tuple[list[str], list[str]]:
 def score(checkpoint: Path, sources: list[str], references: list[str], **decode) -> dict:
     """Translate with `translate_lines(**decode)`; sacreBLEU (cased), lowercased tokenized BLEU
     (sacreBLEU -lc, 13a: the Multi30k literature's metric) and paper-style BLEU."""
-    model, config, tokenizer = load_model(checkpoint)
+    model, config, tokenizer = load_model(checkpoint, map_location=DEVICE)
     start = time.time()
     hyps = translate_lines(model, tokenizer, sources, **decode)
     seconds = time.time() - start
@@ -155,8 +170,8 @@ def score(checkpoint: Path, sources: list[str], references: list[str], **decode)
 
 def perplexity(checkpoint: Path, pairs) -> dict:
     """Label-smoothed loss, perplexity and accuracy per target token on `pairs` (a split)."""
-    model, config, _ = load_model(checkpoint)
-    return rounded(evaluate(model, pairs, config, torch.device("cpu")))
+    model, config, _ = load_model(checkpoint, map_location=DEVICE)
+    return rounded(evaluate(model, pairs, config, torch.device(DEVICE)))
 
 
 def rounded(stats: dict) -> dict:

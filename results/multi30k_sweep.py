@@ -229,27 +229,32 @@ def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
     return gone
 
 
-def sweep_run(name: str, config, run: Path, sources, references, data_dir) -> dict:
+def sweep_run(name: str, config, run: Path, sources, references, data_dir,
+              made=None, decodings=None, averages=None) -> dict:
     """One run: how it trained, and val perplexity and BLEU for every averaging and decoding;
     kept in the run folder (val_sweep.json) and reused while the run's newest checkpoint and
-    the val sentences are the same: only an averaging or decoding not scored yet is scored."""
+    the val sentences are the same: only an averaging or decoding not scored yet is scored.
+    made: (preset, overrides, processes) of the run (default: the candidate `name`'s);
+    decodings, averages: the (beam, alpha) grid and the numbers of checkpoints averaged
+    (default DECODINGS and AVERAGES)."""
     found = trained_checkpoints(run)
     kept, key = run / "val_sweep.json", {"newest": found[-1].name, "sentences": len(sources)}
     old = json.loads(kept.read_text()) if kept.is_file() else {"key": None}
     done = {(r["average"], r["beam"], r["alpha"]): r
             for r in (old["entry"]["rows"] if old["key"] == key else [])}
     trained = [m for m in read_metrics(run) if m["split"] == "train"]
-    preset, overrides, nproc = spec(name)
+    preset, overrides, nproc = made or spec(name)
+    decodings, averages = decodings or DECODINGS, averages or AVERAGES
     entry = {"preset": preset, "overrides": overrides, "processes": nproc,
              "steps": trained[-1]["step"],
              "minutes": round(trained[-1]["elapsed"] / 60, 1), "checkpoints": len(found),
              "config": {k: getattr(config, k) for k in SHOWN}}
-    grid = [(n, beam, alpha) for n in AVERAGES if n <= len(found) for beam, alpha in DECODINGS]
+    grid = [(n, beam, alpha) for n in averages if n <= len(found) for beam, alpha in decodings]
     print(f"{name}: {sum(g in done for g in grid)} of {len(grid)} scores kept in "
           f"{relative(kept)}", flush=True)
     valid = None
-    for n in [n for n in AVERAGES if n <= len(found)]:
-        todo = [(beam, alpha) for beam, alpha in DECODINGS if (n, beam, alpha) not in done]
+    for n in [n for n in averages if n <= len(found)]:
+        todo = [(beam, alpha) for beam, alpha in decodings if (n, beam, alpha) not in done]
         if todo:
             valid = valid or load_corpus(config, data_dir=data_dir, log=lambda *_: None).valid
             ckpt = found[-1] if n == 1 else average(run, n, run / f"average_{n}.pt")[0]

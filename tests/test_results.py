@@ -9,8 +9,8 @@ from annotated import configs
 from annotated.configs import apply_overrides, get
 from annotated.tools.flops import training_flops
 from annotated.training.checkpoint import checkpoints, load
-from results import (multi30k, multi30k_metric, multi30k_paired, multi30k_sweep, paper_tables,
-                     pretrained, table3_small)
+from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired, multi30k_sweep,
+                     paper_tables, pretrained, table3_small)
 from results.common import ROOT
 
 RESULTS = paper_tables.HERE
@@ -403,3 +403,31 @@ def test_every_committed_multi30k_bleu_comes_with_lowercased_bleu():
         for record in found:
             assert "lowercase_bleu" in record, f"{path.name}: a BLEU without lowercased BLEU"
             assert "|case:lc|" in record.get("lowercase_signature", "|case:lc|"), path.name
+
+
+def test_budget_trains_both_pairs_at_once_chooses_on_german_val_and_scores_test_once(
+        tmp_path, monkeypatch):
+    """results.multi30k_budget, tiny: every candidate and its French twin trained side by side;
+    the winner is the best German val row; test2016 scored for the winner's two runs only, with
+    the winner's averaging and decoding; decoding speed measured."""
+    monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.3"], "b": ["P_drop=0.0"]})
+    monkeypatch.setattr(multi30k_budget, "AVERAGES", (1, 2))
+    monkeypatch.setattr(multi30k_budget, "DECODINGS", ((4, 0.6), (5, 1.0)))
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    run(multi30k_budget, "--train", "--runs-dir", runs, "--limit", 4, "--out-dir", out, *TINY,
+        "train_steps=2", "ckpt_every=1", "warmup_steps=1")
+    result = json.loads((out / "multi30k_budget.json").read_text())
+    assert sorted(result["training"]) == ["a_en_de", "a_en_fr", "all_minutes", "b_en_de", "b_en_fr"]
+    assert all(result["training"][k]["steps"] == 2 for k in ("a_en_de", "b_en_fr"))
+    rows = {name: c["rows"] for name, c in result["candidates"].items()}
+    assert set(rows) == {"a", "b"} and all(len(r) == 4 for r in rows.values())   # 2 x 2 grid
+    best = result["best"]
+    assert best["lowercase_bleu"] == max(r["lowercase_bleu"] for rs in rows.values() for r in rs)
+    for target in ("de", "fr"):
+        scored = result["test2016"][target]
+        assert scored["config"]["target_lang"] == target
+        assert scored["config"]["P_drop"] == (0.3 if best["candidate"] == "a" else 0.0)
+        first = next(iter(scored["test2016"]))
+        assert first.startswith(f"beam {best['beam']}, alpha {best['alpha']}")
+    assert len(result["decode_speed"]) >= 2 and all(v > 0 for v in result["decode_speed"].values())
+    assert "Best on val: **" in (out / "multi30k_budget.md").read_text()

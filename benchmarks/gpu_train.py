@@ -1,0 +1,248 @@
+"""Training steps of the paper's base and big models on one GPU at the paper's batch (§5.1:
+about 25,000 source and 25,000 target tokens a step), bf16 autocast, compiled and not:
+tokens/s, step time, peak memory and model FLOP utilisation (MFU).
+
+    python -m benchmarks.gpu_train [--only base big] [--modes eager compiled] [--repeats 10]
+        [--profile] [--out results/gpu_train.json]
+    python -m benchmarks.gpu_train --device cpu --only copy --tokens 600    # a smoke test
+
+A step is what `python -m annotated.train` does per step (benchmarks.train_throughput builds
+it): the token-batched global batch through annotated.training.step.train_step (collate,
+forward, label-smoothed loss, backward), then the fused Adam update. Sentence lengths are
+synthetic (16 to 48 subwords, the target within 3 of the source: news sentences) and the
+vocabulary is the paper's 37,000 (§5.1); no data is read.
+
+    MFU = useful FLOPs of the step / step time / the GPU's dense bf16 peak (its datasheet)
+
+with the useful FLOPs from annotated.tools.flops.batch_training_flops over the real, unpadded
+lengths (3 x the forward pass's matrix products; see that module). The measured peak of a large
+bf16 matrix product on the same GPU is recorded too, as a second yardstick.
+
+Each model is also timed at the share of one GPU among eight (25,000 / 8 tokens a side), which
+is what a step of the paper's 8-GPU setup asks of each GPU; results.gpu_schedule turns those
+times into the wall time of the paper's training schedules. --profile adds, for each case, the
+GPU time by kind of kernel (matrix products, attention, fused or elementwise work) and the time
+the GPU sat idle, waiting for the CPU.
+"""
+import argparse
+import gc
+import json
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from annotated import configs
+from annotated.tools.cli import at_least, command
+from annotated.training.checkpoint import DeviceError
+from benchmarks.train_throughput import training_step
+from results.common import machine_record
+
+VOCAB = 37_000
+PAPER_BATCH = 25_000                 # tokens a side per step (§5.1)
+GPUS = 8                             # the paper's machine (§5.2)
+LENGTHS = (16, 48)
+# Dense bf16 peak FLOP/s by GPU name (NVIDIA's datasheets, without sparsity).
+PEAK_BF16 = {"H100 80GB HBM3": 989.4e12, "H100 SXM": 989.4e12, "H200": 989.4e12,
+             "H100 PCIe": 756.0e12, "H100 NVL": 835.0e12, "A100": 312.0e12}
+
+
+def datasheet_peak(name: str) -> float | None:
+    return next((peak for key, peak in PEAK_BF16.items() if key in name), None)
+
+
+def matmul_peak(n: int = 8192, repeats: int = 10) -> float:
+    """The measured bf16 FLOP/s of an n x n x n product on random data (median of repeats)."""
+    a, b = (torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        a @ b
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1000)
+    return 2 * n ** 3 / statistics.median(times)
+
+
+def synchronize(device: str):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(step, repeats: int, device: str) -> tuple[float, float, list[float]]:
+    """(seconds of the first call, compilation included; median seconds a step after two more
+    warm-up calls; every timed step)."""
+    synchronize(device)
+    start = time.perf_counter()
+    step()
+    synchronize(device)
+    first = time.perf_counter() - start
+    for _ in range(2):
+        step()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return first, statistics.median(times), times
+
+
+def kernel_kind(name: str) -> str:
+    name = name.lower()
+    if any(k in name for k in ("fmha", "attention", "flash", "attn")):
+        return "attention"
+    if any(k in name for k in ("gemm", "xmma", "cutlass", "nvjet", "matmul", "sm90_", "wgmma")):
+        return "matrix products"
+    if name.startswith("triton"):
+        return "fused (compiled)"
+    if any(k in name for k in ("nccl", "memcpy", "memset")):
+        return "copies"
+    return "elementwise and reductions"
+
+
+def profile(step, device: str, steps: int = 3) -> dict:
+    """GPU time a step by kind of kernel, and how long the GPU waited (step time - busy)."""
+    from torch.profiler import ProfilerActivity
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    synchronize(device)
+    with torch.profiler.profile(activities=activities) as prof:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        synchronize(device)
+        wall = (time.perf_counter() - start) / steps
+    kinds, top = {}, []
+    for event in prof.key_averages():
+        gpu = getattr(event, "self_device_time_total", None)
+        if gpu is None:
+            gpu = getattr(event, "self_cuda_time_total", 0)
+        if gpu <= 0 or event.device_type != torch.autograd.DeviceType.CUDA:
+            continue                        # CPU-side events; kernels are counted on their own
+        seconds = gpu / 1e6 / steps
+        kinds[kernel_kind(event.key)] = kinds.get(kernel_kind(event.key), 0.0) + seconds
+        top.append((seconds, event.key[:90]))
+    busy = sum(kinds.values())
+    return {"step_s": round(wall, 5), "gpu_busy_s": round(busy, 5),
+            "gpu_idle_s": round(max(wall - busy, 0.0), 5),
+            "by_kind_s": {k: round(v, 5) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+            "top_kernels": [[round(s, 6), name] for s, name in sorted(top, reverse=True)[:12]]}
+
+
+def measure(name: str, config, max_tokens: int, compiled: bool, args, peak: float | None) -> dict:
+    """One case: the step timed and profiled, gradient accumulation doubled until it fits."""
+    accum, device = 1, args.device
+    while True:
+        case = config.override(amp="bf16", compile=compiled, accum_steps=accum,
+                               max_tokens=max(max_tokens, config.max_sentence_len))
+        try:
+            torch._dynamo.reset()
+            if device == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            step, flops, (src, tgt), pairs = training_step(case, args.vocab, max_tokens, LENGTHS,
+                                                           device=device)
+            first, median, times = timed(step, args.repeats, device)
+            break
+        except torch.cuda.OutOfMemoryError:
+            step = None
+            gc.collect()
+            torch.cuda.empty_cache()
+            accum *= 2
+            if accum > 64:
+                raise
+    result = {"case": name, "N": config.N, "d_model": config.d_model, "d_ff": config.d_ff,
+              "h": config.h, "compile": compiled, "accum_steps": accum, "max_tokens": max_tokens,
+              "pairs": pairs, "source_tokens": src, "target_tokens": tgt,
+              "useful_flops": flops, "first_step_s": round(first, 2),
+              "step_s": round(median, 5), "step_s_range": [round(min(times), 5),
+                                                          round(max(times), 5)],
+              "tokens_per_s": round((src + tgt) / median),
+              "target_tokens_per_s": round(tgt / median),
+              "peak_memory_GiB": round(torch.cuda.max_memory_allocated() / 2 ** 30, 2)
+              if device == "cuda" else None,
+              "TFLOPs": round(flops / median / 1e12, 1),
+              "MFU": round(flops / median / peak, 3) if peak else None}
+    if args.profile:
+        result["profile"] = profile(step, device)
+    del step
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return result
+
+
+def machine(device: str) -> dict:
+    record = machine_record()
+    if device == "cuda":
+        record["bf16_datasheet_peak_TFLOPs"] = (datasheet_peak(record["gpu"]) or 0) / 1e12 or None
+    return record
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_train",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", choices=list(configs.PRESETS), default=["base", "big"],
+                        metavar="CONFIG", help="presets to time (default: base big)")
+    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"],
+                        default=["eager", "compiled"])
+    parser.add_argument("--tokens", type=at_least(1), default=PAPER_BATCH,
+                        help=f"tokens a side per step (default {PAPER_BATCH:,}, the paper's); "
+                             f"each model is also timed at 1/{GPUS} of it")
+    parser.add_argument("--vocab", type=at_least(5), default=VOCAB,
+                        help=f"shared vocabulary size (default {VOCAB:,}, the paper's)")
+    parser.add_argument("--repeats", type=at_least(3), default=10, help="timed steps (median)")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu only to check the script itself on a small preset")
+    parser.add_argument("--profile", action="store_true", help="GPU time by kind of kernel")
+    parser.add_argument("--out", type=Path, help="write the measurements as JSON here")
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("no CUDA GPU here; this benchmark measures one (CPU throughput: "
+                          "python -m benchmarks.train_throughput)")
+    info = machine(args.device)
+    peak = datasheet_peak(info["gpu"]) if "gpu" in info else None
+    if args.device == "cuda":
+        info["bf16_matmul_measured_TFLOPs"] = round(matmul_peak() / 1e12, 1)
+        print(f"{info['gpu']}, torch {info['torch']}, CUDA {info['cuda']}: bf16 peak "
+              f"{info['bf16_datasheet_peak_TFLOPs']} TFLOP/s (datasheet), "
+              f"{info['bf16_matmul_measured_TFLOPs']} measured (8192^3 product)", flush=True)
+    cases = []
+    words = sys.argv[1:] if argv is None else argv
+    record = {"command": shlex.join(["python", "-m", "benchmarks.gpu_train", *words]),
+              "machine": info, "vocab": args.vocab, "lengths": LENGTHS, "cases": cases}
+    for name in args.only:
+        for max_tokens, label in [(args.tokens, ""), (args.tokens // GPUS, f" 1/{GPUS}")]:
+            for mode in args.modes:
+                r = measure(name + label, configs.get(name), max_tokens, mode == "compiled",
+                            args, peak)
+                cases.append(r)
+                print(f"{r['case']:<9} {mode:<8} accum {r['accum_steps']}: {r['pairs']} pairs "
+                      f"({r['source_tokens']:,}+{r['target_tokens']:,} tokens), "
+                      f"{r['step_s'] * 1000:.1f} ms/step, {r['tokens_per_s']:,} tokens/s, "
+                      f"{r['peak_memory_GiB']} GiB, {r['TFLOPs']} TFLOP/s, MFU {r['MFU']} "
+                      f"(first step {r['first_step_s']} s)", flush=True)
+                if args.out:                 # after every case: a long run keeps what it has
+                    args.out.write_text(json.dumps(record, indent=1) + "\n")
+                if "profile" in r:
+                    print(f"{'':<9} GPU busy {r['profile']['gpu_busy_s'] * 1000:.1f} ms of "
+                          f"{r['profile']['step_s'] * 1000:.1f}: " + ", ".join(
+                              f"{k} {v * 1000:.1f}" for k, v in r["profile"]["by_kind_s"].items()),
+                          flush=True)
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
