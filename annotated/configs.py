@@ -9,6 +9,7 @@ N=0, an odd d_model with sinusoids, an unknown dataset) stops the command before
 built or written, with one line naming the field, the value and what is allowed. Run
 `python -m annotated.configs` to print Table 3's parameter column beside the paper's.
 """
+import math
 import re
 import types
 from dataclasses import dataclass, fields, replace
@@ -88,6 +89,10 @@ class Config:
             raise ConfigError(f"config: max_tokens = {self.max_tokens} is below max_sentence_len "
                               f"= {self.max_sentence_len}; a batch must hold the longest "
                               f"sentence kept")
+        if self.positional == "learned" and self.max_len < self.max_sentence_len:
+            raise ConfigError(f"config: max_len = {self.max_len} is below max_sentence_len = "
+                              f"{self.max_sentence_len}: learned positions (Table 3 row E) cover "
+                              f"only max_len positions; raise max_len or lower max_sentence_len")
 
     @staticmethod
     def from_dict(values: dict) -> "Config":
@@ -124,31 +129,46 @@ class ConfigError(ValueError):
 
 
 # What each field allows, beyond its type: (test, what is allowed) for every field but the
-# paper_* references (None or a positive number).
+# paper_* references (None or a positive number). A float is never NaN or infinite.
+MAX_EXTRA = 1000          # tokens an output may run past its input (§6.3's parsing used 300)
 DATASETS = ("copy", "multi30k", "multi30k_sample", "wmt14", "files")
 _LANG = (lambda v: re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)?", v) is not None,
          "a language code such as en, de, fr, zh")
 _AT_LEAST_1 = (lambda v: v >= 1, ">= 1")
 _PROBABILITY = (lambda v: 0 <= v < 1, "0 <= value < 1")
+def _between(low: int, high: int):
+    return (lambda v: low <= v <= high), f"{low} <= value <= {high:,}"
+
+
 RULES = {
-    **dict.fromkeys(["N", "d_ff", "h", "d_k", "d_v", "max_len", "copy_len", "train_steps",
-                     "warmup_steps", "max_tokens", "accum_steps", "log_every", "eval_every",
-                     "ckpt_every", "keep_last", "beam_size"], _AT_LEAST_1),
-    "d_model": (lambda v: v >= 2, ">= 2"),
+    **dict.fromkeys(["train_steps", "warmup_steps", "log_every", "eval_every", "ckpt_every",
+                     "keep_last"], _AT_LEAST_1),
+    # sizes: far beyond any model this code could train, but not beyond arithmetic
+    "N": _between(1, 256),
+    "h": _between(1, 1024),
+    "d_model": _between(2, 2 ** 16),
+    **dict.fromkeys(["d_ff", "d_k", "d_v"], _between(1, 2 ** 16)),
+    "max_len": _between(1, 10 ** 6),
+    "copy_len": _between(1, 10 ** 5),
+    "max_tokens": _between(1, 10 ** 8),
+    "accum_steps": _between(1, 10 ** 4),
+    "beam_size": _between(1, 1000),
     **dict.fromkeys(["P_drop", "attn_dropout", "ffn_dropout", "eps_ls"], _PROBABILITY),
     "positional": (lambda v: v in ("sinusoidal", "learned"), "sinusoidal or learned"),
     "dataset": (lambda v: v in DATASETS, " or ".join(DATASETS)),
     **dict.fromkeys(["source_lang", "target_lang"], _LANG),
-    "vocab_size": (lambda v: v >= 5, ">= 5 (4 special ids and at least one symbol)"),
-    "max_sentence_len": (lambda v: v >= 2, ">= 2 (a token and EOS)"),
-    "copy_examples": (lambda v: v >= 10, ">= 10"),
-    **dict.fromkeys(["seed", "cooldown_steps"], (lambda v: v >= 0, ">= 0")),
+    "vocab_size": (lambda v: 5 <= v <= 10 ** 7,
+                   "5 (4 special ids and one symbol) <= vocab_size <= 10,000,000"),
+    "max_sentence_len": (lambda v: 2 <= v <= 10 ** 5, "2 (a token and EOS) <= value <= 100,000"),
+    "copy_examples": _between(10, 10 ** 8),
+    "seed": (lambda v: 0 <= v < 2 ** 63, "0 <= seed < 2**63"),
+    "cooldown_steps": (lambda v: v >= 0, ">= 0"),
     "lr_factor": (lambda v: v > 0, "> 0"),
     "amp": (lambda v: v in ("none", "bf16", "fp16"), "none, bf16 or fp16"),
     **dict.fromkeys(["compile", "lowercase"], (lambda v: True, "true or false")),
     "ckpt_minutes": (lambda v: v > 0, "> 0"),
     "alpha": (lambda v: v >= 0, ">= 0"),
-    "max_extra": (lambda v: v >= 0, ">= 0"),
+    "max_extra": (lambda v: 0 <= v <= MAX_EXTRA, f"0 <= max_extra <= {MAX_EXTRA}"),
 }
 
 
@@ -171,6 +191,9 @@ def _check(name: str, kind, value):
     if not ok_type:
         raise ConfigError(f"config: {name} = {value!r} is not a{'n' if kind is int else ''} "
                           f"{kind.__name__}; allowed: {allowed}")
+    if kind is float and not math.isfinite(value):
+        raise ConfigError(f"config: {name} = {value!r} is not a finite number; allowed: "
+                          f"{allowed}")
     if not test(value):
         raise ConfigError(f"config: {name} = {value!r} is not allowed; allowed: {allowed}")
 
@@ -189,6 +212,18 @@ def parse_value(key: str, kind, text: str):
                           f"{kind.__name__}; allowed: {rule(key)[1]}") from None
 
 
+def merged(*groups: list[str]) -> list[str]:
+    """key=value items of several groups with each key once, a later group's value winning:
+    for code that composes settings (a preset's, a candidate's, the user's). A command line
+    gives each key once; apply_overrides refuses a key given twice."""
+    values = {}
+    for item in (item for group in groups for item in group):
+        key, _, value = item.partition("=")
+        values.pop(key, None)
+        values[key] = value
+    return [f"{key}={value}" for key, value in values.items()]
+
+
 def apply_overrides(config: Config, items: list[str]) -> Config:
     """Config with `key=value` items applied, each parsed by its field's type; an unknown key
     is an error listing the valid ones, and the result is validated like every Config."""
@@ -198,6 +233,8 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
         key, sep, text = item.partition("=")
         if not sep:
             raise ConfigError(f"expected key=value, got {item!r}")
+        if key in raw:
+            raise ConfigError(f"{key} is given twice ({key}={raw[key]} and {item}); give it once")
         raw[key] = text
     config.override(**{k: None for k in raw if k not in kinds})     # raises for unknown keys
     return config.override(**{k: parse_value(k, kinds[k], v) for k, v in raw.items()})
@@ -304,9 +341,16 @@ def table3_params(vocab: int = 37_000):
 
 def main(argv=None):
     import argparse
+
+    def vocab_size(text: str) -> int:
+        try:
+            return Config(vocab_size=parse_value("vocab_size", int, text)).vocab_size
+        except ConfigError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix("config: ")) from None
     parser = argparse.ArgumentParser(prog="python -m annotated.configs",
                                      description="Table 3's parameter column from the presets")
-    parser.add_argument("--vocab", type=int, default=37_000, help="shared BPE vocabulary size")
+    parser.add_argument("--vocab", type=vocab_size, default=37_000,
+                        help="shared BPE vocabulary size")
     args = parser.parse_args(argv)
     print(f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways")
     print(f"{'row':>5} {'ours (M)':>10} {'paper (M)':>10} {'diff (M)':>9}  config")

@@ -42,7 +42,8 @@ def test_overrides_are_parsed_by_field_type():
     assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
     assert config.lowercase is True and configs.get("copy").lowercase is False
     assert config.paper_bleu is None and config.paper_ppl == 4.9
-    with pytest.raises(configs.ConfigError, match="config: N = 'three' is not an int; allowed: >= 1"):
+    with pytest.raises(configs.ConfigError,
+                       match="config: N = 'three' is not an int; allowed: 1 <= N <= 256"):
         configs.apply_overrides(configs.get("copy"), ["N=three"])
     with pytest.raises(configs.ConfigError, match="config: compile = 'maybe' is not a bool"):
         configs.apply_overrides(configs.get("copy"), ["compile=maybe"])
@@ -53,8 +54,16 @@ def test_overrides_are_parsed_by_field_type():
 @pytest.mark.parametrize("item,message", [
     ("P_drop=-1", "P_drop = -1.0 is not allowed; allowed: 0 <= P_drop < 1"),
     ("eps_ls=1", "eps_ls = 1.0 is not allowed; allowed: 0 <= eps_ls < 1"),
-    ("N=0", "N = 0 is not allowed; allowed: >= 1"),
-    ("h=0", "h = 0 is not allowed; allowed: >= 1"),
+    ("N=0", "N = 0 is not allowed; allowed: 1 <= N <= 256"),
+    ("h=0", "h = 0 is not allowed; allowed: 1 <= h <= 1,024"),
+    ("d_model=1000000", "d_model = 1000000 is not allowed; allowed: 2 <= d_model <= 65,536"),
+    ("P_drop=nan", "P_drop = nan is not a finite number; allowed: 0 <= P_drop < 1"),
+    ("lr_factor=inf", "lr_factor = inf is not a finite number; allowed: > 0"),
+    ("alpha=inf", "alpha = inf is not a finite number; allowed: >= 0"),
+    ("seed=18446744073709551616", "seed = 18446744073709551616 is not allowed; allowed: 0 <= seed"),
+    ("max_extra=1000000000", "max_extra = 1000000000 is not allowed; allowed: 0 <= max_extra"),
+    ("beam_size=0", "beam_size = 0 is not allowed; allowed: 1 <= beam_size <= 1,000"),
+    ("vocab_size=4", "vocab_size = 4 is not allowed; allowed: 5 (4 special ids and one symbol)"),
     ("warmup_steps=0", "warmup_steps = 0 is not allowed; allowed: >= 1"),
     ("log_every=0", "log_every = 0 is not allowed; allowed: >= 1"),
     ("d_model=511", "d_model = 511 is odd; sinusoidal positions need an even d_model"),
@@ -65,6 +74,8 @@ def test_overrides_are_parsed_by_field_type():
     ("cooldown_steps=-1", "cooldown_steps = -1 is not allowed; allowed: >= 0"),
     ("cooldown_steps=100001", "cooldown_steps = 100001 is above train_steps = 100000"),
     ("max_tokens=100", "max_tokens = 100 is below max_sentence_len = 256"),
+    ("positional=learned max_len=100", "max_len = 100 is below max_sentence_len = 256: learned"),
+    ("P_drop=0.1 P_drop=0.3", "P_drop is given twice (P_drop=0.1 and P_drop=0.3); give it once"),
     ("N=1.5", "N = '1.5' is not an int"),
     ("paper_bleu=-3", "paper_bleu = -3.0 is not allowed; allowed: None or > 0"),
     ("target_lang=English", "target_lang = 'English' is not allowed; allowed: a language code"),
@@ -73,7 +84,7 @@ def test_overrides_are_parsed_by_field_type():
 ])
 def test_every_invalid_setting_is_one_line_naming_field_value_and_what_is_allowed(item, message):
     with pytest.raises(configs.ConfigError) as error:
-        configs.apply_overrides(configs.get("base"), [item])
+        configs.apply_overrides(configs.get("base"), item.split(" "))
     assert message in str(error.value) and "\n" not in str(error.value)
 
 

@@ -44,7 +44,8 @@ CONFIGS = {                                          # small versions of Table 3
     "base": configs.get("base").override(**SMALL),
     "A1 (h=1)": configs.get("A1").override(**{**SMALL, "h": 1, "d_k": 16, "d_v": 16}),
     "B1 (d_k != d_v)": configs.get("B1").override(**{**SMALL, "d_k": 3, "d_v": 8}),
-    "E (learned positions)": configs.get("E").override(**SMALL, max_len=12),
+    "E (learned positions)": configs.get("E").override(**SMALL, max_len=12,
+                                                       max_sentence_len=12),
 }
 ZERO_IN_EXACT_ARITHMETIC = ".W_K.bias"
 
