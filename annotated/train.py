@@ -21,7 +21,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from annotated.configs import PRESETS, Config, ConfigError, apply_overrides, get
-from annotated.tools.cli import command, hidden_alias
+from annotated.tools.cli import at_least, command, path, positive
 from annotated.training import checkpoint
 from annotated.tools.threads import SMALL_MODEL
 from annotated.training.loop import train
@@ -37,18 +37,17 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m annotated.train",
                                 description=__doc__.split("\n")[0].split(": ", 1)[1])
     p.add_argument("--config", help="preset: " + ", ".join(PRESETS))
-    p.add_argument("--run-dir", help="the run folder: checkpoints and metrics.jsonl (default "
-                                     "runs/CONFIG)")
-    hidden_alias(p, "--out", "run_dir")
-    p.add_argument("--data-dir", help="folder with the corpora (default: env ANNOTATED_DATA_DIR, "
-                                      "or the one the run was started with)")
-    p.add_argument("--cache-dir", help="tokenizer and download cache (default: env "
-                                       "ANNOTATED_CACHE_DIR or ~/.cache/annotated-transformer)")
-    p.add_argument("--max-steps", type=int, help="stop after this global step (default "
-                                                 "train_steps)")
-    p.add_argument("--max-minutes", type=float, help="also stop after this many minutes")
-    p.add_argument("--threads", type=int, help="CPU threads (default: 1 for models under "
-                   f"{SMALL_MODEL // 10**6} million parameters, else one per core)")
+    p.add_argument("--run-dir", type=path, help="the run folder: checkpoints and metrics.jsonl "
+                                                "(default runs/CONFIG)")
+    p.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
+                   "ANNOTATED_DATA_DIR, or the one the run was started with)")
+    p.add_argument("--cache-dir", type=path, help="tokenizer and download cache (default: env "
+                   "ANNOTATED_CACHE_DIR or ~/.cache/annotated-transformer)")
+    p.add_argument("--max-steps", type=at_least(1), help="stop after this global step (default "
+                                                         "train_steps)")
+    p.add_argument("--max-minutes", type=positive, help="also stop after this many minutes")
+    p.add_argument("--threads", type=at_least(1, high=1024), help="CPU threads (default: 1 for "
+                   f"models under {SMALL_MODEL // 10**6} million parameters, else one per core)")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument("--deterministic", action="store_true",
                    help="deterministic GPU kernels, so that a resumed GPU run continues exactly "
@@ -78,7 +77,14 @@ def run_config(args, out: Path):
         if args.resume:
             raise ConfigError(f"--resume: no checkpoint in {out}")
         return apply_overrides(get(args.config), args.overrides), None
+    checkpoint.check_one_run(out)
     resumed = checkpoint.load(found[-1])
+    if resumed["step"] != checkpoint.step_in_name(found[-1]):
+        raise ConfigError(f"{found[-1]} holds step {resumed['step']:,}, not the step its name "
+                          f"says: was it renamed? Give it its own name, "
+                          f"{checkpoint.checkpoint_name(resumed['step'])}, or move it out of "
+                          f"{out}")
+    resumed["file"] = found[-1]              # where this process starts from (LossWatch)
     saved = checkpoint.config_from(resumed, found[-1])
     if resumed["training"] is None:
         raise ConfigError(f"--resume: {found[-1]} holds no training state (an average?)")

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from annotated import train
+from annotated.configs import merged
 from annotated.training.run_dir import RunDir
 
 TINY = ["--config", "copy", "--threads", "1", "copy_examples=200", "max_tokens=300",
@@ -51,10 +52,12 @@ def test_a_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, ca
 
 def test_a_metrics_line_cut_short_by_a_crash_is_repaired_on_resume(tmp_path, capsys):
     run = tmp_path / "run"
-    train.main(["--run-dir", str(run), "--max-steps", "2", *TINY, "ckpt_every=2"])
+    train.main(["--run-dir", str(run), "--max-steps", "2", *TINY[:4],
+                *merged(TINY[4:], ["ckpt_every=2"])])
     with (run / "metrics.jsonl").open("a") as f:
         f.write('{"step": 3, "split": "tr')                      # the crash, mid-line
     train.main(["--run-dir", str(run), "--resume", "--max-steps", "3"])
-    assert "line 4: cut short (a crash while writing); dropped" in capsys.readouterr().out
+    assert "line 4: not a metrics line (cut short by a crash, or edited); dropped" \
+        in capsys.readouterr().out
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 2, 3, 3]               # train 1, train and valid 2, train and valid 3

@@ -1,12 +1,16 @@
 """The training command: overrides, the copy task, exact resume, NaN stop, a Multi30k run."""
 import json
 import math
+import re
+import shutil
 
 import pytest
 import torch
 
 from annotated import configs
+from annotated.configs import merged
 from annotated.training import checkpoint, loop
+from annotated.training.step import evaluate
 from annotated.data import corpus as data
 from annotated import train
 from annotated.data.corpus import DATA_ENV
@@ -91,10 +95,21 @@ def test_a_training_run_on_a_cpu_keeps_freed_memory(tmp_path, monkeypatch):
     assert calls == ["kept"]
 
 
-def test_copy_task_trains_to_near_zero_loss(tmp_path):
-    """The `copy` preset as it is (eps_ls = 0): about 40 s of one core. Its final validation is
-    what the recipe promises for every seed and thread count, not a lucky last training step."""
-    run(tmp_path, "--config", "copy")
+@pytest.fixture(scope="module")
+def copy_run(tmp_path_factory):
+    """The `copy` preset trained as it is (eps_ls = 0): about a minute of one core."""
+    out = tmp_path_factory.mktemp("copy") / "run"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    run(out, "--config", "copy")
+    torch.set_num_threads(threads)
+    return out
+
+
+def test_copy_task_trains_to_near_zero_loss(copy_run):
+    """Its final validation is what the recipe promises for every seed and thread count, not a
+    lucky last training step."""
+    tmp_path = copy_run
     final = metrics(tmp_path, "valid")[-1]
     assert final["step"] == configs.get("copy").train_steps
     assert final["loss"] < 0.01 and final["accuracy"] == 1.0, final
@@ -151,33 +166,51 @@ def test_resume_continues_bit_for_bit(tmp_path):
         assert x["loss"] == y["loss"]
 
 
-def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
+def test_a_non_finite_loss_stops_the_run_naming_the_checkpoint_that_made_it(tmp_path, capsys):
     # A rate of 1e30 makes the first update throw the weights to ~1e26: the next forward pass
     # overflows, and the loss is no longer finite (or far above a uniform guess).
     with pytest.raises(SystemExit) as exit_:
-        run(tmp_path, "--config", "copy", "--max-steps", 5, *TINY_RUN, "lr_factor=1e30",
-            "ckpt_every=1")
+        run(tmp_path, "--config", "copy", "--max-steps", 5,
+            *merged(TINY_RUN, ["lr_factor=1e30", "ckpt_every=1"]))
     assert exit_.value.code == 1
     message = capsys.readouterr().err.splitlines()[-1]
-    assert message.startswith("error: step 2: training loss is ") and "(diverged" in message
-    assert f"Last good checkpoint: {tmp_path / 'ckpt_0000001.pt'}" in message
+    assert message.startswith("error: step 2: training loss is ") and "diverged" in message
+    # step 2's loss came from the weights that step 1's update made, which ckpt_0000001.pt holds
+    assert "Last good checkpoint: none known; ckpt_0000001.pt holds weights from after it" \
+        in message
     assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
-    model, _, _ = checkpoint.load_model(tmp_path / "ckpt_0000001.pt")
-    assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
 def test_a_diverging_run_stops_in_one_line_before_its_checkpoints_go_bad(tmp_path, capsys):
     """lr_factor=1000: the loss grows large but finite; the run stops on it (not on an
     OverflowError from the perplexity), and the checkpoint from before it is kept."""
     with pytest.raises(SystemExit) as exit_:
-        run(tmp_path, "--config", "copy", "--max-steps", 200, *TINY_RUN, "lr_factor=1000",
-            "ckpt_every=1", "keep_last=1")
+        run(tmp_path, "--config", "copy", "--max-steps", 200,
+            *merged(TINY_RUN, ["lr_factor=1000", "ckpt_every=1", "keep_last=1"]))
     assert exit_.value.code == 1
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "(diverged: not finite, or above 3 ln V" in err
-    kept = checkpoint.checkpoints(tmp_path)
-    assert kept and checkpoint.verify(kept[-1])
+    assert "Traceback" not in err and "diverged, stopped before the update" in err
+    good = tmp_path / re.search(r"Last good checkpoint: .*?(ckpt_\d+\.pt)", err).group(1)
+    assert checkpoint.verify(good)                           # rotation (keep_last=1) kept it
     assert metrics(tmp_path, "train")[-1]["loss"] < 3 * math.log(11)
+
+
+def test_a_run_that_starts_to_diverge_names_a_good_checkpoint_and_keeps_it(copy_run, tmp_path,
+                                                                           capsys):
+    """A converged copy run resumed at 40 times its learning rate, a checkpoint every step, the
+    last 2 kept: the run stops as its loss jumps, and the checkpoint it names as the last good
+    one is still on disk and still translates (validation loss far below a uniform guess's
+    ln 11 = 2.40), though rotation went on deleting older ones."""
+    shutil.copytree(copy_run, tmp_path / "run")
+    with pytest.raises(SystemExit) as exit_:
+        run(tmp_path / "run", "--resume", "--max-steps", 1300, "lr_factor=40", "ckpt_every=1",
+            "keep_last=2")
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    good = re.search(r"Last good checkpoint: (\S+?\.pt)", err).group(1)
+    model, config, _ = checkpoint.load_model(good)
+    valid = data.load_corpus(config).valid
+    assert evaluate(model, valid, config, torch.device("cpu"))["loss"] < 0.2
 
 
 def test_short_multi30k_run_lowers_the_validation_loss(tmp_path, monkeypatch):

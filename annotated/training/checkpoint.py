@@ -34,9 +34,11 @@ warning that they could not be verified; they have no run id.
 Atomic writes: the bytes go to a temporary file in the same folder, are flushed to disk
 (fsync), and only then renamed over the final name with os.replace, which is atomic on POSIX.
 A crash at any moment leaves either the old files or the complete new one, never half a file
-under a checkpoint name; the orphaned temporary file is ignored (and removed by the next run).
-Rotation keeps the newest `keep_last` checkpoints, the newest one that verifies, and any the
-trainer names (`rotate(run_dir, keep_last, keep=[path])`).
+under a checkpoint name; the orphaned temporary file is ignored (and removed by the next run,
+annotated.data.files.remove_stale_temporaries).
+Rotation keeps the newest `keep_last` checkpoints of the run, the newest one that verifies, and
+any the trainer names (`rotate(run_dir, keep_last, keep=[path], run_id=...)`); a checkpoint of
+another run is never deleted, and a folder holding two runs is refused (`check_one_run`).
 
 `average` averages the weights of several checkpoints of one run; the paper decodes with the
 average of the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals. `half`
@@ -85,6 +87,12 @@ class _Damaged(CheckpointError):
 
 def checkpoint_name(step: int) -> str:
     return f"ckpt_{step:07d}.pt"
+
+
+def step_in_name(path) -> int | None:
+    """The step a checkpoint's file name says it holds; None for another name."""
+    m = NAME.fullmatch(Path(path).name)
+    return int(m.group(1)) if m else None
 
 
 def checkpoints(run_dir) -> list[Path]:
@@ -167,17 +175,44 @@ def atomic_save(obj, path) -> None:
         f.write(SEAL + sealer.sha256.hexdigest().encode() + b"\n")
 
 
-def remove_temporaries(run_dir) -> list[Path]:
-    """Delete temporary files left by a save that was killed half-way; returns them."""
-    stale = list(Path(run_dir).glob(".ckpt_*.pt.*.tmp"))
-    for p in stale:
-        p.unlink(missing_ok=True)
-    return stale
-
-
 def new_run_id() -> str:
     """A fresh run id: 16 random hex digits."""
     return secrets.token_hex(8)
+
+
+def _run_id_of(path: Path) -> str | None:
+    """The run id stored in a checkpoint, read memory-mapped (no weights are read)."""
+    return torch.load(path, map_location="cpu", weights_only=True, mmap=True).get("run_id")
+
+
+def _run_id_or_none(path: Path) -> str | None:
+    """_run_id_of, or None for a file that cannot be read (so rotation leaves it alone)."""
+    try:
+        return _run_id_of(path)
+    except Exception:
+        return None
+
+
+def check_one_run(run_dir) -> None:
+    """Refuse a run folder whose checkpoints come from more than one run (a checkpoint of
+    another run copied in): continuing would mix the two runs, and rotation would delete the
+    folder's own checkpoints for the other run's. Files that cannot be read are left to the
+    checks that load them."""
+    runs = {}
+    for p in checkpoints(run_dir):
+        try:
+            runs.setdefault(_run_id_of(p), []).append(p)
+        except Exception:                          # damaged: load() says so, naming it
+            continue
+    if len(runs) > 1:
+        described = "; ".join(
+            f"run {run_id or '(version 1, no id)'}: "
+            + (paths[0].name if len(paths) == 1 else
+               f"{len(paths)} files, {paths[0].name} to {paths[-1].name}")
+            for run_id, paths in runs.items())
+        raise CheckpointError(f"{run_dir} holds checkpoints of {len(runs)} different runs "
+                              f"({described}); a run folder holds one run: move the other "
+                              f"run's checkpoints into a folder of their own, then start again")
 
 
 def run_id_in(run_dir) -> str | None:
@@ -185,7 +220,7 @@ def run_id_in(run_dir) -> str | None:
     read); None if there is none, or it is a version 1 file, which has none."""
     for p in reversed(checkpoints(run_dir)):
         try:
-            return torch.load(p, map_location="cpu", weights_only=True, mmap=True).get("run_id")
+            return _run_id_of(p)
         except Exception:                      # unreadable: the next older one may do
             continue
     return None
@@ -211,12 +246,16 @@ def save(path, *, model, config, tokenizer, step: int, training: dict | None = N
     return Path(path)
 
 
-def rotate(run_dir, keep_last: int, keep=()) -> list[Path]:
+def rotate(run_dir, keep_last: int, keep=(), run_id: str | None = None) -> list[Path]:
     """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones.
-    Never deleted: the files in `keep` (e.g. the trainer's best checkpoint), and the newest
-    checkpoint that verifies, even when damaged newer ones have pushed it out of the last
-    keep_last."""
-    old = checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []
+    With `run_id`, only that run's checkpoints are counted and deleted: a checkpoint of another
+    run is never touched. Never deleted either: the files in `keep` (e.g. the trainer's last
+    good checkpoint), and the newest checkpoint that verifies, even when damaged newer ones
+    have pushed it out of the last keep_last."""
+    found = checkpoints(run_dir)
+    if run_id is not None:
+        found = [p for p in found if _run_id_or_none(p) == run_id]
+    old = found[:-keep_last] if keep_last > 0 else []
     spared = {Path(p).resolve() for p in keep}
     if old and (intact := newest_intact(run_dir)) is not None:
         spared.add(intact.resolve())
@@ -245,6 +284,11 @@ def check_device(device) -> torch.device:
 def _sealed(path: Path) -> bool:
     """True if the file ends with a seal that matches its bytes, False if it ends with none;
     a seal that does not match is an error."""
+    if path.is_dir():
+        found = checkpoints(path)
+        hint = (f", such as {found[-1]}, its newest" if found else
+                f"; it holds no ckpt_*.pt file")
+        raise CheckpointError(f"{path} is a folder; give one checkpoint file{hint}")
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     with open(path, "rb") as f:

@@ -11,17 +11,19 @@ CPU, freed memory is kept for the next step instead of being mapped afresh).
 Checkpoints are written every ckpt_every steps or ckpt_minutes minutes, whichever comes first,
 and at the end; the newest keep_last stay on disk. They hold everything a resumed run needs to
 continue bit for bit (on a GPU with --deterministic): weights, optimizer and schedule, the RNG
-states of every rank, the data position (epoch, batch index) and where the data came from. A loss that is not finite, or
-that has grown past three times a uniform guess (3 ln V), stops the run before the update is
-applied, naming the last good checkpoint: no checkpoint ever holds diverged weights. Logged per
-step (progress bar) and every log_every steps (stdout and RUN/metrics.jsonl): smoothed loss,
-nll, perplexity, token accuracy, learning rate and tokens/s (source + target, padding
-excluded); validation every eval_every steps.
+states of every rank, the data position (epoch, batch index) and where the data came from. A
+loss that is not finite, that has grown past three times a uniform guess (3 ln V), or that
+jumps far above the run's own recent losses and stays there stops the run before the update is
+applied, naming the last checkpoint known to be good (`LossWatch`), which rotation never
+deletes. Logged per step (progress bar) and every log_every steps (stdout and
+RUN/metrics.jsonl): smoothed loss, nll, perplexity, token accuracy, learning rate and tokens/s
+(source + target, padding excluded); validation every eval_every steps.
 """
 import math
 import os
 import shlex
 import sys
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,10 +43,74 @@ from annotated.training.step import evaluate, make_engine, train_step
 from annotated.tools.threads import is_small_on_cpu
 
 DIVERGED = 3.0            # a training loss above DIVERGED * ln V has diverged
+RECENT = 50               # steps whose losses the jump test compares with
+JUMP = 2.0                # a loss above JUMP x their mean, and JUMP_NATS above it, has jumped;
+JUMP_NATS = 1.0           # JUMP_STEPS jumps in a row are divergence (a single spike can pass:
+JUMP_STEPS = 3            # the copy preset's own run has one, and recovers at once)
+HISTORY = 3               # losses the jump test needs before it applies
 
 
 class Diverged(RuntimeError):
-    """The training loss is not finite, or far above a uniform guess: stop, do not update."""
+    """The training loss is not finite, or far above a uniform guess or the run's recent
+    losses: stop, do not update."""
+
+
+class LossWatch:
+    """Is a step's training loss diverging, and which checkpoint is the last good one?
+
+    A step's loss is computed with the weights left by the step before, which is what the
+    checkpoint saved after that step holds. So a checkpoint is known good only once the next
+    step's loss has passed (until then it is pending); when a loss fails, the pending checkpoint
+    holds the weights that produced it. The run has diverged when a loss is not finite or above
+    DIVERGED ln V (at once), or when, once HISTORY losses have passed, JUMP_STEPS losses in a
+    row lie above both JUMP times the mean of the recent ones and that mean plus JUMP_NATS: a
+    sudden rise is caught long before the loss climbs to the absolute bound, while the
+    checkpoints before it are still good, and a lone spike that the next step recovers from
+    passes. The recent losses travel in checkpoints, so a resumed run judges its first steps as
+    the uninterrupted run would."""
+
+    def __init__(self, vocab_size: int, recent=(), pending=None):
+        self.bound = DIVERGED * math.log(vocab_size)
+        self.recent = deque(recent, maxlen=RECENT)
+        self.pending, self.good, self.jumps = pending, None, 0
+
+    def limit(self) -> tuple[float, str]:
+        """The loss above which a step counts as a jump, and what sets it."""
+        if len(self.recent) < HISTORY:
+            return self.bound, f"{DIVERGED:g} ln V"
+        mean = sum(self.recent) / len(self.recent)
+        return max(JUMP * mean, mean + JUMP_NATS), (f"a jump from the last {len(self.recent)} "
+                                                    f"steps' mean loss, {mean:.3f}")
+
+    def check(self, loss: float, step: int, run_dir) -> None:
+        """Pass `loss` (step `step`'s), or raise Diverged naming the last good checkpoint."""
+        if not math.isfinite(loss) or loss > self.bound:
+            self._stop(f"step {step}: training loss is {loss:.4g}, above {self.bound:.3g} "
+                       f"({DIVERGED:g} ln V)", run_dir)
+        limit, what = self.limit()
+        if loss > limit:                               # not a good loss: nothing confirmed
+            self.jumps += 1
+            if self.jumps >= JUMP_STEPS:
+                self._stop(f"step {step}: training loss is {loss:.4g}, the {JUMP_STEPS}th step "
+                           f"in a row above {limit:.3g} ({what})", run_dir)
+            return
+        self.jumps = 0
+        self.recent.append(loss)
+        if self.pending is not None:
+            self.good, self.pending = self.pending, None
+
+    def _stop(self, why: str, run_dir):
+        suspect = [p.name for p in checkpoint.checkpoints(run_dir) if self.good is None
+                   or checkpoint.step_in_name(p) > checkpoint.step_in_name(self.good)]
+        after = (f"; {', '.join(suspect)} hold{'s' if len(suspect) == 1 else ''} weights from "
+                 f"after it" if suspect else "")
+        raise Diverged(f"{why}: diverged, stopped before the update. Last good checkpoint: "
+                       f"{self.good or 'none known'}{after}. Lower lr_factor or raise "
+                       f"warmup_steps; to go on from the good one, move the later ones out of "
+                       f"the run folder and --resume")
+
+    def saved(self, path):
+        self.pending = path
 
 
 @dataclass
@@ -56,6 +122,8 @@ class TrainState:
     elapsed: float = 0.0            # seconds of training before this process started
     run_id: str = ""
     data_dir: str | None = None
+    recent: tuple = ()              # the last training losses (LossWatch)
+    resumed_from: str | None = None   # the checkpoint this process started from
 
 
 def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max_minutes=None,
@@ -76,6 +144,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
             raise checkpoint.CheckpointError(
                 f"the tokenizer built now differs from the one in the checkpoint in {run_dir}; "
                 f"was the data or the cache changed?")
+        check_memory(config, corpus.tokenizer.vocab_size, device)
         torch.manual_seed(config.seed)                 # the same initial weights on every rank
         model = config.make_model(corpus.tokenizer.vocab_size).to(device)
         _set_threads(threads, model)
@@ -94,10 +163,41 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
         _loop(config, engine, optimizer, scheduler, corpus, state, folder,
               config.train_steps if max_steps is None else max_steps, max_minutes, say)
         if rank == 0:
-            show_at_work(model, corpus, config, folder.path)
+            try:
+                show_at_work(model, corpus, config, folder.path)
+            except OSError:                   # stdout broke at the very end: nothing is lost
+                _silence_stdout()
     finally:
         folder.close()
         distributed.finish()
+
+
+def available_memory(device) -> int | None:
+    """Bytes free on `device`: the GPU's free memory, or the CPU's available RAM (Linux's
+    MemAvailable); None where it cannot be told."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_memory(config, vocab: int, device) -> None:
+    """Refuse, before building it, a model whose weights, gradients and two Adam moments (16
+    bytes a parameter in float32) alone exceed the device's free memory: a clear line instead
+    of a failed allocation, or the machine swapping for minutes."""
+    with torch.device("meta"):                     # shapes only, no memory
+        n = count_parameters(config.make_model(vocab))
+    need, free = 16 * n, available_memory(device)
+    if free is not None and need > free:
+        where = f"the GPU {device}" if device.type == "cuda" else "this machine"
+        raise MemoryError(f"the model has {n:,} parameters: training it needs at least "
+                          f"{need / 2**30:,.1f} GiB for weights, gradients and Adam's moments, "
+                          f"and {where} has {free / 2**30:,.1f} GiB free; lower d_model, d_ff, "
+                          f"N or vocab_size")
 
 
 def use_deterministic_kernels():
@@ -113,11 +213,32 @@ def use_deterministic_kernels():
 
 
 def _printer(active: bool):
-    def say(message):                    # above the progress bar; flushed, for logs in files
-        if active:
+    """say(message): a line above the progress bar, flushed (for logs in files). If stdout
+    cannot be written (closed, a full disk), training goes on without these lines, once said
+    on stderr: metrics.jsonl and the checkpoints hold what they would have shown."""
+    on = [active]
+
+    def say(message):
+        if not on[0]:
+            return
+        try:
             tqdm.write(message)
             sys.stdout.flush()
+        except (OSError, AttributeError, ValueError) as e:   # AttributeError: stdout is None
+            on[0] = False
+            why = "it is closed" if sys.stdout is None else getattr(e, "strerror", None) or e
+            _silence_stdout()
+            print(f"warning: stdout cannot be written ({why}); training goes on without "
+                  f"progress lines", file=sys.stderr, flush=True)
     return say
+
+
+def _silence_stdout():
+    """Point a broken stdout at /dev/null, so that nothing else fails on it, exit included."""
+    try:
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        pass
 
 
 def _state(resumed, data_dir) -> TrainState:
@@ -129,7 +250,8 @@ def _state(resumed, data_dir) -> TrainState:
     t = resumed["training"]
     return TrainState(resumed["step"], t["epoch"], t["index"], t["elapsed"],
                       resumed.get("run_id") or checkpoint.new_run_id(),
-                      str(data_dir) if data_dir else t.get("data_dir"))
+                      str(data_dir) if data_dir else t.get("data_dir"),
+                      tuple(t.get("recent_losses", ())), resumed.get("file"))
 
 
 def _load(config, data_dir, cache_dir, say):
@@ -180,6 +302,7 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
     say(f"{len(batches):,} batches per epoch (padding {src_pad:.1%} source, {tgt_pad:.1%} "
         f"target)")
     meter = Meter(state.step, max_steps, state.elapsed, folder, say)
+    watch = LossWatch(config.vocab_size, state.recent, pending=state.resumed_from)
     saved_step = state.step                  # both checkpoint intervals count from the last save
     if state.step >= max_steps:
         say(f"step {state.step}: already at --max-steps / train_steps {max_steps}; nothing to do")
@@ -189,7 +312,7 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
             state.epoch, state.index = state.epoch + 1, 0
             batches = make_batches(lengths, config.max_tokens, config.seed, state.epoch)
         sums = train_step(engine, corpus.train, batches[state.index], config).cpu()
-        _check_divergence(sums, state.step + 1, config, folder.path)
+        watch.check((sums[0] / sums[3]).item(), state.step + 1, folder.path)
         lr = optimizer.param_groups[0]["lr"]
         engine.scaler.step(optimizer)
         engine.scaler.update()
@@ -206,40 +329,33 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
                 result = evaluate(engine.model, corpus.valid, config, engine.device)
                 meter.validation(state.step, result)
             if state.step - saved_step >= config.ckpt_every or done or overdue:
-                _save(engine, optimizer, scheduler, config, corpus.tokenizer, state, meter,
-                      folder, say)
+                state.recent = tuple(watch.recent)
+                watch.saved(_save(engine, optimizer, scheduler, config, corpus.tokenizer, state,
+                                  meter, folder, say, keep=[watch.good] if watch.good else []))
                 saved_step = state.step
         if done:
             break
     meter.close()
 
 
-def _check_divergence(sums, step, config, run_dir):
-    loss = (sums[0] / sums[3]).item()
-    if math.isfinite(loss) and loss <= DIVERGED * math.log(config.vocab_size):
-        return
-    last = checkpoint.newest_intact(run_dir)
-    raise Diverged(f"step {step}: training loss is {loss:.4g} (diverged: not finite, or above "
-                   f"{DIVERGED:g} ln V = {DIVERGED * math.log(config.vocab_size):.2f}); stopped "
-                   f"before the update. Last good checkpoint: {last or 'none written yet'}. "
-                   f"Lower lr_factor or raise warmup_steps")
-
-
-def _save(engine, optimizer, scheduler, config, tokenizer, state, meter, folder, say):
-    """A checkpoint of everything --resume needs (every rank's RNG streams included)."""
+def _save(engine, optimizer, scheduler, config, tokenizer, state, meter, folder, say,
+          keep=()) -> Path | None:
+    """A checkpoint of everything --resume needs (every rank's RNG streams included); rotation
+    spares the files in `keep` and other runs' checkpoints. Returns its path (on rank 0)."""
     rng = distributed.gather(checkpoint.rng_state())
     if not folder.active:
-        return
+        return None
     training = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "scaler": engine.scaler.state_dict(), "rng": rng, "epoch": state.epoch,
                 "index": state.index, "elapsed": state.elapsed + meter.seconds(),
-                "data_dir": state.data_dir}
+                "data_dir": state.data_dir, "recent_losses": list(state.recent)}
     path = checkpoint.save(folder.path / checkpoint.checkpoint_name(state.step),
                            model=engine.model, config=config, tokenizer=tokenizer,
                            step=state.step, training=training, run_id=state.run_id)
-    checkpoint.rotate(folder.path, config.keep_last)
+    checkpoint.rotate(folder.path, config.keep_last, keep=keep, run_id=state.run_id)
     meter.saved()
     say(f"step {state.step}: saved {path}")
+    return path
 
 
 def show_at_work(model, corpus, config, run_dir: Path, n: int = 3):

@@ -15,8 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from annotated.data.files import atomic_open
-from annotated.training import checkpoint
+from annotated.data.files import atomic_open, remove_stale_temporaries
 
 
 class RunDirError(OSError):
@@ -56,8 +55,8 @@ class RunDir:
         lock.write(f"{os.getpid()}\n")
         lock.flush()
         self._lock = lock
-        for stale in checkpoint.remove_temporaries(self.path):
-            self.say(f"removed {stale.name}, left by an interrupted checkpoint write")
+        for stale in remove_stale_temporaries(self.path):
+            self.say(f"removed {stale.name}, left by an interrupted write")
         return self
 
     def close(self):
@@ -67,10 +66,15 @@ class RunDir:
             self._lock = None
 
     def record(self, entry: dict):
-        """Append one line to metrics.jsonl."""
+        """Append one line to metrics.jsonl; a failed write (a full disk, a file size limit)
+        is an OSError that names the file."""
         if self.active:
-            with self.metrics.open("a") as f:
-                f.write(json.dumps(entry) + "\n")
+            try:
+                with self.metrics.open("a") as f:
+                    f.write(json.dumps(entry) + "\n")
+            except OSError as e:
+                raise OSError(e.errno, f"{e.strerror} (appending to the metrics log)",
+                              str(self.metrics)) from None
 
     def rewind_metrics(self, step: int):
         """Keep the metric lines up to `step` (a resumed run logs the later ones again). A last
@@ -78,14 +82,18 @@ class RunDir:
         if not (self.active and self.metrics.exists()):
             return
         kept = []
-        for number, line in enumerate(self.metrics.read_text().splitlines(), start=1):
+        for number, line in enumerate(self.metrics.read_text(errors="replace").splitlines(),
+                                      start=1):
             try:
                 entry = json.loads(line)
-            except json.JSONDecodeError:
-                self.say(f"{self.metrics}, line {number}: cut short (a crash while writing); "
-                         f"dropped")
+                logged = entry["step"] if isinstance(entry, dict) else None
+            except (json.JSONDecodeError, KeyError):
+                logged = None
+            if not isinstance(logged, int):
+                self.say(f"{self.metrics}, line {number}: not a metrics line (cut short by a "
+                         f"crash, or edited); dropped")
                 continue
-            if entry["step"] <= step:
+            if logged <= step:
                 kept.append(line)
         with atomic_open(self.metrics, "w") as f:
             f.writelines(line + "\n" for line in kept)
