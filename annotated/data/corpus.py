@@ -25,13 +25,12 @@ name the folder holding `multi30k/` and `wmt14/` or the dataset's folder itself)
 Tokenizers are trained on the training split and cached in the cache folder (see tokenizer.py).
 """
 import os
-import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from annotated.data.files import DataError, download, read_lines, sha256_file
+from annotated.data.files import DataError, DownloadError, download, read_lines, sha256_file
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
@@ -125,13 +124,15 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     files = corpus_files(config, data_location(data_dir), cache, log)
     for src_path, tgt_path in files.values():     # a misaligned corpus fails in seconds, not
         check_line_counts(src_path, tgt_path)     # after training a tokenizer on it
+    text, stats = {}, {}                          # ... and so does an empty one
+    for split, (src_path, tgt_path) in files.items():
+        text[split], stats[split] = read_parallel(src_path, tgt_path)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,
                               character_coverage=coverage(config.source_lang, config.target_lang),
                               lowercase=config.lowercase)
-    splits, stats = {}, {}
-    for split, (src_path, tgt_path) in files.items():
-        pairs, stats[split] = read_parallel(src_path, tgt_path)
+    splits = {}
+    for split, pairs in text.items():
         src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
         ids = list(zip(_encode(tokenizer, src), _encode(tokenizer, tgt)))
         splits[split] = _filter(config, split, ids, stats[split], log)
@@ -213,12 +214,17 @@ def _encode(tokenizer, texts, chunk=100_000):
 
 
 def _filter(config, split, pairs, stats, log):
-    """Drop pairs longer than max_sentence_len (never from test), count and log."""
+    """Drop pairs longer than max_sentence_len (never from test), count and log. A training or
+    validation split with no pair left is an error, before any training."""
     stats["too_long"] = 0
     if split != "test":
         pairs = _drop_too_long(pairs, config.max_sentence_len, stats)
     stats["kept"] = len(pairs)
     log(f"{config.dataset} {split}: {_describe(stats)}")
+    if not pairs and split != "test":
+        raise DataError(f"{config.dataset} {split}: no sentence pair is left ({_describe(stats)})"
+                        f"; every pair is longer than max_sentence_len={config.max_sentence_len}"
+                        f" tokens on a side: raise max_sentence_len")
     return pairs
 
 
@@ -261,7 +267,7 @@ def _download_multi30k(folder: Path, names, log) -> Path:
         log(f"multi30k: downloading {url}")
         try:
             download(url, path, MULTI30K_SHA256[name])
-        except (urllib.error.URLError, OSError) as e:
+        except (DownloadError, OSError) as e:
             raise FileNotFoundError(
                 f"multi30k: {path} is not in the cache and downloading {url} failed ({e}). "
                 f"Without internet, point --data-dir or {DATA_ENV} at a folder holding "

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from annotated.data.corpus import cache_folder, check_line_counts
 from annotated.data.files import DataError, atomic_open, download, read_lines, sha256_file
-from annotated.tools.cli import command, hidden_alias
+from annotated.tools.cli import command, path
 
 STATMT = "http://www.statmt.org/"
 URLS = {
@@ -178,9 +178,8 @@ def _write_corpora(downloads: Path, work: Path, out: Path, manifest: dict, log) 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.data.prepare_wmt14",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out-dir", type=Path, default=None,
+    parser.add_argument("--out-dir", type=path, default=None,
                         help="output folder (default: the cache's wmt14/, where training looks)")
-    hidden_alias(parser, "--out", "out_dir", Path)
     args = parser.parse_args(argv)
     prepare(args.out_dir or cache_folder() / "wmt14")
 

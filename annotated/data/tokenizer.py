@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import sentencepiece as spm
@@ -174,9 +175,16 @@ def train_bpe(texts_or_files, vocab_size: int, model_path, character_coverage: f
     settings = bpe_settings(character_coverage, lowercase)
     spm.set_random_generator_seed(settings.pop("seed"))
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=_sentences(texts_or_files),
-                                   model_writer=model, vocab_size=vocab_size,
-                                   minloglevel=2, **settings)
+    try:
+        spm.SentencePieceTrainer.train(sentence_iterator=_sentences(texts_or_files),
+                                       model_writer=model, vocab_size=vocab_size,
+                                       minloglevel=2, **settings)
+    except RuntimeError as e:              # no sentences, or too few characters for vocab_size
+        why = re.sub(r"^.*?\]\)?\s*", "", str(e).strip().splitlines()[-1]).rstrip(".") or \
+            "the training text holds no sentence"
+        raise DataError(f"sentencepiece cannot learn a {vocab_size:,}-token vocabulary from "
+                        f"the training text: {why}; choose a vocab_size that fits the corpus") \
+            from None
     tokenizer = Tokenizer.from_bytes(model.getvalue())
     tokenizer.save(model_path)
     return tokenizer
