@@ -12,11 +12,12 @@ state, half the size, to share. verify: checks files against their sha256 seals.
 The file format is annotated.training.checkpoint.
 """
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from annotated.data.files import check_output
-from annotated.tools.cli import command
+from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import (NAME, CheckpointError, atomic_save, average,
                                            checkpoints, half, verify)
 
@@ -24,9 +25,14 @@ from annotated.training.checkpoint import (NAME, CheckpointError, atomic_save, a
 def _average_inputs(parser, args) -> list[Path]:
     """The checkpoints `average` was given: the paths, or the newest --last N of a run folder."""
     if args.last is None:
-        return [Path(p) for p in args.paths]
-    if args.last < 1:
-        parser.error(f"--last must be at least 1, got {args.last}")
+        paths = [Path(p) for p in args.paths]
+        seen = {}
+        for p in paths:
+            if p.exists() and (twin := next((q for q in seen if os.path.samefile(p, q)), None)):
+                raise CheckpointError(f"{p} is given twice (also as {twin}); an average takes "
+                                      f"each checkpoint once")
+            seen[p] = True
+        return paths
     if len(args.paths) != 1 or not Path(args.paths[0]).is_dir():
         parser.error("--last N takes exactly one run folder")
     found = checkpoints(args.paths[0])
@@ -68,10 +74,10 @@ def main(argv=None):
                                      description="checkpoint tools")
     commands = parser.add_subparsers(dest="command", required=True)
     avg = commands.add_parser("average", help="average several checkpoints (§6.1)")
-    avg.add_argument("--out", required=True,
+    avg.add_argument("--out", type=path, required=True,
                      help="file to write the averaged checkpoint to: neither one of the inputs "
                           "nor named like a training checkpoint (ckpt_*.pt)")
-    avg.add_argument("--last", type=int, metavar="N",
+    avg.add_argument("--last", type=at_least(1), metavar="N",
                      help="average the newest N checkpoints of the one RUN_DIR given")
     avg.add_argument("--allow-different-runs", action="store_true",
                      help="average checkpoints of different runs of the same model (e.g. other "
@@ -79,12 +85,13 @@ def main(argv=None):
                           "output records every source's file name and run id. Without it, "
                           "checkpoints of different runs are refused. Different model shapes, "
                           "datasets or tokenizers are always refused")
-    avg.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR")
+    avg.add_argument("paths", type=path, nargs="+", metavar="CKPT|RUN_DIR")
     hlf = commands.add_parser("half", help="the model in float16, without training state")
-    hlf.add_argument("--out", required=True, help="file to write: not the input, not ckpt_*.pt")
-    hlf.add_argument("path", metavar="CKPT")
+    hlf.add_argument("--out", type=path, required=True,
+                     help="file to write: not the input, not ckpt_*.pt")
+    hlf.add_argument("path", type=path, metavar="CKPT")
     ver = commands.add_parser("verify", help="check checkpoints against their sha256 seals")
-    ver.add_argument("paths", nargs="+", metavar="CKPT|RUN_DIR",
+    ver.add_argument("paths", type=path, nargs="+", metavar="CKPT|RUN_DIR",
                      help="checkpoint files, or run folders (all their checkpoints)")
     args = parser.parse_args(argv)
     if args.command == "verify":

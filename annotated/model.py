@@ -70,6 +70,11 @@ class EncoderDecoder(nn.Module):
         """Logits (batch, tgt_len, tgt_vocab) for the next token at every target position."""
         return self.generator(self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask))
 
+    def max_positions(self) -> int | None:
+        """The most positions a sequence may have: None for sinusoids, max_len when learned."""
+        pos = self.tgt_pos
+        return pos.embedding.num_embeddings if isinstance(pos, LearnedPositionalEncoding) else None
+
     def new_cache(self):
         """Empty per-layer caches for incremental decoding (see annotated.decoder)."""
         return [{} for _ in self.decoder.layers]

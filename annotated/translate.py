@@ -23,7 +23,8 @@ import torch
 from annotated.data.files import DataError, atomic_open, check_output, read_lines
 from annotated.inference.bleu import report
 from annotated.inference.translate import translate_lines
-from annotated.tools.cli import at_least, command, hidden_alias
+from annotated.configs import MAX_EXTRA
+from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import load_model
 
 
@@ -40,23 +41,24 @@ def stdin_lines():
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m annotated.translate",
                                 description="translate with a checkpoint (§6.1 decoding)")
-    p.add_argument("--checkpoint", required=True, help="a checkpoint or averaged checkpoint")
-    p.add_argument("--beam-size", type=at_least(1), help="beam size (default: the config's, 4)")
-    hidden_alias(p, "--beam", "beam_size", at_least(1))
+    p.add_argument("--checkpoint", type=path, required=True,
+                   help="a checkpoint or averaged checkpoint")
+    p.add_argument("--beam-size", type=at_least(1, high=1000),
+                   help="beam size (default: the config's, 4)")
     p.add_argument("--alpha", type=at_least(0.0, float),
                    help="length penalty alpha (default: the config's, 0.6)")
-    p.add_argument("--max-extra", type=at_least(0),
+    p.add_argument("--max-extra", type=at_least(0, high=MAX_EXTRA),
                    help="maximum output length = input length + this (default: config's, 50)")
     p.add_argument("--greedy", action="store_true", help="greedy search instead of beam")
     p.add_argument("--no-cache", action="store_true",
                    help="recompute the whole prefix every step (slow; for comparison)")
-    p.add_argument("--batch-tokens", type=at_least(1), default=2000,
+    p.add_argument("--batch-tokens", type=at_least(1, high=10 ** 7), default=2000,
                    help="source tokens per batch, padding included")
-    p.add_argument("--input", help="text file, plain or gzip (default or -: stdin)")
-    p.add_argument("--out", help="file to write, atomically; never the input, the references "
-                                 "or the checkpoint (default or -: stdout)")
-    hidden_alias(p, "--output", "out")
-    p.add_argument("--ref", help="references: print BLEU (annotated.evaluate) on stderr")
+    p.add_argument("--input", type=path, help="text file, plain or gzip (default or -: stdin)")
+    p.add_argument("--out", type=path, help="file to write, atomically; never the input, the "
+                                            "references or the checkpoint (default or -: stdout)")
+    p.add_argument("--ref", type=path,
+                   help="references: print BLEU (annotated.evaluate) on stderr")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     return p.parse_args(argv)
 
@@ -64,10 +66,15 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    source = None if args.input in (None, "-") else args.input
-    out_path = None if args.out in (None, "-") else args.out
+    source = None if str(args.input) in ("None", "-") else args.input
+    out_path = None if str(args.out) in ("None", "-") else args.out
     if out_path is not None:              # before any work: never over a file this reads
         check_output(out_path, reads=[args.checkpoint, source, args.ref])
+    elif sys.stdout is None:
+        raise DataError("stdout is closed: there is nowhere to write the translations; give "
+                        "--out FILE")
+    if source is None and sys.stdin is None:
+        raise DataError("stdin is closed: there is nothing to translate; give --input FILE")
     model, config, tokenizer = load_model(args.checkpoint, map_location=args.device)
     lines = list(read_lines(source) if source else stdin_lines())
     refs = list(read_lines(args.ref)) if args.ref else None
@@ -87,13 +94,24 @@ def main(argv=None):
         with atomic_open(out_path, "w") as f:
             f.write(text)
     else:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise DataError(f"cannot write the translations to stdout: {e.strerror}; give "
+                            f"--out FILE") from None
     if refs is not None:
-        log(report(out, refs))
+        log(report(out, refs, config.target_lang))
 
 
 def log(message):
-    print(message, file=sys.stderr, flush=True)
+    """Progress and scores, on stderr; nothing if stderr is closed."""
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ from annotated.inference.search import beam_search, source_batch
 from annotated.model import make_model
 from annotated.data.files import read_lines
 from annotated.data.tokenizer import EOS, PAD, train_bpe
-from annotated.tools.cli import at_least, command
+from annotated.configs import MAX_EXTRA
+from annotated.tools.cli import at_least, command, path
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 
@@ -60,13 +61,13 @@ def random_model_and_tokenizer(folder, vocab, work_dir):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.decode_speed",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", help=f"folder holding wmt14/ (or env {DATA_ENV})")
+    parser.add_argument("--data-dir", type=path, help=f"folder holding wmt14/ (or env {DATA_ENV})")
     parser.add_argument("--sentences", type=at_least(1), default=50)
     add_timing_arguments(parser, repeats=1)
     parser.add_argument("--checkpoint", help="a trained checkpoint instead of a random model")
     parser.add_argument("--vocab", type=at_least(16_000), default=37_000,
                         help="random model's vocabulary (it holds the BPE's 16,000 pieces)")
-    parser.add_argument("--max-extra", type=at_least(0),
+    parser.add_argument("--max-extra", type=at_least(0, high=MAX_EXTRA),
                         help="default: 0 (random model), 50 (trained)")
     return parser, parser.parse_args(argv)
 

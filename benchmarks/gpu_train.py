@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 from annotated import configs
-from annotated.tools.cli import at_least, command
+from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import DeviceError
 from benchmarks.train_throughput import training_step
 from results.common import machine_record
@@ -201,7 +201,7 @@ def parse_args(argv=None):
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu only to check the script itself on a small preset")
     parser.add_argument("--profile", action="store_true", help="GPU time by kind of kernel")
-    parser.add_argument("--out", type=Path, help="write the measurements as JSON here")
+    parser.add_argument("--out", type=path, help="write the measurements as JSON here")
     return parser.parse_args(argv)
 
 

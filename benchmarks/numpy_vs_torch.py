@@ -17,12 +17,20 @@ import sys
 BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def count(text: str) -> int:
+    """A whole number from 1 to 1024 (annotated.tools.cli.at_least would load NumPy's BLAS
+    before BLAS_THREADS are set)."""
+    if not text.isdigit() or not 1 <= int(text) <= 1024:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1024, got {text!r}")
+    return int(text)
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.numpy_vs_torch",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=1, help="BLAS and torch threads")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per side (median)")
-    parser.add_argument("--sentences", type=int, default=4, help="sentences in the batch")
+    parser.add_argument("--threads", type=count, default=1, help="BLAS and torch threads")
+    parser.add_argument("--repeats", type=count, default=5, help="timed runs per side (median)")
+    parser.add_argument("--sentences", type=count, default=4, help="sentences in the batch")
     return parser.parse_args(argv)
 
 

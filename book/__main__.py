@@ -1,16 +1,18 @@
 """`python -m book build [--out DIR]`: build the chapters' website (default build/site/)."""
 import argparse
 import time
-from pathlib import Path
 
+from annotated.tools.cli import command, path
 from book.build import DEFAULT_OUT, build
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m book", description=__doc__)
     parser.add_argument("command", choices=["build"], help="build the static site")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"output folder, replaced if it exists (default {DEFAULT_OUT})")
+    parser.add_argument("--out", type=path, default=DEFAULT_OUT,
+                        help=f"output folder: empty, missing, or a site built before, whose files "
+                             f"are replaced (default {DEFAULT_OUT})")
     args = parser.parse_args(argv)
     start = time.time()
     index = build(args.out)

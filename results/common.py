@@ -6,12 +6,15 @@ import shlex
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import torch
 
+from annotated.configs import merged
 from annotated.data.corpus import cache_folder, corpus_files, data_location, read_parallel
-from annotated.data.files import DataError
+from annotated.data.files import DataError, atomic_open
+from annotated.tools.cli import path
 from annotated.training.checkpoint import load_model
 from annotated.inference.bleu import lowercase_bleu, paper_bleu, sacre_bleu
 from annotated.training.step import evaluate
@@ -32,6 +35,16 @@ def machine_record() -> dict:
                       multiprocessors=props.multi_processor_count, cuda=torch.version.cuda,
                       cudnn=torch.backends.cudnn.version())
     return record
+
+
+def write_files(files: dict) -> None:
+    """Write results files all or nothing: {path: text or bytes}. Each is written to a
+    temporary file beside it first; only when every one is complete are they renamed into
+    place, so a failure leaves every file that was there as it was."""
+    with ExitStack() as stack:
+        for path, content in files.items():
+            mode = "wb" if isinstance(content, bytes) else "w"
+            stack.enter_context(atomic_open(path, mode)).write(content)
 
 
 def invocation(module: str, argv=None) -> str:
@@ -55,14 +68,14 @@ def recorded(cmd: list[str]) -> str:
 
 def add_out_dir(parser):
     """--out-dir: the folder a results script writes into."""
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "results",
+    parser.add_argument("--out-dir", type=path, default=ROOT / "runs" / "results",
                         help="where to write the results (default runs/results; pass "
                              "--out-dir results to replace the committed ones)")
 
 
 def add_training_arguments(parser, overrides_help: str):
     """--data-dir, --out-dir and key=value: what the scripts that train models share."""
-    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
+    parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                            "ANNOTATED_DATA_DIR)")
     add_out_dir(parser)
     parser.add_argument("overrides", nargs="*", metavar="key=value", help=overrides_help)
@@ -87,7 +100,7 @@ def train_command(preset: str, out: Path, *, max_minutes: float | None = None,
         cmd += ["--max-minutes", str(max_minutes)]
     if max_steps is not None:
         cmd += ["--max-steps", str(max_steps)]
-    return cmd + list(overrides)
+    return cmd + merged(overrides)
 
 
 def resume_command(out: Path, *, max_minutes: float, data_dir=None, nproc: int = 1) -> list[str]:
@@ -142,7 +155,17 @@ def read_metrics(run_dir: Path) -> list[dict]:
     if not path.is_file():
         raise DataError(f"no {path}: {run_dir} was not written by python -m annotated.train; "
                         f"give the folder of a training run")
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    lines = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as e:
+            entry = e
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+            raise DataError(f"{path}, line {number}: not a metrics line as the trainer writes "
+                            f"them; restore or delete the line")
+        lines.append(entry)
+    return lines
 
 
 def split_text(config, data_dir, split: str) -> tuple[list[str], list[str]]:

@@ -25,6 +25,7 @@ run's train.json, which the training step writes.
    a run on lowercased text (lowercase=true: multi30k_tiny_lowercase.md).
 """
 import argparse
+import io
 import json
 from pathlib import Path
 
@@ -32,11 +33,11 @@ import numpy as np
 
 from annotated.data.corpus import load_corpus
 from annotated.inference.search import attention_maps
-from annotated.tools.cli import at_least, command, hidden_alias
+from annotated.tools.cli import at_least, command, path, positive
 from annotated.training.checkpoint import (CheckpointError, checkpoints, config_from, load,
                                            load_model)
 from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
-                            perplexity, read_metrics, score, train)
+                            perplexity, read_metrics, score, train, write_files)
 
 PRESETS = ("multi30k", "multi30k_tiny")
 
@@ -46,19 +47,18 @@ def parse_args(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", choices=PRESETS, default="multi30k",
                         help="the preset to train; it also names the results files")
-    parser.add_argument("--max-minutes", type=float, default=60.0,
+    parser.add_argument("--max-minutes", type=positive, default=60.0,
                         help="minutes of training (default 60)")
-    hidden_alias(parser, "--minutes", "max_minutes", float)
     parser.add_argument("--nproc", type=at_least(1), default=1,
                         help="train as this many processes under torchrun, one CPU thread or "
                              "GPU each (default 1; 2 fills a 2-core CPU)")
     add_training_arguments(parser, "override fields of the multi30k preset")
-    parser.add_argument("--run-dir", type=Path, help="the training run (default runs/CONFIG)")
-    hidden_alias(parser, "--run", "run_dir", Path)
+    parser.add_argument("--run-dir", type=path, help="the training run (default runs/CONFIG)")
     parser.add_argument("--skip-train", action="store_true", help="score an existing run")
     parser.add_argument("--average", type=at_least(1), default=5, help="checkpoints to average")
-    parser.add_argument("--beam-size", type=at_least(1), default=4, help="beam size (default 4)")
-    parser.add_argument("--alpha", type=float, default=0.6,
+    parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
+                        help="beam size (default 4)")
+    parser.add_argument("--alpha", type=at_least(0.0, float), default=0.6,
                         help="length penalty alpha (default 0.6)")
     parser.add_argument("--limit", type=at_least(3), default=None,
                         help="score only the first N test sentences, at least the 3 whose "
@@ -81,11 +81,12 @@ def main(argv=None):
     result, sentences = evaluate_run(args.run_dir, args.average, beam, args.data_dir, args.limit)
     result["preset"] = args.config
     stem = file_stem(args.config, result["config"])
-    (args.out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1))
-    save_attention(args.run_dir / "average.pt", result["examples"][:3],
-                   args.out_dir / f"{stem}_attention.npz")
-    text = render_markdown(result, invocation("results.multi30k", argv), sentences)
-    (args.out_dir / f"{stem}.md").write_text(text)
+    write_files({
+        args.out_dir / f"{stem}.json": json.dumps(result, indent=1),
+        args.out_dir / f"{stem}_attention.npz": attention_file(args.run_dir / "average.pt",
+                                                               result["examples"][:3]),
+        args.out_dir / f"{stem}.md": render_markdown(result, invocation("results.multi30k", argv),
+                                                     sentences)})
     print(f"wrote {args.out_dir / f'{stem}.md'}")
 
 
@@ -181,8 +182,9 @@ def mean_words(lines) -> float:
     return round(float(np.mean([len(line.split()) for line in lines])), 2)
 
 
-def save_attention(checkpoint: Path, examples: list[dict], path: Path):
-    """The model's attention maps on these examples (source and translation), for chapter 8."""
+def attention_file(checkpoint: Path, examples: list[dict]) -> bytes:
+    """The model's attention maps on these examples (source and translation), for chapter 8:
+    the bytes of an .npz file."""
     model, _, tokenizer = load_model(checkpoint)
     maps = {}
     for j, example in enumerate(examples):
@@ -192,7 +194,9 @@ def save_attention(checkpoint: Path, examples: list[dict], path: Path):
             maps[f"{j}_{kind}"] = array
         maps[f"{j}_src_pieces"] = np.array([tokenizer.decode([t]) for t in src_ids] + ["</s>"])
         maps[f"{j}_out_pieces"] = np.array(["<s>"] + [tokenizer.decode([t]) for t in out_ids])
-    np.savez_compressed(path, **maps)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **maps)
+    return buffer.getvalue()
 
 
 def published_section(result: dict, ours: dict) -> list[str]:

@@ -29,13 +29,14 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from annotated.configs import apply_overrides, get
+from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
-from annotated.tools.cli import command
+from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import load_model
 from annotated.inference.translate import translate_lines
 from results.common import (DEVICE, ROOT, add_training_arguments, invocation, machine_record,
-                            markdown_table, read_metrics, recorded, split_text, train_command)
+                            markdown_table, read_metrics, recorded, split_text, train_command,
+                            write_files)
 from results.multi30k import evaluate_run, pair_name
 from results.multi30k_sweep import start, sweep_run, wait_for
 
@@ -57,9 +58,9 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m results.multi30k_budget",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="train the candidates first")
-    parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "budget",
+    parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "budget",
                         help="where the runs are (default runs/budget)")
-    parser.add_argument("--limit", type=int, default=None,
+    parser.add_argument("--limit", type=at_least(3), default=None,
                         help="score only the first N sentences (a smoke test)")
     add_training_arguments(parser, "override fields of every run (a smoke test: "
                                    "dataset=multi30k_sample train_steps=20 ...)")
@@ -67,7 +68,7 @@ def parse_args(argv=None):
 
 
 def overrides(name: str, target: str, extra: list[str]) -> list[str]:
-    return BUDGET + CANDIDATES[name] + [f"target_lang={target}"] + extra
+    return merged(BUDGET, CANDIDATES[name], [f"target_lang={target}"], extra)
 
 
 def run_dir(runs: Path, name: str, target: str) -> Path:
@@ -94,9 +95,9 @@ def main(argv=None):
                                                              "average", "examples")}
     result["decode_speed"] = decode_speed(run_dir(args.runs_dir, name, "de") / "average.pt",
                                           args.data_dir, args.limit)
-    (args.out_dir / "multi30k_budget.json").write_text(json.dumps(result, indent=1) + "\n")
-    text = render_markdown(result, invocation("results.multi30k_budget", argv))
-    (args.out_dir / "multi30k_budget.md").write_text(text)
+    write_files({args.out_dir / "multi30k_budget.json": json.dumps(result, indent=1) + "\n",
+                 args.out_dir / "multi30k_budget.md": render_markdown(
+                     result, invocation("results.multi30k_budget", argv))})
     print(f"wrote {args.out_dir / 'multi30k_budget.md'}")
 
 

@@ -21,20 +21,22 @@ from pathlib import Path
 from sacrebleu.metrics import BLEU
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from annotated.tools.cli import at_least, command
+from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import config_from, load
-from results.common import add_out_dir, invocation, markdown_table, relative, score, split_text
+from results.common import (add_out_dir, invocation, markdown_table, relative, score, split_text,
+                            write_files)
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m results.multi30k_metric",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", type=Path, required=True,
+    parser.add_argument("--checkpoint", type=path, required=True,
                         help="a Multi30k model (e.g. annotated/pretrained/multi30k_en_de.pt)")
-    parser.add_argument("--beam-size", type=at_least(1), default=4, help="beam size (default 4)")
+    parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
+                        help="beam size (default 4)")
     parser.add_argument("--alpha", type=at_least(0.0, float), default=1.4,
                         help="length penalty alpha (default 1.4, the shipped model's)")
-    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
+    parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                            "ANNOTATED_DATA_DIR)")
     parser.add_argument("--limit", type=at_least(10), default=None,
                         help="only the first N sentences (a smoke test)")
@@ -73,9 +75,9 @@ def main(argv=None):
                   alpha=args.alpha, ours=ours,
                   moses=dict(lowercase_bleu=round(moses.score, 2), signature=moses_signature,
                              ref_tokens=moses.ref_len, hyp_tokens=moses.sys_len))
-    (args.out_dir / "multi30k_metric.json").write_text(json.dumps(result, indent=1))
     text = render_markdown(result, invocation("results.multi30k_metric", argv))
-    (args.out_dir / "multi30k_metric.md").write_text(text)
+    write_files({args.out_dir / "multi30k_metric.json": json.dumps(result, indent=1),
+                 args.out_dir / "multi30k_metric.md": text})
     print(text)
 
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from annotated.data.files import DataError
 from annotated.inference.bleu import paired_bootstrap
-from annotated.tools.cli import at_least, command
+from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import config_from, load
-from results.common import add_out_dir, invocation, markdown_table, relative, score, split_text
+from results.common import (add_out_dir, invocation, markdown_table, relative, score, split_text,
+                            write_files)
 from results.multi30k import PUBLISHED
 
 SPLITS = {"valid": "val", "test": "test2016"}
@@ -33,7 +34,7 @@ def parse_args(argv=None):
                         metavar=("NAME", "CKPT", "BEAM", "ALPHA"),
                         help="a checkpoint and its decoding; give exactly two, the first is "
                              "compared with the second")
-    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
+    parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                            "ANNOTATED_DATA_DIR)")
     parser.add_argument("--limit", type=at_least(10), default=None,
                         help="only the first N sentences of each set (a smoke test)")
@@ -79,9 +80,9 @@ def main(argv=None):
         print(f"{shown}: " + "; ".join(f"{m} {r['bleu']} against {r['baseline_bleu']}, "
                                        f"p {r['p']}" for m, r in result[shown].items()))
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "multi30k_paired.json").write_text(json.dumps(result, indent=1))
-    text = render_markdown(result, invocation("results.multi30k_paired", argv))
-    (args.out_dir / "multi30k_paired.md").write_text(text)
+    write_files({args.out_dir / "multi30k_paired.json": json.dumps(result, indent=1),
+                 args.out_dir / "multi30k_paired.md": render_markdown(
+                     result, invocation("results.multi30k_paired", argv))})
     print(f"wrote {args.out_dir / 'multi30k_paired.md'}")
 
 

@@ -26,13 +26,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from annotated.configs import apply_overrides, get
+from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
-from annotated.tools.cli import command
+from annotated.tools.cli import at_least, command, path, positive
 from annotated.training.checkpoint import checkpoints
 from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
                             perplexity, read_metrics, relative, resume_command, score,
-                            split_text, train_command, with_this_python)
+                            split_text, train_command, with_this_python, write_files)
 from results.multi30k import file_stem, trained_checkpoints
 
 # name: (preset, overrides, processes). Transformer-tiny (2.6M parameters) with the paper's
@@ -91,16 +91,16 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m results.multi30k_sweep",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="train the candidates first")
-    parser.add_argument("--max-minutes", type=float, default=60.0,
+    parser.add_argument("--max-minutes", type=positive, default=60.0,
                         help="minutes of training per candidate (default 60)")
-    parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "sweep",
+    parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "sweep",
                         help="where the candidates' runs are (default runs/sweep)")
     parser.add_argument("--only", nargs="+", choices=[*CANDIDATES, *SECOND_HOUR, *OTHER_SEED],
                         metavar="NAME",
                         help="train (with --train) and score only these candidates now (their "
                              "scores are kept in their run folders for the full sweep); writes "
                              "no results file")
-    parser.add_argument("--limit", type=int, default=None,
+    parser.add_argument("--limit", type=at_least(1), default=None,
                         help="score only the first N val sentences (a smoke test)")
     add_training_arguments(parser, "override fields of every candidate (a smoke test: "
                                    "dataset=multi30k_sample N=1 ...)")
@@ -133,9 +133,9 @@ def main(argv=None):
               "second_hour": {name: scored[name] for name in SECOND_HOUR},
               "other_seed": {name: scored[name] for name in OTHER_SEED}}
     result["best"] = best(result["candidates"], runs)
-    (args.out_dir / "multi30k_sweep.json").write_text(json.dumps(result, indent=1))
-    text = render_markdown(result, invocation("results.multi30k_sweep", argv))
-    (args.out_dir / "multi30k_sweep.md").write_text(text)
+    write_files({args.out_dir / "multi30k_sweep.json": json.dumps(result, indent=1),
+                 args.out_dir / "multi30k_sweep.md": render_markdown(
+                     result, invocation("results.multi30k_sweep", argv))})
     print(f"wrote {args.out_dir / 'multi30k_sweep.md'}\nscore the chosen model on test2016 "
           f"once:\n  {result['best']['test_command']}")
 
@@ -154,7 +154,7 @@ def spec(name: str) -> tuple[str, list[str], int]:
 
 def candidate_config(name: str, extra: list[str]):
     preset, overrides, _ = spec(name)
-    return apply_overrides(get(preset), overrides + extra)
+    return apply_overrides(get(preset), merged(overrides, extra))
 
 
 def train_side_by_side(runs: dict, max_minutes: float, data_dir, extra: list[str]):

@@ -31,7 +31,7 @@ from annotated.attention import attention
 from annotated.data.files import DataError
 from annotated.tools.cli import command
 from annotated.tools.flops import training_flops
-from results.common import add_out_dir, invocation
+from results.common import add_out_dir, invocation, write_files
 
 HERE = Path(__file__).resolve().parent
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
@@ -165,12 +165,12 @@ def main(argv=None):
         timings = read_timings(timings_file)
     else:
         timings = measure_table1(args.quick)
-        timings_file.write_text(json.dumps(timings, indent=1))
     costs = table2_costs()
-    (args.out_dir / "paper_tables.json").write_text(json.dumps(dict(table2=costs), indent=1))
     text = render_markdown(timings, costs, invocation("results.paper_tables", argv),
                            reused=args.reuse_timings)
-    (args.out_dir / "paper_tables.md").write_text(text)
+    write_files({timings_file: json.dumps(timings, indent=1),
+                 args.out_dir / "paper_tables.json": json.dumps(dict(table2=costs), indent=1),
+                 args.out_dir / "paper_tables.md": text})
     print(f"wrote {args.out_dir / 'paper_tables.md'}")
 
 

@@ -4,26 +4,31 @@ English->German checkpoint with its weights stored in float16, checked against i
     python -m results.pretrained CHECKPOINT --data-dir D [--beam-size 4] [--alpha 0.6]
         [--out-dir annotated/pretrained]
 
-1. writes annotated/pretrained/multi30k_en_de.pt with `python -m annotated.checkpoint half`
-   (float16 weights, no optimizer state: under half the size of the float32 file);
+1. makes the float16 file as `python -m annotated.checkpoint half` does (float16 weights, no
+   optimizer state: under half the size of the float32 file), in a temporary folder;
 2. translates test2016 (1,000 sentences) with the float32 source and with the shipped file,
    counts the translations that are identical, and scores both (cased sacreBLEU, lowercased
    BLEU);
-3. writes annotated/pretrained/multi30k_en_de.json: where the model comes from, the file's
-   sha256 and size, both scores, the number of identical translations, and EXAMPLES test
-   sentences as the float32 source translates them, which the tests check the shipped file
-   reproduces word for word; and README.md beside it, for people.
+3. writes the float16 file as annotated/pretrained/multi30k_en_de.pt and, beside it,
+   multi30k_en_de.json (where the model comes from, the file's sha256 and size, both scores,
+   the number of identical translations, and EXAMPLES test sentences as the float32 source
+   translates them, which the tests check the shipped file reproduces word for word) and
+   README.md, for people.
+
+Every input (the checkpoint, the data location) is checked before anything is written, and the
+three files are replaced together at the end, or not at all.
 """
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
 from annotated.data.corpus import load_corpus
 from annotated.data.files import sha256_file
-from annotated.tools.cli import at_least, command
-from annotated.training.checkpoint import load, load_model
+from annotated.tools.cli import at_least, command, path
+from annotated.training.checkpoint import atomic_save, config_from, half, load, load_model
 from annotated.inference.translate import translate_lines
-from results.common import ROOT, invocation, relative, run_command, score
+from results.common import ROOT, invocation, recorded, relative, score, write_files
 
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
 EXAMPLES = 8
@@ -32,14 +37,16 @@ EXAMPLES = 8
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m results.pretrained",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", type=Path, help="the averaged float32 checkpoint to ship")
-    parser.add_argument("--data-dir", help="folder with the corpora (default: env "
-                                           "ANNOTATED_DATA_DIR)")
-    parser.add_argument("--beam-size", type=at_least(1), default=4, help="beam size (default 4)")
-    parser.add_argument("--alpha", type=float, default=0.6, help="length penalty (default 0.6)")
-    parser.add_argument("--limit", type=int, default=None,
+    parser.add_argument("checkpoint", type=path, help="the averaged float32 checkpoint to ship")
+    parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
+                                                      "ANNOTATED_DATA_DIR)")
+    parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
+                        help="beam size (default 4)")
+    parser.add_argument("--alpha", type=at_least(0.0, float), default=0.6,
+                        help="length penalty (default 0.6)")
+    parser.add_argument("--limit", type=at_least(EXAMPLES), default=None,
                         help="compare on the first N test sentences only (a smoke test)")
-    parser.add_argument("--out-dir", type=Path, default=SHIPPED.parent,
+    parser.add_argument("--out-dir", type=path, default=SHIPPED.parent,
                         help="where to write the files (default annotated/pretrained)")
     return parser.parse_args(argv)
 
@@ -47,28 +54,34 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    source = load(args.checkpoint)                  # every input checked before any write
+    config = config_from(source, args.checkpoint)
+    corpus = load_corpus(config, data_dir=args.data_dir, log=lambda *_: None)
     shipped = args.out_dir / SHIPPED.name
-    half_cmd = run_command(["python", "-m", "annotated.checkpoint", "half",
-                            relative(args.checkpoint), "--out", relative(shipped)])
     decode = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)
-    record = compare(args.checkpoint, shipped, args.data_dir, decode, args.limit)
-    source = load(args.checkpoint)
-    record = {"source": relative(args.checkpoint), "command": half_cmd,
-              "averaged_from": source.get("averaged_from"), "run_id": source["run_id"],
-              "step": source["step"], "sha256": sha256_file(shipped),
-              "bytes": shipped.stat().st_size, "decode": decode, **record}
-    out = shipped.with_suffix(".json")
-    out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    readme = render_readme(record, source["config"], invocation("results.pretrained", argv))
-    (args.out_dir / "README.md").write_text(readme)
-    print(f"wrote {relative(shipped)} ({record['bytes'] / 2**20:.1f} MiB) and {relative(out)}: "
-          f"{record['identical']} of {record['sentences']} test translations identical")
+    with tempfile.TemporaryDirectory() as tmp:
+        halved = Path(tmp) / SHIPPED.name           # made and checked here, shipped at the end
+        atomic_save(half(args.checkpoint), halved)
+        record = compare(args.checkpoint, halved, corpus, decode, args.limit)
+        half_cmd = recorded(["python", "-m", "annotated.checkpoint", "half",
+                             relative(args.checkpoint), "--out", relative(shipped)])
+        record = {"source": relative(args.checkpoint), "command": half_cmd,
+                  "averaged_from": source.get("averaged_from"), "run_id": source["run_id"],
+                  "step": source["step"], "sha256": sha256_file(halved),
+                  "bytes": halved.stat().st_size, "decode": decode, **record}
+        readme = render_readme(record, source["config"], invocation("results.pretrained", argv))
+        write_files({shipped: halved.read_bytes(),
+                     shipped.with_suffix(".json"): json.dumps(record, indent=1,
+                                                              ensure_ascii=False) + "\n",
+                     args.out_dir / "README.md": readme})
+    print(f"wrote {relative(shipped)} ({record['bytes'] / 2**20:.1f} MiB), "
+          f"{relative(shipped.with_suffix('.json'))} and README.md: {record['identical']} of "
+          f"{record['sentences']} test translations identical")
 
 
-def compare(source: Path, shipped: Path, data_dir, decode: dict, limit=None) -> dict:
+def compare(source: Path, shipped: Path, corpus, decode: dict, limit=None) -> dict:
     """Both models on test2016: scores, identical translations, and the source's examples."""
     model, config, tokenizer = load_model(source)
-    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
     src, ref = corpus.test_src[:limit], corpus.test_ref[:limit]
     full, halved = score(source, src, ref, **decode), score(shipped, src, ref, **decode)
     same = sum(a == b for a, b in zip(full["hypotheses"], halved["hypotheses"]))

@@ -25,10 +25,11 @@ from pathlib import Path
 from annotated.configs import PRESETS, apply_overrides, get
 from annotated.data.corpus import load_corpus
 from annotated.data.files import DataError
-from annotated.tools.cli import at_least, command, hidden_alias
+from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import checkpoint_name, config_from, load
 from results.common import (ROOT, add_training_arguments, invocation, markdown_table,
-                            read_metrics, recorded, rounded, score, train, train_command)
+                            read_metrics, recorded, rounded, score, train, train_command,
+                            write_files)
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
              eval_every=10_000, ckpt_every=10_000, ckpt_minutes=10_000, keep_last=1)
@@ -71,9 +72,8 @@ def parse_args(argv=None):
                         help="take rows that table3_small.json recorded with this config, and "
                         "score without retraining runs that already finished it")
     add_training_arguments(parser, "override fields of every row (before the row's change)")
-    parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "table3_small",
+    parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "table3_small",
                         help="the folder of the rows' training runs (default runs/table3_small)")
-    hidden_alias(parser, "--runs", "runs_dir", Path)
     parser.add_argument("--limit", type=at_least(1), default=None,
                         help="score only N val sentences")
     return parser.parse_intermixed_args(argv)
@@ -105,14 +105,17 @@ def main(argv=None):
                          **run_row(args, args.runs_dir / folder, changes, sources, references,
                                    records.get(name))}
         print(f"{name}: BLEU {results[name]['bleu']}  PPL {results[name]['ppl']}", flush=True)
-    kept.write_text(json.dumps(results, indent=1))
-    write_table(args, results, argv, len(sources))
+    write_table(args, results, argv, len(sources), kept)
 
 
-def write_table(args, results: dict, argv, sentences: int):
+def write_table(args, results: dict, argv, sentences: int, kept: Path | None = None):
+    """table3_small.md, and with `kept` the json of the rows beside it (all or nothing)."""
     text = render_markdown(results, invocation("results.table3_small", argv), args.steps,
                            sentences)
-    (args.out_dir / "table3_small.md").write_text(text)
+    files = {args.out_dir / "table3_small.md": text}
+    if kept is not None:
+        files[kept] = json.dumps(results, indent=1)
+    write_files(files)
     print(f"wrote {args.out_dir / 'table3_small.md'}")
 
 

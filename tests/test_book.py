@@ -96,6 +96,87 @@ def test_reading_time_counts_prose_code_shown_source_and_figures():
     assert minutes == 300 / 200 + 11 / 20 + 2 * 0.5
 
 
+@pytest.fixture
+def fake_sphinx(monkeypatch):
+    """book.build with Sphinx replaced by a stand-in that writes `pages` (or fails): the
+    output folder's handling without a real build."""
+    from book import build as book_build
+    site = {"pages": ["index.html", "01.html"], "code": 0}
+
+    def build_main(args):
+        out = Path(args[-1])
+        out.mkdir(parents=True, exist_ok=True)
+        for name in site["pages"]:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_text(f"<html>{name}</html>")
+        return site["code"]
+    monkeypatch.setattr(book_build, "build_main", build_main)
+    return book_build, site
+
+
+def test_a_rebuild_replaces_only_what_the_last_build_wrote(tmp_path, fake_sphinx):
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    build.build(out)
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / "CNAME").write_text("book.example.org\n")
+    site["pages"] = ["index.html", "_static/new.css"]              # 01.html is gone now
+    build.build(out)
+    assert (out / ".git" / "HEAD").is_file() and (out / "CNAME").is_file()
+    assert (out / "_static" / "new.css").is_file() and not (out / "01.html").exists()
+    assert "01.html" not in (out / build.MANIFEST).read_text()
+
+
+def test_a_failed_build_leaves_the_site_that_was_there(tmp_path, fake_sphinx):
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    build.build(out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    site["code"], site["pages"] = 1, ["index.html", "other.html"]
+    with pytest.raises(SystemExit, match="the site that was there, if any, is unchanged"):
+        build.build(out)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["site"]       # no temporary folder left
+
+
+@pytest.mark.parametrize("case", ["not a site", "a file in the way", "would overwrite"])
+def test_an_output_folder_that_is_not_a_site_built_here_is_refused(tmp_path, fake_sphinx,
+                                                                   case):
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    out.mkdir()
+    if case == "not a site":
+        (out / "notes.txt").write_text("mine\n")
+        (out / ".buildinfo").write_text("an earlier Sphinx site, or a copy of one\n")
+        words = "holds no site built by this command"
+    elif case == "a file in the way":
+        out.rmdir()
+        out.write_text("a file\n")
+        out = out / "site"
+        words = "is a file; choose another --out"
+    else:
+        build.build(out)
+        (out / "CNAME").write_text("mine\n")
+        site["pages"] = ["index.html", "CNAME"]
+        words = "would overwrite but did not write (CNAME)"
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(SystemExit, match=re.escape(words)):
+        build.build(out)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_notebook_that_is_not_json_is_one_line(tmp_path, fake_sphinx, monkeypatch):
+    build, _ = fake_sphinx
+    broken = tmp_path / "chapters" / "01_broken.ipynb"
+    broken.parent.mkdir()
+    broken.write_text('{"cells": [')
+    monkeypatch.setattr(build, "CHAPTERS", broken.parent)
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    with pytest.raises(SystemExit, match=r"01_broken.ipynb is not a readable notebook"):
+        build.build(tmp_path / "site")
+
+
 def test_every_chapter_page_and_the_index_give_a_reading_time(site):
     for chapter in CHAPTERS:
         page = (site / f"{chapter}.html").read_text(encoding="utf-8")

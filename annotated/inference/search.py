@@ -128,6 +128,8 @@ def _start(model, src, max_extra, cached):
     """Encode the batch; per-sentence maximum output lengths |X| + max_extra."""
     src_mask = padding_mask(src, PAD)                     # (batch, 1, 1, src_len)
     max_len = (src != PAD).sum(dim=1) + max_extra         # (batch,)
+    if model.max_positions() is not None:                 # learned positions end somewhere
+        max_len = max_len.clamp(max=model.max_positions())
     memory = model.encode(src, src_mask)                  # (batch, src_len, d_model)
     bos = torch.full((src.size(0), 1), BOS, dtype=torch.long, device=src.device)
     return _NextToken(model, memory, src_mask, cached), max_len, bos

@@ -9,6 +9,7 @@ input's order; an empty line gives an empty translation. The command around it i
 import time
 
 from annotated.data.batching import make_batches
+from annotated.data.files import DataError
 from annotated.inference.search import beam_search, greedy_decode, source_batch
 
 
@@ -18,6 +19,12 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
     """Translations of `lines`, in order; `log(message)` receives progress if given."""
     ids = tokenizer.encode_all(lines)
     todo = [i for i, x in enumerate(ids) if x]               # empty lines stay empty
+    limit = model.max_positions()
+    too_long = [i for i in todo if limit is not None and len(ids[i]) + 1 > limit]
+    if too_long:
+        raise DataError(f"line {too_long[0] + 1} has {len(ids[too_long[0]]) + 1} tokens (EOS "
+                        f"included); this model's learned positions cover {limit}: shorten "
+                        f"or split it ({len(too_long)} line(s) are too long)")
     out = [""] * len(lines)
     if not todo:
         return out
