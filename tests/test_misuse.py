@@ -1,0 +1,500 @@
+"""A tired user and a hostile file: every command refuses what means nothing in one line, and
+never loses, replaces or mixes up what the user had.
+
+The probes come in families: every number option of every command (NaN, infinite, negative,
+zero, huge); data files (empty, all too long, a byte-order mark, Windows line ends, tiny);
+interruption (Ctrl-C, a reader that stops reading, closed or full standard streams, a killed
+write); and what a run folder, an output path or a site folder may hold that is not the
+command's own.
+"""
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+from pathlib import Path
+
+import pytest
+import torch
+from test_faults import error_line, exits_with_error, save, snapshot
+
+import annotated.data.files as files
+from annotated import checkpoint as checkpoint_command
+from annotated import configs, evaluate, train, translate
+from annotated.configs import merged
+from annotated.data import prepare_wmt14
+from annotated.inference.bleu import report, tokenizer_for
+from annotated.training import checkpoint, loop
+from benchmarks import decode_speed, gpu_train, train_throughput
+from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired, multi30k_sweep,
+                     pretrained, table3_small)
+from results.common import read_metrics, write_files
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
+TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
+            "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
+HUGE = "1" + "0" * 30
+
+# (command, the arguments before the one probed, option, the values it must refuse)
+NUMBER_OPTIONS = [
+    (train.main, ["--config", "copy"], "--max-steps", ["0", "-3", "nan", "1.5"]),
+    (train.main, ["--config", "copy"], "--max-minutes", ["nan", "inf", "-1", "0"]),
+    (train.main, ["--config", "copy"], "--threads", ["0", "-1", HUGE, "nan"]),
+    (translate.main, ["--checkpoint", str(SHIPPED)], "--beam-size", ["0", "nan", HUGE]),
+    (translate.main, ["--checkpoint", str(SHIPPED)], "--alpha", ["nan", "inf", "-1"]),
+    (translate.main, ["--checkpoint", str(SHIPPED)], "--max-extra", ["-1", "1000000000"]),
+    (translate.main, ["--checkpoint", str(SHIPPED)], "--batch-tokens", ["0", "-5", HUGE]),
+    (checkpoint_command.main, ["average", "--out", "x.pt", "runs"], "--last", ["0", "-1", "nan"]),
+    (multi30k.main, [], "--max-minutes", ["nan", "inf", "-1", "0"]),
+    (multi30k.main, [], "--nproc", ["0", "nan"]),
+    (multi30k.main, [], "--average", ["0", "-2"]),
+    (multi30k.main, [], "--beam-size", ["0", HUGE]),
+    (multi30k.main, [], "--alpha", ["nan", "-0.5", "inf"]),
+    (multi30k.main, [], "--limit", ["0", "2"]),
+    (multi30k_sweep.main, [], "--max-minutes", ["nan", "-1"]),
+    (multi30k_sweep.main, [], "--limit", ["0"]),
+    (multi30k_budget.main, [], "--limit", ["0", "nan"]),
+    (table3_small.main, [], "--steps", ["0", "nan"]),
+    (table3_small.main, [], "--seeds", ["0"]),
+    (pretrained.main, [str(SHIPPED)], "--alpha", ["nan", "-1"]),
+    (pretrained.main, [str(SHIPPED)], "--limit", ["0", "3"]),
+    (multi30k_metric.main, ["--checkpoint", str(SHIPPED)], "--alpha", ["inf"]),
+    (multi30k_paired.main, [], "--limit", ["0"]),
+    (train_throughput.main, [], "--threads", ["0", "nan"]),
+    (train_throughput.main, [], "--repeats", ["0"]),
+    (decode_speed.main, [], "--sentences", ["0"]),
+    (decode_speed.main, [], "--max-extra", ["-1", HUGE]),
+    (gpu_train.main, ["--device", "cpu"], "--tokens", ["0", "nan"]),
+    (gpu_train.main, ["--device", "cpu"], "--repeats", ["1"]),
+    (configs.main, [], "--vocab", ["nan", "0", HUGE]),
+]
+
+
+@pytest.mark.parametrize("main,before,option,values", NUMBER_OPTIONS,
+                         ids=[f"{m.__module__}{o}" for m, _, o, _ in NUMBER_OPTIONS])
+def test_every_number_option_refuses_what_means_nothing_in_one_line(main, before, option,
+                                                                    values, capsys):
+    for value in values:
+        with pytest.raises(SystemExit) as exit_:
+            main([*before, f"{option}={value}"])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "Traceback" not in err, (value, err)
+        last = err.splitlines()[-1]
+        assert f"error: argument {option}: " in last and re.search("must be|expected|allowed",
+                                                                   last), err
+
+
+@pytest.mark.parametrize("item", ["P_drop=nan", "lr_factor=inf", "alpha=inf", "N=1000000",
+                                  "seed=" + HUGE, "max_extra=1000000000", "beam_size=0",
+                                  "d_model=" + HUGE, "P_drop=0.1 P_drop=0.2"])
+def test_every_key_value_setting_refuses_what_means_nothing_before_any_work(item, tmp_path,
+                                                                           capsys):
+    exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path / "run"),
+                                  *item.split(" ")])
+    assert error_line(capsys).startswith(("error: config: ", "error: P_drop is given twice"))
+    assert not (tmp_path / "run").exists()
+
+
+# --- the run folder belongs to one run --------------------------------------------------------
+
+def run(out, *args):
+    train.main(["--run-dir", str(out), "--threads", "1", *map(str, args)])
+
+
+def run_fails(out, *args):
+    """run(), which must end with exit code 1."""
+    exits_with_error(lambda argv: run(*argv), [out, *args])
+
+
+def test_a_checkpoint_of_another_run_in_a_run_folder_is_refused_and_nothing_is_deleted(
+        tmp_path, capsys):
+    """A newer checkpoint of another run, of the same config, copied into a run folder: the
+    same command, and --resume, refuse to continue either run; nothing is deleted."""
+    run(tmp_path / "mine", "--config", "copy", "--max-steps", 2,
+        *merged(TINY_RUN, ["ckpt_every=1"]))
+    run(tmp_path / "other", "--config", "copy", "--max-steps", 5,
+        *merged(TINY_RUN, ["seed=7", "ckpt_every=5"]))
+    shutil.copy(tmp_path / "other" / "ckpt_0000005.pt", tmp_path / "mine")
+    before = snapshot(tmp_path / "mine")
+    for extra in ([], ["--resume"]):
+        args = extra or ["--config", "copy", *merged(TINY_RUN, ["ckpt_every=1"])]
+        run_fails(tmp_path / "mine", "--max-steps", 9, *args)
+        message = error_line(capsys, alone=False)
+        assert "holds checkpoints of 2 different runs" in message
+        assert "2 files, ckpt_0000001.pt to ckpt_0000002.pt" in message
+        assert "ckpt_0000005.pt" in message and "move the other run's checkpoints" in message
+        assert snapshot(tmp_path / "mine") == before
+
+
+def test_rotation_never_deletes_a_checkpoint_of_another_run(tmp_path):
+    ours = [save(tmp_path / checkpoint.checkpoint_name(s), step=s, run_id="a" * 16)
+            for s in (1, 2, 3)]
+    theirs = save(tmp_path / checkpoint.checkpoint_name(9), step=9, run_id="b" * 16)
+    assert checkpoint.rotate(tmp_path, 1, run_id="a" * 16) == ours[:2]
+    assert checkpoint.checkpoints(tmp_path) == [ours[2], theirs]
+
+
+def test_a_renamed_checkpoint_is_not_resumed_from_the_step_inside_it(tmp_path, capsys):
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    (tmp_path / "ckpt_0000002.pt").rename(tmp_path / "ckpt_0000100.pt")
+    run_fails(tmp_path, "--resume", "--max-steps", 200)
+    message = error_line(capsys)
+    assert "ckpt_0000100.pt holds step 2, not the step its name says" in message
+    assert "ckpt_0000002.pt" in message
+
+
+def test_a_hand_edited_metrics_line_is_dropped_on_resume_and_named_by_the_results_scripts(
+        tmp_path, capsys):
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"note": "looked good"}\n[1, 2]\n')
+    with pytest.raises(Exception, match=r"metrics.jsonl, line 4: not a metrics line"):
+        read_metrics(tmp_path)
+    run(tmp_path, "--resume", "--max-steps", 3)
+    out = capsys.readouterr().out
+    assert "line 4: not a metrics line" in out and "line 5: not a metrics line" in out
+    assert [m["step"] for m in read_metrics(tmp_path) if m["split"] == "train"] == [1, 2, 3]
+
+
+# --- outputs: special files, links, a folder, the same input twice ----------------------------
+
+def test_an_output_that_is_a_device_a_pipe_or_a_link_is_written_through_never_replaced(
+        tmp_path, monkeypatch):
+    replaced = []
+    real_replace = os.replace
+
+    def guarded(src, dst):                   # a regression must not replace the real /dev/null
+        assert Path(dst).is_file() or not Path(dst).exists(), f"would replace {dst}"
+        replaced.append(Path(dst))
+        real_replace(src, dst)
+    monkeypatch.setattr(files.os, "replace", guarded)
+    with files.atomic_open("/dev/null", "w") as f:
+        f.write("gone\n")
+    assert Path("/dev/null").is_char_device() and replaced == []
+
+    fifo, got = tmp_path / "pipe", []
+    os.mkfifo(fifo)
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    with files.atomic_open(fifo, "w") as f:
+        f.write("through the pipe\n")
+    reader.join(timeout=30)
+    assert got == ["through the pipe\n"] and fifo.is_fifo()
+
+    target, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    with files.atomic_open(link, "w") as f:
+        f.write("new\n")
+    assert link.is_symlink() and target.read_text() == "new\n" and replaced == [target]
+
+
+def test_translate_and_half_write_to_dev_null_and_leave_it_a_device(tmp_path):
+    (tmp_path / "in.txt").write_text("a dog runs .\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
+                    os.devnull])
+    checkpoint_command.main(["half", str(SHIPPED), "--out", os.devnull])
+    assert Path(os.devnull).is_char_device()
+
+
+def test_a_checkpoint_option_naming_a_folder_says_it_is_a_folder(tmp_path, capsys):
+    save(tmp_path / "ckpt_0000003.pt", step=3)
+    exits_with_error(translate.main, ["--checkpoint", str(tmp_path)])
+    assert error_line(capsys) == (f"error: {tmp_path} is a folder; give one checkpoint file, "
+                                  f"such as {tmp_path / 'ckpt_0000003.pt'}, its newest")
+
+
+def test_the_same_checkpoint_twice_in_an_average_is_refused(tmp_path, capsys):
+    ckpt = save(tmp_path / "ckpt_0000001.pt")
+    os.link(ckpt, tmp_path / "again.pt")
+    exits_with_error(checkpoint_command.main, ["average", "--out", str(tmp_path / "a.pt"),
+                                               str(ckpt), str(tmp_path / "again.pt")])
+    assert "is given twice" in error_line(capsys)
+    assert not (tmp_path / "a.pt").exists()
+
+
+def test_paths_given_with_a_tilde_are_in_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    run("~/run", "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    assert (tmp_path / "run" / "ckpt_0000001.pt").is_file()
+
+
+def test_the_old_hidden_flag_spellings_are_gone(tmp_path, capsys):
+    exits_with_error(train.main, ["--config", "copy", "--out", str(tmp_path)], code=2)
+    assert "unrecognized arguments: --out" in capsys.readouterr().err
+
+
+# --- data files -------------------------------------------------------------------------------
+
+def corpus(folder: Path, train_pairs, valid_pairs=None, newline="\n", bom=False) -> Path:
+    """A user's corpus (dataset=files) in `folder`: train, valid and test in en and fr."""
+    folder.mkdir(parents=True, exist_ok=True)
+    splits = {"train": train_pairs, "valid": valid_pairs or train_pairs[:3],
+              "test": train_pairs[:3]}
+    for split, pairs in splits.items():
+        for side, lang in enumerate(("en", "fr")):
+            text = "".join(pair[side] + newline for pair in pairs)
+            (folder / f"{split}.{lang}").write_bytes(("\ufeff" if bom else "").encode()
+                                                     + text.encode())
+    return folder
+
+
+PAIRS = [(f"the cat number {i} sits on the mat", f"le chat numéro {i} est sur le tapis")
+         for i in range(60)]
+FILES = ["dataset=files", "source_lang=en", "target_lang=fr", "vocab_size=60", "N=1",
+         "d_model=16", "d_ff=32", "h=2", "d_k=8", "d_v=8", "max_tokens=400", "log_every=1",
+         "eval_every=1000", "ckpt_every=1000"]
+
+
+@pytest.mark.parametrize("case,data,settings,message", [
+    ("empty", ([], None), [], "hold no sentence pair"),
+    ("all too long", (PAIRS, None), ["max_sentence_len=5"],
+     "train: no sentence pair is left"),
+    ("valid too long", (PAIRS, [("one " * 40, "un " * 40)] * 3), ["max_sentence_len=30"],
+     "valid: no sentence pair is left"),
+    ("vocabulary too large", (PAIRS[:2], None), ["vocab_size=5000"],
+     "cannot learn a 5,000-token vocabulary"),
+])
+def test_a_corpus_that_cannot_train_is_one_line_before_any_training(case, data, settings,
+                                                                  message, tmp_path, capsys):
+    location = corpus(tmp_path / "data", *data)
+    exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path / "run"),
+                                  "--data-dir", str(location), "--cache-dir",
+                                  str(tmp_path / "cache"), *merged(FILES, settings)])
+    assert message in error_line(capsys, alone=False)
+    assert checkpoint.checkpoints(tmp_path / "run") == []
+
+
+def test_windows_line_ends_and_a_byte_order_mark_read_as_plain_text(tmp_path):
+    plain = corpus(tmp_path / "plain", PAIRS)
+    other = corpus(tmp_path / "other", PAIRS, newline="\r\n", bom=True)
+    for name in ("train.en", "valid.fr"):
+        assert list(files.read_lines(other / name)) == list(files.read_lines(plain / name))
+
+
+def test_a_byte_order_mark_in_the_references_does_not_lower_bleu(tmp_path, capsys):
+    (tmp_path / "hyp").write_text("ein Hund läuft .\nzwei Katzen schlafen .\n")
+    (tmp_path / "ref").write_text("ein Hund läuft .\nzwei Katzen schlafen .\n")
+    (tmp_path / "ref-bom").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "ref").read_bytes())
+    for ref in ("ref", "ref-bom"):
+        evaluate.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / ref)])
+        assert "sacreBLEU (cased, detokenized): BLEU = 100.00" in capsys.readouterr().out
+
+
+# --- BLEU for languages written without spaces ------------------------------------------------
+
+def test_chinese_is_scored_with_a_chinese_tokenizer_and_says_so(tmp_path, capsys):
+    refs = ["我们今天去公园散步。", "这只猫在桌子上睡觉。", "他每天早上喝一杯咖啡。"]
+    hyps = ["我们今天去公园散步。", "这只猫在桌子上睡觉。", "他每天早上喝一杯茶。"]
+    (tmp_path / "hyp").write_text("".join(h + "\n" for h in hyps))
+    (tmp_path / "ref").write_text("".join(r + "\n" for r in refs))
+    evaluate.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
+    out = capsys.readouterr().out
+    assert out.startswith("tokenizer: zh") and "tok:zh" in out
+    score = float(re.search(r"sacreBLEU \(cased, detokenized\): BLEU = ([\d.]+)", out).group(1))
+    assert score > 70                     # with 13a: each sentence one token, and about 0
+
+
+@pytest.mark.parametrize("lang,text,expected", [
+    ("zh", "", "zh"), ("de", "", "13a"), (None, "我们今天去公园散步。", "zh"),
+    (None, "これは猫です。", "char"), (None, "สวัสดีครับ", "char"), (None, "Guten Tag", "13a"),
+    ("ko", "", "13a")])
+def test_the_bleu_tokenizer_follows_the_language(lang, text, expected):
+    assert tokenizer_for(lang, [text]) == expected       # ja/ko: MeCab is not installed here
+
+
+def test_a_report_names_its_tokenizer_only_when_it_is_not_13a():
+    assert not report(["a b c d"], ["a b c d"], "de").startswith("tokenizer")
+    assert report(["我喜欢猫。"], ["我喜欢猫。"], "zh").startswith("tokenizer: zh")
+
+
+# --- standard streams and interruption --------------------------------------------------------
+
+def command(*args, **options) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=ROOT, **options)
+
+
+def test_translate_with_stdin_closed_or_stdout_closed_or_full_is_one_line(tmp_path):
+    base = ["annotated.translate", "--checkpoint", str(SHIPPED)]
+    closed_in = command(*base, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+    closed_out = command(*base, input=b"a dog\n", preexec_fn=lambda: os.close(1))
+    with open("/dev/full", "wb") as full:
+        full_out = subprocess.run([sys.executable, "-m", *base], input=b"a dog\n", stdout=full,
+                                  stderr=subprocess.PIPE, timeout=300, cwd=ROOT)
+    for done, words in [(closed_in, "stdin is closed"), (closed_out, "stdout is closed"),
+                        (full_out, "No space left on device")]:
+        err = done.stderr.decode()
+        assert done.returncode == 1 and "Traceback" not in err and "Exception" not in err, err
+        assert err.splitlines()[-1].startswith("error: ") and words in err
+
+
+def test_a_reader_that_stops_reading_ends_translation_quietly(tmp_path):
+    """`| true` has gone before the first translation is written (`| head -1` after the first
+    line): the write fails with a broken pipe, which ends the command as SIGPIPE would, with
+    no error message and no traceback."""
+    (tmp_path / "in.txt").write_text("a dog runs .\ntwo cats sleep .\n")
+    shell = (f"{sys.executable} -m annotated.translate --checkpoint {SHIPPED} --input "
+             f"{tmp_path / 'in.txt'} | true")
+    done = subprocess.run(["bash", "-c", "set -o pipefail; " + shell], capture_output=True,
+                          timeout=300, cwd=ROOT)
+    err = done.stderr.decode()
+    assert done.returncode == 141, err
+    assert "Traceback" not in err and "Exception" not in err and "error" not in err, err
+
+
+def test_training_goes_on_without_a_stdout(tmp_path):
+    args = ["annotated.train", "--config", "copy", "--max-steps", "3", *TINY_RUN]
+    closed = command(*args, "--run-dir", str(tmp_path / "a"), preexec_fn=lambda: os.close(1))
+    with open("/dev/full", "wb") as full:
+        filled = subprocess.run([sys.executable, "-m", *args, "--run-dir", str(tmp_path / "b")],
+                                stdout=full, stderr=subprocess.PIPE, timeout=300, cwd=ROOT)
+    for done, run_dir in [(closed, "a"), (filled, "b")]:
+        err = done.stderr.decode()
+        assert done.returncode == 0 and "Traceback" not in err, err
+        assert "warning: stdout cannot be written" in err
+        assert (tmp_path / run_dir / "ckpt_0000003.pt").is_file()
+
+
+def test_ctrl_c_stops_training_in_one_line_and_the_run_resumes(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "annotated.train", "--config", "copy", "--run-dir",
+         str(tmp_path), "--max-steps", "100000", *TINY_RUN[:-1], "ckpt_every=5"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + 120
+    while not checkpoint.checkpoints(tmp_path) and time.time() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    err = process.communicate(timeout=60)[1].decode()
+    assert process.returncode == 130 and err.splitlines()[-1] == "interrupted", err
+    assert "Traceback" not in err
+    run(tmp_path, "--resume", "--max-steps", checkpoint.step_in_name(
+        checkpoint.checkpoints(tmp_path)[-1]) + 1)
+
+
+def test_a_killed_write_leaves_a_temporary_file_that_the_next_write_removes(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".out.txt.{files._HOST}.{dead.pid}.0123abcd.tmp"
+    live = tmp_path / f".out.txt.{files._HOST}.{os.getpid()}.4567cdef.tmp"
+    other = tmp_path / ".notes.tmp"
+    for p in (stale, live, other):
+        p.write_text("half\n")
+    with files.atomic_open(tmp_path / "out.txt", "w") as f:
+        f.write("done\n")
+    assert not stale.exists() and live.exists() and other.exists()
+
+
+# --- the rest of the list ---------------------------------------------------------------------
+
+def test_not_enough_memory_for_the_model_is_one_line_before_it_is_built(tmp_path, capsys,
+                                                                       monkeypatch):
+    monkeypatch.setattr(loop, "available_memory", lambda device: 1000)        # bytes free
+    run_fails(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    message = error_line(capsys, alone=False)
+    assert message.startswith("error: out of memory: the model has ")
+    assert "this machine has 0.0 GiB free; lower d_model" in message
+
+
+def test_learned_positions_shorter_than_an_input_are_one_line(tmp_path, capsys):
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "positional=learned",
+        "max_len=12", "max_sentence_len=12")
+    (tmp_path / "in.txt").write_text("4 5 6\n" + "4 " * 20 + "\n")
+    exits_with_error(translate.main, ["--checkpoint", str(tmp_path / "ckpt_0000001.pt"),
+                                      "--input", str(tmp_path / "in.txt")])
+    assert "line 2 has 21 tokens (EOS included); this model's learned positions cover 12" \
+        in error_line(capsys, alone=False)
+
+
+def test_preparing_wmt14_without_a_network_is_one_line(tmp_path, capsys, monkeypatch):
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError(OSError(errno.ENETUNREACH, "Network is unreachable"))
+    monkeypatch.setattr(files.urllib.request, "urlopen", offline)
+    exits_with_error(prepare_wmt14.main, ["--out-dir", str(tmp_path / "wmt14")])
+    message = error_line(capsys, alone=False)
+    assert message.startswith("error: cannot download http") and "needs a network" in message
+
+
+def test_shipping_a_model_with_a_wrong_data_location_changes_no_shipped_file(tmp_path, capsys):
+    out = tmp_path / "pretrained"
+    shutil.copytree(SHIPPED.parent, out, ignore=shutil.ignore_patterns("__pycache__"))
+    before = snapshot(out)
+    exits_with_error(pretrained.main, [str(SHIPPED), "--data-dir", str(tmp_path / "typo"),
+                                       "--out-dir", str(out)])
+    assert "multi30k: looked for" in error_line(capsys)
+    assert snapshot(out) == before
+
+
+def test_results_files_are_written_all_or_nothing(tmp_path):
+    (tmp_path / "a.md").write_text("old a\n")
+    (tmp_path / "b.json").write_text("old b\n")
+    with pytest.raises(TypeError):           # the second file cannot be written
+        write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": 3.14})
+    assert (tmp_path / "a.md").read_text() == "old a\n"
+    assert (tmp_path / "b.json").read_text() == "old b\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
+
+
+
+def test_a_full_disk_while_appending_metrics_names_the_metrics_file(tmp_path):
+    from annotated.tools.cli import describe
+    from annotated.training.run_dir import RunDir
+    folder = RunDir(tmp_path, say=lambda *_: None).open()
+    (tmp_path / "metrics.jsonl").symlink_to("/dev/full")
+    with pytest.raises(OSError) as error:
+        folder.record({"step": 1, "split": "train", "loss": 1.0})
+    folder.close()
+    assert describe(error.value) == (f"{tmp_path / 'metrics.jsonl'}: No space left on device "
+                                     f"(appending to the metrics log)")
+
+
+# --- probes beyond the outside tester's list: what a tired user or a hostile file does next ---
+
+def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
+    for item, words in [("P_drop=", "config: P_drop = '' is not a float"),
+                        ("n=2", "unknown config key(s) n; valid keys: N, d_model")]:
+        exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path), item])
+        assert words in error_line(capsys)
+
+
+@pytest.mark.parametrize("where", ["a file", "missing"])
+def test_a_data_location_that_is_a_file_or_missing_is_one_line_naming_it(tmp_path, capsys,
+                                                                        monkeypatch, where):
+    location = tmp_path / "data"
+    if where == "a file":
+        location.write_text("not a folder\n")
+    monkeypatch.setenv("ANNOTATED_DATA_DIR", str(location))
+    exits_with_error(train.main, ["--config", "multi30k", "--run-dir", str(tmp_path / "run"),
+                                  "--cache-dir", str(tmp_path / "cache")])
+    message = error_line(capsys)
+    assert "multi30k: looked for train.en.gz" in message and f" in {location}" in message
+
+
+def test_a_cache_location_that_is_a_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "cache").write_text("not a folder\n")
+    exits_with_error(train.main, ["--config", "sample", "--run-dir", str(tmp_path / "run"),
+                                  "--cache-dir", str(tmp_path / "cache"), "--max-steps", "1"])
+    assert str(tmp_path / "cache") in error_line(capsys, alone=False)
+
+
+def test_a_folder_given_as_hypotheses_is_one_line(tmp_path, capsys):
+    (tmp_path / "ref").write_text("a\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path), "--ref", str(tmp_path / "ref")])
+    assert error_line(capsys) == f"error: {tmp_path}: Is a directory"
+
+
+def test_control_characters_in_an_input_line_translate_without_breaking_the_alignment(
+        tmp_path):
+    (tmp_path / "in.txt").write_bytes("a dog\x00 runs .\n\x1b[31mred\x1b[0m\n\tthe end .\n"
+                                      .encode())
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
+                    str(tmp_path / "out.txt"), "--greedy"])
+    assert len((tmp_path / "out.txt").read_text().split("\n")) == 4      # 3 lines and the end
