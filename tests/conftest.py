@@ -8,8 +8,10 @@ import torch
 from annotated.data.corpus import DATA_ENV, MULTI30K_SPLITS, SAMPLE, SAMPLE_SPLITS
 from annotated.data.files import read_lines
 
-# Tests are deterministic and single-threaded-friendly on the 2-core CI machine.
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+# Tests are deterministic and single-threaded-friendly on the 2-core CI machine. The suite runs
+# one worker process per core (pytest-xdist): each gets its share of the cores, at most 2.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 1))
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // WORKERS)))
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
