@@ -310,12 +310,13 @@ def bad_corpus(tmp_path, train_en: bytes):
 
 
 @pytest.mark.parametrize("content,message", [
-    (gzip.compress("A dog.\n".encode() * 2999 + b"\xff\xfe broken\n"),
+    (gzip.compress("A dog.\n".encode() * 2999 + b"\xff\xfe broken\n", mtime=0),
      r"train\.en\.gz, line 3000: not UTF-8 .*; convert the file to UTF-8"),
-    (gzip.compress("A dog.\n".encode() * 3000)[:-30],
+    (gzip.compress("A dog.\n".encode() * 3000, mtime=0)[:-30],
      r"train\.en\.gz, after line \d+: the gzip data is broken or cut short"),
-    (gzip.compress(b"\n" * 3000), r"train\.en\.gz and .*train\.de\.gz hold no sentence pair"),
-])
+    (gzip.compress(b"\n" * 3000, mtime=0),
+     r"train\.en\.gz and .*train\.de\.gz hold no sentence pair"),
+], ids=["not UTF-8", "cut short", "no pairs"])
 def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, content, message):
     location = bad_corpus(tmp_path, content)
     config = get("multi30k").override(vocab_size=500)
