@@ -13,11 +13,10 @@ The file format is annotated.training.checkpoint.
 """
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from annotated.data.files import check_output
-from annotated.tools.cli import at_least, command, path
+from annotated.tools.cli import at_least, command, out_file, path, say_error
 from annotated.training.checkpoint import (NAME, CheckpointError, atomic_save, average,
                                            checkpoints, half, verify)
 
@@ -43,28 +42,36 @@ def _average_inputs(parser, args) -> list[Path]:
 
 
 def _check_out(out, paths) -> None:
-    """Refuse an --out that is one of the inputs, cannot be written, or is named like a
-    training checkpoint (which --resume and rotation would take the new file for)."""
-    if NAME.fullmatch(Path(out).name):
-        raise CheckpointError(f"refusing to write {out}: ckpt_NNNNNNN.pt names a training "
-                              f"checkpoint; choose another name, e.g. average.pt")
+    """Refuse an --out that is one of the inputs, cannot be written, is stdout, or is named
+    (or links to a file named) like a training checkpoint, which --resume and rotation would
+    take the new file for."""
+    if str(out) == "-":
+        raise CheckpointError("--out -: a checkpoint is a binary file, not text for stdout; "
+                              "give a file name, e.g. average.pt")
     check_output(out, reads=paths)
+    target = Path(os.path.realpath(out))
+    for named in {Path(out), target}:
+        if NAME.fullmatch(named.name):
+            link = f" (a link to {target})" if named == target != Path(out) else ""
+            raise CheckpointError(f"refusing to write {out}{link}: ckpt_NNNNNNN.pt names a "
+                                  f"training checkpoint; choose another name, e.g. average.pt")
 
 
 def _verify_command(paths) -> int:
     """Verify each file, or each checkpoint of each run folder; the number that failed."""
     failed = 0
     for given in map(Path, paths):
-        found = checkpoints(given) if given.is_dir() else [given]
+        found = (checkpoints(given) + sorted(set(given.glob("*.pt")) - set(checkpoints(given)))
+                 if given.is_dir() else [given])
         if not found:
             failed += 1
-            print(f"error: {given} holds no checkpoints", file=sys.stderr)
+            say_error(f"error: {given} holds no checkpoints")
         for path in found:
             try:
                 print(f"{path}: {'intact' if verify(path) else 'version 1, no seal: unverified'}")
             except CheckpointError as e:
                 failed += 1
-                print(f"error: {e}", file=sys.stderr)
+                say_error(f"error: {e}")
     return failed
 
 
@@ -74,7 +81,7 @@ def main(argv=None):
                                      description="checkpoint tools")
     commands = parser.add_subparsers(dest="command", required=True)
     avg = commands.add_parser("average", help="average several checkpoints (§6.1)")
-    avg.add_argument("--out", type=path, required=True,
+    avg.add_argument("--out", type=out_file, required=True,
                      help="file to write the averaged checkpoint to: neither one of the inputs "
                           "nor named like a training checkpoint (ckpt_*.pt)")
     avg.add_argument("--last", type=at_least(1), metavar="N",
@@ -87,7 +94,7 @@ def main(argv=None):
                           "datasets or tokenizers are always refused")
     avg.add_argument("paths", type=path, nargs="+", metavar="CKPT|RUN_DIR")
     hlf = commands.add_parser("half", help="the model in float16, without training state")
-    hlf.add_argument("--out", type=path, required=True,
+    hlf.add_argument("--out", type=out_file, required=True,
                      help="file to write: not the input, not ckpt_*.pt")
     hlf.add_argument("path", type=path, metavar="CKPT")
     ver = commands.add_parser("verify", help="check checkpoints against their sha256 seals")

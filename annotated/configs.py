@@ -77,8 +77,8 @@ class Config:
                      "wmt14": {"en", "de"}}.get(self.dataset)
         pair = {self.source_lang, self.target_lang}
         if self.dataset != "copy" and (len(pair) < 2 or available and not pair <= available):
-            raise ConfigError(f"config: source_lang = {self.source_lang!r}, target_lang = "
-                              f"{self.target_lang!r}: dataset {self.dataset} needs two different "
+            raise ConfigError(f"config: source_lang = {shown(self.source_lang)}, target_lang = "
+                              f"{shown(self.target_lang)}: dataset {self.dataset} needs two different "
                               f"languages" + (f" of {', '.join(sorted(available))}" if available
                                               else "") + "; dataset=files takes any pair")
         if self.cooldown_steps > self.train_steps:
@@ -119,9 +119,16 @@ class Config:
         valid = [f.name for f in fields(self)]
         unknown = sorted(set(changes) - set(valid))
         if unknown:
-            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
+            raise ConfigError(f"unknown config key(s) {', '.join(shown(k, quote=False) for k in unknown)}; valid keys: "
                               f"{', '.join(valid)}")
         return replace(self, **changes)
+
+
+def shown(value, width: int = 60, quote: bool = True) -> str:
+    """repr(value) (or str, without `quote`) for an error message, cut to `width` characters:
+    a value pasted by mistake (a whole file) must not fill the screen."""
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= width else text[:width - 5] + "[...]"
 
 
 class ConfigError(ValueError):
@@ -131,6 +138,8 @@ class ConfigError(ValueError):
 # What each field allows, beyond its type: (test, what is allowed) for every field but the
 # paper_* references (None or a positive number). A float is never NaN or infinite.
 MAX_EXTRA = 1000          # tokens an output may run past its input (§6.3's parsing used 300)
+MAX_ALPHA = 10.0          # length penalty exponent: §6.1 uses 0.6; far past 1 longer is always
+                          # better, and lp(Y) overflows a float long before alpha = 100
 DATASETS = ("copy", "multi30k", "multi30k_sample", "wmt14", "files")
 _LANG = (lambda v: re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)?", v) is not None,
          "a language code such as en, de, fr, zh")
@@ -167,7 +176,7 @@ RULES = {
     "amp": (lambda v: v in ("none", "bf16", "fp16"), "none, bf16 or fp16"),
     **dict.fromkeys(["compile", "lowercase"], (lambda v: True, "true or false")),
     "ckpt_minutes": (lambda v: v > 0, "> 0"),
-    "alpha": (lambda v: v >= 0, ">= 0"),
+    "alpha": (lambda v: 0 <= v <= MAX_ALPHA, f"0 <= alpha <= {MAX_ALPHA:g}"),
     "max_extra": (lambda v: 0 <= v <= MAX_EXTRA, f"0 <= max_extra <= {MAX_EXTRA}"),
 }
 
@@ -189,13 +198,13 @@ def _check(name: str, kind, value):
                isinstance(value, kind) and type(value) is not bool)
     test, allowed = rule(name)
     if not ok_type:
-        raise ConfigError(f"config: {name} = {value!r} is not a{'n' if kind is int else ''} "
+        raise ConfigError(f"config: {name} = {shown(value)} is not a{'n' if kind is int else ''} "
                           f"{kind.__name__}; allowed: {allowed}")
     if kind is float and not math.isfinite(value):
-        raise ConfigError(f"config: {name} = {value!r} is not a finite number; allowed: "
+        raise ConfigError(f"config: {name} = {shown(value)} is not a finite number; allowed: "
                           f"{allowed}")
     if not test(value):
-        raise ConfigError(f"config: {name} = {value!r} is not allowed; allowed: {allowed}")
+        raise ConfigError(f"config: {name} = {shown(value)} is not allowed; allowed: {allowed}")
 
 
 def parse_value(key: str, kind, text: str):
@@ -208,7 +217,7 @@ def parse_value(key: str, kind, text: str):
     try:
         return booleans[text.lower()] if kind is bool else kind(text)
     except (KeyError, ValueError):
-        raise ConfigError(f"config: {key} = {text!r} is not a{'n' if kind is int else ''} "
+        raise ConfigError(f"config: {key} = {shown(text)} is not a{'n' if kind is int else ''} "
                           f"{kind.__name__}; allowed: {rule(key)[1]}") from None
 
 
@@ -232,7 +241,7 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
     for item in items:
         key, sep, text = item.partition("=")
         if not sep:
-            raise ConfigError(f"expected key=value, got {item!r}")
+            raise ConfigError(f"expected key=value, got {shown(item)}")
         if key in raw:
             raise ConfigError(f"{key} is given twice ({key}={raw[key]} and {item}); give it once")
         raw[key] = text
@@ -319,7 +328,7 @@ TABLE3_ROWS = ["base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4
 
 def get(name: str) -> Config:
     if name not in PRESETS:
-        raise ConfigError(f"unknown config {name!r}; choose one of: {', '.join(PRESETS)}")
+        raise ConfigError(f"unknown config {shown(name)}; choose one of: {', '.join(PRESETS)}")
     return PRESETS[name]
 
 
@@ -340,7 +349,16 @@ def table3_params(vocab: int = 37_000):
 
 
 def main(argv=None):
+    """`python -m annotated.configs`, under the command convention of annotated.tools.cli
+    (imported here: that module imports this one)."""
+    from annotated.tools.cli import command
+    return command(_print_table3)(argv)
+
+
+def _print_table3(argv=None):
     import argparse
+
+    from annotated.tools.cli import require_stdout, show
 
     def vocab_size(text: str) -> int:
         try:
@@ -352,14 +370,16 @@ def main(argv=None):
     parser.add_argument("--vocab", type=vocab_size, default=37_000,
                         help="shared BPE vocabulary size")
     args = parser.parse_args(argv)
-    print(f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways")
-    print(f"{'row':>5} {'ours (M)':>10} {'paper (M)':>10} {'diff (M)':>9}  config")
+    require_stdout("the table")
+    lines = [f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways",
+             f"{'row':>5} {'ours (M)':>10} {'paper (M)':>10} {'diff (M)':>9}  config"]
     for name, n, paper in table3_params(args.vocab):
         c = get(name)
         diff = f"{n / 1e6 - paper:+9.2f}" if paper else f"{'':>9}"
         shape = (f"N={c.N} d_model={c.d_model} d_ff={c.d_ff} h={c.h} d_k={c.d_k} d_v={c.d_v} "
                  f"P_drop={c.P_drop} eps_ls={c.eps_ls} pos={c.positional}")
-        print(f"{name:>5} {n / 1e6:10.2f} {paper if paper else '':>10} {diff}  {shape}")
+        lines.append(f"{name:>5} {n / 1e6:10.2f} {paper if paper else '':>10} {diff}  {shape}")
+    show("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import argparse
 
 from annotated.data.files import DataError, read_lines
 from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
-from annotated.tools.cli import command, path
+from annotated.tools.cli import command, path, require_stdout, show
 
 
 @command
@@ -33,15 +33,16 @@ def main(argv=None):
     parser.add_argument("--lang", help="the references' language code, e.g. de or zh (default: "
                                        "guessed from their script)")
     args = parser.parse_args(argv)
+    require_stdout("the scores")
     refs = list(read_lines(args.ref))
     hyps = aligned(args.hyp, refs, args.ref)
-    print(report(hyps, refs, args.lang))
+    show(report(hyps, refs, args.lang))
     if args.baseline:
         baseline = aligned(args.baseline, refs, args.ref)
         tok = tokenizer_for(args.lang, refs)
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
-            print(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
-                                                   tokenize=tok), metric))
+            show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
+                                                  tokenize=tok), metric))
 
 
 def aligned(path, refs, ref_path) -> list[str]:

@@ -24,18 +24,8 @@ from annotated.data.files import DataError, atomic_open, check_output, read_line
 from annotated.inference.bleu import report
 from annotated.inference.translate import translate_lines
 from annotated.configs import MAX_EXTRA
-from annotated.tools.cli import at_least, command, path
+from annotated.tools.cli import alpha, at_least, command, out_file, path, say_error
 from annotated.training.checkpoint import load_model
-
-
-def stdin_lines():
-    """Lines of stdin as UTF-8; like read_lines, only "\\n" ends a line."""
-    for number, raw in enumerate(sys.stdin.buffer, start=1):
-        try:
-            yield raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError as e:
-            raise DataError(f"stdin, line {number}: not UTF-8 ({e.reason} at byte "
-                            f"{e.start})") from None
 
 
 def parse_args(argv=None):
@@ -45,7 +35,7 @@ def parse_args(argv=None):
                    help="a checkpoint or averaged checkpoint")
     p.add_argument("--beam-size", type=at_least(1, high=1000),
                    help="beam size (default: the config's, 4)")
-    p.add_argument("--alpha", type=at_least(0.0, float),
+    p.add_argument("--alpha", type=alpha,
                    help="length penalty alpha (default: the config's, 0.6)")
     p.add_argument("--max-extra", type=at_least(0, high=MAX_EXTRA),
                    help="maximum output length = input length + this (default: config's, 50)")
@@ -55,11 +45,12 @@ def parse_args(argv=None):
     p.add_argument("--batch-tokens", type=at_least(1, high=10 ** 7), default=2000,
                    help="source tokens per batch, padding included")
     p.add_argument("--input", type=path, help="text file, plain or gzip (default or -: stdin)")
-    p.add_argument("--out", type=path, help="file to write, atomically; never the input, the "
+    p.add_argument("--out", type=out_file, help="file to write, atomically; never the input, the "
                                             "references or the checkpoint (default or -: stdout)")
     p.add_argument("--ref", type=path,
                    help="references: print BLEU (annotated.evaluate) on stderr")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+                   help="cpu, cuda, cuda:N or mps (default: cuda where there is a GPU)")
     return p.parse_args(argv)
 
 
@@ -76,7 +67,10 @@ def main(argv=None):
     if source is None and sys.stdin is None:
         raise DataError("stdin is closed: there is nothing to translate; give --input FILE")
     model, config, tokenizer = load_model(args.checkpoint, map_location=args.device)
-    lines = list(read_lines(source) if source else stdin_lines())
+    lines = list(read_lines(source or sys.stdin.buffer))
+    if not lines:
+        raise DataError(f"{source or 'stdin'} is empty: there is nothing to translate"
+                        + (f"; {out_path} is left as it was" if out_path else ""))
     refs = list(read_lines(args.ref)) if args.ref else None
     if refs is not None and len(refs) != len(lines):
         raise DataError(f"{args.ref} has {len(refs)} lines but the input has {len(lines)}")
@@ -88,30 +82,34 @@ def main(argv=None):
         f"{', uncached' if args.no_cache else ''}")
     out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
                           max_extra=max_extra, batch_tokens=args.batch_tokens,
-                          greedy=args.greedy, cached=not args.no_cache, log=log)
-    text = "".join(line + "\n" for line in out)
+                          greedy=args.greedy, cached=not args.no_cache, log=log,
+                          longest=config.max_sentence_len)
+    scores = report(out, refs, config.target_lang) if refs is not None else None
+    write(out, out_path)
+    if scores is not None:
+        log(scores)
+
+
+def write(translations: list[str], out_path) -> None:
+    """The translations, one a line, to `out_path` (atomically) or to stdout."""
+    text = "".join(line + "\n" for line in translations)
     if out_path is not None:
         with atomic_open(out_path, "w") as f:
             f.write(text)
-    else:
-        try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise DataError(f"cannot write the translations to stdout: {e.strerror}; give "
-                            f"--out FILE") from None
-    if refs is not None:
-        log(report(out, refs, config.target_lang))
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise DataError(f"cannot write the translations to stdout: {e.strerror}; give "
+                        f"--out FILE") from None
 
 
 def log(message):
     """Progress and scores, on stderr; nothing if stderr is closed."""
-    try:
-        print(message, file=sys.stderr, flush=True)
-    except OSError:
-        pass
+    say_error(message)
 
 
 if __name__ == "__main__":

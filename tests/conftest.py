@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated.data.corpus import DATA_ENV, MULTI30K_SPLITS, SAMPLE, SAMPLE_SPLITS
+from annotated.data.corpus import DATA_ENV, SAMPLE, SAMPLE_SPLITS
 from annotated.data.files import read_lines
 
 # Tests are deterministic and single-threaded-friendly on the 2-core CI machine. The suite runs
@@ -46,15 +46,3 @@ def user_corpus(folder, target="fr", gz=True):
             else:
                 path.write_bytes(text)
     return folder
-
-
-def sample_as_multi30k(location: Path) -> Path:
-    """The shipped sample's en and de files under the full corpus's names, in location/multi30k:
-    a data location that looks like the real one."""
-    folder = location / "multi30k"
-    folder.mkdir(parents=True)
-    for split, stem in MULTI30K_SPLITS.items():
-        for lang in ("en", "de"):
-            (folder / f"{stem}.{lang}.gz").write_bytes(
-                (SAMPLE / f"{SAMPLE_SPLITS[split]}.{lang}.gz").read_bytes())
-    return location

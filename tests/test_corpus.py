@@ -3,6 +3,7 @@ import gzip
 import html
 import io
 import json
+import shutil
 import tarfile
 
 import numpy as np
@@ -15,7 +16,7 @@ from annotated.configs import get
 from annotated.data.corpus import load_corpus, read_parallel
 from annotated.data.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
 from annotated.data.files import read_lines, sha256_file
-from conftest import full_corpus, sample_as_multi30k, user_corpus
+from conftest import full_corpus, user_corpus
 
 
 def quiet(*_):
@@ -94,7 +95,8 @@ def test_checksum_mismatch_is_an_error_and_keeps_nothing(offline):
     assert list((cache / "multi30k").iterdir()) == []          # nor any temporary file
 
 
-def test_corrupt_cached_file_is_removed_and_no_network_says_what_to_set(offline):
+def test_a_damaged_cached_file_is_kept_until_a_verified_download_replaces_it(offline):
+    """Offline, nothing replaces it: the file stays, and the error says what to set."""
     server, cache = offline
     (cache / "multi30k").mkdir(parents=True)
     (cache / "multi30k" / "train.en.gz").write_bytes(b"truncated")
@@ -102,10 +104,49 @@ def test_corrupt_cached_file_is_removed_and_no_network_says_what_to_set(offline)
     with pytest.raises(FileNotFoundError) as error:
         load_corpus(get("multi30k"), cache_dir=cache, log=logs.append)
     message = str(error.value)
-    assert str(cache / "multi30k" / "train.en.gz") in message
+    assert f"{cache / 'multi30k' / 'train.en.gz'} holds other sentences (kept as it is)" \
+        in message
     assert "--data-dir" in message and data.DATA_ENV in message
-    assert any("does not match its sha256; removing it" in line for line in logs)
-    assert not (cache / "multi30k" / "train.en.gz").exists()
+    assert any("does not hold the published sentences; downloading it again" in line
+               for line in logs)
+    assert (cache / "multi30k" / "train.en.gz").read_bytes() == b"truncated"
+
+
+def test_a_cached_file_with_the_published_text_in_another_gzip_is_used_offline(offline,
+                                                                                tmp_path):
+    """The same sentences compressed another way (gzip -9, a new timestamp) are the file."""
+    server, cache = offline
+    location = full_corpus("multi30k", "train.en.gz") / "multi30k"
+    (cache / "multi30k").mkdir(parents=True)
+    for name in [f"{stem}.{lang}.gz" for stem in data.MULTI30K_SPLITS.values()
+                 for lang in ("en", "de")]:
+        text = gzip.decompress((location / name).read_bytes())
+        (cache / "multi30k" / name).write_bytes(gzip.compress(text, compresslevel=9, mtime=7))
+    corpus = load_corpus(get("multi30k").override(vocab_size=1000), cache_dir=cache, log=quiet)
+    assert len(corpus.train) == 29_000
+
+
+@pytest.mark.parametrize("change", ["German is English", "German reordered", "French as German",
+                                    "one word changed"])
+def test_a_multi30k_data_location_must_hold_the_published_sentences(tmp_path, change):
+    """A copy of Multi30k whose German side is not the published one would train a wrong
+    model without a word: it is refused, naming the file and the fix."""
+    source = full_corpus("multi30k", "train.en.gz") / "multi30k"
+    folder = tmp_path / "data" / "multi30k"
+    shutil.copytree(source, folder)
+    german = gzip.decompress((source / "train.de.gz").read_bytes()).decode().splitlines()
+    german = {"German is English": gzip.decompress((source / "train.en.gz").read_bytes())
+              .decode().splitlines(),
+              "German reordered": german[1:] + german[:1],
+              "French as German": gzip.decompress((source / "train.fr.gz").read_bytes())
+              .decode().splitlines(),
+              "one word changed": [german[0].replace("Männer", "Frauen")] + german[1:]}[change]
+    (folder / "train.de.gz").write_bytes(gzip.compress("".join(line + "\n" for line in german)
+                                                       .encode(), mtime=0))
+    with pytest.raises(data.DataError, match=r"train\.de\.gz does not hold the published "
+                                             r"Multi30k sentences.*dataset=files"):
+        load_corpus(get("multi30k"), data_dir=tmp_path / "data", cache_dir=tmp_path / "cache",
+                    log=quiet)
 
 
 def test_data_dir_without_the_files_names_where_it_looked(tmp_path):
@@ -303,23 +344,23 @@ def test_sgml_round_trip_on_real_newstest2014(tmp_path):
 
 
 def bad_corpus(tmp_path, train_en: bytes):
-    """A multi30k folder whose English training file is `train_en`, the rest from the sample."""
-    location = sample_as_multi30k(tmp_path / "data")
-    (location / "multi30k" / "train.en.gz").write_bytes(train_en)
+    """A user's corpus whose English training file is `train_en`, the rest from the sample."""
+    location = user_corpus(tmp_path / "data", target="de")
+    (location / "train.en.gz").write_bytes(train_en)
     return location
 
 
 @pytest.mark.parametrize("content,message", [
-    (gzip.compress("A dog.\n".encode() * 2999 + b"\xff\xfe broken\n", mtime=0),
-     r"train\.en\.gz, line 3000: not UTF-8 .*; convert the file to UTF-8"),
-    (gzip.compress("A dog.\n".encode() * 3000, mtime=0)[:-30],
+    (gzip.compress("A dog.\n".encode() * 399 + b"\xff\xfe broken\n", mtime=0),
+     r"train\.en\.gz, line 400: not UTF-8 .*; convert the file to UTF-8"),
+    (gzip.compress("A dog.\n".encode() * 400, mtime=0)[:-30],
      r"train\.en\.gz, after line \d+: the gzip data is broken or cut short"),
-    (gzip.compress(b"\n" * 3000, mtime=0),
-     r"train\.en\.gz and .*train\.de\.gz hold no sentence pair"),
+    (gzip.compress(b"\n" * 400, mtime=0),
+     r"train\.en\.gz and .*train\.de hold no sentence pair"),
 ], ids=["not UTF-8", "cut short", "no pairs"])
 def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, content, message):
     location = bad_corpus(tmp_path, content)
-    config = get("multi30k").override(vocab_size=500)
+    config = get("multi30k").override(dataset="files", vocab_size=500)
     with pytest.raises(data.DataError, match=message):
         load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=quiet)
 

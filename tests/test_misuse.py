@@ -48,7 +48,7 @@ NUMBER_OPTIONS = [
     (train.main, ["--config", "copy"], "--max-minutes", ["nan", "inf", "-1", "0"]),
     (train.main, ["--config", "copy"], "--threads", ["0", "-1", HUGE, "nan"]),
     (translate.main, ["--checkpoint", str(SHIPPED)], "--beam-size", ["0", "nan", HUGE]),
-    (translate.main, ["--checkpoint", str(SHIPPED)], "--alpha", ["nan", "inf", "-1"]),
+    (translate.main, ["--checkpoint", str(SHIPPED)], "--alpha", ["nan", "inf", "-1", "400"]),
     (translate.main, ["--checkpoint", str(SHIPPED)], "--max-extra", ["-1", "1000000000"]),
     (translate.main, ["--checkpoint", str(SHIPPED)], "--batch-tokens", ["0", "-5", HUGE]),
     (checkpoint_command.main, ["average", "--out", "x.pt", "runs"], "--last", ["0", "-1", "nan"]),

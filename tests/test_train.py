@@ -16,7 +16,7 @@ from annotated import train
 from annotated.data.corpus import DATA_ENV
 from annotated.evaluate import main as evaluate_main
 from annotated.translate import main as translate_main
-from conftest import sample_as_multi30k, user_corpus
+from conftest import user_corpus
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -230,8 +230,8 @@ def test_resume_reads_the_data_from_where_the_run_started(tmp_path, monkeypatch)
     """--resume without --data-dir finds the corpus the run was started with, offline."""
     monkeypatch.delenv(DATA_ENV, raising=False)
     monkeypatch.setattr(data, "MULTI30K_URL", "http://unreachable.invalid/{name}")
-    sample_as_multi30k(tmp_path / "data")
-    tiny = ["vocab_size=500", "N=1", "d_model=16", "d_ff=32", "h=2", "d_k=8", "d_v=8",
+    user_corpus(tmp_path / "data", target="de")
+    tiny = ["dataset=files", "vocab_size=500", "N=1", "d_model=16", "d_ff=32", "h=2", "d_k=8", "d_v=8",
             "max_tokens=300", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
     cache = ["--cache-dir", tmp_path / "cache"]
     run(tmp_path / "run", "--config", "multi30k", "--data-dir", tmp_path / "data", *cache,

@@ -24,13 +24,15 @@ name the folder holding `multi30k/` and `wmt14/` or the dataset's folder itself)
 
 Tokenizers are trained on the training split and cached in the cache folder (see tokenizer.py).
 """
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from annotated.data.files import DataError, DownloadError, download, read_lines, sha256_file
+from annotated.data.files import (DataError, DownloadError, download, expand, read_lines,
+                                  resolved, text_sha256)
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
@@ -49,6 +51,19 @@ MULTI30K_SHA256 = {
     "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
     "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
     "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
+}
+# The same files' text (files.text_sha256): a data location's copy, or a cached one, must hold
+# exactly the published sentences in the published order, however it is compressed.
+MULTI30K_TEXT_SHA256 = {
+    "train.en.gz": "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
+    "train.de.gz": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
+    "val.en.gz": "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
+    "val.de.gz": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
+    "test_2016_flickr.en.gz": "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182",
+    "test_2016_flickr.de.gz": "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
+    "train.fr.gz": "5925a3c18f1587b6b54b87743106e6e8ab93618edb6f65d19eac0621f853a10d",
+    "val.fr.gz": "5304e444d842e962b2dda4d816b70b22a1765b15401642b7ca37a67477e708dc",
+    "test_2016_flickr.fr.gz": "cb3160d69b002bb638e66cc7612fcd56cb0af82eadc9c142dedc438afb885ef6",
 }
 # The shipped sample: the first lines of each Multi30k split (see its README for the terms).
 SAMPLE = Path(__file__).resolve().parent / "sample" / "multi30k"
@@ -69,6 +84,23 @@ class Corpus:
     test_src: list = field(default_factory=list)   # raw test sentences, aligned with test
     test_ref: list = field(default_factory=list)   # raw references, for BLEU
 
+    def fingerprints(self) -> dict:
+        """{"train": sha256, "valid": sha256} of the token ids a run trains and validates on,
+        pair by pair in order: a resumed run checks that its data has not changed."""
+        return {"train": fingerprint(self.train), "valid": fingerprint(self.valid)}
+
+
+def fingerprint(pairs) -> str:
+    """The sha256 of a split's token ids: any changed, added, removed or reordered pair, or a
+    source swapped with a target, changes it."""
+    digest = hashlib.sha256()
+    for src, tgt in pairs:
+        src, tgt = np.asarray(src, np.int32), np.asarray(tgt, np.int32)
+        digest.update(np.array([len(src), len(tgt)], np.int64).tobytes())
+        digest.update(src.tobytes())
+        digest.update(tgt.tobytes())
+    return digest.hexdigest()
+
 
 def read_parallel(src_path, tgt_path):
     """Line-aligned sentence pairs of two text files (plain or gzip), blank pairs dropped.
@@ -79,12 +111,24 @@ def read_parallel(src_path, tgt_path):
     if len(src) != len(tgt):
         raise DataError(f"parallel files differ in length: {src_path} has {len(src):,} lines, "
                          f"{tgt_path} has {len(tgt):,}")
+    if src == tgt and any(map(_visible, src)):
+        raise DataError(f"{src_path} and {tgt_path} hold the same text, line for line: a "
+                        f"parallel corpus pairs each sentence with its translation")
     pairs = [(s.strip(), t.strip()) for s, t in zip(src, tgt)]
-    kept = [(s, t) for s, t in pairs if s and t]
+    kept = [(s, t) for s, t in pairs if _visible(s) and _visible(t)]
     if not kept:
         raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
                         f"all blank on one side or both); check the files")
     return kept, {"read": len(pairs), "empty": len(pairs) - len(kept)}
+
+
+def _visible(text: str) -> bool:
+    """True unless `text` is blank, or holds only characters that show nothing (zero-width
+    spaces and joiners, a byte-order mark): such a side encodes to no token at all."""
+    return bool(text.strip(INVISIBLE).strip())
+
+
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
 
 
 def check_line_counts(src_path, tgt_path) -> int:
@@ -97,7 +141,16 @@ def check_line_counts(src_path, tgt_path) -> int:
 
 
 def cache_folder(cache_dir=None) -> Path:
-    return Path(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
+    """The cache location: `cache_dir`, else ANNOTATED_CACHE_DIR, else the default; a file
+    there is an error now, not after a tokenizer was trained."""
+    folder = expand(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
+    for part in (folder, *folder.parents):
+        if part.exists() and not part.is_dir():
+            raise DataError(f"the cache location {folder} cannot be a folder: {part} is a file; "
+                            f"give another --cache-dir (or {CACHE_ENV})")
+        if part.exists():
+            break
+    return folder
 
 
 def data_location(data_dir=None) -> Path | None:
@@ -106,14 +159,14 @@ def data_location(data_dir=None) -> Path | None:
     the user set it: from the current folder or, when nothing is there (a Jupyter kernel runs
     in the notebook's folder), from the shell's folder that started the process ($PWD)."""
     if data_dir:
-        return Path(data_dir).expanduser().resolve()
+        return resolved(data_dir)
     value = os.environ.get(DATA_ENV)
     if not value:
         return None
-    path = Path(value).expanduser()
+    path = expand(value)
     if not path.is_absolute() and not path.exists() and os.environ.get("PWD"):
         path = Path(os.environ["PWD"]) / path
-    return path.resolve()
+    return resolved(path)
 
 
 def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
@@ -155,12 +208,17 @@ def corpus_files(config, data_dir, cache, log) -> dict:
     elif config.dataset == "multi30k":
         stems, suffix = MULTI30K_SPLITS, ".gz"
         names = [f"{stem}.{lang}{suffix}" for stem in stems.values() for lang in langs]
-        folder = (_find("multi30k", names, data_dir) if data_dir
-                  else _download_multi30k(cache / "multi30k", names, log))
+        if data_dir:
+            folder = _find("multi30k", names, data_dir)
+            _check_published(folder, names)
+            log(f"multi30k: reading {folder}")
+        else:
+            folder = _download_multi30k(cache / "multi30k", names, log)
     else:                                                      # wmt14
         stems, suffix = WMT14_SPLITS, ""
         names = [f"{stem}.{lang}" for stem in stems.values() for lang in langs]
         folder = _find("wmt14", names, data_dir or cache / "wmt14")
+        log(f"wmt14: reading {folder}")
     return {split: [folder / f"{stem}.{lang}{suffix}" for lang in langs]
             for split, stem in stems.items()}
 
@@ -177,6 +235,9 @@ def _user_files(data_dir, langs) -> dict:
         found = [[Path(data_dir) / f"{stem}.{lang}{gz}" for gz in ("", ".gz")
                   if (Path(data_dir) / f"{stem}.{lang}{gz}").is_file()]
                  for stem in stems for lang in langs]
+        for both in (f for f in found if len(f) > 1):
+            raise DataError(f"{data_dir} holds both {both[0].name} and {both[1].name}: keep "
+                            f"one of them (they would be read as one corpus each)")
         pairs = [found[i] + found[i + 1] for i in range(0, len(found), 2)
                  if found[i] and found[i + 1]]
         if pairs:
@@ -242,34 +303,60 @@ def _describe(s) -> str:
 
 def _find(dataset, names, location) -> Path:
     """The folder holding all `names`: location/dataset or location itself."""
-    location = Path(location).expanduser()
-    for folder in (location / dataset, location):
+    location = expand(location)
+    folders = (location / dataset, location)
+    for folder in folders:
         if all((folder / name).is_file() for name in names):
             return folder
+    best = max(folders, key=lambda f: sum((f / name).is_file() for name in names))
+    missing = []
+    for name in (n for n in names if not (best / n).is_file()):
+        plain = best / name.removesuffix(".gz")
+        missing.append(name + (" (a broken link)" if (best / name).is_symlink() else
+                               f" ({plain.name} is there: gzip it)" if name.endswith(".gz")
+                               and plain.is_file() else ""))
     point = (f"point --data-dir or {DATA_ENV} at the folder holding them (or at its parent "
              f"holding {dataset}/)")
     if dataset == "wmt14":
         point = f"run `python -m annotated.data.prepare_wmt14 --out-dir DIR` with internet, then {point}"
     raise FileNotFoundError(f"{dataset}: looked for {', '.join(names)} in {location / dataset} "
-                            f"and in {location}; not all are there. To fix: {point}")
+                            f"and in {location}; {best} lacks {', '.join(missing)}. To fix: "
+                            f"{point}")
+
+
+def _check_published(folder: Path, names) -> None:
+    """Refuse Multi30k files whose sentences are not the published ones (edited, reordered,
+    another language copied over one): they would train a wrong model without a word."""
+    for name in names:
+        if text_sha256(folder / name) != MULTI30K_TEXT_SHA256[name]:
+            raise DataError(f"{folder / name} does not hold the published Multi30k sentences "
+                            f"(its text's sha256 differs): restore it from "
+                            f"{MULTI30K_URL.format(name=name)}, or train on your own version "
+                            f"as your own corpus, with dataset=files")
 
 
 def _download_multi30k(folder: Path, names, log) -> Path:
-    """Fetch each missing Multi30k file into the cache, checking its sha256."""
+    """Fetch each Multi30k file the cache lacks, or holds with other sentences, checking its
+    sha256; a cached file is replaced only by a complete, verified download."""
     for name in names:
         path = folder / name
         if path.is_file():
-            if sha256_file(path) == MULTI30K_SHA256[name]:
-                continue
-            log(f"multi30k: {path} does not match its sha256; removing it and downloading again")
-            path.unlink()
+            try:
+                if text_sha256(path) == MULTI30K_TEXT_SHA256[name]:
+                    continue
+            except DataError:
+                pass
+            log(f"multi30k: the cached {path} does not hold the published sentences; "
+                f"downloading it again")
         url = MULTI30K_URL.format(name=name)
         log(f"multi30k: downloading {url}")
         try:
             download(url, path, MULTI30K_SHA256[name])
         except (DownloadError, OSError) as e:
+            state = ("holds other sentences (kept as it is)" if path.is_file() else
+                     "is not in the cache")
             raise FileNotFoundError(
-                f"multi30k: {path} is not in the cache and downloading {url} failed ({e}). "
+                f"multi30k: {path} {state} and downloading {url} failed ({e}). "
                 f"Without internet, point --data-dir or {DATA_ENV} at a folder holding "
                 f"{', '.join(names)} (or at its parent holding multi30k/), or train on the "
                 f"sample shipped with the package: dataset=multi30k_sample (--config sample)") from e

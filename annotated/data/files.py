@@ -2,25 +2,31 @@
 
 - `read_lines`: UTF-8 text, plain or gzip (recognised by content), one line at a time; only
   "\n" ends a line, so a stray "\r" cannot misalign a parallel corpus; a byte-order mark at
-  the start is not text and is dropped. A file that is not UTF-8, or a broken gzip, is a
-  DataError naming the file and the line.
+  the start is not text and is dropped. A file that is not UTF-8, a broken gzip, another
+  compression or a line of over a MiB is a DataError naming the file and the line.
 - `atomic_open`: a write goes to a temporary file beside the target and is renamed over it only
-  when complete, so a crash never leaves half a file under the real name; the file gets the
-  mode open() would give it, and a full disk says so and keeps the old file. A symbolic link is
-  written through (its target is replaced, the link stays); a device or a named pipe is
-  written to as it is, never replaced. Temporary files that a killed process left behind are
-  removed by the next write to the same name (`remove_stale_temporaries`).
-- `check_output`: before any work, refuse to write over a file the command reads, or where it
-  cannot write.
-- `sha256_file`, `download`: checksums and verified downloads.
+  when complete, so a crash never leaves half a file under the real name; a replaced file keeps
+  its permissions, and a full disk says so and keeps the old file. A symbolic link is written
+  through (its target is replaced, the link stays); a device, a named pipe, or the file stdout
+  already goes to, is written to as it is, never replaced. Temporary files that a killed
+  process left behind are removed by the next write to the same name
+  (`remove_stale_temporaries`).
+- `check_output`: before any work, refuse to write over a file the command reads (stdin
+  included), or where it cannot write.
+- `sha256_file`, `text_sha256`, `download`: checksums and verified downloads.
+- `expand`, `resolved`: paths as a user writes them (~), as one line on error.
 """
 import errno
 import gzip
 import hashlib
+import io
 import os
 import re
 import secrets
+import shutil
 import socket
+import stat
+import sys
 import urllib.error
 import urllib.request
 import zlib
@@ -36,26 +42,119 @@ class DownloadError(DataError):
     """A download that could not reach its server."""
 
 
-def read_lines(path):
-    """Yield the lines of a UTF-8 text file, plain or gzip (recognised by content), without the
-    line end. Only "\\n" ends a line: a stray "\\r" or U+2028 inside a sentence must not split it
-    and misalign a parallel corpus."""
-    path = Path(path)
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
+MAX_LINE = 1 << 20      # bytes; a longer "line" is not a sentence (a binary file, /dev/zero)
+# The first bytes of compressed formats this project does not read, and the tool that reads them.
+COMPRESSED = {b"\xfd7zXZ\x00": "xz", b"BZh": "bzip2", b"PK\x03\x04": "zip",
+              b"\x28\xb5\x2f\xfd": "zstd"}
+
+
+class _Rejoined(io.RawIOBase):
+    """The bytes `head`, then the rest of the open file `f`: a pipe read once from its start,
+    though its first bytes were already taken to recognise gzip."""
+
+    def __init__(self, head: bytes, f):
+        super().__init__()
+        self.head, self.f = head, f
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self.head[:len(buffer)] if self.head else self.f.read1(len(buffer))
+        self.head = self.head[len(data):]
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def read_lines(source, name: str = "stdin"):
+    """Yield the lines of UTF-8 text, plain or gzip (recognised by content), without the line
+    end: of a file (`source` a path) or of an open binary stream such as sys.stdin.buffer
+    (`name` names it in errors). Only "\\n" ends a line: a stray "\\r" or U+2028 inside a
+    sentence must not split it and misalign a parallel corpus. Each byte is read once, so a
+    pipe (`<(cat f)`, /dev/stdin) loses nothing."""
+    if hasattr(source, "read"):
+        yield from _read(name, source)
+        return
+    with open(source, "rb") as raw:
+        yield from _read(Path(source), raw)
+
+
+def _read(path, raw):
+    """read_lines of the open binary stream `raw`, named `path` in errors."""
+    start = raw.tell() if raw.seekable() else None
+    head = raw.read(6)
+    for magic, tool in COMPRESSED.items():
+        if head.startswith(magic):
+            raise DataError(f"{path} is {tool}-compressed; this reads plain or gzip text: "
+                            f"decompress it first")
+    if start is not None:
+        raw.seek(start)
+        stream = raw
+    else:
+        stream = io.BufferedReader(_Rejoined(head, raw))
+    gzipped = head[:2] == b"\x1f\x8b"
+    yield from _lines(path, gzip.GzipFile(fileobj=stream) if gzipped else stream, gzipped)
+
+
+def _lines(path, f, gzipped):
+    """read_lines' loop over the open (decompressing) stream `f`."""
     number = 0
     try:
-        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
-            for number, line in enumerate(f, start=1):
-                try:
-                    text = line.decode("utf-8").rstrip("\r\n")
-                    yield text.removeprefix("\ufeff") if number == 1 else text
-                except UnicodeDecodeError as e:
-                    raise DataError(f"{path}, line {number}: not UTF-8 ({e.reason} at byte "
-                                    f"{e.start}); convert the file to UTF-8") from None
+        while line := f.readline(MAX_LINE + 1):
+            number += 1
+            if len(line) > MAX_LINE:
+                raise DataError(f"{path}, line {number}: longer than {MAX_LINE:,} bytes; is it a "
+                                f"text file with one sentence a line?")
+            try:
+                text = line.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                if gzipped and _damaged(f):
+                    raise DataError(f"{path}, line {number}: the gzip data is broken (it fails "
+                                    f"its checksum); download or copy the file again") from None
+                raise DataError(f"{path}, line {number}: not UTF-8 ({e.reason} at byte "
+                                f"{e.start}); convert the file to UTF-8") from None
+            yield text.removeprefix("\ufeff") if number == 1 else text
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise DataError(f"{path}, after line {number}: the gzip data is broken or cut short "
                         f"({e}); download or copy the file again") from None
+
+
+def _damaged(f) -> bool:
+    """True if the rest of the gzip stream `f` fails its checks: bytes that are not UTF-8 in a
+    damaged gzip file are the damage, not the file's encoding."""
+    try:
+        while f.read(1 << 20):
+            pass
+    except (EOFError, gzip.BadGzipFile, zlib.error):
+        return True
+    return False
+
+
+def expand(text) -> Path:
+    """Path(text), a leading ~ or ~user expanded as a shell would; an unknown user is a
+    DataError."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:                                   # ~nosuchuser
+        raise DataError(f"cannot expand {str(text).split('/')[0]!r} in {text}: there is no "
+                        f"such user") from None
+
+
+def resolved(path) -> Path:
+    """expand(path), absolute, links resolved; a loop of links is a DataError."""
+    try:
+        return expand(path).resolve()
+    except RuntimeError as e:                              # a symbolic link loop
+        raise DataError(f"{path}: {e}; point it at a real folder") from None
+
+
+def text_sha256(path) -> str:
+    """The sha256 of a text file's lines, each ended by "\\n" (read_lines): the same
+    sentences, gzipped another way or with Windows line ends, have the same one."""
+    digest = hashlib.sha256()
+    for line in read_lines(path):
+        digest.update(line.encode() + b"\n")
+    return digest.hexdigest()
 
 
 def sha256_file(path) -> str:
@@ -83,6 +182,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def temporary_beside(path: Path) -> Path:
+    """A new temporary file name beside `path`, which remove_stale_temporaries recognises once
+    its writer is gone."""
+    return path.parent / f".{path.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
 def remove_stale_temporaries(folder, target: str | None = None) -> list[Path]:
     """Delete the temporary files of atomic_open in `folder` (only those for `target`, if
     given) whose writer, a process of this machine, is no longer running; returns them."""
@@ -96,58 +201,140 @@ def remove_stale_temporaries(folder, target: str | None = None) -> list[Path]:
     return stale
 
 
+def std_stream(path) -> int | None:
+    """1 or 2 if `path` is the file (or pipe, or terminal) this process's stdout or stderr
+    already writes to (`--out /dev/stdout`, or `> log.txt` and `--out log.txt`), else None."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for fd in (1, 2):
+        try:
+            if os.path.samestat(st, os.fstat(fd)):
+                return fd
+        except OSError:
+            continue
+    return None
+
+
+def _stdin_file() -> os.stat_result | None:
+    """The regular file on this process's stdin (`< file`), if it is one."""
+    try:
+        st = os.fstat(0)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+@contextmanager
+def _named(path):
+    """Re-raise an OSError of a write to `path` naming it (a device or a stream has no name in
+    the error, and a full disk should say which file)."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename or not e.strerror:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from e
+
+
 @contextmanager
 def atomic_open(path, mode="wb"):
     """Write to a temporary file beside `path` and rename it to `path` only if the block ends
     without error: a crash or an exception never leaves a half-written file under that name.
-    The file gets the mode open() would give it (0o666 less the umask); a full disk is an
-    OSError that says so and names `path`, whose old content stays as it was. A symbolic link
-    is written through; a device or a named pipe is written to directly (there is nothing to
-    replace: /dev/null stays /dev/null, and a pipe's reader gets the text)."""
+    A new file gets the mode open() would give it (0o666 less the umask); a replaced file keeps
+    its mode (and, written by root, its owner), and one with other hard links is rewritten in
+    place, after the complete text was written beside it, so that every name sees it. A full
+    disk is an OSError that names `path`, whose old content stays as it was. A symbolic link
+    is written through; a device, a named pipe or the file stdout or stderr already writes to
+    (`/dev/stdout`, `>> log.txt`) is written to as it is, never replaced."""
     path = Path(path)
     text = {} if "b" in mode else dict(encoding="utf-8", newline="\n")
-    if path.is_symlink():
-        path = path.resolve()                     # replace the target, keep the link
-    if path.exists() and not path.is_file():      # a device, a pipe (check_output refuses folders)
-        with open(path, mode, **text) as f:
+    fd = std_stream(path)
+    if fd is not None:                   # through the open stream: `>>` still appends
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+        with _named(path), os.fdopen(os.dup(fd), mode, **text) as f:
             yield f
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_file():    # a device, a pipe (check_output refuses folders)
+        with _named(path), open(path, mode, **text) as f:
+            yield f
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))       # replace the target, keep the link
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent, path.name)
-    tmp = path.parent / f".{path.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    old = path.stat() if path.exists() else None
+    tmp = temporary_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
     try:
+        if old is not None:
+            _keep_mode(fd, old)
         with os.fdopen(fd, mode, **text) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with _named(path):
+            if old is not None and old.st_nlink > 1:
+                _copy_into(tmp, path)
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, path)
     except BaseException as e:
-        os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise OSError(e.errno, f"{os.strerror(e.errno).lower()} while writing {path}; the "
                                    f"file that was there, if any, is unchanged") from e
         raise
 
 
+def _keep_mode(fd: int, old: os.stat_result) -> None:
+    """Give the new file the permissions of the one it replaces (a private file stays private)
+    and, when root writes it, its owner."""
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+        os.fchown(fd, old.st_uid, old.st_gid)
+
+
+def _copy_into(source: Path, path: Path) -> None:
+    """Overwrite `path` in place with the bytes of `source`: its other hard links see them."""
+    with open(source, "rb") as src, open(path, "r+b") as dst:
+        shutil.copyfileobj(src, dst)
+        dst.truncate()
+        dst.flush()
+        os.fsync(dst.fileno())
+
+
 def check_output(path, reads=()) -> Path:
     """Refuse, before any work is done, to write `path` if it is one of the files the command
-    reads (`reads`; None entries are skipped) or if it cannot be written: a DataError whose
-    one line says why."""
+    reads (`reads`; None entries are skipped) or the file on stdin, or if it cannot be
+    written: a DataError whose one line says why. stdout and stderr (`/dev/stdout`), devices
+    and pipes are fine."""
     path = Path(path)
     for source in reads:
         if source is not None and path.exists() and Path(source).exists() \
                 and os.path.samefile(path, source):
             raise DataError(f"refusing to write {path}: it is {source}, which this command reads")
-    folder = path.parent
-    if path.is_dir():
-        raise DataError(f"cannot write {path}: it is a folder")
-    if not folder.is_dir():
-        raise DataError(f"cannot write {path}: there is no folder {folder}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise DataError(f"cannot write {path}: the folder {folder} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise DataError(f"cannot write {path}: the file is read-only")
+    stdin = _stdin_file()
+    if stdin is not None and path.exists() and os.path.samestat(os.stat(path), stdin):
+        raise DataError(f"refusing to write {path}: it is the file on stdin, which this command "
+                        f"reads; give another --out")
+    if std_stream(path) is not None or (path.exists() and not path.is_file()
+                                        and not path.is_dir()):
+        return path
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    link = f" (a link to {target})" if target != path else ""
+    if target.is_dir():
+        raise DataError(f"cannot write {path}{link}: it is a folder")
+    if not target.parent.is_dir():
+        raise DataError(f"cannot write {path}{link}: there is no folder {target.parent}")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise DataError(f"cannot write {path}{link}: the folder {target.parent} is not writable")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise DataError(f"cannot write {path}{link}: the file is read-only")
     return path
 
 

@@ -56,16 +56,21 @@ LANGS = ("en", "de")
 def extract(archive: Path, names: list[str], folder: Path) -> dict[str, Path]:
     """Copy the members of a .tgz whose file names (any folder) are in `names` into `folder`,
     in one pass over the archive. A name not found is an error listing what the archive holds."""
-    found = {}
-    with tarfile.open(archive, "r:gz") as tar:
-        seen = []
-        for member in tar:
-            name = Path(member.name).name
-            seen.append(member.name)
-            if member.isfile() and name in names:
-                found[name] = folder / name
-                with tar.extractfile(member) as src, open(found[name], "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+    found, seen = {}, []
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                name = Path(member.name).name
+                seen.append(member.name)
+                if member.isfile() and name in names:
+                    found[name] = folder / name
+                    with tar.extractfile(member) as src, open(found[name], "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+    except (tarfile.TarError, EOFError, OSError) as e:
+        if isinstance(e, OSError) and e.filename:
+            raise
+        raise DataError(f"{archive} is not a complete .tgz archive ({e}); delete it, and the "
+                        f"next run downloads it again") from None
     missing = [n for n in names if n not in found]
     if missing:
         raise DataError(f"{archive} has no {', '.join(missing)}; it holds: {', '.join(seen)}")
@@ -125,6 +130,9 @@ def prepare(out, urls=URLS, log=print) -> dict:
     file this did not write is ever deleted."""
     out = Path(out)
     downloads = out / "downloads"
+    if out.exists() and not out.is_dir():
+        raise DataError(f"--out-dir {out} is a file; give a folder (it need not exist)")
+    _check_not_users(out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=out, prefix=".extracted-"))   # fails early if unwritable
     try:
@@ -149,6 +157,28 @@ def prepare(out, urls=URLS, log=print) -> dict:
     log(f"wrote {out}: " + ", ".join(f"{name} {info['lines']:,} lines"
                                      for name, info in manifest["outputs"].items()))
     return manifest
+
+
+OUTPUTS = [f"{stem}.{lang}" for stem in ("train", "newstest2013", "newstest2014")
+           for lang in LANGS]
+
+
+def _check_not_users(out: Path) -> None:
+    """Refuse to write over a file of the output names (train.en is also the name of a user's
+    own corpus) unless an earlier run's manifest.json records it as written by this script,
+    unchanged since."""
+    try:
+        recorded = json.loads((out / "manifest.json").read_text())["outputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        recorded = {}
+    for name in OUTPUTS:
+        path = out / name
+        entry = recorded.get(name) if isinstance(recorded, dict) else None
+        if path.exists() and not (isinstance(entry, dict)
+                                  and entry.get("sha256") == sha256_file(path)):
+            raise DataError(f"{path} exists and was not written by this script (no "
+                            f"{out / 'manifest.json'} records it as it is): choose another "
+                            f"--out-dir, or move it away")
 
 
 def _write_corpora(downloads: Path, work: Path, out: Path, manifest: dict, log) -> None:

@@ -128,7 +128,13 @@ class CopyTokenizer:
         return [int(w) for w in words]
 
     def encode_all(self, texts: list[str]) -> list[list[int]]:
-        return [self.encode(text) for text in texts]
+        ids = []
+        for number, text in enumerate(texts, start=1):
+            try:
+                ids.append(self.encode(text))
+            except DataError as e:
+                raise DataError(f"line {number}: {e}") from None
+        return ids
 
     def decode(self, ids) -> str:
         return " ".join("⁇" if int(i) == UNK else str(int(i)) for i in ids
@@ -148,11 +154,21 @@ def _sentences(texts_or_files):
 # advice); the rest become UNK. sentencepiece needs no spaces between words, so these scripts
 # are cut into pieces as they are.
 LARGE_SCRIPTS = {"zh", "ja", "ko", "yue", "wuu"}
+# Three-letter codes (ISO 639-2/3) of the languages whose script decides something here.
+THREE_LETTERS = {"zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "tha": "th",
+                 "lao": "lo", "khm": "km", "mya": "my", "bur": "my"}
+
+
+def base_language(code: str | None) -> str:
+    """The language of a code such as `zh`, `zh-Hant`, `zh_CN`, ` ZH` or `zho`, as the
+    two-letter code where one is known here: `zh`."""
+    base = re.split(r"[-_]", (code or "").strip().lower())[0]
+    return THREE_LETTERS.get(base, base)
 
 
 def coverage(*langs: str) -> float:
     """The share of characters the BPE model keeps, for a corpus in these languages."""
-    return 0.9995 if any(lang.split("-")[0] in LARGE_SCRIPTS for lang in langs) else 1.0
+    return 0.9995 if any(base_language(lang) in LARGE_SCRIPTS for lang in langs) else 1.0
 
 
 def bpe_settings(character_coverage: float = 1.0, lowercase: bool = False) -> dict:
@@ -182,6 +198,7 @@ def train_bpe(texts_or_files, vocab_size: int, model_path, character_coverage: f
     except RuntimeError as e:              # no sentences, or too few characters for vocab_size
         why = re.sub(r"^.*?\]\)?\s*", "", str(e).strip().splitlines()[-1]).rstrip(".") or \
             "the training text holds no sentence"
+        why = re.sub(r"\.\s*Increase vocab_size or decrease character_coverage.*", "", why)
         raise DataError(f"sentencepiece cannot learn a {vocab_size:,}-token vocabulary from "
                         f"the training text: {why}; choose a vocab_size that fits the corpus") \
             from None
@@ -196,8 +213,9 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
 
     The model is stored as `{name}-bpe{vocab_size}-{key}.model`, where key hashes the record of
     what it was trained on (each file's sha256, vocab_size, BPE_SETTINGS, sentencepiece version),
-    written beside it as a .json file; a model whose record differs is trained again, and so is
-    one that cannot be loaded (the damaged file is removed, and the log says so).
+    written beside it as a .json file with the model file's own sha256. A model whose record
+    differs, whose bytes are not the ones recorded (cut short, or another model copied over
+    it), or that cannot be loaded is trained again, and the log says so.
     """
     record = dict(inputs=[sha256_file(f) for f in files], vocab_size=vocab_size,
                   settings=bpe_settings(character_coverage, lowercase),
@@ -206,19 +224,39 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
     key = hashlib.sha256(text.encode()).hexdigest()[:12]
     model_path = Path(cache_dir) / f"{name}-bpe{vocab_size}-{key}.model"
     record_path = model_path.with_suffix(".json")
-    recorded = record_path.is_file() and record_path.read_bytes() == text.encode()
-    if model_path.is_file() and recorded:
-        try:
-            tokenizer = Tokenizer.load(model_path)
-            log(f"tokenizer: reusing {model_path}")
-            return tokenizer
-        except ValueError as e:                  # damaged on disk: the cache can remake it
-            log(f"tokenizer: the cached {model_path} cannot be loaded ({e}); removing it and "
-                f"training again")
-            model_path.unlink()
+    cached = _cached(model_path, record_path, record, log)
+    if cached is not None:
+        return cached
     log(f"tokenizer: training a {vocab_size:,}-token{' lowercased' if lowercase else ''} BPE "
         f"vocabulary on {', '.join(Path(f).name for f in files)}")
     tokenizer = train_bpe(files, vocab_size, model_path, character_coverage, lowercase)
     with atomic_open(record_path, "w") as f:     # written last: a model without it is retrained
-        f.write(text)
+        json.dump({**record, "model_sha256": sha256_file(model_path)}, f, indent=1,
+                  sort_keys=True)
     return tokenizer
+
+
+def _cached(model_path: Path, record_path: Path, record: dict, log) -> Tokenizer | None:
+    """The cached tokenizer if its record matches `record` and its bytes the recorded sha256;
+    else None (a damaged model is removed first, and the log says why)."""
+    try:
+        saved = json.loads(record_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or {k: saved.get(k) for k in record} != record \
+            or "model_sha256" not in saved or not model_path.is_file():
+        return None
+    why = None
+    if saved.get("model_sha256") != sha256_file(model_path):
+        why = "its bytes are not those it was saved with"
+    else:
+        try:
+            tokenizer = Tokenizer.load(model_path)
+            log(f"tokenizer: reusing {model_path}")
+            return tokenizer
+        except ValueError as e:
+            why = f"it cannot be loaded: {e}"
+    log(f"tokenizer: the cached {model_path} is damaged ({why}); removing it and training "
+        f"again")
+    model_path.unlink()
+    return None

@@ -45,6 +45,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from annotated.data.files import DataError
+from annotated.data.tokenizer import base_language
 
 COMPOUND = re.compile(r"(\S)-(\S)")     # get_ende_bleu.sh: s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g
 _tokenize_13a = Tokenizer13a()
@@ -80,12 +81,25 @@ def guess_language(lines, sample: int = 200) -> str | None:
 
 
 def tokenizer_for(lang: str | None = None, references=()) -> str:
-    """sacreBLEU's tokenizer for text in `lang` (a code such as de, zh, ja; guessed from the
-    references' script when None): 13a unless the language is written without spaces."""
-    code = (lang or guess_language(references) or "").split("-")[0].lower()
-    name = SPACELESS.get(code, "13a")
+    """sacreBLEU's tokenizer for text in `lang` (a code such as de, zh, zh_CN, jpn; guessed
+    from the references' script when None): 13a unless the language is written without spaces.
+    References in such a script given another language are an error: scored by spaces, each
+    sentence would be one token, and BLEU about 0 whatever the translations."""
+    guessed = guess_language(references)
+    code = base_language(lang) if lang and lang.strip() else guessed
+    name = _installed(SPACELESS.get(code, "13a"))
+    if guessed is not None and name == "13a" and _installed(SPACELESS[guessed]) != "13a":
+        raise DataError(f"the references are written in a script without spaces between words "
+                        f"({guessed}), but their language is given as {lang!r}: scored by "
+                        f"spaces, each sentence would be one token; give the language as "
+                        f"{guessed}, or check the references")
+    return name
+
+
+def _installed(name: str) -> str:
+    """`name`, or what stands in for it when the modules it needs are not installed."""
     if any(importlib.util.find_spec(module) is None for module in NEEDS.get(name, ())):
-        name = INSTEAD[name]
+        return INSTEAD[name]
     return name
 
 
@@ -105,6 +119,9 @@ def _check(hyps, refs):
                          f"line-aligned")
     if not hyps:
         raise DataError("no sentences to score: the hypotheses and references are empty")
+    if not any(ref.strip() for ref in refs):
+        raise DataError(f"no sentences to score: the {len(refs):,} references are all blank "
+                        f"lines")
 
 
 def sacre_bleu(hyps: list[str], refs: list[str], tokenize: str = "13a"):

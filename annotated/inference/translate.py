@@ -15,8 +15,10 @@ from annotated.inference.search import beam_search, greedy_decode, source_batch
 
 def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
                     alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 2000,
-                    greedy: bool = False, cached: bool = True, log=None) -> list[str]:
-    """Translations of `lines`, in order; `log(message)` receives progress if given."""
+                    greedy: bool = False, cached: bool = True, log=None,
+                    longest: int | None = None) -> list[str]:
+    """Translations of `lines`, in order; `log(message)` receives progress if given, and a
+    warning for lines longer than `longest` tokens (the longest the model was trained on)."""
     ids = tokenizer.encode_all(lines)
     todo = [i for i, x in enumerate(ids) if x]               # empty lines stay empty
     limit = model.max_positions()
@@ -25,6 +27,11 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
         raise DataError(f"line {too_long[0] + 1} has {len(ids[too_long[0]]) + 1} tokens (EOS "
                         f"included); this model's learned positions cover {limit}: shorten "
                         f"or split it ({len(too_long)} line(s) are too long)")
+    longer = [i for i in todo if longest is not None and len(ids[i]) + 1 > longest]
+    if longer and log:
+        log(f"warning: {len(longer)} line(s) are longer than any sentence this model was "
+            f"trained on ({longest} tokens), line {longer[0] + 1} with {len(ids[longer[0]]) + 1}"
+            f": they translate slowly and poorly; split them into sentences")
     out = [""] * len(lines)
     if not todo:
         return out

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from annotated.configs import ConfigError
-from annotated.data.files import DataError
+from annotated.configs import MAX_ALPHA, ConfigError
+from annotated.data.files import DataError, expand
 from annotated.training.checkpoint import CheckpointError, DeviceError
 from annotated.training.loop import Diverged
 
@@ -42,10 +42,26 @@ def out_of_memory(error: BaseException) -> bool:
             words in str(error) for words in ("not enough memory", "can't allocate memory")))
 
 
+# What gloo and NCCL say when another process of the group has gone away.
+PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Connection refused",
+             "NCCL communicator was aborted", "Broken pipe")
+
+
+def peer_lost(error: BaseException) -> bool:
+    """True for the error a torchrun process gets when another process of its group ends."""
+    return "RANK" in os.environ and isinstance(error, RuntimeError) and any(
+        words in str(error) for words in PEER_LOST)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().split("\n")[0].split("] ")[-1][:200]
+
+
 def command(main):
     """Decorate a command's main(argv=None) with the convention above."""
     @functools.wraps(main)
     def run(argv=None):
+        _fill_closed_streams()
         try:
             return main(argv)
         except USER_ERRORS as e:
@@ -57,6 +73,10 @@ def command(main):
         except MemoryError as e:                   # our own estimate, or Python's
             _fail(f"out of memory: {e}" if str(e) else "out of memory")
         except RuntimeError as e:
+            if peer_lost(e):
+                _fail(f"another process of this torchrun job stopped ({_first_line(e)}); this "
+                      f"one stops too. The other process's error is the one to read; then "
+                      f"--resume continues from the last checkpoint")
             if not out_of_memory(e):
                 raise
             _fail("out of memory: " + str(e).split("\n")[0].split("] ")[-1][:200] + "; lower "
@@ -64,12 +84,53 @@ def command(main):
     return run
 
 
-def _fail(message: str, code: int = 1, prefix: str = "error: "):
+def _fill_closed_streams():
+    """Open /dev/null on a standard stream that was closed when the process started (`2>&-`):
+    else the next file this process opens takes its number, and whatever writes to that stream
+    (a library's warning on stderr) writes into that file. Python's sys.stdin/stdout/stderr stay
+    None, so each command still sees that the stream is closed."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
+def say_error(message: str) -> None:
+    """Print one line on stderr; nothing if stderr is closed or broken (print(file=None)
+    would write it to stdout, among the command's output)."""
+    if sys.stderr is None:
+        return
     try:
-        print(prefix + message, file=sys.stderr, flush=True)
-    except (OSError, AttributeError):          # stderr closed too: the exit code says it
+        print(message, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
         pass
+
+
+def _fail(message: str, code: int = 1, prefix: str = "error: "):
+    say_error(prefix + message)                # stderr closed too: the exit code says it
     sys.exit(code)
+
+
+def show(text: str) -> None:
+    """Print a command's result on stdout; a full disk or another failed write names stdout
+    (a reader that went away is BrokenPipeError, which @command ends quietly)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, "stdout") from None
+
+
+def require_stdout(what: str) -> None:
+    """Refuse to run a command whose output is `what` (printed on stdout) when stdout is
+    closed: the work would be done for nothing."""
+    if sys.stdout is None:
+        raise OSError(f"stdout is closed: there is nowhere to print {what}")
 
 
 def _quiet_broken_pipe():
@@ -107,6 +168,11 @@ def at_least(low, kind=int, high=None):
     return parse
 
 
+def alpha(text: str) -> float:
+    """An argparse type: the length penalty's alpha (§6.1), a finite number in 0..MAX_ALPHA."""
+    return at_least(0.0, float, high=MAX_ALPHA)(text)
+
+
 def positive(text: str) -> float:
     """An argparse type: a finite number > 0 (a duration, a rate)."""
     value = _number(text, float)
@@ -117,4 +183,17 @@ def positive(text: str) -> float:
 
 def path(text: str) -> Path:
     """An argparse type: a path, with a leading ~ expanded to the home folder as a shell would."""
-    return Path(text).expanduser()
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty one")
+    try:
+        return expand(text)
+    except DataError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def out_file(text: str) -> Path:
+    """An argparse type: a file to write. A name ending in / names a folder (pathlib would
+    drop the slash and write a file of that name)."""
+    if text.endswith("/"):
+        raise argparse.ArgumentTypeError(f"expected a file name, got {text}, a folder's")
+    return path(text)

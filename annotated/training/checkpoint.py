@@ -98,7 +98,7 @@ def step_in_name(path) -> int | None:
 def checkpoints(run_dir) -> list[Path]:
     """The checkpoints of a run folder, oldest first (by step, from the file name)."""
     found = [(int(m.group(1)), p) for p in Path(run_dir).glob("ckpt_*.pt")
-             if (m := NAME.fullmatch(p.name))]
+             if (m := NAME.fullmatch(p.name)) and p.is_file()]
     return [p for _, p in sorted(found)]
 
 
@@ -260,9 +260,15 @@ def rotate(run_dir, keep_last: int, keep=(), run_id: str | None = None) -> list[
     if old and (intact := newest_intact(run_dir)) is not None:
         spared.add(intact.resolve())
     old = [p for p in old if p.resolve() not in spared]
+    deleted = []
     for p in old:
-        p.unlink()
-    return old
+        try:
+            p.unlink()
+            deleted.append(p)
+        except OSError as e:                   # an old file kept is no reason to stop training
+            warnings.warn(f"could not delete the old checkpoint {p} ({e.strerror}); "
+                          f"training goes on", stacklevel=2)
+    return deleted
 
 
 # ---------------------------------------------------------------------------- reading
@@ -272,12 +278,16 @@ def check_device(device) -> torch.device:
     missing GPU fails with an error that reads like a corrupt file)."""
     try:
         device = torch.device(device)
-    except RuntimeError as e:
-        raise DeviceError(f"unknown device {device!r} ({e})") from None
+    except (RuntimeError, TypeError) as e:
+        raise DeviceError(f"unknown device {device!r} ({e}); use cpu, cuda or cuda:N") from None
+    if device.type not in ("cpu", "cuda", "mps") or (device.type == "cpu" and device.index):
+        raise DeviceError(f"device {device}: a model runs on cpu, cuda, cuda:N or mps")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise DeviceError(f"device {device}: CUDA is not available on this machine; use cpu")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
         raise DeviceError(f"device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise DeviceError(f"device {device}: this machine has no Apple GPU (mps); use cpu")
     return device
 
 
@@ -289,8 +299,11 @@ def _sealed(path: Path) -> bool:
         hint = (f", such as {found[-1]}, its newest" if found else
                 f"; it holds no ckpt_*.pt file")
         raise CheckpointError(f"{path} is a folder; give one checkpoint file{hint}")
-    if not path.is_file():
+    if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist")
+    if not path.is_file():
+        raise CheckpointError(f"{path} is not a file (a device or a pipe); give a checkpoint "
+                              f"file")
     with open(path, "rb") as f:
         left = f.seek(0, os.SEEK_END) - SEAL_SIZE
         if left < 0:
@@ -316,14 +329,10 @@ def _read(path: Path, device) -> dict:
     try:
         payload = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
+        detail = str(e).split(". ")[0][:160]
         raise _Damaged(f"checkpoint {path} is corrupt or truncated "
-                       f"({type(e).__name__}: {str(e).split('. ')[0][:160]})") from e
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
-    version = payload.get("version")
-    if version not in (1, FORMAT_VERSION):
-        raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
-                              f"versions 1 and {FORMAT_VERSION}")
+                       f"({type(e).__name__}{': ' + detail if detail else ''})") from e
+    version = _check_format(payload, path)
     if version == FORMAT_VERSION and not sealed:
         raise _Damaged(f"checkpoint {path} is corrupt or truncated (it lacks the sha256 seal "
                        f"every version {FORMAT_VERSION} checkpoint ends with)")
@@ -335,6 +344,17 @@ def _read(path: Path, device) -> dict:
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
     return payload
+
+
+def _check_format(payload, path: Path) -> int:
+    """The format version of a loaded checkpoint, after checking that it is one."""
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
+    version = payload.get("version")
+    if version not in (1, FORMAT_VERSION):
+        raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
+                              f"versions 1 and {FORMAT_VERSION}")
+    return version
 
 
 def newest_intact(run_dir, besides=None) -> Path | None:
@@ -350,17 +370,23 @@ def newest_intact(run_dir, besides=None) -> Path | None:
     return None
 
 
-def _instead(error: CheckpointError, path: Path) -> CheckpointError:
-    """`error` about the damaged `path`, saying which checkpoint to use instead."""
+def _instead(error: CheckpointError, path: Path, resuming: bool = False) -> CheckpointError:
+    """`error` about the damaged `path`, saying which checkpoint to use instead: for a run
+    being resumed, what to move so that it goes on from that one."""
     other = newest_intact(path.parent, besides=path)
-    advice = (f"use {other} instead, the newest checkpoint in {path.parent} that verifies"
-              if other else f"no other checkpoint in {path.parent} verifies")
+    if resuming:
+        advice = (f"move it out of {path.parent}, and the run continues from {other.name}"
+                  if other else f"no other checkpoint in {path.parent} verifies: start again")
+    else:
+        advice = (f"use {other} instead, the newest checkpoint in {path.parent} that verifies"
+                  if other else f"no other checkpoint in {path.parent} verifies")
     return CheckpointError(f"{error}; {advice}")
 
 
 def _verify(path: Path) -> bool:
     """verify() without the advice on what to use instead of a damaged file."""
     if path.is_file() and _sealed(path):
+        _check_format(torch.load(path, map_location="cpu", weights_only=True, mmap=True), path)
         return True
     _read(path, "cpu")                 # no seal: a version 1 file loads, a damaged one fails
     return False
@@ -375,13 +401,14 @@ def verify(path) -> bool:
         raise _instead(e, Path(path)) from None
 
 
-def load(path, map_location="cpu") -> dict:
-    """The checkpoint's dict, after checking its seal, its format and its version."""
+def load(path, map_location="cpu", resuming: bool = False) -> dict:
+    """The checkpoint's dict, after checking its seal, its format and its version; `resuming`:
+    the newest of a run folder, whose damage is reported with what to move."""
     device = check_device(map_location)
     try:
         return _read(Path(path), device)
     except _Damaged as e:
-        raise _instead(e, Path(path)) from None
+        raise _instead(e, Path(path), resuming) from None
 
 
 def config_from(payload: dict, path="checkpoint"):
@@ -391,27 +418,51 @@ def config_from(payload: dict, path="checkpoint"):
         return Config.from_dict(payload["config"])
     except ConfigError as e:
         raise CheckpointError(f"{path}: {e}") from None
+    except (TypeError, AttributeError, ValueError) as e:
+        raise CheckpointError(f"{path}: its config is not a dict of settings ({e})") from None
 
 
 def tokenizer_from(payload: dict, path="checkpoint"):
     import annotated.data.tokenizer as tokenizers
     record = payload["tokenizer"]
-    if record.get("kind") not in TOKENIZER_CLASSES:
-        raise CheckpointError(f"{path}: unknown tokenizer kind {record.get('kind')!r}")
-    return getattr(tokenizers, TOKENIZER_CLASSES[record["kind"]]).from_bytes(record["bytes"])
+    if not isinstance(record, dict) or record.get("kind") not in TOKENIZER_CLASSES:
+        raise CheckpointError(f"{path}: unknown tokenizer record "
+                              f"{record.get('kind') if isinstance(record, dict) else record!r}")
+    try:
+        return getattr(tokenizers, TOKENIZER_CLASSES[record["kind"]]).from_bytes(record["bytes"])
+    except (ValueError, TypeError, AttributeError, KeyError) as e:
+        raise CheckpointError(f"{path}: its tokenizer cannot be read ({e})") from None
 
 
 def load_model(path, map_location="cpu"):
-    """(model in eval mode, Config, tokenizer) from one checkpoint file, e.g. for translation."""
+    """(model in eval mode, Config, tokenizer) from one checkpoint file, e.g. for translation.
+    Weights that do not fit the config and tokenizer, or that are not finite (a run that
+    diverged, float16 that overflowed), are refused before a model is built."""
     payload = load(path, map_location)
     config = config_from(payload, path)
     tokenizer = tokenizer_from(payload, path)
+    _check_weights(payload["model"], config, tokenizer.vocab_size, path)
     model = config.make_model(tokenizer.vocab_size).to(map_location)
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError as e:
         raise CheckpointError(f"checkpoint {path} does not fit its own config: {e}") from e
     return model.eval(), config, tokenizer
+
+
+def _check_weights(state: dict, config, vocab_size: int, path) -> None:
+    """Refuse weights whose output layer does not have one row per token of the tokenizer, or
+    that hold values that are not finite."""
+    rows = state.get("generator.weight")
+    if rows is None or tuple(rows.shape) != (vocab_size, config.d_model):
+        raise CheckpointError(f"checkpoint {path} does not fit its own config: its output layer "
+                              f"is {tuple(getattr(rows, 'shape', ()))}, its tokenizer and "
+                              f"config need ({vocab_size:,}, {config.d_model})")
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(f"checkpoint {path} holds weights that are not finite "
+                              f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}): it "
+                              f"cannot translate; use a checkpoint from before the run diverged")
 
 
 # ---------------------------------------------------------------------------- averaging
@@ -431,6 +482,14 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
             raise CheckpointError(f"{p} holds a different model from {paths[0]}")
         if other["tokenizer"] != first["tokenizer"]:
             raise CheckpointError(f"{p} has a different tokenizer from {paths[0]}")
+    for p, other in zip(paths, payloads):
+        inside = [q for q, o in zip(paths, payloads) if o is not other
+                  and Path(q).name in other.get("averaged_from", ())
+                  and o["run_id"] == other["run_id"]]
+        if inside:
+            raise CheckpointError(f"{p} is already an average of {inside[0]} (and "
+                                  f"{len(other['averaged_from']) - 1} more): averaging both "
+                                  f"would count {inside[0]} twice")
     if allow_different_runs:
         return
     for p, other in zip(paths, payloads):
@@ -457,7 +516,8 @@ def average(paths, allow_different_runs: bool = False) -> dict:
 
     runs = [p["run_id"] for p in payloads]
     one_run = len(set(runs)) == 1 and runs[0] is not None
-    return {**payloads[-1], "version": FORMAT_VERSION, "training": None,
+    last = {k: v for k, v in payloads[-1].items() if k != "halved_from"}
+    return {**last, "version": FORMAT_VERSION, "training": None,
             "model": _per_storage(payloads[0]["model"], mean),
             "run_id": runs[0] if one_run else new_run_id(),
             "averaged_from": [Path(p).name for p in paths], "averaged_runs": runs}
@@ -480,7 +540,13 @@ def half(path) -> dict:
     """A checkpoint's model with its floating-point weights rounded to float16 and no training
     state: a file half the size to share. Loading casts the weights back to float32, so the
     model computes in float32 with weights that differ from the source by float16 rounding
-    (a relative 2^-11 at most)."""
+    (a relative 2^-11 at most). A weight beyond float16's range (65,504) is refused: it would
+    become infinite."""
     payload = load(path)
+    limit = torch.finfo(torch.float16).max
+    for k, v in payload["model"].items():
+        if v.is_floating_point() and v.numel() and v.abs().max() > limit:
+            raise CheckpointError(f"{path}: {k} holds {v.abs().max().item():.4g}, beyond "
+                                  f"float16's range ({limit:,.0f}); keep this model in float32")
     model = _per_storage(payload["model"], lambda k, v: v.half() if v.is_floating_point() else v)
     return {**payload, "model": model, "training": None, "halved_from": Path(path).name}

@@ -1,0 +1,341 @@
+"""A tired user's shell: outputs that are the input on stdin, stdout or a redirect, files with
+other names (links, hard links) or private permissions, inputs that are pipes or devices,
+standard streams closed or full. Each probe runs the command as a shell would and checks that
+the user's files are what they should be and that any refusal is one line.
+
+(tests/test_misuse.py holds the number options, run folders and interruptions.)
+"""
+import gzip
+import lzma
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from test_faults import error_line, exits_with_error, save
+
+from annotated import checkpoint as checkpoint_command
+from annotated import evaluate, translate
+from annotated.data import files
+from annotated.data.files import DataError, atomic_open, check_output, read_lines
+from annotated.inference.bleu import tokenizer_for
+from annotated.tools.cli import command, peer_lost
+from annotated.training import checkpoint
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
+INPUT = "A dog runs on the beach.\nTwo cats sleep.\n"
+
+
+def shell(script: str, folder: Path) -> subprocess.CompletedProcess:
+    """Run `script` in bash in `folder`, with this Python as `python`."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run(["bash", "-c", f"python() {{ {sys.executable} \"$@\"; }}; {script}"],
+                          cwd=folder, capture_output=True, timeout=300, env=env)
+
+
+def translate_in_shell(folder: Path, redirect: str) -> subprocess.CompletedProcess:
+    return shell(f"python -m annotated.translate --checkpoint {SHIPPED} --greedy {redirect}",
+                 folder)
+
+
+# --- outputs ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("redirect", ["--out x.txt < x.txt", "--out /dev/stdin < x.txt"])
+def test_an_output_that_is_the_file_on_stdin_is_refused(tmp_path, redirect):
+    (tmp_path / "x.txt").write_text(INPUT)
+    done = translate_in_shell(tmp_path, redirect)
+    assert done.returncode == 1 and b"it is the file on stdin" in done.stderr, done.stderr
+    assert (tmp_path / "x.txt").read_text() == INPUT
+
+
+@pytest.mark.parametrize("redirect,log", [
+    ("--input in.txt --out /dev/stdout >> log.txt", "log.txt"),
+    ("--input in.txt --out /dev/stderr 2>> log.txt", "log.txt"),
+    ("--input in.txt --out /proc/self/fd/1 >> log.txt", "log.txt")])
+def test_an_output_that_stdout_or_stderr_already_writes_is_appended_to_not_replaced(
+        tmp_path, redirect, log):
+    (tmp_path / "in.txt").write_text(INPUT)
+    (tmp_path / log).write_text("my notes\n")
+    done = translate_in_shell(tmp_path, redirect)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / log).read_text()
+    assert text.startswith("my notes\n") and "Hund" in text
+
+
+def test_an_output_that_is_stdout_into_a_pipe_reaches_the_pipe(tmp_path):
+    (tmp_path / "in.txt").write_text(INPUT)
+    done = translate_in_shell(tmp_path, "--input in.txt --out /dev/stdout | cat")
+    assert done.returncode == 0 and b"Hund" in done.stdout, done.stderr
+
+
+def test_a_replaced_output_keeps_its_permissions_and_its_other_hard_links(tmp_path):
+    private, twin = tmp_path / "private.txt", tmp_path / "twin.txt"
+    private.write_text("secret\n")
+    private.chmod(0o600)
+    os.link(private, twin)
+    with atomic_open(private, "w") as f:
+        f.write("new\n")
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    assert twin.read_text() == "new\n" and private.stat().st_nlink == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["private.txt", "twin.txt"]
+
+
+def test_a_link_into_a_missing_folder_is_refused_and_creates_no_folder(tmp_path):
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "out.txt")
+    with pytest.raises(DataError, match=r"a link to .*nowhere/out\.txt.*there is no folder"):
+        check_output(tmp_path / "dangling")
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("main,argv,words", [
+    (translate.main, ["--checkpoint", str(SHIPPED), "--out", "folder/"],
+     "error: argument --out: expected a file name, got folder/, a folder's"),
+    (checkpoint_command.main, ["half", str(SHIPPED), "--out", "x.pt/"],
+     "error: argument --out: expected a file name"),
+    (translate.main, ["--checkpoint", "", "--out", "x"], "expected a path, got an empty one"),
+    (translate.main, ["--checkpoint", "~nosuchuser/x.pt"], "no such user"),
+])
+def test_a_path_that_names_a_folder_or_nothing_is_an_argument_error(main, argv, words, capsys):
+    exits_with_error(main, argv, code=2)
+    assert words in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_a_full_device_as_output_names_it(tmp_path, capsys):
+    (tmp_path / "in.txt").write_text(INPUT)
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.txt"), "--out", "/dev/full",
+                                      "--greedy"])
+    assert error_line(capsys, alone=False) == "error: /dev/full: No space left on device"
+
+
+@pytest.mark.parametrize("inputs,words", [
+    ({"in.txt": "", "ref.txt": ""}, "in.txt is empty: there is nothing to translate"),
+    ({"in.txt": "\n\n", "ref.txt": "\n\n"}, "the 2 references are all blank lines"),
+])
+def test_a_translation_that_fails_leaves_the_output_as_it_was(tmp_path, capsys, inputs, words):
+    for name, text in inputs.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "out.txt").write_text("yesterday's work\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.txt"), "--ref",
+                                      str(tmp_path / "ref.txt"), "--out",
+                                      str(tmp_path / "out.txt"), "--greedy"])
+    assert words in error_line(capsys, alone=False)
+    assert (tmp_path / "out.txt").read_text() == "yesterday's work\n"
+
+
+def test_checkpoint_outputs_refuse_stdout_and_a_link_to_a_training_checkpoint(tmp_path, capsys):
+    source = save(tmp_path / "run" / "ckpt_0000001.pt")
+    other = save(tmp_path / "other" / "ckpt_0000010.pt", seed=1, step=10)
+    (tmp_path / "best.pt").symlink_to(other)
+    before = other.read_bytes()
+    exits_with_error(checkpoint_command.main, ["half", str(source), "--out", "-"])
+    assert "a checkpoint is a binary file, not text for stdout" in error_line(capsys)
+    exits_with_error(checkpoint_command.main, ["average", "--out", str(tmp_path / "best.pt"),
+                                               str(source)])
+    assert "(a link to " in error_line(capsys) and other.read_bytes() == before
+
+
+# --- inputs -----------------------------------------------------------------------------------
+
+def test_a_pipe_is_read_from_its_first_byte(tmp_path):
+    """The gzip test reads the first bytes; a pipe cannot be rewound, so they must be kept."""
+    text = "".join(f"line {i}\n" for i in range(5000))
+    for data in (text.encode(), gzip.compress(text.encode(), mtime=0)):
+        read, write = os.pipe()
+        writer = threading.Thread(target=lambda: (os.write(write, data), os.close(write)))
+        writer.start()
+        lines = list(read_lines(f"/dev/fd/{read}"))
+        writer.join()
+        os.close(read)
+        assert lines == [f"line {i}" for i in range(5000)]
+
+
+def test_translate_reads_stdin_and_process_substitution_whole(tmp_path):
+    (tmp_path / "in.txt").write_text("".join(f"{i} dogs run .\n" for i in range(300)))
+    for redirect in ("--input <(cat in.txt)", "--input /dev/stdin < in.txt", "< in.txt"):
+        done = translate_in_shell(tmp_path, redirect + " --max-extra 2")
+        assert done.returncode == 0 and len(done.stdout.decode().splitlines()) == 300, redirect
+
+
+@pytest.mark.parametrize("content,words", [
+    (lzma.compress(b"a dog\n"), "is xz-compressed; this reads plain or gzip text"),
+    (b"\x00" * (files.MAX_LINE + 10), "line 1: longer than 1,048,576 bytes"),
+    (gzip.compress("ein Hund läuft\n".encode() * 2000, mtime=0)[:-12] + b"\x00" * 12,
+     "the gzip data is broken"),
+], ids=["xz named .gz", "no line ends (a device)", "a damaged gzip, not a wrong encoding"])
+def test_an_input_that_is_not_text_says_what_it_is(tmp_path, content, words):
+    (tmp_path / "in.gz").write_bytes(content)
+    with pytest.raises(DataError, match=words):
+        list(read_lines(tmp_path / "in.gz"))
+
+
+def test_a_damaged_gzip_whose_bad_bytes_decode_badly_is_still_called_damaged(tmp_path):
+    data = bytearray(gzip.compress("ein Hund läuft über die Wiese\n".encode() * 3000, mtime=0))
+    data[len(data) // 2] ^= 0xFF
+    (tmp_path / "in.gz").write_bytes(bytes(data))
+    with pytest.raises(DataError) as error:
+        list(read_lines(tmp_path / "in.gz"))
+    assert "gzip data is broken" in str(error.value) and "UTF-8" not in str(error.value)
+
+
+# --- standard streams ---------------------------------------------------------------------------
+
+def test_with_stderr_closed_the_translations_alone_reach_stdout(tmp_path):
+    (tmp_path / "in.txt").write_text(INPUT)
+    done = translate_in_shell(tmp_path, "--input in.txt --ref in.txt 2>&-")
+    assert done.returncode == 0 and done.stdout.decode().count("\n") == 2, done.stdout
+
+
+@pytest.mark.parametrize("command_line,words", [
+    ("python -m annotated.configs >&-", "stdout is closed: there is nowhere to print the table"),
+    ("python -m annotated.configs > /dev/full", "error: stdout: No space left on device"),
+    ("python -m annotated.evaluate --hyp in.txt --ref in.txt >&-",
+     "stdout is closed: there is nowhere to print the scores"),
+    ("python -m annotated.evaluate --hyp in.txt --ref in.txt > /dev/full",
+     "error: stdout: No space left on device"),
+])
+def test_a_result_with_nowhere_to_go_is_an_error(tmp_path, command_line, words):
+    (tmp_path / "in.txt").write_text(INPUT)
+    done = shell(command_line, tmp_path)
+    err = done.stderr.decode()
+    assert done.returncode == 1 and words in err and "Traceback" not in err, err
+
+
+def test_a_table_read_by_head_ends_quietly(tmp_path):
+    done = shell("set -o pipefail; python -m annotated.configs | head -1", tmp_path)
+    assert done.returncode in (0, 141) and done.stderr == b"", done.stderr
+
+
+def test_a_closed_stream_is_filled_so_that_no_file_takes_its_number(tmp_path):
+    """With stderr closed, the next file opened would get number 2, and a library's warning
+    would be written into it."""
+    done = shell(f"{sys.executable} -c 'from annotated.tools.cli import command\n"
+                 f"import os\n@command\ndef main(argv):\n"
+                 f"    f = open(\"out.txt\", \"w\"); print(f.fileno())\nmain(None)' 2>&-",
+                 tmp_path)
+    assert done.stdout.decode().strip() not in ("0", "1", "2"), done.stdout
+
+
+def test_another_torchrun_process_gone_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("RANK", "0")
+
+    @command
+    def main(argv):
+        raise RuntimeError("[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error "
+                           "[127.0.0.1]:29500: Connection reset by peer")
+    exits_with_error(main, [])
+    assert error_line(capsys).startswith("error: another process of this torchrun job stopped")
+    assert peer_lost(RuntimeError("Connection closed by peer"))
+
+
+# --- checkpoints that are not what they seem ------------------------------------------------------
+
+def test_a_checkpoint_with_weights_that_are_not_finite_is_refused_by_every_reader(tmp_path,
+                                                                                  capsys):
+    path = save(tmp_path / "ckpt_0000001.pt")
+    payload = checkpoint.load(path)
+    payload["model"]["generator.weight"][0, 0] = float("nan")
+    checkpoint.atomic_save(payload, tmp_path / "nan.pt")
+    exits_with_error(translate.main, ["--checkpoint", str(tmp_path / "nan.pt")])
+    assert "holds weights that are not finite (" in error_line(capsys)      # tied: 3 names
+
+
+def test_halving_refuses_a_weight_beyond_float16(tmp_path, capsys):
+    path = save(tmp_path / "ckpt_0000001.pt")
+    payload = checkpoint.load(path)
+    payload["model"]["generator.weight"][0, 0] = 1e6
+    checkpoint.atomic_save(payload, tmp_path / "big.pt")
+    exits_with_error(checkpoint_command.main, ["half", str(tmp_path / "big.pt"), "--out",
+                                               str(tmp_path / "half.pt")])
+    assert ".weight holds 1e+06, beyond float16's range" in error_line(capsys)
+    assert not (tmp_path / "half.pt").exists()
+
+
+@pytest.mark.parametrize("what", ["a dict", "a tensor"])
+def test_verify_calls_intact_only_a_checkpoint(tmp_path, capsys, what):
+    """A file can carry a valid seal and still not be a checkpoint (the seal is a checksum)."""
+    checkpoint.atomic_save({"hello": "world"} if what == "a dict" else torch.zeros(3),
+                           tmp_path / "x.pt")
+    exits_with_error(checkpoint_command.main, ["verify", str(tmp_path / "x.pt")])
+    assert "is not an annotated-transformer checkpoint" in error_line(capsys)
+
+
+def test_verify_of_a_run_folder_checks_every_checkpoint_file_in_it(tmp_path, capsys):
+    save(tmp_path / "ckpt_0000001.pt")
+    (tmp_path / "average.pt").write_bytes(b"damaged")
+    exits_with_error(checkpoint_command.main, ["verify", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert "ckpt_0000001.pt: intact" in out and "average.pt is corrupt or truncated" in err
+
+
+def test_an_average_is_not_averaged_again_with_one_of_its_own_sources(tmp_path, capsys):
+    paths = [save(tmp_path / checkpoint.checkpoint_name(s), step=s, run_id="a" * 16, seed=s)
+             for s in (1, 2)]
+    checkpoint_command.main(["average", "--out", str(tmp_path / "avg.pt"), *map(str, paths)])
+    capsys.readouterr()
+    exits_with_error(checkpoint_command.main, ["average", "--out", str(tmp_path / "again.pt"),
+                                               str(tmp_path / "avg.pt"), str(paths[1])])
+    assert "would count" in error_line(capsys) and not (tmp_path / "again.pt").exists()
+
+
+@pytest.mark.parametrize("device,words", [
+    ("meta", "a model runs on cpu, cuda, cuda:N or mps"),
+    ("cpu:3", "a model runs on cpu, cuda, cuda:N or mps"),
+    ("mps", "no Apple GPU (mps)"), ("tpu", "unknown device")])
+def test_a_device_this_machine_cannot_translate_on_is_one_line(device, words, capsys):
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has an Apple GPU")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--device", device])
+    assert words in error_line(capsys)
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda p: p.update(tokenizer={"kind": "bpe", "bytes": b"garbage"}),
+     "its tokenizer cannot be read"),
+    (lambda p: p.update(config="d_model=5"), "its config is not a dict of settings"),
+    (lambda p: p["tokenizer"].update(bytes=b"annotated.CopyTokenizer vocab_size=4000000000"),
+     "its output layer is (11, 16), its tokenizer and config need (4,000,000,000, 16)"),
+], ids=["garbage tokenizer", "config a string", "absurd vocabulary"])
+def test_a_sealed_checkpoint_with_a_bad_record_is_one_line(tmp_path, capsys, change, words):
+    payload = checkpoint.load(save(tmp_path / "ckpt_0000001.pt"))
+    change(payload)
+    checkpoint.atomic_save(payload, tmp_path / "bad.pt")
+    exits_with_error(translate.main, ["--checkpoint", str(tmp_path / "bad.pt")])
+    assert words in error_line(capsys)
+
+
+@pytest.mark.parametrize("name", ["/dev/zero", "/dev/null"])
+def test_a_device_given_as_checkpoint_is_not_called_missing(name, capsys):
+    exits_with_error(translate.main, ["--checkpoint", name])
+    assert error_line(capsys) == f"error: {name} is not a file (a device or a pipe); give a " \
+                                 f"checkpoint file"
+
+
+# --- BLEU's language -----------------------------------------------------------------------------
+
+CHINESE = ["我们今天去公园散步。", "这只猫在桌子上睡觉。"]
+
+
+@pytest.mark.parametrize("lang", ["zh_CN", " zh", "ZH", "zho", "cmn", "zh-Hant"])
+def test_every_spelling_of_a_language_code_finds_its_tokenizer(lang):
+    assert tokenizer_for(lang, CHINESE) == "zh"
+
+
+@pytest.mark.parametrize("lang", ["de", "xx"])
+def test_references_in_a_script_without_spaces_given_another_language_are_refused(lang):
+    with pytest.raises(DataError, match=rf"script without spaces between words \(zh\), but their "
+                                        rf"language is given as '{lang}'"):
+        tokenizer_for(lang, CHINESE)
+
+
+def test_references_that_are_all_blank_are_not_scored(tmp_path, capsys):
+    (tmp_path / "blank").write_text("\n\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "blank"), "--ref",
+                                     str(tmp_path / "blank")])
+    assert "the 2 references are all blank lines" in error_line(capsys)
