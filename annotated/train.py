@@ -78,7 +78,7 @@ def run_config(args, out: Path):
             raise ConfigError(f"--resume: no checkpoint in {out}")
         return apply_overrides(get(args.config), args.overrides), None
     checkpoint.check_one_run(out)
-    resumed = checkpoint.load(found[-1])
+    resumed = checkpoint.load(found[-1], resuming=True)
     if resumed["step"] != checkpoint.step_in_name(found[-1]):
         raise ConfigError(f"{found[-1]} holds step {resumed['step']:,}, not the step its name "
                           f"says: was it renamed? Give it its own name, "

@@ -209,14 +209,17 @@ def test_average_refuses_a_damaged_checkpoint_in_one_line(tmp_path, capsys):
     assert snapshot(tmp_path) == before
 
 
-def test_resume_refuses_a_damaged_checkpoint(tmp_path, capsys):
+def test_resume_refuses_a_damaged_checkpoint_and_says_what_to_move(tmp_path, capsys):
+    """The trainer takes no checkpoint name: the way on from the good one is to move the
+    damaged one out of the run folder, and the message says so."""
     from annotated import train
     first, second = run_dir(tmp_path, (1, 2))
     damage(second, 100)
     before = snapshot(tmp_path)
     exits_with_error(train.main, ["--run-dir", str(tmp_path), "--resume"])
     err = capsys.readouterr().err
-    assert f"{second} is corrupt or truncated" in err and f"use {first} instead" in err
+    assert f"{second} is corrupt or truncated" in err
+    assert f"move it out of {tmp_path}, and the run continues from {first.name}" in err
     assert "Traceback" not in err and snapshot(tmp_path) == before
 
 
@@ -415,17 +418,34 @@ def test_average_refuses_different_tokenizers_even_when_told(tmp_path, capsys):
 
 # --- a corrupt tokenizer cache, a missing GPU, empty or misaligned text ------------------------
 
-def test_corrupt_cached_tokenizer_is_removed_and_retrained(tmp_path):
+@pytest.mark.parametrize("damage", ["cut short", "cut where it still loads", "another model"])
+def test_a_damaged_cached_tokenizer_is_removed_and_retrained(tmp_path, damage):
+    """The cache holds each model's sha256: a model cut short (whether or not what is left
+    still parses as a smaller model) or another model copied over it is never reused."""
     (tmp_path / "train.en").write_text("a dog runs\nthe cat sleeps\n" * 20)
     (tmp_path / "train.de").write_text("ein hund rennt\ndie katze schläft\n" * 20)
     files, logs = [tmp_path / "train.en", tmp_path / "train.de"], []
     first = load_or_train(files, 30, tmp_path / "cache", "toy", log=logs.append)
     [model] = (tmp_path / "cache").glob("toy-bpe30-*.model")
-    model.write_bytes(model.read_bytes()[:100])                      # cut short on disk
+    other = train_bpe(files, 25, tmp_path / "other.model").to_bytes()
+    model.write_bytes({"cut short": model.read_bytes()[:100],
+                       "cut where it still loads": _loadable_prefix(model.read_bytes()),
+                       "another model": other}[damage])
     again = load_or_train(files, 30, tmp_path / "cache", "toy", log=logs.append)
-    assert any(f"the cached {model} cannot be loaded" in line and "removing it and training "
-               "again" in line for line in logs)
+    assert any(f"the cached {model} is damaged" in line and "removing it and training again"
+               in line for line in logs)
     assert again.to_bytes() == first.to_bytes() == model.read_bytes()
+
+
+def _loadable_prefix(model: bytes) -> bytes:
+    """The longest proper prefix of a sentencepiece model that still loads as a model."""
+    for end in range(len(model) - 1, 0, -1):
+        try:
+            tk.Tokenizer.from_bytes(model[:end])
+            return model[:end]
+        except ValueError:
+            continue
+    raise AssertionError("no prefix of the model loads")
 
 
 def test_translate_on_cuda_without_a_gpu_says_cuda_is_not_available(translation, tmp_path,

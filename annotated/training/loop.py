@@ -30,8 +30,10 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from annotated.configs import ConfigError
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
-from annotated.data.corpus import data_location, load_corpus
+from annotated.data.corpus import DATA_ENV, data_location, load_corpus
+from annotated.data.files import DataError
 from annotated.inference.search import beam_search, source_batch
 from annotated.model import count_parameters
 from annotated.optim import make_optimizer
@@ -44,9 +46,9 @@ from annotated.tools.threads import is_small_on_cpu
 
 DIVERGED = 3.0            # a training loss above DIVERGED * ln V has diverged
 RECENT = 50               # steps whose losses the jump test compares with
-JUMP = 2.0                # a loss above JUMP x their mean, and JUMP_NATS above it, has jumped;
-JUMP_NATS = 1.0           # JUMP_STEPS jumps in a row are divergence (a single spike can pass:
-JUMP_STEPS = 3            # the copy preset's own run has one, and recovers at once)
+JUMP = 2.0                # a loss above JUMP x the best of them, and JUMP_NATS above it, has
+JUMP_NATS = 1.0           # jumped; JUMP_STEPS jumps in a row are divergence (a single spike
+JUMP_STEPS = 3            # can pass: the copy preset's own run has one, and recovers at once)
 HISTORY = 3               # losses the jump test needs before it applies
 
 
@@ -60,27 +62,30 @@ class LossWatch:
 
     A step's loss is computed with the weights left by the step before, which is what the
     checkpoint saved after that step holds. So a checkpoint is known good only once the next
-    step's loss has passed (until then it is pending); when a loss fails, the pending checkpoint
-    holds the weights that produced it. The run has diverged when a loss is not finite or above
-    DIVERGED ln V (at once), or when, once HISTORY losses have passed, JUMP_STEPS losses in a
-    row lie above both JUMP times the mean of the recent ones and that mean plus JUMP_NATS: a
-    sudden rise is caught long before the loss climbs to the absolute bound, while the
-    checkpoints before it are still good, and a lone spike that the next step recovers from
-    passes. The recent losses travel in checkpoints, so a resumed run judges its first steps as
-    the uninterrupted run would."""
+    step's loss has passed (until then it is pending), and only if that loss is below ln V, a
+    uniform guess's: a model that does worse than guessing is worth nothing, however it got
+    there. The run has diverged when a loss is not finite or above DIVERGED ln V (at once), or
+    when, once HISTORY losses have passed, JUMP_STEPS losses in a row lie above both JUMP times
+    the best recent loss and that loss plus JUMP_NATS. Measured from the best loss, not the
+    mean, a slow climb cannot raise its own threshold as it goes; it is caught long before the
+    absolute bound, while the checkpoints before it are still good, and a lone spike that the
+    next step recovers from passes. The recent losses and the last good checkpoint's name
+    travel in checkpoints, so a resumed run judges its first steps as the uninterrupted run
+    would."""
 
-    def __init__(self, vocab_size: int, recent=(), pending=None):
-        self.bound = DIVERGED * math.log(vocab_size)
+    def __init__(self, vocab_size: int, recent=(), pending=None, good=None):
+        self.uniform = math.log(vocab_size)
+        self.bound = DIVERGED * self.uniform
         self.recent = deque(recent, maxlen=RECENT)
-        self.pending, self.good, self.jumps = pending, None, 0
+        self.pending, self.good, self.jumps = pending, good, 0
 
     def limit(self) -> tuple[float, str]:
         """The loss above which a step counts as a jump, and what sets it."""
         if len(self.recent) < HISTORY:
             return self.bound, f"{DIVERGED:g} ln V"
-        mean = sum(self.recent) / len(self.recent)
-        return max(JUMP * mean, mean + JUMP_NATS), (f"a jump from the last {len(self.recent)} "
-                                                    f"steps' mean loss, {mean:.3f}")
+        best = min(self.recent)
+        return min(self.bound, max(JUMP * best, best + JUMP_NATS)), (
+            f"a jump from the best of the last {len(self.recent)} steps' losses, {best:.3f}")
 
     def check(self, loss: float, step: int, run_dir) -> None:
         """Pass `loss` (step `step`'s), or raise Diverged naming the last good checkpoint."""
@@ -96,8 +101,9 @@ class LossWatch:
             return
         self.jumps = 0
         self.recent.append(loss)
-        if self.pending is not None:
-            self.good, self.pending = self.pending, None
+        if self.pending is not None and loss < self.uniform:
+            self.good = self.pending
+        self.pending = None
 
     def _stop(self, why: str, run_dir):
         suspect = [p.name for p in checkpoint.checkpoints(run_dir) if self.good is None
@@ -124,12 +130,19 @@ class TrainState:
     data_dir: str | None = None
     recent: tuple = ()              # the last training losses (LossWatch)
     resumed_from: str | None = None   # the checkpoint this process started from
+    data_sha256: dict | None = None   # corpus.fingerprints(): a resume checks the data is the same
+    last_good: str | None = None    # the last checkpoint LossWatch confirmed, by file name
 
 
 def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max_minutes=None,
           threads=None, resumed=None, deterministic=False) -> None:
     """Train `config` in `run_dir`, continuing the checkpoint `resumed` if given (a dict from
     annotated.training.checkpoint.load); see the module docstring."""
+    steps = config.train_steps if max_steps is None else max_steps
+    if config.cooldown_steps and steps > config.train_steps:
+        raise ConfigError(f"--max-steps {steps:,} is past train_steps={config.train_steps:,}, "
+                          f"where the cooldown has brought the learning rate to 0: the steps "
+                          f"after it would not change the model; raise train_steps instead")
     if deterministic:
         use_deterministic_kernels()
     rank, world, device = distributed.init_distributed()
@@ -138,12 +151,12 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     say = _printer(rank == 0)
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
-        state = _state(resumed, data_location(data_dir))
-        corpus = _load(config, state.data_dir, cache_dir, say)
-        if resumed and resumed["tokenizer"]["bytes"] != corpus.tokenizer.to_bytes():
-            raise checkpoint.CheckpointError(
-                f"the tokenizer built now differs from the one in the checkpoint in {run_dir}; "
-                f"was the data or the cache changed?")
+        state = _state(resumed, data_location(data_dir), config)
+        where = _origin(data_dir, resumed, state)
+        corpus = _load(config, state.data_dir, cache_dir, say, where)
+        state.data_sha256 = corpus.fingerprints()
+        if resumed:
+            _check_same_data(resumed, corpus, state, run_dir, where)
         check_memory(config, corpus.tokenizer.vocab_size, device)
         torch.manual_seed(config.seed)                 # the same initial weights on every rank
         model = config.make_model(corpus.tokenizer.vocab_size).to(device)
@@ -153,15 +166,16 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
                                               config.cooldown_steps)
         engine = make_engine(model, config, device)
         _restore(resumed, state, engine, optimizer, scheduler, config, say)
+        fresh = resumed is None
         del resumed
         say(f"{config.dataset}: {len(corpus.train):,} training pairs; model "
             f"{count_parameters(model):,} parameters; {world} process(es) on {device}"
             + (f" ({distributed.backend()})" if distributed.active() else "")
             + (f", {torch.get_num_threads()} thread(s) each (--threads N to change)"
                if device.type == "cpu" else ""))
-        folder.rewind_metrics(state.step)
-        _loop(config, engine, optimizer, scheduler, corpus, state, folder,
-              config.train_steps if max_steps is None else max_steps, max_minutes, say)
+        folder.rewind_metrics(state.step, fresh=fresh)
+        _loop(config, engine, optimizer, scheduler, corpus, state, folder, steps, max_minutes,
+              say)
         if rank == 0:
             try:
                 show_at_work(model, corpus, config, folder.path)
@@ -187,17 +201,22 @@ def available_memory(device) -> int | None:
 
 def check_memory(config, vocab: int, device) -> None:
     """Refuse, before building it, a model whose weights, gradients and two Adam moments (16
-    bytes a parameter in float32) alone exceed the device's free memory: a clear line instead
-    of a failed allocation, or the machine swapping for minutes."""
+    bytes a parameter in float32), with the output layer's scores for one micro-batch (its
+    target tokens x V, held three times: logits, log-probabilities and their gradient), alone
+    exceed the device's free memory: a clear line instead of a failed allocation, the machine
+    swapping for minutes, or the kernel killing the process without a word."""
     with torch.device("meta"):                     # shapes only, no memory
         n = count_parameters(config.make_model(vocab))
-    need, free = 16 * n, available_memory(device)
+    rows = -(-config.max_tokens // (config.accum_steps * distributed.world_size()))
+    scores = 3 * 4 * rows * vocab
+    need, free = 16 * n + scores, available_memory(device)
     if free is not None and need > free:
         where = f"the GPU {device}" if device.type == "cuda" else "this machine"
         raise MemoryError(f"the model has {n:,} parameters: training it needs at least "
-                          f"{need / 2**30:,.1f} GiB for weights, gradients and Adam's moments, "
-                          f"and {where} has {free / 2**30:,.1f} GiB free; lower d_model, d_ff, "
-                          f"N or vocab_size")
+                          f"{need / 2**30:,.1f} GiB for weights, gradients and Adam's moments "
+                          f"and the output layer's scores of {rows:,} tokens x {vocab:,}, and "
+                          f"{where} has {free / 2**30:,.1f} GiB free; lower d_model, d_ff, N, "
+                          f"vocab_size or max_tokens (or raise accum_steps)")
 
 
 def use_deterministic_kernels():
@@ -241,9 +260,12 @@ def _silence_stdout():
         pass
 
 
-def _state(resumed, data_dir) -> TrainState:
+def _state(resumed, data_dir, config) -> TrainState:
     """A fresh run's state, or the saved one; the data location given now wins over the
-    saved one (a moved corpus), the saved one over none (so --resume needs no --data-dir)."""
+    saved one (a moved corpus), the saved one over none (so --resume needs no --data-dir).
+    A dataset that reads no data location (copy, the shipped sample) saves none."""
+    if config.dataset in ("copy", "multi30k_sample"):
+        data_dir = None
     if resumed is None:
         return TrainState(run_id=checkpoint.new_run_id(),
                           data_dir=str(data_dir) if data_dir else None)
@@ -251,18 +273,53 @@ def _state(resumed, data_dir) -> TrainState:
     return TrainState(resumed["step"], t["epoch"], t["index"], t["elapsed"],
                       resumed.get("run_id") or checkpoint.new_run_id(),
                       str(data_dir) if data_dir else t.get("data_dir"),
-                      tuple(t.get("recent_losses", ())), resumed.get("file"))
+                      tuple(t.get("recent_losses", ())), resumed.get("file"),
+                      last_good=t.get("last_good"))
 
 
-def _load(config, data_dir, cache_dir, say):
+def _origin(data_dir, resumed, state) -> str | None:
+    """Where the data location came from, for messages: None when given with --data-dir."""
+    if data_dir or state.data_dir is None:
+        return None
+    if os.environ.get(DATA_ENV):
+        return f"the data location {state.data_dir} is {DATA_ENV}'s"
+    if resumed:
+        return (f"the data location {state.data_dir} was saved with this run; if the corpus "
+                f"moved, give --data-dir NEW")
+    return None
+
+
+def _load(config, data_dir, cache_dir, say, where):
     """The corpus, rank 0 first: it may download data or train the tokenizer into the cache
-    that the other ranks then read."""
+    that the other ranks then read. `where`: the data location's origin, added to errors."""
     if distributed.rank() > 0:
         distributed.barrier()
-    corpus = load_corpus(config, data_dir, cache_dir, log=say)
+    try:
+        corpus = load_corpus(config, data_dir, cache_dir, log=say)
+    except (DataError, FileNotFoundError) as e:
+        if where is None:
+            raise
+        raise type(e)(f"{e} ({where})") from None
     if distributed.rank() == 0:
         distributed.barrier()
     return corpus
+
+
+def _check_same_data(resumed, corpus, state, run_dir, where) -> None:
+    """Refuse to resume on other data than the run was trained on: another tokenizer, or other
+    training or validation pairs (an edited, reordered or replaced file)."""
+    because = f" ({where})" if where else ""
+    if resumed["tokenizer"]["bytes"] != corpus.tokenizer.to_bytes():
+        raise DataError(f"the tokenizer built now differs from the one in the checkpoint in "
+                        f"{run_dir}: the training data or the cache changed{because}; resume "
+                        f"with the run's data, or start a new run with another --run-dir")
+    saved = resumed["training"].get("data_sha256") or {}
+    changed = [split for split, sha in saved.items() if state.data_sha256.get(split) != sha]
+    if changed:
+        raise DataError(f"the {' and '.join(changed)} pairs differ from those the run in "
+                        f"{run_dir} was trained on: a file was edited, reordered or replaced"
+                        f"{because}; resume with the run's data, or start a new run with "
+                        f"another --run-dir")
 
 
 def _set_threads(threads, model):
@@ -302,7 +359,9 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
     say(f"{len(batches):,} batches per epoch (padding {src_pad:.1%} source, {tgt_pad:.1%} "
         f"target)")
     meter = Meter(state.step, max_steps, state.elapsed, folder, say)
-    watch = LossWatch(config.vocab_size, state.recent, pending=state.resumed_from)
+    good = folder.path / state.last_good if state.last_good else None
+    watch = LossWatch(config.vocab_size, state.recent, pending=state.resumed_from,
+                      good=good if good is not None and good.is_file() else None)
     saved_step = state.step                  # both checkpoint intervals count from the last save
     if state.step >= max_steps:
         say(f"step {state.step}: already at --max-steps / train_steps {max_steps}; nothing to do")
@@ -330,6 +389,7 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
                 meter.validation(state.step, result)
             if state.step - saved_step >= config.ckpt_every or done or overdue:
                 state.recent = tuple(watch.recent)
+                state.last_good = watch.good.name if watch.good else None
                 watch.saved(_save(engine, optimizer, scheduler, config, corpus.tokenizer, state,
                                   meter, folder, say, keep=[watch.good] if watch.good else []))
                 saved_step = state.step
@@ -348,7 +408,8 @@ def _save(engine, optimizer, scheduler, config, tokenizer, state, meter, folder,
     training = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "scaler": engine.scaler.state_dict(), "rng": rng, "epoch": state.epoch,
                 "index": state.index, "elapsed": state.elapsed + meter.seconds(),
-                "data_dir": state.data_dir, "recent_losses": list(state.recent)}
+                "data_dir": state.data_dir, "recent_losses": list(state.recent),
+                "last_good": state.last_good, "data_sha256": state.data_sha256}
     path = checkpoint.save(folder.path / checkpoint.checkpoint_name(state.step),
                            model=engine.model, config=config, tokenizer=tokenizer,
                            step=state.step, training=training, run_id=state.run_id)
@@ -363,8 +424,9 @@ def show_at_work(model, corpus, config, run_dir: Path, n: int = 3):
     search) and the commands that come next."""
     model.eval()
     tokenizer = corpus.tokenizer
-    sentences = [(s, r) for s, r in zip(corpus.test_src, corpus.test_ref)
-                 if len(tokenizer.encode(s)) < 20][:n]
+    pairs = list(zip(corpus.test_src, corpus.test_ref))
+    sentences = ([(s, r) for s, r in pairs if len(tokenizer.encode(s)) < 20][:n]
+                 or sorted(pairs, key=lambda pair: len(tokenizer.encode(pair[0])))[:n])
     src = source_batch([tokenizer.encode(s) for s, _ in sentences],
                        next(model.parameters()).device)
     hyps = beam_search(model, src, config.beam_size, config.alpha, config.max_extra)

@@ -14,7 +14,8 @@ class Meter:
     def __init__(self, step: int, max_steps: int, elapsed: float, folder, say):
         self.folder, self.say, self.elapsed = folder, say, elapsed
         self.bar = tqdm(total=max_steps, initial=step, desc="train", dynamic_ncols=True,
-                        disable=not folder.active or not sys.stderr.isatty())
+                        disable=not folder.active or sys.stderr is None
+                        or not sys.stderr.isatty())
         self.start = self.last_save = self.last_log = time.time()
         self.window = torch.zeros(5, dtype=torch.float64)  # sums since the last metrics line
 

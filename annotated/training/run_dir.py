@@ -10,9 +10,11 @@ folder: a folder that cannot be written is found before any work, not after an h
 Only rank 0 touches the folder; the other ranks of a torchrun job get a RunDir that does
 nothing.
 """
+import errno
 import fcntl
 import json
 import os
+import stat
 from pathlib import Path
 
 from annotated.data.files import atomic_open, remove_stale_temporaries
@@ -32,32 +34,61 @@ class RunDir:
         """Create and lock the folder, and remove temporary files of an interrupted save."""
         if not self.active:
             return self
+        self._check_kind()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            lock = open(self.path / ".lock", "a+")
+            fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+                         | os.O_NONBLOCK, 0o666)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(errno.EINVAL, "it is not a file; the lock is the folder's own "
+                                            "file: remove it")
+            lock = os.fdopen(fd, "r+")
         except OSError as e:
-            raise RunDirError(f"cannot write into the run folder {self.path} ({e.strerror}); "
-                              f"choose another --run-dir") from None
+            why = ("it is a link; the lock is the folder's own file: remove it"
+                   if e.errno == errno.ELOOP else e.strerror)
+            raise RunDirError(f"cannot write into the run folder {self.path} "
+                              f"({self.path / '.lock'}: {why}); choose another --run-dir") \
+                from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            lock.seek(0)
             owner = lock.read().strip() or "unknown"
             lock.close()
             raise RunDirError(f"{self.path} is in use by another training process (pid "
                               f"{owner}); wait for it to end or choose another --run-dir") from None
-        lock.seek(0)
         if lock.read().strip():
             self.say(f"{self.path}: took over the lock of an earlier run that ended without "
                      f"releasing it")
-        lock.seek(0)
-        lock.truncate()
-        lock.write(f"{os.getpid()}\n")
-        lock.flush()
+        try:
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"{os.getpid()}\n")
+            lock.flush()
+        except OSError as e:
+            lock.close()
+            raise RunDirError(f"cannot write into the run folder {self.path} "
+                              f"({self.path / '.lock'}: {e.strerror}); choose another "
+                              f"--run-dir") from None
         self._lock = lock
         for stale in remove_stale_temporaries(self.path):
             self.say(f"removed {stale.name}, left by an interrupted write")
         return self
+
+    def _check_kind(self):
+        """Refuse a run folder that is a file or a broken link, and a metrics log that is a
+        link or not a file (the run would write into whatever it points at)."""
+        if self.path.is_symlink() and not self.path.exists():
+            raise RunDirError(f"the run folder {self.path} is a link to "
+                              f"{os.path.realpath(self.path)}, which does not exist; create it "
+                              f"or choose another --run-dir")
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"the run folder {self.path} is a file, not a folder; choose "
+                              f"another --run-dir")
+        if self.metrics.is_symlink() or (self.metrics.exists() and not self.metrics.is_file()):
+            what = "a link" if self.metrics.is_symlink() else "not a file"
+            raise RunDirError(f"{self.metrics} is {what}; a run's metrics log is its own file: "
+                              f"move it away")
 
     def close(self):
         if self._lock is not None:
@@ -76,10 +107,17 @@ class RunDir:
                 raise OSError(e.errno, f"{e.strerror} (appending to the metrics log)",
                               str(self.metrics)) from None
 
-    def rewind_metrics(self, step: int):
+    def rewind_metrics(self, step: int, fresh: bool = False):
         """Keep the metric lines up to `step` (a resumed run logs the later ones again). A last
-        line cut short by a crash is dropped, and said."""
+        line cut short by a crash is dropped, and said. A fresh run in a folder whose log holds
+        lines of an earlier run (its checkpoints gone) keeps them under another name."""
         if not (self.active and self.metrics.exists()):
+            return
+        if fresh and self.metrics.stat().st_size:
+            aside = self._free_name()
+            os.replace(self.metrics, aside)
+            self.say(f"{self.metrics} held the log of an earlier run, whose checkpoints are not "
+                     f"here; kept as {aside.name}")
             return
         kept = []
         for number, line in enumerate(self.metrics.read_text(errors="replace").splitlines(),
@@ -97,3 +135,10 @@ class RunDir:
                 kept.append(line)
         with atomic_open(self.metrics, "w") as f:
             f.writelines(line + "\n" for line in kept)
+
+    def _free_name(self) -> Path:
+        """metrics.earlier-N.jsonl, the first N not taken."""
+        n = 1
+        while (self.path / f"metrics.earlier-{n}.jsonl").exists():
+            n += 1
+        return self.path / f"metrics.earlier-{n}.jsonl"

@@ -1,0 +1,292 @@
+"""A hostile run folder and hostile data: links and pipes where the run keeps its own files, a
+log of an earlier run, a run that diverges before it learned anything, data changed under a
+resumed run, corpora that are not what their names say, caches that lie. Each probe checks
+that nothing outside what the command owns is written, and that a refusal is one line.
+
+(tests/test_misuse.py holds the number options, interruptions and the first run-folder
+probes; tests/test_misuse_streams.py the outputs, inputs and checkpoints.)
+"""
+import gzip
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from test_faults import error_line, exits_with_error
+from test_misuse import FILES, PAIRS, TINY_RUN, corpus, run, run_fails
+
+from annotated import train
+from annotated.configs import get, merged
+from annotated.data import corpus as data
+from annotated.data import prepare_wmt14
+from annotated.data.corpus import load_corpus
+from annotated.data.files import DataError
+from annotated.data.tokenizer import train_bpe
+from annotated.training import checkpoint, loop
+from annotated.training.step import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def copy_run(folder, *settings, steps=2):
+    run(folder, "--config", "copy", "--max-steps", steps, *merged(TINY_RUN, list(settings)))
+
+
+# --- what a run folder holds that is not the run's own -----------------------------------------
+
+@pytest.mark.parametrize("name", [".lock", "metrics.jsonl"])
+def test_a_run_file_that_is_a_link_is_refused_and_its_target_untouched(tmp_path, capsys, name):
+    copy_run(tmp_path / "run")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    (tmp_path / "run" / name).unlink()
+    (tmp_path / "run" / name).symlink_to(notes)
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 3)
+    assert "link" in error_line(capsys, alone=False)
+    assert notes.read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("what", ["a file", "a broken link", "a pipe as its lock"])
+def test_a_run_folder_that_is_not_a_folder_says_what_it_is(tmp_path, capsys, what):
+    folder = tmp_path / "run"
+    if what == "a file":
+        folder.write_text("not a folder\n")
+    elif what == "a broken link":
+        folder.symlink_to(tmp_path / "nowhere")
+    else:
+        folder.mkdir()
+        os.mkfifo(folder / ".lock")
+    run_fails(folder, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    words = {"a file": "is a file, not a folder", "a broken link": "which does not exist",
+             "a pipe as its lock": "it is not a file"}[what]
+    assert words in error_line(capsys, alone=False)
+
+
+def test_things_named_like_checkpoints_that_are_not_files_are_not_checkpoints(tmp_path):
+    copy_run(tmp_path)
+    (tmp_path / "ckpt_0000009.pt").mkdir()
+    os.mkfifo(tmp_path / "ckpt_0000010.pt")         # reading it would wait for ever
+    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000002.pt"]
+    run(tmp_path, "--resume", "--max-steps", 3)
+    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000002.pt",
+                                                                   "ckpt_0000003.pt"]
+
+
+def test_a_fresh_run_keeps_the_log_of_an_earlier_run_it_finds(tmp_path, capsys):
+    copy_run(tmp_path)
+    earlier = (tmp_path / "metrics.jsonl").read_text()
+    for p in checkpoint.checkpoints(tmp_path):
+        p.unlink()
+    copy_run(tmp_path, "seed=7", steps=1)
+    assert "kept as metrics.earlier-1.jsonl" in capsys.readouterr().out
+    assert (tmp_path / "metrics.earlier-1.jsonl").read_text() == earlier
+
+
+def test_an_old_checkpoint_that_cannot_be_deleted_does_not_stop_training(tmp_path,
+                                                                         monkeypatch):
+    real_unlink = Path.unlink
+
+    def stuck(self, missing_ok=False):
+        if self.name == "ckpt_0000001.pt":
+            raise PermissionError(1, "Operation not permitted", str(self))
+        real_unlink(self, missing_ok=missing_ok)
+    monkeypatch.setattr(Path, "unlink", stuck)
+    with pytest.warns(UserWarning, match="could not delete the old checkpoint"):
+        copy_run(tmp_path, "ckpt_every=1", "keep_last=1", steps=3)
+    assert (tmp_path / "ckpt_0000003.pt").is_file()
+
+
+# --- settings that cannot mean what they say ----------------------------------------------------
+
+def test_steps_past_a_cooldown_are_refused(tmp_path, capsys):
+    run_fails(tmp_path, "--config", "copy", "--max-steps", 8, *TINY_RUN, "train_steps=4",
+              "cooldown_steps=2")
+    assert "past train_steps=4, where the cooldown has brought the learning rate to 0" in \
+        error_line(capsys)
+    assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_a_value_pasted_by_mistake_is_not_echoed_whole(tmp_path, capsys):
+    exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path),
+                                  "N=" + "9" * 100_000])
+    assert len(error_line(capsys)) < 300
+
+
+def test_a_model_whose_output_scores_alone_fill_the_memory_is_refused(tmp_path, capsys,
+                                                                      monkeypatch):
+    """The weights of a tiny model with a huge vocabulary fit; its output layer's scores for
+    one batch (tokens x V) do not, and the kernel would kill the run without a word."""
+    monkeypatch.setattr(loop, "available_memory", lambda device: 2 ** 30)         # 1 GiB
+    run_fails(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "vocab_size=500000")
+    assert "the output layer's scores of 300 tokens x 500,000" in error_line(capsys,
+                                                                              alone=False)
+
+
+# --- divergence: what "last good" means ---------------------------------------------------------
+
+def valid_loss(path) -> float:
+    model, config, _ = checkpoint.load_model(path)
+    return evaluate(model, load_corpus(config, log=lambda *_: None).valid, config,
+                    torch.device("cpu"))["loss"]
+
+
+def test_a_run_that_diverges_before_it_learns_names_no_worse_than_a_guess_as_good(tmp_path,
+                                                                                  capsys):
+    """A learning rate far too high from the first step: the loss climbs above a uniform
+    guess's (ln 11) without one big jump. A checkpoint is good only once the loss after it
+    is below that guess, so the one named is no worse than guessing; and a resume of the
+    diverged folder names the same one."""
+    with pytest.raises(SystemExit):
+        copy_run(tmp_path, "lr_factor=300", "ckpt_every=1", "keep_last=2", steps=300)
+    err = capsys.readouterr().err
+    named = err.split("Last good checkpoint: ")[1].split(";")[0].split(".pt")[0]
+    if named != "none known":
+        assert valid_loss(named + ".pt") < math.log(11) + 0.1
+    with pytest.raises(SystemExit):
+        run(tmp_path, "--resume", "--max-steps", 300)
+    assert f"Last good checkpoint: {named}" in capsys.readouterr().err
+
+
+# --- the data under a resumed run ---------------------------------------------------------------
+
+def files_run(folder, location, *settings, steps=2):
+    run(folder, "--config", "copy", "--data-dir", location, "--cache-dir",
+        folder.parent / "cache", "--max-steps", steps, *merged(FILES, list(settings)))
+
+
+@pytest.mark.parametrize("split", ["train", "valid"])
+def test_a_resume_on_changed_data_is_refused(tmp_path, capsys, split):
+    """Two target lines swapped: the vocabulary is the same, the pairs are not."""
+    location = corpus(tmp_path / "data", PAIRS)
+    files_run(tmp_path / "run", location)
+    lines = (location / f"{split}.fr").read_text().splitlines(keepends=True)
+    lines[0], lines[1] = lines[1], lines[0]
+    (location / f"{split}.fr").write_text("".join(lines))
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 3)
+    assert f"the {split} pairs differ from those the run" in error_line(capsys, alone=False)
+
+
+def test_a_resume_whose_saved_data_location_moved_says_where_it_came_from(tmp_path, capsys):
+    location = corpus(tmp_path / "data", PAIRS)
+    files_run(tmp_path / "run", location)
+    location.rename(tmp_path / "moved")
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 3)
+    message = error_line(capsys, alone=False)
+    assert "was saved with this run; if the corpus moved, give --data-dir NEW" in message
+    run(tmp_path / "run", "--resume", "--max-steps", 3, "--data-dir", tmp_path / "moved")
+
+
+# --- corpora that are not what they say -------------------------------------------------------
+
+@pytest.mark.parametrize("case,message", [
+    ("both plain and gzip", "holds both train.en and train.en.gz: keep one"),
+    ("the same text both sides", "hold the same text, line for line"),
+    ("a symlink loop", "Symlink loop"),
+    ("no such user", "no such user"),
+])
+def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path, capsys,
+                                                                      monkeypatch, case,
+                                                                      message):
+    location = corpus(tmp_path / "data", PAIRS)
+    if case == "both plain and gzip":
+        (location / "train.en.gz").write_bytes(gzip.compress((location / "train.en")
+                                                             .read_bytes(), mtime=0))
+    elif case == "the same text both sides":
+        shutil.copy(location / "train.en", location / "train.fr")
+    elif case == "a symlink loop":
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        location = tmp_path / "a"
+    else:
+        monkeypatch.setenv(data.DATA_ENV, "~nosuchuser/data")
+        location = None
+    run_fails(tmp_path / "run", "--config", "copy", "--cache-dir", tmp_path / "cache",
+              *(["--data-dir", location] if location else []), *FILES)
+    assert message in error_line(capsys, alone=False)
+
+
+def test_a_side_that_shows_nothing_counts_as_blank(tmp_path):
+    pairs = [("\u200b", "invisible"), ("\ufeff", "a mark"), *PAIRS[:5]]
+    location = corpus(tmp_path, pairs)
+    pairs_read, stats = data.read_parallel(location / "train.en", location / "train.fr")
+    assert stats["empty"] == 2 and len(pairs_read) == 5
+
+
+def test_a_cache_location_that_is_a_file_is_refused_before_any_tokenizer_is_trained(tmp_path):
+    (tmp_path / "cache").write_text("a file\n")
+    with pytest.raises(DataError, match=r"cannot be a folder: .*cache is a file"):
+        data.cache_folder(tmp_path / "cache" / "sub")
+
+
+def test_a_multi30k_folder_that_lacks_a_file_names_it_and_plain_copies(tmp_path):
+    folder = tmp_path / "multi30k"
+    folder.mkdir()
+    for stem in data.MULTI30K_SPLITS.values():
+        for lang in ("en", "de"):
+            (folder / f"{stem}.{lang}.gz").write_bytes(b"")
+    (folder / "val.de.gz").unlink()
+    (folder / "val.de").write_text("plain\n")
+    (folder / "train.de.gz").unlink()
+    (folder / "train.de.gz").symlink_to(tmp_path / "gone.gz")
+    with pytest.raises(FileNotFoundError) as error:
+        load_corpus(get("multi30k"), data_dir=tmp_path, cache_dir=tmp_path / "cache")
+    assert "lacks train.de.gz (a broken link), val.de.gz (val.de is there: gzip it)" \
+        in str(error.value)
+
+
+def test_sentencepiece_s_advice_to_use_its_own_options_is_not_passed_on(tmp_path):
+    with pytest.raises(DataError) as error:
+        sentences = ["".join(chr(0x4E00 + i) for i in range(k, k + 30))
+                     for k in range(0, 600, 30)]
+        train_bpe([sentences], 40, tmp_path / "m.model")
+    assert "--character_coverage" not in str(error.value)
+    assert "choose a vocab_size that fits the corpus" in str(error.value)
+
+
+def test_a_run_whose_test_sentences_are_all_long_still_shows_some(tmp_path, capsys):
+    copy_run(tmp_path, "copy_len=40", "max_sentence_len=64", "max_tokens=2000", steps=1)
+    assert "The model at work on 3 test sentences" in capsys.readouterr().out
+
+
+# --- preparing WMT14 next to a user's files ------------------------------------------------------
+
+def test_preparing_wmt14_never_writes_over_a_user_s_corpus(tmp_path, capsys):
+    (tmp_path / "train.en").write_text("my own corpus\n")
+    exits_with_error(prepare_wmt14.main, ["--out-dir", str(tmp_path)])
+    assert "train.en exists and was not written by this script" in error_line(capsys)
+    assert (tmp_path / "train.en").read_text() == "my own corpus\n"
+
+
+def test_a_damaged_wmt14_archive_is_one_line_saying_to_delete_it(tmp_path):
+    (tmp_path / "bad.tgz").write_bytes(b"not an archive")
+    with pytest.raises(DataError, match=r"bad\.tgz is not a complete \.tgz archive .*delete it"):
+        prepare_wmt14.extract(tmp_path / "bad.tgz", ["x"], tmp_path)
+
+
+def test_prepare_wmt14_with_a_file_as_its_folder_is_one_line(tmp_path, capsys):
+    (tmp_path / "out").write_text("a file\n")
+    exits_with_error(prepare_wmt14.main, ["--out-dir", str(tmp_path / "out")])
+    assert "is a file; give a folder" in error_line(capsys)
+
+
+# --- a trainer with its standard streams closed -------------------------------------------------
+
+def test_training_goes_on_with_stderr_closed(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "annotated.train", "--config", "copy",
+                           "--run-dir", str(tmp_path), "--max-steps", "2", *TINY_RUN],
+                          capture_output=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          preexec_fn=lambda: os.close(2))
+    assert done.returncode == 0 and (tmp_path / "ckpt_0000002.pt").is_file(), done.stdout
