@@ -1,9 +1,15 @@
 """`python -m book build [--out DIR]`: build the chapters' website (default build/site/)."""
-import argparse
-import time
+import sys
 
-from annotated.tools.cli import command, path
-from book.build import DEFAULT_OUT, build
+try:                                    # torch and Sphinx take seconds to import, before
+    import argparse                     # @command can turn Ctrl-C into its one line
+    import time
+
+    from annotated.tools.cli import command, path
+    from book.build import DEFAULT_OUT, build
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
 
 
 @command
@@ -11,8 +17,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m book", description=__doc__)
     parser.add_argument("command", choices=["build"], help="build the static site")
     parser.add_argument("--out", type=path, default=DEFAULT_OUT,
-                        help=f"output folder: empty, missing, or a site built before, whose files "
-                             f"are replaced (default {DEFAULT_OUT})")
+                        help=f"output folder: empty, missing, or a site built here before, whose "
+                             f"files (those that build wrote, as it wrote them) are replaced "
+                             f"(default {DEFAULT_OUT})")
     args = parser.parse_args(argv)
     start = time.time()
     index = build(args.out)

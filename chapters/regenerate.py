@@ -6,8 +6,9 @@
 
 Full mode means ANNOTATED_FULL=1, which this script sets (tests run the chapters in quick mode,
 the default). Full mode reads the real Multi30k from the data location, ANNOTATED_DATA_DIR
-(a relative path is taken from the current folder); chapters 6 and 9 then train their small
-models (a few minutes each on a CPU). Chapters 7 and 8 translate with the model that ships in
+(a relative path is taken from the current folder; a location without it is refused before
+any chapter runs); chapters 6 and 9 then train their small models (a few minutes each on a
+CPU). Chapters 7 and 8 translate with the model that ships in
 annotated/pretrained/, in both modes; chapter 7's sweeps over many sentences use more of them
 in full mode. Chapters 3, 7 and 8 read results/, so run the results scripts first when they
 change.
@@ -33,10 +34,16 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from annotated.tools.cli import command
+
 CHAPTERS = Path(__file__).resolve().parent
 # A cell whose only lines show the package's source or a section of a committed results file:
 # its output does not depend on the mode.
 LISTING = re.compile(r"^((show|display\(Markdown\(section)\([^\n]*\)\n?)+$")
+# What full mode reads from ANNOTATED_DATA_DIR: Multi30k's English and German splits, in the
+# folder itself or in its multi30k/ folder.
+MULTI30K = [f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr")
+            for lang in ("en", "de")]
 
 
 def parse_args(argv=None):
@@ -47,6 +54,12 @@ def parse_args(argv=None):
     parser.add_argument("--cells", type=cell_choice, metavar="CHAPTER:I,J,...",
                         help="only these cells (indices from 0) of one chapter, e.g. 08:7,8")
     args = parser.parse_args(argv)
+    if args.cells and args.chapters:
+        parser.error(f"--cells {args.cells[0]}:... names its one chapter itself; give no "
+                     f"chapter numbers with it (here {' '.join(args.chapters)}), or run those "
+                     f"separately")
+    if args.cells and args.listings:
+        parser.error("--cells and --listings each choose the cells to refresh; give one")
     if args.cells:
         args.chapters = [args.cells[0]]
     return args
@@ -55,19 +68,52 @@ def parse_args(argv=None):
 def cell_choice(text: str) -> tuple[str, set[int]]:
     chapter, _, indices = text.partition(":")
     try:
-        return chapter, {int(i) for i in indices.split(",")}
+        chosen = {int(i) for i in indices.split(",")}
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected CHAPTER:I,J,... such as 08:7,8, got "
                                          f"{text!r}") from None
+    if min(chosen) < 0:
+        raise argparse.ArgumentTypeError(f"cell indices count from 0, got {min(chosen)} in "
+                                         f"{text!r}")
+    return chapter, chosen
 
 
+def chosen_notebooks(numbers: list[str]) -> list[Path]:
+    """The notebooks of the chapters `numbers` (all when empty); an unknown number is refused."""
+    notebooks = sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
+    unknown = sorted(set(numbers) - {p.name[:2] for p in notebooks})
+    if unknown:
+        sys.exit(f"error: no chapter {', '.join(unknown)} in {CHAPTERS.name}/ (it has "
+                 f"{', '.join(p.name[:2] for p in notebooks)}); give chapter numbers such as "
+                 f"01 06")
+    return [p for p in notebooks if not numbers or p.name[:2] in numbers]
+
+
+def check_cells(nb: Path, indices: set[int]) -> None:
+    """Refuse --cells indices that `nb` does not have, or that are not code cells, before
+    anything runs (refresh copies outputs of code cells only)."""
+    cells = nbformat.read(nb, as_version=4).cells
+    where = f"{CHAPTERS.name}/{nb.name}"
+    missing = sorted(i for i in indices if i >= len(cells))
+    if missing:
+        sys.exit(f"error: {where} has cells 0 to {len(cells) - 1}, not "
+                 f"{', '.join(map(str, missing))}; give indices counted from 0, markdown "
+                 f"cells included")
+    other = sorted(i for i in indices if cells[i].cell_type != "code")
+    if other:
+        sys.exit(f"error: in {where}, " + ", ".join(f"cell {i} is a {cells[i].cell_type} cell"
+                                                     for i in other)
+                 + "; --cells takes code cells, the ones with outputs")
+
+
+@command
 def main(argv=None):
     args = parse_args(argv)
-    notebooks = sorted(p for p in CHAPTERS.glob("[0-9][0-9]_*.ipynb")
-                       if not args.chapters or p.name[:2] in args.chapters)
-    if not notebooks:
-        sys.exit(f"error: no chapter matches {args.chapters} in {CHAPTERS}; give chapter numbers "
-                 f"such as 01 06")
+    notebooks = chosen_notebooks(args.chapters)
+    if args.cells:
+        check_cells(notebooks[0], args.cells[1])
+    elif not args.listings:
+        check_data_location()
     for nb in notebooks:
         start = time.time()
         print(f"running {nb.name}{' (listings)' if args.listings else ''} ...", flush=True)
@@ -80,17 +126,36 @@ def main(argv=None):
         print(f"  done in {time.time() - start:.0f} s", flush=True)
 
 
+def check_data_location() -> None:
+    """Full mode reads Multi30k from ANNOTATED_DATA_DIR when it is set: refuse a location
+    without it now, rather than when a chapter's kernel reaches it."""
+    value = os.environ.get("ANNOTATED_DATA_DIR")
+    if not value:
+        print("note: ANNOTATED_DATA_DIR is not set; chapters that read Multi30k will try to "
+              "download it", flush=True)
+        return
+    location = Path(value).expanduser().resolve()
+    if not any(all((folder / name).is_file() for name in MULTI30K)
+               for folder in (location, location / "multi30k")):
+        sys.exit(f"error: ANNOTATED_DATA_DIR={value}: expected Multi30k's files "
+                 f"({', '.join(MULTI30K[:2])}, ...) in {location} or in its multi30k/ folder, "
+                 f"found {'no such folder' if not location.is_dir() else 'not all of them'}; "
+                 f"point it at the folder that holds them, or unset it to download them")
+
+
 def run_full(nb: Path):
     env = dict(os.environ, ANNOTATED_FULL="1")
     env.setdefault("MPLBACKEND", "Agg")
     if env.get("ANNOTATED_DATA_DIR"):           # the kernels run in chapters/: make it absolute
         env["ANNOTATED_DATA_DIR"] = str(Path(env["ANNOTATED_DATA_DIR"]).expanduser().resolve())
-    else:
-        print("note: ANNOTATED_DATA_DIR is not set; chapters that read Multi30k will try to "
-              "download it", flush=True)
-    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
-                    "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1", str(nb)],
-                   env=env, check=True)
+    done = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                           "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1",
+                           str(nb)], env=env)
+    if done.returncode != 0:
+        sys.exit(f"error: {CHAPTERS.name}/{nb.name} failed in full mode (exit code "
+                 f"{done.returncode}; its error is above), so it was not rewritten and no later "
+                 f"chapter ran; fix the cause and run `python chapters/regenerate.py "
+                 f"{nb.name[:2]}` again")
 
 
 def refresh(nb: Path, chosen):

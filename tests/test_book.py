@@ -11,8 +11,11 @@ git) and is skipped when no Chromium or chromedriver is here.
 import functools
 import http.server
 import json
+import hashlib
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -101,7 +104,7 @@ def fake_sphinx(monkeypatch):
     """book.build with Sphinx replaced by a stand-in that writes `pages` (or fails): the
     output folder's handling without a real build."""
     from book import build as book_build
-    site = {"pages": ["index.html", "01.html"], "code": 0}
+    site = {"pages": ["index.html", "01.html"], "code": 0, "interrupt": None}
 
     def build_main(args):
         out = Path(args[-1])
@@ -109,6 +112,11 @@ def fake_sphinx(monkeypatch):
         for name in site["pages"]:
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             (out / name).write_text(f"<html>{name}</html>")
+        if site["interrupt"]:              # Ctrl-C, caught as Sphinx does (or broader)
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except site["interrupt"]:
+                return 2
         return site["code"]
     monkeypatch.setattr(book_build, "build_main", build_main)
     return book_build, site
@@ -175,6 +183,214 @@ def test_a_notebook_that_is_not_json_is_one_line(tmp_path, fake_sphinx, monkeypa
     monkeypatch.setattr(build, "ROOT", tmp_path)
     with pytest.raises(SystemExit, match=r"01_broken.ipynb is not a readable notebook"):
         build.build(tmp_path / "site")
+
+
+def tree(folder: Path) -> dict:
+    """Every file and folder below `folder` (links as their target), with the files' bytes."""
+    return {p: (os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else None)
+            for p in sorted(folder.rglob("*"))}
+
+
+def entry(path: Path, name: str) -> str:
+    """A manifest line for `name` with the sha256 of the file at `path`."""
+    return f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}"
+
+
+# A manifest that names something a build did not write: what it says, and the refusal's words.
+# Each line carries the real sha256 of the file it names, so the hash alone would not save it.
+FOREIGN_MANIFESTS = {
+    "a plain list of names": (lambda out, v: ["notes.txt", "../victims/outside.txt",
+                                              str(v / "abs.txt")],
+                              "is not a list this command wrote"),
+    "a path up and out": (lambda out, v: [entry(v / "outside.txt", "../victims/outside.txt")],
+                          "goes up out of the folder"),
+    "an absolute path": (lambda out, v: [entry(v / "abs.txt", str(v / "abs.txt"))],
+                         "is an absolute path"),
+    "a path through a link": (lambda out, v: [entry(v / "outside.txt", "link/outside.txt")],
+                              "leads outside"),
+    "a folder": (lambda out, v: [entry(out / "zzz_mydir" / "f.txt", "zzz_mydir")],
+                 "zzz_mydir is a folder"),
+    "the folder itself": (lambda out, v: [entry(out / "notes.txt", ".")],
+                          "'.' is not a plain relative path"),
+    "an empty line": (lambda out, v: [""], "expected '<sha256>  <path>', found ''"),
+    "a name without its sha256": (lambda out, v: ["notes.txt"], "found 'notes.txt'"),
+}
+
+
+@pytest.mark.parametrize("case", FOREIGN_MANIFESTS)
+def test_a_manifest_naming_what_the_build_did_not_write_is_refused_before_any_change(
+        tmp_path, fake_sphinx, case):
+    build, site = fake_sphinx
+    out, victims = tmp_path / "site", tmp_path / "victims"
+    build.build(out)
+    victims.mkdir()
+    (victims / "outside.txt").write_text("v\n")
+    (victims / "abs.txt").write_text("v\n")
+    (out / "notes.txt").write_text("notes\n")
+    (out / "zzz_mydir").mkdir()
+    (out / "zzz_mydir" / "f.txt").write_text("k\n")
+    (out / "link").symlink_to(victims)
+    lines, words = FOREIGN_MANIFESTS[case]
+    manifest = (out / build.MANIFEST).read_text().splitlines()
+    if case == "a plain list of names":
+        manifest = []
+    (out / build.MANIFEST).write_text("\n".join(manifest + lines(out, victims)) + "\n")
+    site["pages"] = ["other.html"]                 # a rebuild would remove every old page
+    before = tree(tmp_path)
+    with pytest.raises(SystemExit, match=re.escape(words)) as refused:
+        build.build(out)
+    assert str(out / build.MANIFEST) in str(refused.value.code)
+    assert "\n" not in str(refused.value.code)
+    assert tree(tmp_path) == before
+
+
+def test_a_rebuild_deletes_only_listed_files_still_as_it_wrote_them(tmp_path, fake_sphinx,
+                                                                  capsys):
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    site["pages"] = ["index.html", "01.html", "sub/old.html", "mine.html"]
+    build.build(out)
+    assert (out / build.MANIFEST).read_text().splitlines()[0] == build.MANIFEST_HEADER
+    (out / "mine.html").write_text("edited by hand\n")        # listed, changed since
+    (out / "index.html").write_text("edited by hand\n")       # the same, but rebuilt
+    site["pages"] = ["index.html"]
+    build.build(out)
+    assert (out / "mine.html").read_text() == "edited by hand\n"
+    assert (out / "index.html").read_text() == "<html>index.html</html>"
+    assert not (out / "01.html").exists() and not (out / "sub").exists()
+    listed = [line.split("  ", 1)[1]
+              for line in (out / build.MANIFEST).read_text().splitlines()[1:]]
+    assert [name for name in listed if not name.startswith("notebooks/")] == ["index.html"]
+    assert "kept 1 file(s)" in capsys.readouterr().err
+    assert not [p for p in out.iterdir() if p.name.startswith(".book-old-")]
+
+
+@pytest.mark.parametrize("failure, stop, words", [
+    (OSError(28, "No space left on device", "02.html"), SystemExit,
+     "(02.html: No space left on device); the site that was there is back as it was"),
+    (KeyboardInterrupt, KeyboardInterrupt, None)])
+def test_a_rebuild_that_fails_half_way_puts_the_old_site_back(tmp_path, fake_sphinx,
+                                                             monkeypatch, failure, stop, words):
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    site["pages"] = ["index.html", "01.html", "_static/a.css"]
+    build.build(out)
+    (out / "CNAME").write_text("book.example.org\n")
+    site["pages"] = ["index.html", "02.html", "_static/b/c.css"]
+    before = tree(tmp_path)
+    moves = []
+
+    def failing(move):
+        """`move`, failing on the second file of the new site (in the build's temporary
+        folder, .book-*/site/) that it moves."""
+        def wrapped(src, dst, *args, **kwargs):
+            parts = Path(src).relative_to(tmp_path).parts
+            if len(parts) > 2 and parts[0].startswith(".book-") and parts[1] == "site":
+                moves.append(src)
+                if len(moves) == 2:
+                    raise failure
+            return move(src, dst, *args, **kwargs)
+        return wrapped
+    monkeypatch.setattr(build.os, "replace", failing(os.replace))
+    monkeypatch.setattr(build.shutil, "move", failing(shutil.move))
+    with pytest.raises(stop, match=words and re.escape(words)):
+        build.build(out)
+    monkeypatch.undo()
+    assert len(moves) == 2
+    assert tree(tmp_path) == before                # no aside or temporary folder left either
+
+
+@pytest.mark.parametrize("caught", [KeyboardInterrupt, BaseException])
+def test_ctrl_c_in_sphinx_is_interrupted_and_leaves_the_site(tmp_path, fake_sphinx, capsys,
+                                                             caught):
+    """Sphinx catches KeyboardInterrupt (and reports a failed build): Ctrl-C must still end
+    the command as one, whatever Sphinx catches."""
+    from book.__main__ import main
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    build.build(out)
+    before = tree(tmp_path)
+    site["interrupt"], site["pages"] = caught, ["index.html", "other.html"]
+    with pytest.raises(SystemExit) as stopped:
+        main(["build", "--out", str(out)])
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.splitlines()[-1] == "interrupted"
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("module", ["torch", "sphinx.cmd.build"])
+def test_ctrl_c_while_the_build_command_imports_is_interrupted(tmp_path, module):
+    """Ctrl-C before @command is in place (the imports take seconds): the same one line."""
+    script = f"""
+import runpy, sys
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["book", "build", "--out", {str(tmp_path / "site")!r}]
+runpy.run_module("book", run_name="__main__", alter_sys=True)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+    assert not (tmp_path / "site").exists()
+
+
+def cell(kind: str, **fields) -> dict:
+    base = {"cell_type": kind, "id": f"c{len(fields)}{kind}", "metadata": {}, "source": "x"}
+    if kind == "code":
+        base.update(execution_count=1, outputs=[])
+    return {**base, **fields}
+
+
+TITLE = cell("markdown", source="# Chapter 1 · A title\n\nProse.")
+FIGURE = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBO"}}
+# Damaged chapters: the notebook, and the words of the one-line refusal.
+DAMAGED_NOTEBOOKS = {
+    "a JSON list": ([], "expected a notebook (a JSON object), found a JSON list"),
+    "an empty object": ({}, "expected a Jupyter notebook of nbformat 4"),
+    "no cells": ({"cells": []}, "found no cells"),
+    "a code cell first": ({"cells": [cell("code")]}, "found a code cell"),
+    "a code cell without outputs": ({"cells": [TITLE, {k: v for k, v in cell("code").items()
+                                                        if k != "outputs"}]},
+                                    "'outputs' is a required property (at cells/1)"),
+    "a figure without data": ({"cells": [TITLE, cell("code", outputs=[
+        {k: v for k, v in FIGURE.items() if k != "data"}])]},
+        "'data' is a required property (at cells/1/outputs/0)"),
+    "a stream without text": ({"cells": [TITLE, cell("code", outputs=[
+        {"output_type": "stream", "name": "stdout"}])]},
+        "'text' is a required property (at cells/1/outputs/0)"),
+}
+
+
+@pytest.mark.parametrize("case", DAMAGED_NOTEBOOKS)
+def test_a_damaged_notebook_is_one_line_naming_it(tmp_path, fake_sphinx, monkeypatch, case):
+    build, _ = fake_sphinx
+    nb, words = DAMAGED_NOTEBOOKS[case]
+    if isinstance(nb, dict) and "cells" in nb:
+        nb = {**nb, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    damaged = tmp_path / "chapters" / "01_damaged.ipynb"
+    damaged.parent.mkdir()
+    damaged.write_text(json.dumps(nb))
+    monkeypatch.setattr(build, "CHAPTERS", damaged.parent)
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    with pytest.raises(SystemExit) as refused:
+        build.build(tmp_path / "site")
+    message = str(refused.value.code)
+    assert message.startswith(f"error: {damaged} is not a chapter the site can show: ")
+    assert words in message and "git checkout -- chapters/01_damaged.ipynb" in message
+    assert "\n" not in message and not (tmp_path / "site").exists()
+
+
+def test_a_sound_notebook_passes_the_check_and_outputs_without_data_are_no_figures():
+    from book.build import draws_only, notebook_problem, reading
+    nb = {"cells": [TITLE, cell("code", outputs=[FIGURE])], "metadata": {}, "nbformat": 4,
+          "nbformat_minor": 5}
+    assert notebook_problem(nb) is None and draws_only(nb["cells"][1])
+    bare = cell("code", outputs=[{"output_type": "display_data"}])
+    assert not draws_only(bare)
+    assert reading({"cells": [bare]})[1] == "0 words, 1 lines of code, 0 figures"
 
 
 def test_every_chapter_page_and_the_index_give_a_reading_time(site):

@@ -1,0 +1,97 @@
+"""chapters/regenerate.py's arguments and checks, with nothing executed: every way to ask for
+something it cannot do as asked is refused in one line before any chapter runs, and a chapter
+that fails in full mode is one line naming it."""
+import importlib.util
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def regenerate(monkeypatch):
+    """The script as a module, with the two ways it runs a chapter recorded, not run."""
+    spec = importlib.util.spec_from_file_location("regenerate", ROOT / "chapters" / "regenerate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.ran = []
+    monkeypatch.setattr(module, "refresh", lambda nb, chosen: module.ran.append(nb.name))
+
+    def run(command, **kwargs):
+        module.ran.append(Path(command[-1]).name)
+        return subprocess.CompletedProcess(command, module.exit_code)
+    module.exit_code = 0
+    monkeypatch.setattr(module.subprocess, "run", run)
+    monkeypatch.delenv("ANNOTATED_DATA_DIR", raising=False)
+    return module
+
+
+def refusal(regenerate, argv, capsys) -> tuple[int, str]:
+    """The exit code and the one line of a refused command (argparse's follows its usage)."""
+    with pytest.raises(SystemExit) as stopped:
+        regenerate.main(argv)
+    code = stopped.value.code
+    if isinstance(code, str):                  # sys.exit("error: ..."), exit code 1
+        assert "\n" not in code
+        return 1, code
+    return code, capsys.readouterr().err.strip().splitlines()[-1]
+
+
+# Arguments that cannot be done as asked: the exit code (2 for argparse's refusals) and words.
+REFUSED = {
+    "--cells with other chapters": (["--cells", "08:1,2", "05"], 2,
+                                    "give no chapter numbers with it (here 05)"),
+    "--cells with --listings": (["--cells", "08:1", "--listings"], 2, "give one"),
+    "a negative cell index": (["--cells", "01:999,-5"], 2, "cell indices count from 0, got -5"),
+    "a cell index past the end": (["--cells", "01:1,999"], 1,
+                                  "01_scaled_dot_product_attention.ipynb has cells 0 to"),
+    "a markdown cell": (["--cells", "01:0"], 1, "cell 0 is a markdown cell"),
+    "an unknown chapter": (["05", "99"], 1, "no chapter 99 in chapters/"),
+    "an unknown chapter for --cells": (["--cells", "8:1"], 1, "no chapter 8 in chapters/"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_arguments_it_cannot_follow_are_refused_before_any_chapter_runs(regenerate, capsys,
+                                                                        case):
+    argv, expected, words = REFUSED[case]
+    code, message = refusal(regenerate, argv, capsys)
+    assert code == expected and words in message
+    assert regenerate.ran == []
+
+
+# ANNOTATED_DATA_DIR as set up in tmp_path, and whether full mode may start with it.
+DATA_LOCATIONS = {"a missing folder": ("missing", None, False),
+                  "a folder without Multi30k": ("empty", "", False),
+                  "the dataset's folder": ("data", "", True),
+                  "the folder holding multi30k/": ("data", "multi30k", True)}
+
+
+@pytest.mark.parametrize("case", DATA_LOCATIONS)
+def test_full_mode_checks_the_data_location_before_any_chapter_runs(regenerate, tmp_path,
+                                                                   monkeypatch, capsys, case):
+    name, dataset, usable = DATA_LOCATIONS[case]
+    if dataset is not None:
+        (tmp_path / name / dataset).mkdir(parents=True, exist_ok=True)
+        if usable:
+            for file in regenerate.MULTI30K:
+                (tmp_path / name / dataset / file).write_bytes(b"")
+    monkeypatch.setenv("ANNOTATED_DATA_DIR", str(tmp_path / name))
+    if usable:
+        regenerate.main(["06"])
+        assert regenerate.ran == ["06_training.ipynb"]
+        return
+    code, message = refusal(regenerate, ["06"], capsys)
+    assert code == 1 and message.startswith(f"error: ANNOTATED_DATA_DIR={tmp_path / name}: ")
+    assert "point it at the folder that holds them, or unset it" in message
+    assert regenerate.ran == []
+
+
+def test_a_chapter_that_fails_in_full_mode_is_one_line_naming_it(regenerate, capsys):
+    regenerate.exit_code = 1
+    code, message = refusal(regenerate, ["06", "09"], capsys)
+    assert code == 1 and message.startswith("error: chapters/06_training.ipynb failed in full "
+                                            "mode (exit code 1; its error is above)")
+    assert regenerate.ran == ["06_training.ipynb"]          # chapter 9 did not start
