@@ -23,6 +23,9 @@ is what a step of the paper's 8-GPU setup asks of each GPU; results.gpu_schedule
 times into the wall time of the paper's training schedules. --profile adds, for each case, the
 GPU time by kind of kernel (matrix products, attention, fused or elementwise work) and the time
 the GPU sat idle, waiting for the CPU.
+
+--out is checked before anything is measured, and rewritten whole (never half a file) after
+every case, so a long run keeps what it has; its "complete" is true only once every case is.
 """
 import argparse
 import gc
@@ -36,6 +39,7 @@ from pathlib import Path
 import torch
 
 from annotated import configs
+from annotated.data.files import atomic_open, check_output
 from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import DeviceError
 from benchmarks.train_throughput import training_step
@@ -201,13 +205,16 @@ def parse_args(argv=None):
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu only to check the script itself on a small preset")
     parser.add_argument("--profile", action="store_true", help="GPU time by kind of kernel")
-    parser.add_argument("--out", type=path, help="write the measurements as JSON here")
+    parser.add_argument("--out", type=path, help="write the measurements as JSON here, after "
+                        "every case (\"complete\": true once all are measured)")
     return parser.parse_args(argv)
 
 
 @command
 def main(argv=None):
     args = parse_args(argv)
+    if args.out:
+        check_output(args.out)                  # before any measurement, not after the first
     if args.device == "cuda" and not torch.cuda.is_available():
         raise DeviceError("no CUDA GPU here; this benchmark measures one (CPU throughput: "
                           "python -m benchmarks.train_throughput)")
@@ -221,7 +228,8 @@ def main(argv=None):
     cases = []
     words = sys.argv[1:] if argv is None else argv
     record = {"command": shlex.join(["python", "-m", "benchmarks.gpu_train", *words]),
-              "machine": info, "vocab": args.vocab, "lengths": LENGTHS, "cases": cases}
+              "machine": info, "vocab": args.vocab, "lengths": LENGTHS, "complete": False,
+              "cases": cases}
     for name in args.only:
         for max_tokens, label in [(args.tokens, ""), (args.tokens // GPUS, f" 1/{GPUS}")]:
             for mode in args.modes:
@@ -234,14 +242,23 @@ def main(argv=None):
                       f"{r['peak_memory_GiB']} GiB, {r['TFLOPs']} TFLOP/s, MFU {r['MFU']} "
                       f"(first step {r['first_step_s']} s)", flush=True)
                 if args.out:                 # after every case: a long run keeps what it has
-                    args.out.write_text(json.dumps(record, indent=1) + "\n")
+                    save(record, args.out)
                 if "profile" in r:
                     print(f"{'':<9} GPU busy {r['profile']['gpu_busy_s'] * 1000:.1f} ms of "
                           f"{r['profile']['step_s'] * 1000:.1f}: " + ", ".join(
                               f"{k} {v * 1000:.1f}" for k, v in r["profile"]["by_kind_s"].items()),
                           flush=True)
     if args.out:
+        record["complete"] = True
+        save(record, args.out)
         print(f"wrote {args.out}")
+
+
+def save(record: dict, out: Path) -> None:
+    """The measurements so far, replacing `out` whole (never half a file); "complete" stays
+    false until every case is measured, so a file left by an interrupted run says so."""
+    with atomic_open(out, "w") as f:
+        f.write(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,23 @@
 """What the results scripts share: train a preset with the project's own command, then score
 a checkpoint the way §6.1 does (beam 4, alpha 0.6, max length input + 50) with sacreBLEU."""
 import json
+import os
 import platform
 import shlex
+import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
-from contextlib import ExitStack
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from annotated.configs import merged
 from annotated.data.corpus import cache_folder, corpus_files, data_location, read_parallel
-from annotated.data.files import DataError, atomic_open
+from annotated.data.files import DataError, remove_stale_temporaries, temporary_beside
 from annotated.tools.cli import path
 from annotated.training.checkpoint import load_model
 from annotated.inference.bleu import lowercase_bleu, paper_bleu, sacre_bleu
@@ -39,12 +43,146 @@ def machine_record() -> dict:
 
 def write_files(files: dict) -> None:
     """Write results files all or nothing: {path: text or bytes}. Each is written to a
-    temporary file beside it first; only when every one is complete are they renamed into
-    place, so a failure leaves every file that was there as it was."""
-    with ExitStack() as stack:
-        for path, content in files.items():
-            mode = "wb" if isinstance(content, bytes) else "w"
-            stack.enter_context(atomic_open(path, mode)).write(content)
+    temporary file beside it first; only when every one is complete are they moved into place,
+    each old file moved aside first, with Ctrl-C held back for that short phase, and on any
+    failure the old files are put back: a failure leaves every file that was there as it
+    was (and no folder it created), and the error names the file that could not be written."""
+    targets = {_target(Path(path)): content for path, content in files.items()}
+    created = _missing_folders(targets)
+    staged = {}
+    try:
+        for path, content in targets.items():
+            staged[path] = _stage(path, content)
+        with signals_held():
+            _commit(staged)
+    except BaseException:
+        _discard(staged.values(), created)
+        raise
+
+
+UNCHANGED = "no results file was changed"
+
+
+def _target(path: Path) -> Path:
+    """The file a results file replaces: a symbolic link's target (the link stays)."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if target.exists() and not target.is_file():
+        raise DataError(f"cannot write {path}: it is not a file (a folder, a device or a pipe "
+                        f"is in its place); move it away or choose another --out-dir")
+    return target
+
+
+def _missing_folders(paths) -> list[Path]:
+    """The folders that writing `paths` creates, deepest first."""
+    missing = set()
+    for path in paths:
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            missing.add(folder)
+            folder = folder.parent
+    return sorted(missing, key=lambda p: len(p.parts), reverse=True)
+
+
+def _discard(temporaries, folders) -> None:
+    """After a failure: remove the temporary files, then the folders made for them."""
+    for tmp in temporaries:
+        tmp.unlink(missing_ok=True)
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:              # not empty: something else is in it now
+            pass
+
+
+def _stage(path: Path, content) -> Path:
+    """`content` written and synced to a temporary file beside `path` (its folder created if
+    need be), with the permissions of the file it will replace; returns the temporary file."""
+    binary = isinstance(content, bytes)
+    with _naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent, path.name)
+        tmp = temporary_beside(path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)     # the umask applies
+    try:
+        with os.fdopen(fd, "wb" if binary else "w",
+                       **({} if binary else dict(encoding="utf-8", newline="\n"))) as f:
+            with _naming(path):
+                if path.exists():
+                    os.fchmod(f.fileno(), stat.S_IMODE(path.stat().st_mode))
+                f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _commit(staged: dict) -> None:
+    """Move every old file aside, then every new one in; on any failure the new ones are
+    taken out and the old ones put back, and the error names the file that failed."""
+    aside, placed = {}, []
+    try:
+        for path in staged:
+            if path.exists():
+                with _naming(path):
+                    backup = temporary_beside(path)
+                    os.rename(path, backup)
+                aside[path] = backup
+        for path, tmp in staged.items():
+            with _naming(path):
+                os.replace(tmp, path)
+            placed.append(path)
+    except BaseException:
+        _restore(aside, placed)
+        raise
+    for backup in aside.values():
+        backup.unlink(missing_ok=True)
+
+
+def _restore(aside: dict, placed: list) -> None:
+    """Undo a partial _commit: remove the new files placed, move the old ones back."""
+    for path in placed:
+        if path not in aside:
+            path.unlink(missing_ok=True)
+    for path, backup in aside.items():
+        try:
+            os.replace(backup, path)
+        except OSError as e:
+            raise OSError(e.errno, f"{e.strerror}; the file that was there is kept as "
+                                   f"{backup.name}: rename it back", str(path)) from e
+
+
+@contextmanager
+def _naming(path: Path):
+    """Re-raise an OSError naming `path`, the file the user asked for (not a temporary
+    file), and saying that no results file was changed."""
+    try:
+        yield
+    except OSError as e:
+        raise OSError(e.errno, f"{e.strerror or e}; {UNCHANGED}", str(path)) from e
+
+
+@contextmanager
+def signals_held(signals=(signal.SIGINT, signal.SIGTERM)):
+    """Hold Ctrl-C and SIGTERM back during a short phase that must not stop halfway: they are
+    blocked (signal.pthread_sigmask) and, in the main thread, one that another thread receives
+    is only recorded; either takes effect when the phase ends."""
+    caught = []
+    main = threading.current_thread() is threading.main_thread()
+    kept = {s: signal.getsignal(s) for s in signals} if main else {}
+    kept = {s: handler for s, handler in kept.items() if handler is not None}
+    for s in kept:
+        signal.signal(s, lambda number, frame: caught.append(number))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)   # a pending one is recorded now
+        for s, handler in kept.items():
+            signal.signal(s, handler)
+        for number in dict.fromkeys(caught):
+            signal.raise_signal(number)
 
 
 def invocation(module: str, argv=None) -> str:
@@ -70,7 +208,59 @@ def add_out_dir(parser):
     """--out-dir: the folder a results script writes into."""
     parser.add_argument("--out-dir", type=path, default=ROOT / "runs" / "results",
                         help="where to write the results (default runs/results; pass "
-                             "--out-dir results to replace the committed ones)")
+                             "--out-dir results to replace the committed ones, never with "
+                             "--limit)")
+
+
+# The folders whose files are committed: results written into them are the project's own
+# (chapter 8 and the README read them), so a smoke test never writes there.
+COMMITTED = (ROOT / "results", ROOT / "annotated")
+
+
+def committed_folder(path) -> Path | None:
+    """The committed folder (results/, annotated/) that `path` is in or is, if any."""
+    resolved = Path(path).resolve()
+    return next((c for c in COMMITTED if resolved.is_relative_to(c)), None)
+
+
+def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir") -> Path:
+    """Refuse, before any work, an --out-dir that is no folder or cannot become one, or a smoke
+    test's (--limit N) into a committed folder: partial results must never replace the
+    project's own. The folder itself is made only when there is something to write."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise DataError(f"{option} {out_dir} is not a folder; give a folder (one that "
+                        f"does not exist yet is created)")
+    existing = next(p for p in [out_dir, *out_dir.absolute().parents] if p.exists())
+    if not existing.is_dir():
+        raise DataError(f"{option} {out_dir}: {existing} is a file, so no folder can be made "
+                        f"there; give another folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise DataError(f"{option} {out_dir}: the folder {existing} is not writable; give "
+                        f"another folder")
+    folder = committed_folder(out_dir)
+    if limit is not None and folder is not None:
+        raise DataError(f"refusing to write a smoke test (--limit {limit}) into {out_dir}: "
+                        f"{relative(folder)}/ holds the committed results; give --out-dir a "
+                        f"scratch folder (the default is one), or leave out --limit")
+    return out_dir
+
+
+def check_run_folder(run: Path, option: str = "--run-dir") -> Path:
+    """Refuse a training run's folder inside a committed folder (results/, annotated/): its
+    checkpoints and logs would land among the project's files."""
+    folder = committed_folder(run)
+    if folder is not None:
+        raise DataError(f"{option} {run} is inside {relative(folder)}/, whose files are "
+                        f"committed; give a folder for training runs such as runs/NAME")
+    return Path(run)
+
+
+def first_sentences(n: int, total: int, of: str = "") -> str:
+    """How a results file names the sentences it scored: "the first 10 of the 1,000 sentences"
+    when --limit cut the set, "the 1,000 sentences" when not (then " of " and `of`, if given)."""
+    text = f"the first {n:,} of the {total:,} sentences" if n < total else f"the {n:,} sentences"
+    return text + (f" of {of}" if of else "")
 
 
 def add_training_arguments(parser, overrides_help: str):

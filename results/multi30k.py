@@ -8,8 +8,14 @@ averaged, decoded and scored with this project's own commands on this machine.
 key=value overrides fields of the preset, as in `python -m annotated.train` (the tests train a
 tiny model on the shipped sample: dataset=multi30k_sample N=1 ...).
 
---skip-train scores an existing run again; the training command and wall time come from the
-run's train.json, which the training step writes.
+Without --skip-train the run folder must hold no run yet (training into an earlier run would
+continue it, and the results would report one sitting's time); the settings and the data
+location are checked before it is made, and a run folder inside the committed results/ or
+annotated/ is refused. --skip-train scores an existing run again, as it was trained: the preset
+(which names the results files) and every setting come from the run (its train.json, which the
+training step writes, and its checkpoint), so --max-minutes, --nproc and key=value are refused
+with it, and so is a --config that names another preset than the run's. A smoke test (--limit)
+never writes into the committed results/.
 
 1. trains the preset (default `multi30k`) for --max-minutes of wall time
    (python -m annotated.train; with --nproc N, torchrun runs N processes of it);
@@ -27,16 +33,20 @@ run's train.json, which the training step writes.
 import argparse
 import io
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
 
-from annotated.data.corpus import load_corpus
+from annotated.configs import apply_overrides, get
+from annotated.data.corpus import cache_folder, corpus_files, data_location, load_corpus
+from annotated.data.files import DataError, atomic_open
 from annotated.inference.search import attention_maps
-from annotated.tools.cli import at_least, command, path, positive
+from annotated.tools.cli import alpha, at_least, command, path, positive
 from annotated.training.checkpoint import (CheckpointError, checkpoints, config_from, load,
                                            load_model)
-from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
+from results.common import (ROOT, add_training_arguments, average, check_out_dir,
+                            check_run_folder, first_sentences, invocation, markdown_table,
                             perplexity, read_metrics, score, train, write_files)
 
 PRESETS = ("multi30k", "multi30k_tiny")
@@ -45,42 +55,60 @@ PRESETS = ("multi30k", "multi30k_tiny")
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m results.multi30k",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", choices=PRESETS, default="multi30k",
-                        help="the preset to train; it also names the results files")
-    parser.add_argument("--max-minutes", type=positive, default=60.0,
+    parser.add_argument("--config", choices=PRESETS,
+                        help="the preset to train (default multi30k); it also names the results "
+                             "files (with --skip-train the run's own preset does)")
+    parser.add_argument("--max-minutes", type=positive,
                         help="minutes of training (default 60)")
-    parser.add_argument("--nproc", type=at_least(1), default=1,
+    parser.add_argument("--nproc", type=at_least(1),
                         help="train as this many processes under torchrun, one CPU thread or "
                              "GPU each (default 1; 2 fills a 2-core CPU)")
     add_training_arguments(parser, "override fields of the multi30k preset")
-    parser.add_argument("--run-dir", type=path, help="the training run (default runs/CONFIG)")
+    parser.add_argument("--run-dir", type=path, help="the training run (default runs/CONFIG); "
+                        "without --skip-train, a folder that holds no run yet")
     parser.add_argument("--skip-train", action="store_true", help="score an existing run")
     parser.add_argument("--average", type=at_least(1), default=5, help="checkpoints to average")
     parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
                         help="beam size (default 4)")
-    parser.add_argument("--alpha", type=at_least(0.0, float), default=0.6,
+    parser.add_argument("--alpha", type=alpha, default=0.6,
                         help="length penalty alpha (default 0.6)")
     parser.add_argument("--limit", type=at_least(3), default=None,
                         help="score only the first N test sentences, at least the 3 whose "
                              "attention maps are saved (a smoke test)")
     args = parser.parse_intermixed_args(argv)
-    args.run_dir = args.run_dir or ROOT / "runs" / args.config
+    unused = [name for name, value in (("--max-minutes", args.max_minutes),
+                                       ("--nproc", args.nproc)) if value is not None]
+    unused += args.overrides
+    if args.skip_train and unused:
+        parser.error(f"--skip-train scores the run as it was trained, so {' '.join(unused)} "
+                     f"would not be applied; leave {'it' if len(unused) == 1 else 'them'} out "
+                     f"(the run's settings come from its checkpoint)")
+    args.max_minutes = 60.0 if args.max_minutes is None else args.max_minutes
+    args.nproc = args.nproc or 1
+    args.run_dir = args.run_dir or ROOT / "runs" / (args.config or "multi30k")
     return args
 
 
 @command
 def main(argv=None):
     args = parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    check_run_folder(args.run_dir)
+    if args.skip_train:
+        preset = trained_preset(args.run_dir, args.config)
+    else:
+        preset = args.config or "multi30k"
+        check_fresh_run(args.run_dir, preset, args.overrides, args.data_dir)
+    check_out_dir(args.out_dir, args.limit)
     if not args.skip_train:
-        seconds, cmd = train(args.config, args.run_dir, max_minutes=args.max_minutes,
+        seconds, cmd = train(preset, args.run_dir, max_minutes=args.max_minutes,
                              data_dir=args.data_dir, overrides=args.overrides, nproc=args.nproc)
         record = {"wall_minutes": round(seconds / 60, 1), "command": cmd}
-        (args.run_dir / "train.json").write_text(json.dumps(record))
+        with atomic_open(args.run_dir / "train.json", "w") as f:
+            f.write(json.dumps(record))
     beam = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)
     result, sentences = evaluate_run(args.run_dir, args.average, beam, args.data_dir, args.limit)
-    result["preset"] = args.config
-    stem = file_stem(args.config, result["config"])
+    result["preset"] = preset
+    stem = file_stem(preset, result["config"])
     write_files({
         args.out_dir / f"{stem}.json": json.dumps(result, indent=1),
         args.out_dir / f"{stem}_attention.npz": attention_file(args.run_dir / "average.pt",
@@ -88,6 +116,50 @@ def main(argv=None):
         args.out_dir / f"{stem}.md": render_markdown(result, invocation("results.multi30k", argv),
                                                      sentences)})
     print(f"wrote {args.out_dir / f'{stem}.md'}")
+
+
+def check_fresh_run(run: Path, preset: str, overrides: list[str], data_dir):
+    """Before training: the settings valid, the corpus there, and the run folder free of an
+    earlier run (training into it would continue that run, and the results would report one
+    sitting's time for a model trained in several)."""
+    config = apply_overrides(get(preset), overrides)
+    corpus_files(config, data_location(data_dir), cache_folder(), log=lambda *_: None)
+    if checkpoints(run) or (run / "metrics.jsonl").exists() or (run / "train.json").exists():
+        raise DataError(f"the run folder {run} already holds a training run; score it with "
+                        f"--skip-train, or give another --run-dir for a new run (python -m "
+                        f"annotated.train --run-dir {run} --resume continues it)")
+
+
+MODEL_SHAPE = ("N", "d_model", "d_ff", "h", "d_k", "d_v")
+
+
+def trained_preset(run: Path, given: str | None) -> str:
+    """The preset the run in `run` was trained with, which names its results files: from its
+    train.json (written by this script), else the one preset of PRESETS whose model shape its
+    checkpoint has, else --config as given (default multi30k). A --config that names another
+    preset than the run's is refused."""
+    last = trained_checkpoints(run)[-1]
+    found, source = preset_in_train_json(run), f"{run / 'train.json'} says so"
+    if found is None:
+        config = config_from(load(last), last)
+        shapes = [name for name in PRESETS
+                  if all(getattr(get(name), k) == getattr(config, k) for k in MODEL_SHAPE)]
+        if len(shapes) == 1:
+            found, source = shapes[0], f"its model has the shape of {shapes[0]}"
+    if found is not None and given is not None and given != found:
+        raise DataError(f"--config {given}: the run {run} was trained with --config {found} "
+                        f"({source}); leave out --config, or give --config {found}")
+    return found or given or "multi30k"
+
+
+def preset_in_train_json(run: Path) -> str | None:
+    """The --config of the training command in the run's train.json, if it names one."""
+    try:
+        words = shlex.split(json.loads((run / "train.json").read_text())["command"])
+        name = words[words.index("--config") + 1]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return name if name in PRESETS else None
 
 
 LANGUAGES = {"en": "English", "de": "German", "fr": "French"}
@@ -115,32 +187,42 @@ def pair_name(config: dict) -> str:
     return "->".join(LANGUAGES.get(config[k], config[k]) for k in ("source_lang", "target_lang"))
 
 
-def trained_checkpoints(run: Path) -> list[Path]:
-    """The checkpoints of the run to score; an error naming the folder if there are none."""
+SCORE_A_RUN = "give --run-dir of a trained run, or train one (leave out --skip-train)"
+
+
+def trained_checkpoints(run: Path, fix: str = SCORE_A_RUN) -> list[Path]:
+    """The checkpoints of the run to score; an error naming the folder and `fix` (what the
+    calling command offers) if there are none."""
     found = checkpoints(run)
     if not found:
         what = "holds no checkpoint" if run.is_dir() else "does not exist"
-        raise CheckpointError(f"the run folder {run} {what}; give --run-dir of a trained run, "
-                              f"or train one (leave out --skip-train)")
+        raise CheckpointError(f"the run folder {run} {what}; {fix}")
     return found
 
 
 def evaluate_run(run: Path, n_average: int, beam: dict, data_dir, limit) -> tuple[dict, int]:
-    """Average the run's last checkpoints, then score them on test2016 and val: the contents
-    of multi30k.json, and how many test sentences were scored."""
+    """Average the run's last checkpoints (n_average, or all it has if fewer: the results say
+    how many), then score them on test2016 and val: the contents of multi30k.json, and how
+    many test sentences were scored."""
     found = trained_checkpoints(run)
     last = found[-1]
+    config = config_from(load(last), last)               # what the run trained
+    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
+    if n_average > len(found):
+        print(f"{run} holds {len(found)} checkpoints, not --average {n_average}: averaging "
+              f"those {len(found)}", flush=True)
+        n_average = len(found)
     result = {}
     if (run / "train.json").is_file():                  # how the run was made
         result["train"] = json.loads((run / "train.json").read_text())
     result["metrics"] = read_metrics(run)
-    averaged, average_cmd = average(run, min(n_average, len(found)))
+    averaged, average_cmd = average(run, n_average)
     result["average"] = {"command": average_cmd,
                          "checkpoints": [p.name for p in found[-n_average:]]}
-    config = config_from(load(last), last)               # what the run trained
     result["config"] = {k: v for k, v in vars(config).items() if not k.startswith("paper_")}
-    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
     src, ref = corpus.test_src[:limit], corpus.test_ref[:limit]
+    if len(src) < len(corpus.test_src):
+        result["limited"] = first_sentences(len(src), len(corpus.test_src))
     scores = decode_test(averaged, n_average, last, src, ref, beam)
     result["test2016"] = {k: {kk: vv for kk, vv in v.items() if kk != "hypotheses"}
                           for k, v in scores.items()}
@@ -240,7 +322,7 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
                   "BLEU is its score; its cased sacreBLEU compares lowercase output with cased "
                   "references and is shown only for completeness.", ""]
     lines += [f"Averaging (§6.1): `{result['average']['command']}`", "",
-              f"## test2016 ({sentences:,} sentences), sacreBLEU", "",
+              f"## test2016 ({result.get('limited', f'{sentences:,} sentences')}), sacreBLEU", "",
               f"Signatures: cased `{paper_setting['signature']}`; lowercased "
               f"`{paper_setting.get('lowercase_signature', 'not measured')}` (the Multi30k "
               f"literature's metric).", ""]

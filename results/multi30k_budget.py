@@ -1,7 +1,7 @@
 """The published Multi30k text-only baseline at its own budget, on one GPU: English->German and
 English->French, every choice made on val, test2016 scored once per final configuration.
 
-    python -m results.multi30k_budget --data-dir D [--train] [--out-dir results]
+    python -m results.multi30k_budget --data-dir D [--train] [--out-dir results] [--device cpu]
 
 The recipe is that of the best published from-scratch text-only result we know of (Wu et al.,
 2021; results.multi30k.PUBLISHED): the Transformer-tiny (the multi30k_tiny preset), 8,000
@@ -19,8 +19,11 @@ our tokenizer and code: dropout and the vocabulary size.
 3. scores the winner on test2016 once, and its English->French twin with the very same
    averaging and decoding (nothing is chosen on French);
 4. times beam search (beam 4) on the GPU and on one CPU thread of the same machine;
-5. writes multi30k_budget.md and .json (runs/results by default) with the GPU, torch and CUDA
-   versions and every command.
+5. writes multi30k_budget.md and .json (runs/results by default; a smoke test, --limit, never
+   into the committed results/) with the GPU, torch and CUDA versions and every command.
+
+Without a GPU it refuses to start, unless --device cpu says to run on the CPU anyway (a smoke
+test with tiny overrides: dataset=multi30k_sample train_steps=2 ...).
 """
 import argparse
 import json
@@ -29,12 +32,15 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import torch
+
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
 from annotated.tools.cli import at_least, command, path
-from annotated.training.checkpoint import load_model
+from annotated.training.checkpoint import DeviceError, load_model
 from annotated.inference.translate import translate_lines
-from results.common import (DEVICE, ROOT, add_training_arguments, invocation, machine_record,
+from results.common import (DEVICE, ROOT, add_training_arguments, check_out_dir,
+                            check_run_folder, invocation, machine_record,
                             markdown_table, read_metrics, recorded, split_text, train_command,
                             write_files)
 from results.multi30k import evaluate_run, pair_name
@@ -62,9 +68,26 @@ def parse_args(argv=None):
                         help="where the runs are (default runs/budget)")
     parser.add_argument("--limit", type=at_least(3), default=None,
                         help="score only the first N sentences (a smoke test)")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu only to run it on a machine without a GPU, with tiny "
+                             "overrides (a smoke test); by default a GPU is required")
     add_training_arguments(parser, "override fields of every run (a smoke test: "
                                    "dataset=multi30k_sample train_steps=20 ...)")
     return parser.parse_intermixed_args(argv)
+
+
+def check_device(device: str) -> None:
+    """Refuse to start without a GPU unless asked (--device cpu): with --train this starts
+    every run at once at the published budget, which a CPU would take days over."""
+    gpu = torch.cuda.is_available()
+    if device == "cuda" and not gpu:
+        raise DeviceError(f"no CUDA GPU here: this script trains and scores "
+                          f"{len(CANDIDATES) * len(TARGETS)} runs at the published budget on one "
+                          f"GPU; to run it on the CPU anyway (a smoke test with tiny overrides), "
+                          f"add --device cpu")
+    if device == "cpu" and gpu:
+        raise DeviceError("--device cpu: this machine has a CUDA GPU, which the training runs "
+                          "use whatever --device says; leave out --device")
 
 
 def overrides(name: str, target: str, extra: list[str]) -> list[str]:
@@ -78,11 +101,17 @@ def run_dir(runs: Path, name: str, target: str) -> Path:
 @command
 def main(argv=None):
     args = parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    check_device(args.device)
+    check_run_folder(args.runs_dir, "--runs-dir")
+    check_out_dir(args.out_dir, args.limit)
+    config = apply_overrides(get(PRESET), overrides(next(iter(CANDIDATES)), "de", args.overrides))
+    sources, references = split_text(config, args.data_dir, "valid")     # the data, checked
     result = {"machine": machine_record(), "budget": BUDGET, "preset": PRESET}
+    if len(sources) > (args.limit or len(sources)):       # a smoke test (--limit) says so
+        result["limited"] = f"the first {args.limit:,} sentences of val and of test2016"
     if args.train:
         result["training"] = train_all(args)
-    result["candidates"] = sweep_all(args)
+    result["candidates"] = sweep_all(args, sources[:args.limit], references[:args.limit])
     name, row = max(((n, r) for n, c in result["candidates"].items() for r in c["rows"]),
                     key=lambda item: item[1]["lowercase_bleu"])
     result["best"] = {"candidate": name, **row}
@@ -123,11 +152,9 @@ def train_all(args) -> dict:
     return record
 
 
-def sweep_all(args) -> dict:
-    """The val sweep of every English->German candidate, one process each (they share the GPU)."""
-    config = apply_overrides(get(PRESET), overrides(next(iter(CANDIDATES)), "de", args.overrides))
-    sources, references = split_text(config, args.data_dir, "valid")
-    sources, references = sources[:args.limit], references[:args.limit]
+def sweep_all(args, sources, references) -> dict:
+    """The val sweep of every English->German candidate on these val sentences, one process
+    each (they share the GPU)."""
     jobs = {name: (name, apply_overrides(get(PRESET), overrides(name, "de", args.overrides)),
                    run_dir(args.runs_dir, name, "de"), sources, references, args.data_dir,
                    (PRESET, overrides(name, "de", args.overrides), 1), DECODINGS, AVERAGES)
@@ -158,6 +185,8 @@ def render_markdown(result: dict, command_line: str) -> str:
     m, b = result["machine"], result["best"]
     lines = ["# Multi30k at the published budget, on one GPU", "",
              f"Written by `{command_line}` (do not edit by hand).", "",
+             *([f"A smoke test (--limit): every score below is on {result['limited']} only.",
+                ""] if result.get("limited") else []),
              f"Machine: {m.get('gpu', 'no GPU')}, torch {m['torch']}, CUDA {m.get('cuda')}.", "",
              f"Every run: `{PRESET}` with `{' '.join(BUDGET)}`, and the candidate's own "
              f"settings. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the Multi30k "

@@ -12,7 +12,7 @@ normalised and tokenized by the Moses scripts (quotes and apostrophes escaped as
 translates test2016 with a checkpoint, prepares hypotheses and references the Moses way
 (sacremoses, the Python port of the Moses scripts) and scores them both ways, so that the
 difference between the two metrics is measured rather than assumed. Writes multi30k_metric.md
-and .json (runs/results by default).
+and .json (runs/results by default; a smoke test, --limit, never into the committed results/).
 """
 import argparse
 import json
@@ -21,10 +21,10 @@ from pathlib import Path
 from sacrebleu.metrics import BLEU
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from annotated.tools.cli import at_least, command, path
+from annotated.tools.cli import alpha, at_least, command, path
 from annotated.training.checkpoint import config_from, load
-from results.common import (add_out_dir, invocation, markdown_table, relative, score, split_text,
-                            write_files)
+from results.common import (add_out_dir, check_out_dir, first_sentences, invocation,
+                            markdown_table, relative, score, split_text, write_files)
 
 
 def parse_args(argv=None):
@@ -34,7 +34,7 @@ def parse_args(argv=None):
                         help="a Multi30k model (e.g. annotated/pretrained/multi30k_en_de.pt)")
     parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
                         help="beam size (default 4)")
-    parser.add_argument("--alpha", type=at_least(0.0, float), default=1.4,
+    parser.add_argument("--alpha", type=alpha, default=1.4,
                         help="length penalty alpha (default 1.4, the shipped model's)")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                            "ANNOTATED_DATA_DIR)")
@@ -63,9 +63,10 @@ def moses_bleu(hyps: list[str], refs: list[str], lang: str):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
     config = config_from(load(args.checkpoint), args.checkpoint)
     sources, references = split_text(config, args.data_dir, "test")
+    check_out_dir(args.out_dir, args.limit)
+    total = len(sources)
     sources, references = sources[:args.limit], references[:args.limit]
     ours = score(args.checkpoint, sources, references, beam_size=args.beam_size,
                  alpha=args.alpha)
@@ -75,6 +76,8 @@ def main(argv=None):
                   alpha=args.alpha, ours=ours,
                   moses=dict(lowercase_bleu=round(moses.score, 2), signature=moses_signature,
                              ref_tokens=moses.ref_len, hyp_tokens=moses.sys_len))
+    if len(sources) < total:                          # a smoke test (--limit) says so
+        result["limited"] = first_sentences(len(sources), total)
     text = render_markdown(result, invocation("results.multi30k_metric", argv))
     write_files({args.out_dir / "multi30k_metric.json": json.dumps(result, indent=1),
                  args.out_dir / "multi30k_metric.md": text})
@@ -83,6 +86,7 @@ def main(argv=None):
 
 def render_markdown(result: dict, command_line: str) -> str:
     ours, moses = result["ours"], result["moses"]
+    scored = result.get("limited", f"the {result['sentences']:,} sentences")
     rows = [["sacreBLEU -lc, 13a tokenizer, detokenized text (ours)", ours["lowercase_bleu"],
              f"{ours['lowercase_ref_tokens']:,}", f"`{ours['lowercase_signature']}`"],
             ["Moses-prepared text, BLEU on its tokens (the published baselines')",
@@ -90,8 +94,8 @@ def render_markdown(result: dict, command_line: str) -> str:
     return "\n".join([
         "# Multi30k: our lowercased BLEU against the literature's", "",
         f"Written by `{command_line}` (do not edit by hand).", "",
-        f"`{result['checkpoint']}` ({result['pair']}) translated the {result['sentences']:,} "
-        f"sentences of test2016 with beam {result['beam_size']}, alpha {result['alpha']}; the "
+        f"`{result['checkpoint']}` ({result['pair']}) translated {scored} of test2016 with "
+        f"beam {result['beam_size']}, alpha {result['alpha']}; the "
         "same translations are scored twice. Moses-prepared means lowercased, punctuation "
         "normalised and tokenized by sacremoses (the Python port of the Moses scripts), quotes "
         "and apostrophes escaped, as the Multi30k authors' `tok/` files are.", "",

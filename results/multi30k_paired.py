@@ -9,7 +9,9 @@ translate val (1,014 sentences) and test2016 (1,000); on each set the first syst
 with the second (annotated.inference.bleu.paired_bootstrap: 1,000 test sets drawn from the real
 one with replacement, the same draws for both) in lowercased BLEU, the metric the sweep ranks
 by, and in cased sacreBLEU. For English->German the published test2016 numbers are set beside
-each system's 95% interval. Writes multi30k_paired.md and .json (runs/results by default).
+each system's 95% interval. Writes multi30k_paired.md and .json (runs/results by default; a
+smoke test, --limit, never into the committed results/). Each system's BEAM and ALPHA follow the
+rules of --beam-size and --alpha elsewhere: a beam of 1 to 1,000, a finite alpha >= 0.
 """
 import argparse
 import json
@@ -17,10 +19,10 @@ from pathlib import Path
 
 from annotated.data.files import DataError
 from annotated.inference.bleu import paired_bootstrap
-from annotated.tools.cli import at_least, command, path
+from annotated.tools.cli import alpha, at_least, command, path
 from annotated.training.checkpoint import config_from, load
-from results.common import (add_out_dir, invocation, markdown_table, relative, score, split_text,
-                            write_files)
+from results.common import (add_out_dir, check_out_dir, first_sentences, invocation,
+                            markdown_table, relative, score, split_text, write_files)
 from results.multi30k import PUBLISHED
 
 SPLITS = {"valid": "val", "test": "test2016"}
@@ -50,36 +52,43 @@ def parse_args(argv=None):
     return args
 
 
+BEAM = at_least(1, high=1000)              # as --beam-size everywhere else
+ALPHA = alpha
+
+
 def system(name: str, checkpoint: str, beam: str, alpha: str) -> dict:
-    """One --system; a ValueError naming it if its beam size or alpha is not allowed."""
-    problem = ValueError(f"--system {name}: beam size {beam!r} must be an integer >= 1 and "
-                         f"alpha {alpha!r} a number >= 0")
-    try:
-        beam_size, alpha_value = int(beam), float(alpha)
-    except ValueError:
-        raise problem from None
-    if beam_size < 1 or alpha_value < 0:
-        raise problem
-    return dict(name=name, checkpoint=Path(checkpoint), beam_size=beam_size, alpha=alpha_value)
+    """One --system; a ValueError naming it if its beam size or alpha is not allowed (the
+    rules and words of --beam-size and --alpha: a beam of 1 to 1,000, a finite alpha >= 0)."""
+    values = {}
+    for what, parse, text in (("BEAM", BEAM, beam), ("ALPHA", ALPHA, alpha)):
+        try:
+            values[what] = parse(text)
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"argument --system {name}: {what} {e}") from None
+    return dict(name=name, checkpoint=Path(checkpoint), beam_size=values["BEAM"],
+                alpha=values["ALPHA"])
 
 
 @command
 def main(argv=None):
     args = parse_args(argv)
     config = same_corpus(args.system)
+    check_out_dir(args.out_dir, args.limit)
     result = {"systems": [dict(s, checkpoint=relative(s["checkpoint"])) for s in args.system],
               "pair": [config.source_lang, config.target_lang]}
     for split, shown in SPLITS.items():
         sources, refs = split_text(config, args.data_dir, split)
-        sources, refs = sources[:args.limit], refs[:args.limit]
+        total, sources, refs = len(sources), sources[:args.limit], refs[:args.limit]
         hyps = [score(s["checkpoint"], sources, refs, beam_size=s["beam_size"],
                       alpha=s["alpha"], max_extra=50, batch_tokens=2000)["hypotheses"]
                 for s in args.system]
         result[shown] = {metric: paired_bootstrap(*hyps, refs, lowercase=lowercase)
                          for metric, lowercase in METRICS.items()}
+        if len(sources) < total:                      # a smoke test (--limit) says so
+            result.setdefault("limited", {})[shown] = first_sentences(len(sources), total,
+                                                                      shown)
         print(f"{shown}: " + "; ".join(f"{m} {r['bleu']} against {r['baseline_bleu']}, "
                                        f"p {r['p']}" for m, r in result[shown].items()))
-    args.out_dir.mkdir(parents=True, exist_ok=True)
     write_files({args.out_dir / "multi30k_paired.json": json.dumps(result, indent=1),
                  args.out_dir / "multi30k_paired.md": render_markdown(
                      result, invocation("results.multi30k_paired", argv))})
@@ -107,6 +116,9 @@ def render_markdown(result: dict, command_line: str) -> str:
              "and reports the 95% interval of each score and of their difference, and the share "
              f"of draws on which {b} scores as well as {a} or better (a one-sided p-value: under "
              "5% means the lead would survive another sample of sentences like these).", ""]
+    if result.get("limited"):
+        lines += [f"A smoke test (--limit): scored on {' and on '.join(result['limited'].values())}"
+                  f" only.", ""]
     lines += markdown_table(["system", "checkpoint", "beam", "alpha"],
                             [[s["name"], f"`{s['checkpoint']}`", s["beam_size"], s["alpha"]]
                              for s in result["systems"]])

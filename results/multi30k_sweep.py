@@ -17,8 +17,13 @@ validation set (val, 1,014 sentences), never on test2016.
    decodes only what a wider grid adds);
 3. scores every decoding with lowercased BLEU (sacreBLEU -lc, 13a tokenizer: the Multi30k
    literature's metric) and cased sacreBLEU, and names the best by lowercased val BLEU;
-4. writes multi30k_sweep.md and .json (runs/results by default) and prints the one command
-   that scores the chosen model on test2016 (results.multi30k --skip-train).
+4. writes multi30k_sweep.md and .json (runs/results by default; a smoke test, --limit, never
+   into the committed results/) and prints the one command that scores the chosen model on
+   test2016 (results.multi30k --skip-train).
+
+A run's val_sweep.json or an earlier multi30k_sweep.json that is damaged is read as absent
+(the run is scored again, with a note), unless it holds the only scores of a run whose folder
+is gone: then it is an error naming it. The data location is checked before any training.
 """
 import argparse
 import json
@@ -28,9 +33,11 @@ from pathlib import Path
 
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
+from annotated.data.files import DataError, atomic_open
 from annotated.tools.cli import at_least, command, path, positive
 from annotated.training.checkpoint import checkpoints
-from results.common import (ROOT, add_training_arguments, average, invocation, markdown_table,
+from results.common import (ROOT, add_training_arguments, average, check_out_dir,
+                            check_run_folder, first_sentences, invocation, markdown_table,
                             perplexity, read_metrics, relative, resume_command, score,
                             split_text, train_command, with_this_python, write_files)
 from results.multi30k import file_stem, trained_checkpoints
@@ -80,6 +87,7 @@ SECOND_HOUR = {"tiny_2proc_p02_v6k_2h": "tiny_2proc_p02_v6k"}
 OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2),
               "tiny_2proc_p02_v6k_lc_seed2": ("tiny_2proc_p02_v6k_lc", 2)}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
+TRAIN_FIRST = "train it first (--train)"                # a run to score is missing
 # (beam size, alpha). The grid first stopped at alpha 1.0, and every candidate was best there,
 # at its edge; so 1.2 and 1.4 joined it. Past 1.4 the shipped model loses on val (40.29 at 1.6,
 # 38.52 at 1.8, beam 4; README), so the grid ends there.
@@ -110,18 +118,20 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    check_run_folder(args.runs_dir, "--runs-dir")
+    if not args.only:                                 # --only writes no results file
+        check_out_dir(args.out_dir, args.limit)
     names = [*CANDIDATES, *SECOND_HOUR, *OTHER_SEED]
     runs = {name: args.runs_dir / name for name in names}
     configs = {name: candidate_config(name, args.overrides) for name in names}
+    sources, references = split_text(next(iter(configs.values())), args.data_dir, "valid")
+    total, sources, references = len(sources), sources[:args.limit], references[:args.limit]
     if args.train:
         chosen = args.only or names
         train_side_by_side({name: runs[name] for name in chosen if name not in SECOND_HOUR},
                            args.max_minutes, args.data_dir, args.overrides)
         for name in [name for name in chosen if name in SECOND_HOUR]:
             train_second_hour(name, runs, args.max_minutes, args.data_dir)
-    sources, references = split_text(next(iter(configs.values())), args.data_dir, "valid")
-    sources, references = sources[:args.limit], references[:args.limit]
     if args.only:
         for name in args.only:
             sweep_run(name, configs[name], runs[name], sources, references, args.data_dir)
@@ -133,6 +143,8 @@ def main(argv=None):
               "second_hour": {name: scored[name] for name in SECOND_HOUR},
               "other_seed": {name: scored[name] for name in OTHER_SEED}}
     result["best"] = best(result["candidates"], runs)
+    if len(sources) < total:                          # a smoke test (--limit) says so
+        result["limited"] = first_sentences(len(sources), total, "val")
     write_files({args.out_dir / "multi30k_sweep.json": json.dumps(result, indent=1),
                  args.out_dir / "multi30k_sweep.md": render_markdown(
                      result, invocation("results.multi30k_sweep", argv))})
@@ -189,7 +201,7 @@ def train_second_hour(name: str, runs: dict, max_minutes: float, data_dir):
     earlier is continued as it is."""
     source, run = runs[source_of(name)], runs[name]
     if not checkpoints(run):
-        found = trained_checkpoints(source)
+        found = trained_checkpoints(source, TRAIN_FIRST)
         run.mkdir(parents=True, exist_ok=True)
         for path in [*found, source / "metrics.jsonl"]:
             shutil.copy2(path, run / path.name)
@@ -216,17 +228,67 @@ def wait_for(procs: dict, runs: dict):
 
 def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
     """The entries an earlier sweep recorded for candidates whose run folder is gone (the runs
-    are large and not kept): their scores stand as recorded."""
+    are large and not kept): their scores stand as recorded. A damaged file is no loss while
+    every run is still there (all are scored again, with a note); else it is an error naming
+    it, since it holds the only scores of the runs that are gone."""
     if not sweep_json.is_file():
         return {}
-    recorded = json.loads(sweep_json.read_text())
-    kept = {**recorded["candidates"], **recorded.get("second_hour", {}),
-            **recorded.get("other_seed", {})}
-    gone = {name: kept[name] for name in runs if name in kept and not checkpoints(runs[name])}
-    for name in gone:
+    gone = [name for name in runs if not checkpoints(runs[name])]
+    try:
+        recorded = json.loads(sweep_json.read_text())
+        kept = {**recorded["candidates"], **recorded.get("second_hour", {}),
+                **recorded.get("other_seed", {})}
+        problem = next((f"{name}: {p}" for name in gone if name in kept
+                        if (p := entry_problem(kept[name]))), None)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        kept, problem = {}, f"{type(e).__name__}: {e}"
+    if problem and gone:
+        raise DataError(f"{sweep_json} is damaged ({problem}) and holds the only scores of runs "
+                        f"whose folders are gone ({', '.join(gone)}): restore it (git checkout "
+                        f"for the committed one) or train those runs again (--train --only NAME)")
+    if problem:
+        print(f"{relative(sweep_json)} is damaged ({problem}); every run is here, so all are "
+              f"scored again", flush=True)
+        return {}
+    found = {name: kept[name] for name in gone if name in kept}
+    for name in found:
         print(f"{name}: {relative(runs[name])} is gone; keeping the scores recorded in "
               f"{relative(sweep_json)}")
-    return gone
+    return found
+
+
+# What a run's entry holds (multi30k_sweep.json, val_sweep.json), and each of its rows.
+ENTRY = ("preset", "overrides", "steps", "minutes", "config", "rows")
+ROW = ("average", "val_ppl", "beam", "alpha", "lowercase_bleu", "bleu")
+
+
+def entry_problem(entry) -> str | None:
+    """What an entry read back from a file lacks, or None if it has all the sweep reads."""
+    if not isinstance(entry, dict) or any(k not in entry for k in ENTRY):
+        return f"an entry without {', '.join(ENTRY)}"
+    if not isinstance(entry["rows"], list) or not all(
+            isinstance(r, dict) and all(k in r for k in ROW) for r in entry["rows"]):
+        return f"rows without {', '.join(ROW)}"
+    return None
+
+
+def kept_scores(kept: Path, key: dict) -> dict:
+    """The rows a run's val_sweep.json keeps, by (average, beam, alpha), if they were scored
+    with `key` (the same newest checkpoint and val sentences); a damaged file is treated as
+    absent (the run is scored again, with a note)."""
+    if not kept.is_file():
+        return {}
+    try:
+        old = json.loads(kept.read_text())
+        if old["key"] != key:
+            return {}
+        problem = entry_problem(old["entry"])
+    except (ValueError, KeyError, TypeError) as e:
+        problem = f"{type(e).__name__}: {e}"
+    if problem:
+        print(f"{relative(kept)} is damaged ({problem}); scoring the run again", flush=True)
+        return {}
+    return {(r["average"], r["beam"], r["alpha"]): r for r in old["entry"]["rows"]}
 
 
 def sweep_run(name: str, config, run: Path, sources, references, data_dir,
@@ -237,11 +299,9 @@ def sweep_run(name: str, config, run: Path, sources, references, data_dir,
     made: (preset, overrides, processes) of the run (default: the candidate `name`'s);
     decodings, averages: the (beam, alpha) grid and the numbers of checkpoints averaged
     (default DECODINGS and AVERAGES)."""
-    found = trained_checkpoints(run)
+    found = trained_checkpoints(run, TRAIN_FIRST)
     kept, key = run / "val_sweep.json", {"newest": found[-1].name, "sentences": len(sources)}
-    old = json.loads(kept.read_text()) if kept.is_file() else {"key": None}
-    done = {(r["average"], r["beam"], r["alpha"]): r
-            for r in (old["entry"]["rows"] if old["key"] == key else [])}
+    done = kept_scores(kept, key)
     trained = [m for m in read_metrics(run) if m["split"] == "train"]
     preset, overrides, nproc = made or spec(name)
     decodings, averages = decodings or DECODINGS, averages or AVERAGES
@@ -267,7 +327,8 @@ def sweep_run(name: str, config, run: Path, sources, references, data_dir,
             print(f"{name}, average of {n}, beam {beam}, alpha {alpha}: val lowercased BLEU "
                   f"{s['lowercase_bleu']}, cased {s['bleu']}", flush=True)
     entry["rows"] = [done[g] for g in grid]
-    kept.write_text(json.dumps({"key": key, "entry": entry}, indent=1))
+    with atomic_open(kept, "w") as f:
+        f.write(json.dumps({"key": key, "entry": entry}, indent=1))
     return entry
 
 
@@ -286,21 +347,24 @@ def best(candidates: dict, runs: dict) -> dict:
 
 def render_markdown(result: dict, command_line: str) -> str:
     lines = ["# Multi30k English->German: the validation sweep", "",
-             f"Written by `{command_line}` (do not edit by hand).", "",
-             "Every choice is made on val (1,014 sentences); test2016 is scored once, for the "
-             "best row only. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the "
-             "Multi30k literature's metric); cased is sacreBLEU's default. Each process "
-             "trained with one CPU thread of this 2-core machine: a one-process candidate "
-             "while other work (another candidate, or scoring) used the second core, a "
-             "two-process candidate (torchrun, one global batch) with both cores to itself. "
-             "Val PPL is per subword of the candidate's own vocabulary, so it compares "
-             "candidates with the same vocab_size and casing only (a smaller vocabulary cuts "
-             "sentences into more, easier pieces; a lowercased one has no case to predict); "
-             "BLEU compares them all. A candidate trained on lowercased text (lowercase=true) "
-             "writes lowercase, so its cased sacreBLEU is low by construction: lowercased BLEU "
-             "is the score that ranks.",
-             "",
-             "## Candidates", ""]
+             f"Written by `{command_line}` (do not edit by hand).", ""]
+    if result.get("limited"):
+        lines += [f"A smoke test (--limit): every score below is on {result['limited']} only.",
+                  ""]
+    lines += ["Every choice is made on val (1,014 sentences); test2016 is scored once, for the "
+              "best row only. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the "
+              "Multi30k literature's metric); cased is sacreBLEU's default. Each process "
+              "trained with one CPU thread of this 2-core machine: a one-process candidate "
+              "while other work (another candidate, or scoring) used the second core, a "
+              "two-process candidate (torchrun, one global batch) with both cores to itself. "
+              "Val PPL is per subword of the candidate's own vocabulary, so it compares "
+              "candidates with the same vocab_size and casing only (a smaller vocabulary cuts "
+              "sentences into more, easier pieces; a lowercased one has no case to predict); "
+              "BLEU compares them all. A candidate trained on lowercased text (lowercase=true) "
+              "writes lowercase, so its cased sacreBLEU is low by construction: lowercased BLEU "
+              "is the score that ranks.",
+              "",
+              "## Candidates", ""]
     lines += markdown_table(
         ["candidate", "preset and overrides", *SHOWN, "processes", "minutes", "steps"],
         [[name, " ".join([c["preset"], *c["overrides"]]),

@@ -6,8 +6,9 @@ the paper's Tables 1, 2 and 4 as published.
 Writes paper_tables.md (every number with the command that produced it), table1_timings.json
 (the measurements chapter 8 plots) and paper_tables.json (Table 2's numbers, for chapter 8)
 into runs/results/, or with --out-dir results over the committed files that chapter 8 reads.
---reuse-timings rewrites the tables from the timings already in the output folder. Nothing here
-is typed in by hand except the paper's own figures, which are quoted as such.
+--reuse-timings rewrites the tables from the timings already in the output folder (checked to be
+Table 1's; the tables then name that file, and the torch version and threads they were measured
+with). Nothing here is typed in by hand except the paper's own figures, which are quoted as such.
 
 Table 1 compares the cost of one layer as the sequence length n and the width d vary. The
 self-attention core (QK^T and the weighted sum of V) costs 4 n^2 d FLOPs; a recurrent layer
@@ -19,6 +20,7 @@ We time torch.nn.RNN (whose input products are batched, hidden products sequenti
 """
 import argparse
 import json
+import math
 import platform
 import sys
 import time
@@ -31,7 +33,7 @@ from annotated.attention import attention
 from annotated.data.files import DataError
 from annotated.tools.cli import command
 from annotated.tools.flops import training_flops
-from results.common import add_out_dir, invocation, write_files
+from results.common import add_out_dir, check_out_dir, invocation, relative, write_files
 
 HERE = Path(__file__).resolve().parent
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
@@ -159,7 +161,7 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    check_out_dir(args.out_dir)
     timings_file = args.out_dir / "table1_timings.json"
     if args.reuse_timings:
         timings = read_timings(timings_file)
@@ -167,7 +169,7 @@ def main(argv=None):
         timings = measure_table1(args.quick)
     costs = table2_costs()
     text = render_markdown(timings, costs, invocation("results.paper_tables", argv),
-                           reused=args.reuse_timings)
+                           reused=args.reuse_timings, timings_file=relative(timings_file))
     write_files({timings_file: json.dumps(timings, indent=1),
                  args.out_dir / "paper_tables.json": json.dumps(dict(table2=costs), indent=1),
                  args.out_dir / "paper_tables.md": text})
@@ -175,37 +177,70 @@ def main(argv=None):
 
 
 def read_timings(path: Path) -> dict:
-    """Table 1's timings saved by an earlier run, for --reuse-timings."""
+    """Table 1's timings saved by an earlier run, for --reuse-timings: checked to be what
+    measure_table1 writes (the threads, and rows of n, d and two positive times)."""
     if not path.is_file():
         raise DataError(f"--reuse-timings: no {path}; run without --reuse-timings to measure "
                         f"the timings")
+    fix = "run without --reuse-timings to measure the timings again"
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise DataError(f"--reuse-timings: {path} is not valid JSON ({e}); run without "
-                        f"--reuse-timings to measure the timings again") from None
+        timings = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataError(f"--reuse-timings: {path} is not valid JSON ({e}); {fix}") from None
+    problem = timings_problem(timings)
+    if problem:
+        raise DataError(f"--reuse-timings: {path} {problem}, not Table 1's timings as this "
+                        f"script writes them; {fix}")
+    return timings
+
+
+def timings_problem(timings) -> str | None:
+    """What is wrong with a table1_timings.json's contents, or None if nothing is."""
+    def count(x):
+        return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
+    def seconds(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) \
+            and x > 0
+    if not isinstance(timings, dict):
+        return f"holds a JSON {type(timings).__name__}"
+    if not count(timings.get("threads")):
+        return "has no number of threads"
+    rows = timings.get("rows")
+    if not isinstance(rows, list) or not rows:
+        return "has no rows of timings"
+    for i, row in enumerate(rows):
+        if not (isinstance(row, dict) and count(row.get("n")) and count(row.get("d"))
+                and seconds(row.get("attention_s")) and seconds(row.get("recurrent_s"))):
+            return f"has a row {i + 1} without n, d, attention_s and recurrent_s"
+    return None
 
 
 def measure_table1(quick: bool) -> dict:
-    """Table 1's timings on this machine: the grid of (n, d), the threads and the processor."""
+    """Table 1's timings on this machine: the grid of (n, d), torch, the threads and the
+    processor."""
     torch.manual_seed(0)
     lengths = [16, 64, 256, 1024] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048]
     widths = [64, 256] if quick else [128, 512, 1024]
-    return dict(threads=torch.get_num_threads(),
+    return dict(threads=torch.get_num_threads(), torch=torch.__version__,
                 machine=platform.processor() or platform.machine(),
                 rows=table1_measurements(lengths, widths))
 
 
-def render_markdown(timings: dict, costs: dict, command_line: str, reused: bool) -> str:
+def render_markdown(timings: dict, costs: dict, command_line: str, reused: bool,
+                    timings_file: str = "results/table1_timings.json") -> str:
     """paper_tables.md: the paper's tables as published and recomputed, each with how it was
-    computed, and the WMT14 commands; `command_line` is the invocation that wrote it."""
+    computed, and the WMT14 commands; `command_line` is the invocation that wrote it, and the
+    timings (measured now, or `reused` from `timings_file`) say where they were measured."""
+    version = (f"torch {timings['torch']}" if "torch" in timings
+               else "torch version not recorded")
     lines = ["# The paper's tables, recomputed", "",
              f"Written by `{command_line}` "
-             f"(torch {torch.__version__}, {timings['threads']} threads; Table 1 timings "
+             f"({version}, {timings['threads']} threads; Table 1 timings "
              f"{'reused from' if reused else 'measured into'} "
-             "`results/table1_timings.json`). Do not edit by hand.", ""]
-    lines += table1_markdown(timings["rows"]) + published_table2() + table2_markdown(costs)
-    lines += table3_markdown() + published_table4()
+             f"`{timings_file}`). Do not edit by hand.", ""]
+    lines += table1_markdown(timings["rows"], timings_file) + published_table2()
+    lines += table2_markdown(costs) + table3_markdown() + published_table4()
     lines += ["", "## Reproducing base and big on WMT14 with 8 GPUs", "", commands(), ""]
     return "\n".join(lines)
 
@@ -230,7 +265,7 @@ def published_table4() -> list[str]:
     return lines + [f"| {name} | {how} | {f1} |" for name, how, f1 in TABLE4] + [""]
 
 
-def table1_markdown(rows) -> list[str]:
+def table1_markdown(rows, timings_file: str = "results/table1_timings.json") -> list[str]:
     lengths = sorted({r["n"] for r in rows})
     lines = ["## Table 1: self-attention vs recurrent layer", "",
              "As published (§4): per layer, for sequence length n, width d, kernel width k and "
@@ -246,7 +281,7 @@ def table1_markdown(rows) -> list[str]:
     for d in sorted({r["d"] for r in rows}):
         c = crossover(rows, d)
         lines.append(f"| {d} | {c if c else f'> {lengths[-1]}'} | {d} |")
-    return lines + ["", "Raw timings: `results/table1_timings.json`; chapter 8 plots them.", ""]
+    return lines + ["", f"Raw timings: `{timings_file}`; chapter 8 plots them.", ""]
 
 
 def table2_markdown(costs) -> list[str]:

@@ -2,21 +2,25 @@
 English->German checkpoint with its weights stored in float16, checked against its source.
 
     python -m results.pretrained CHECKPOINT --data-dir D [--beam-size 4] [--alpha 0.6]
-        [--out-dir annotated/pretrained]
+        [--out-dir runs/pretrained]
 
 1. makes the float16 file as `python -m annotated.checkpoint half` does (float16 weights, no
    optimizer state: under half the size of the float32 file), in a temporary folder;
 2. translates test2016 (1,000 sentences) with the float32 source and with the shipped file,
    counts the translations that are identical, and scores both (cased sacreBLEU, lowercased
    BLEU);
-3. writes the float16 file as annotated/pretrained/multi30k_en_de.pt and, beside it,
-   multi30k_en_de.json (where the model comes from, the file's sha256 and size, both scores,
-   the number of identical translations, and EXAMPLES test sentences as the float32 source
-   translates them, which the tests check the shipped file reproduces word for word) and
-   README.md, for people.
+3. writes the float16 file as multi30k_en_de.pt and, beside it, multi30k_en_de.json (where the
+   model comes from, the file's sha256 and size, both scores, the number of identical
+   translations, and EXAMPLES test sentences as the float32 source translates them, which the
+   tests check the shipped file reproduces word for word) and README.md, for people, into
+   runs/pretrained; `--out-dir annotated/pretrained` replaces the shipped model.
 
-Every input (the checkpoint, the data location) is checked before anything is written, and the
-three files are replaced together at the end, or not at all.
+Every input is checked before anything is written: the checkpoint must hold an English->German
+model trained on Multi30k (the sample, multi30k_sample, only outside annotated/pretrained) with
+float32 weights, as the file name and the README say; a smoke test (--limit) never writes into
+annotated/pretrained; and an --out-dir whose README.md, multi30k_en_de.pt or .json this script
+did not write is refused rather than overwritten. The three files are replaced together at the
+end, or not at all.
 """
 import argparse
 import json
@@ -24,14 +28,22 @@ import tempfile
 from pathlib import Path
 
 from annotated.data.corpus import load_corpus
-from annotated.data.files import sha256_file
-from annotated.tools.cli import at_least, command, path
+from annotated.data.files import DataError, sha256_file
+from annotated.tools.cli import alpha, at_least, command, path
 from annotated.training.checkpoint import atomic_save, config_from, half, load, load_model
 from annotated.inference.translate import translate_lines
-from results.common import ROOT, invocation, recorded, relative, score, write_files
+from results.common import (ROOT, check_out_dir, committed_folder, first_sentences, invocation,
+                            recorded, relative, score, write_files)
+from results.multi30k import pair_name
 
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
 EXAMPLES = 8
+PAIR = ("en", "de")                                 # what the file name says
+DATASETS = {"multi30k": "Multi30k (Elliott et al., 2016)",
+            "multi30k_sample": "the sample of Multi30k (Elliott et al., 2016) shipped with the "
+                               "project (multi30k_sample: its first 3,000 training pairs)"}
+WRITTEN_BY = "Written by `python -m results.pretrained"     # the README's mark
+SWEEP = ROOT / "results" / "multi30k_sweep.json"
 
 
 def parse_args(argv=None):
@@ -42,12 +54,13 @@ def parse_args(argv=None):
                                                       "ANNOTATED_DATA_DIR)")
     parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
                         help="beam size (default 4)")
-    parser.add_argument("--alpha", type=at_least(0.0, float), default=0.6,
+    parser.add_argument("--alpha", type=alpha, default=0.6,
                         help="length penalty (default 0.6)")
     parser.add_argument("--limit", type=at_least(EXAMPLES), default=None,
                         help="compare on the first N test sentences only (a smoke test)")
-    parser.add_argument("--out-dir", type=path, default=SHIPPED.parent,
-                        help="where to write the files (default annotated/pretrained)")
+    parser.add_argument("--out-dir", type=path, default=ROOT / "runs" / "pretrained",
+                        help="where to write the files (default runs/pretrained; "
+                             "--out-dir annotated/pretrained replaces the shipped model)")
     return parser.parse_args(argv)
 
 
@@ -57,6 +70,9 @@ def main(argv=None):
     source = load(args.checkpoint)                  # every input checked before any write
     config = config_from(source, args.checkpoint)
     corpus = load_corpus(config, data_dir=args.data_dir, log=lambda *_: None)
+    check_out_dir(args.out_dir, args.limit)
+    check_source(args.checkpoint, source, config, args.out_dir)
+    check_own_files(args.out_dir)
     shipped = args.out_dir / SHIPPED.name
     decode = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,6 +95,48 @@ def main(argv=None):
           f"{record['sentences']} test translations identical")
 
 
+def check_source(checkpoint: Path, source: dict, config, out_dir: Path) -> None:
+    """Refuse a checkpoint that is not what the shipped file's name and README say: an
+    English->German model trained on Multi30k (on the full corpus, for annotated/pretrained),
+    with float32 weights (the README compares the float16 file with its float32 source)."""
+    pair = (config.source_lang, config.target_lang)
+    if pair != PAIR or config.dataset not in DATASETS:
+        raise DataError(f"{checkpoint} holds a model of {pair_name(vars(config))} trained on "
+                        f"{config.dataset}; {SHIPPED.name} and its README say English->German "
+                        f"on Multi30k: give a checkpoint of such a model")
+    if config.dataset != "multi30k" and committed_folder(out_dir) is not None:
+        raise DataError(f"{checkpoint} was trained on {config.dataset}, not the full Multi30k: "
+                        f"it cannot replace the shipped model; give --out-dir a scratch folder")
+    dtypes = sorted({str(v.dtype).removeprefix("torch.") for v in source["model"].values()
+                     if v.is_floating_point()})
+    if dtypes != ["float32"]:
+        made = f" (made from {source['halved_from']})" if source.get("halved_from") else ""
+        raise DataError(f"{checkpoint} holds {', '.join(dtypes)} weights{made}, not float32; "
+                        f"give the float32 checkpoint it was made from")
+
+
+def check_own_files(out_dir: Path) -> None:
+    """Refuse an --out-dir holding a README.md, multi30k_en_de.pt or multi30k_en_de.json that
+    this script did not write (a README without its mark, a model that is not the one its
+    record seals): they would be replaced."""
+    readme, model, record = (out_dir / "README.md", out_dir / SHIPPED.name,
+                             out_dir / SHIPPED.with_suffix(".json").name)
+    foreign = []
+    if readme.exists() and WRITTEN_BY not in readme.read_text(errors="replace"):
+        foreign.append(f"{readme.name} (not written by results.pretrained)")
+    if model.exists() or record.exists():
+        try:
+            sealed = json.loads(record.read_text())["sha256"] == sha256_file(model)
+        except (OSError, ValueError, KeyError, TypeError):
+            sealed = False
+        if not sealed:
+            foreign.append(f"{' and '.join(p.name for p in (model, record) if p.exists())} (not "
+                           f"a model and the record that seals it, as this script writes them)")
+    if foreign:
+        raise DataError(f"--out-dir {out_dir} holds {'; '.join(foreign)}: they would be "
+                        f"replaced; move them away or choose another --out-dir")
+
+
 def compare(source: Path, shipped: Path, corpus, decode: dict, limit=None) -> dict:
     """Both models on test2016: scores, identical translations, and the source's examples."""
     model, config, tokenizer = load_model(source)
@@ -88,9 +146,47 @@ def compare(source: Path, shipped: Path, corpus, decode: dict, limit=None) -> di
     examples = src[:EXAMPLES]
     translations = translate_lines(model, tokenizer, examples, **decode)
     keep = ("bleu", "lowercase_bleu", "signature", "lowercase_signature")
-    return {"sentences": len(src), "identical": same,
+    limited = ({"limited": first_sentences(len(src), len(corpus.test_src), "test2016")}
+               if len(src) < len(corpus.test_src) else {})
+    return {"sentences": len(src), **limited, "identical": same,
             "float32": {k: full[k] for k in keep}, "float16": {k: halved[k] for k in keep},
             "examples": [dict(source=s, translation=t) for s, t in zip(examples, translations)]}
+
+
+def sweep_candidate(record: dict) -> tuple[str, bool] | None:
+    """(name, whether it is the best cased candidate after a lowercased one ranked first) if
+    the source is the final checkpoint (or average) of a run of the Multi30k sweep, as
+    results/multi30k_sweep.json records it (the run folder's name and its steps); else None."""
+    name = Path(record["source"]).parent.name
+    try:
+        sweep = json.loads(SWEEP.read_text())
+        candidates = sweep["candidates"]
+        if candidates[name]["steps"] != record["step"]:
+            return None
+        top = {n: max(r["lowercase_bleu"] for r in c["rows"]) for n, c in candidates.items()}
+        cased = [n for n in top if "lowercase=true" not in candidates[n]["overrides"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    best_cased = max(cased, key=top.get) == name and sweep["best"]["candidate"] not in cased
+    return name, best_cased
+
+
+def provenance(record: dict, config: dict) -> str:
+    """Where the model comes from, as the checkpoint and the sweep's record say."""
+    shape = (f"N={config['N']}, d_model={config['d_model']}, d_ff={config['d_ff']}, "
+             f"h={config['h']}, P_drop={config['P_drop']}, a shared BPE vocabulary of "
+             f"{config['vocab_size']:,}")
+    found = sweep_candidate(record) if config["dataset"] == "multi30k" else None
+    if found is None:
+        return (f"comes from `{record['source']}`: {shape}, trained {record['step']:,} steps on "
+                f"{DATASETS[config['dataset']]}")
+    name, best_cased = found
+    which = (", the best on val of the candidates that write German with its capitals (the "
+             "one ranked first, trained on lowercased text, writes lowercase and scores the "
+             "same on test2016: `results/multi30k_paired.md`)" if best_cased
+             else f", its candidate {name}")
+    return (f"comes from the Multi30k validation sweep (`results/multi30k_sweep.md`){which}: "
+            f"{shape}, trained {record['step']:,} steps in an hour on a 2-core CPU")
 
 
 def render_readme(record: dict, config: dict, command_line: str) -> str:
@@ -98,20 +194,15 @@ def render_readme(record: dict, config: dict, command_line: str) -> str:
     source = ("the average of " + ", ".join(record["averaged_from"])
               if record.get("averaged_from")
               else f"the checkpoint {Path(record['source']).name}, not averaged")
+    sentences = record.get("limited", f"all {record['sentences']:,} sentences of test2016")
     lines = [
         "# A trained English->German model that ships with the project", "",
         f"Written by `{command_line}` (do not edit by hand).", "",
         f"`multi30k_en_de.pt` ({record['bytes'] / 2**20:.1f} MiB, sha256 `{record['sha256']}`) "
-        f"comes from the Multi30k validation sweep (`results/multi30k_sweep.md`), the best "
-        f"on val of the candidates that write German with its capitals (the one ranked first, "
-        f"trained on lowercased text, writes lowercase and scores the same on test2016: "
-        f"`results/multi30k_paired.md`): "
-        f"N={config['N']}, d_model={config['d_model']}, d_ff={config['d_ff']}, h={config['h']}, "
-        f"P_drop={config['P_drop']}, a shared BPE vocabulary of {config['vocab_size']:,}, "
-        f"trained {record['step']:,} steps in an hour on a 2-core CPU; {source}.", "",
+        f"{provenance(record, config)}; {source}.", "",
         f"Its weights are stored in float16 (`{record['command']}`), half the size of the "
         f"float32 file; loading casts them back to float32, so the model computes in float32 "
-        f"with weights rounded once. On all {record['sentences']:,} sentences of test2016 "
+        f"with weights rounded once. On {sentences} "
         f"(beam {record['decode']['beam_size']}, alpha {record['decode']['alpha']}) it "
         f"translates {record['identical']:,} exactly as its float32 source does:", "",
         "| weights | sacreBLEU (cased) | lowercased BLEU |", "| --- | --- | --- |",
@@ -121,7 +212,7 @@ def render_readme(record: dict, config: dict, command_line: str) -> str:
         "Use it:", "", "```bash",
         "echo 'A man in an orange hat.' | python -m annotated.translate "
         "--checkpoint annotated/pretrained/multi30k_en_de.pt", "```", "",
-        "The model was trained on Multi30k (Elliott et al., 2016), which its authors distribute "
+        f"The model was trained on {DATASETS[config['dataset']]}, which its authors distribute "
         "for non-commercial research and educational use; the same terms apply to this model. "
         "The tests check that the file verifies against its seal and translates the examples "
         "in `multi30k_en_de.json` word for word as its float32 source did.", ""]

@@ -15,21 +15,29 @@ and `--reuse` keeps what an earlier invocation recorded; `--rows` with no row tr
 and rewrites table3_small.md from table3_small.json (no corpus needed). key=value overrides
 fields of every row's config before the row's own change (the tests train tiny rows on the
 shipped sample: dataset=multi30k_sample N=1 ...).
+
+A row trained afresh replaces its run folder (RUNS_DIR/ROW) only if that folder is new, empty,
+or holds nothing but a run this script trained there (it marks its folders with ROW_RECORD);
+any other folder is refused before anything trains. The table states the budget and the val
+sentences its rows were recorded with (per row where they differ), never a flag that trained
+nothing; a damaged table3_small.json is one error naming it; a smoke test (--limit) never
+writes into the committed results/, and no run folder goes inside results/ or annotated/.
 """
 import argparse
 import json
+import re
 import shlex
 import shutil
 from pathlib import Path
 
 from annotated.configs import PRESETS, apply_overrides, get
 from annotated.data.corpus import load_corpus
-from annotated.data.files import DataError
+from annotated.data.files import DataError, atomic_open
 from annotated.tools.cli import at_least, command, path
 from annotated.training.checkpoint import checkpoint_name, config_from, load
-from results.common import (ROOT, add_training_arguments, invocation, markdown_table,
-                            read_metrics, recorded, rounded, score, train, train_command,
-                            write_files)
+from results.common import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
+                            first_sentences, invocation, markdown_table, read_metrics, recorded,
+                            rounded, score, train, train_command, write_files)
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
              eval_every=10_000, ckpt_every=10_000, ckpt_minutes=10_000, keep_last=1)
@@ -82,18 +90,22 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    check_out_dir(args.out_dir, args.limit)
+    check_run_folder(args.runs_dir, "--runs-dir")
     config = apply_overrides(get("multi30k").override(**SMALL), args.overrides)
     kept = args.out_dir / "table3_small.json"
-    records = json.loads(kept.read_text()) if kept.is_file() else {}
+    records = read_records(kept)
     if not args.rows:                    # --rows alone: the table again, the json as it is
         if not records:
-            raise DataError(f"{kept} does not exist, so there is no table to rewrite; name the "
-                            f"rows to train with --rows ROW ...")
-        write_table(args, {name: as_recorded(r) for name, r in records.items()}, argv,
-                    next(iter(records.values()))["sentences"])
+            what = "holds no rows" if kept.exists() else "does not exist"
+            raise DataError(f"{kept} {what}, so there is no table to rewrite; name the rows to "
+                            f"train with --rows ROW ...")
+        write_table(args, {name: as_recorded(r) for name, r in records.items()}, argv)
         return
-    sources, references = val_sentences(config, args.data_dir, args.limit)
+    sources, references, total = val_sentences(config, args.data_dir, args.limit)
+    chosen = [job for job in jobs(config.seed, args.seeds) if job[1] in args.rows]
+    plans = {name: plan_row(args, args.runs_dir / folder, changes, records.get(name),
+                            len(sources)) for name, _, folder, changes in chosen}
     results = {}
     for name, row, folder, changes in jobs(config.seed, args.seeds):
         if row not in args.rows:
@@ -102,21 +114,52 @@ def main(argv=None):
             continue
         results[name] = {"paper_row": row, "paper_ppl": PRESETS[row].paper_ppl,
                          "paper_bleu": PRESETS[row].paper_bleu,
-                         **run_row(args, args.runs_dir / folder, changes, sources, references,
-                                   records.get(name))}
+                         **run_row(args, name, args.runs_dir / folder, changes, sources,
+                                   references, records.get(name), plans[name])}
+        if len(sources) < total:
+            results[name]["limited"] = first_sentences(len(sources), total)
         print(f"{name}: BLEU {results[name]['bleu']}  PPL {results[name]['ppl']}", flush=True)
-    write_table(args, results, argv, len(sources), kept)
+    write_table(args, results, argv, kept)
 
 
-def write_table(args, results: dict, argv, sentences: int, kept: Path | None = None):
+def write_table(args, results: dict, argv, kept: Path | None = None):
     """table3_small.md, and with `kept` the json of the rows beside it (all or nothing)."""
-    text = render_markdown(results, invocation("results.table3_small", argv), args.steps,
-                           sentences)
+    text = render_markdown(results, invocation("results.table3_small", argv))
     files = {args.out_dir / "table3_small.md": text}
     if kept is not None:
         files[kept] = json.dumps(results, indent=1)
     write_files(files)
     print(f"wrote {args.out_dir / 'table3_small.md'}")
+
+
+# What every recorded row holds, as the table shows it.
+RECORDED = {"paper_row": str, "paper_ppl": (int, float), "paper_bleu": (int, float),
+            "command": str, "sentences": int, "minutes": (int, float), "ppl": (int, float),
+            "bleu": (int, float), "signature": str}
+
+
+def read_records(kept: Path) -> dict:
+    """The rows an earlier invocation recorded in table3_small.json ({} if there is none),
+    each checked to hold what the table shows: a damaged file is one error naming it."""
+    if not kept.is_file():
+        return {}
+    fix = "restore it (git checkout for the committed one) or delete it to start afresh"
+    try:
+        records = json.loads(kept.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataError(f"{kept} is not valid JSON ({e}); {fix}") from None
+    if not isinstance(records, dict):
+        raise DataError(f"{kept} holds a JSON {type(records).__name__}, not the table's rows "
+                        f"(an object of rows by name); {fix}")
+    for name, record in records.items():
+        wrong = ([k for k, kind in RECORDED.items() if not isinstance(record.get(k), kind)]
+                 if isinstance(record, dict) else ["everything"])
+        if not wrong and steps_of(record) is None:
+            wrong = ["--max-steps in its command"]
+        if wrong:
+            raise DataError(f"{kept}: row {name!r} lacks {', '.join(wrong)} (or holds another "
+                            f"kind of value); {fix}")
+    return records
 
 
 def row_overrides(user: list[str], changes: dict) -> list[str]:
@@ -136,13 +179,13 @@ def jobs(seed: int, seeds: int) -> list[tuple]:
     return found
 
 
-def val_sentences(config, data_dir, limit) -> tuple[list[str], list[str]]:
-    """The first `limit` val sources and references, as text."""
+def val_sentences(config, data_dir, limit) -> tuple[list[str], list[str], int]:
+    """The first `limit` val sources and references, as text, and how many val has."""
     corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
     tok = corpus.tokenizer
     sources = [tok.decode(s.tolist()) for s, _ in corpus.valid][:limit]
     references = [tok.decode(t.tolist()) for _, t in corpus.valid][:limit]
-    return sources, references
+    return sources, references, len(corpus.valid)
 
 
 def finished_run(run: Path, config, steps: int) -> Path | None:
@@ -158,6 +201,15 @@ def as_recorded(record: dict) -> dict:
     return {**record, "source": "recorded"}
 
 
+def steps_of(record: dict) -> int | None:
+    """The steps a recorded row trained: its command's --max-steps (None if it has none)."""
+    try:
+        words = shlex.split(record["command"])
+        return int(words[words.index("--max-steps") + 1])
+    except (ValueError, IndexError):
+        return None
+
+
 def same_row(record: dict | None, overrides: list[str], steps: int, sentences: int) -> bool:
     """Whether a row recorded by an earlier invocation trained these overrides for `steps`
     steps and was scored on `sentences` val sentences with both metrics (flags may have been
@@ -168,23 +220,72 @@ def same_row(record: dict | None, overrides: list[str], steps: int, sentences: i
     words = shlex.split(record["command"])
     items = dict(w.partition("=")[::2] for w in words if "=" in w and not w.startswith("-"))
     return (items == dict(o.partition("=")[::2] for o in overrides)
-            and int(words[words.index("--max-steps") + 1]) == steps)
+            and steps_of(record) == steps)
 
 
-def run_row(args, run: Path, changes: dict, sources, references, record) -> dict:
-    """One row: with --reuse, as recorded if it trained and was scored the same way, else its
-    finished run in `run` scored again; otherwise trained afresh in `run` and scored. Returns
-    its seed, where it came from, its training command and minutes, val BLEU (cased and
-    lowercased) and perplexity."""
+# The files a training run writes into its folder, and the record this script adds to the
+# folders it makes: a row's folder that holds anything else is not this script's to clear.
+ROW_RECORD = "table3_small_row.json"
+RUN_FILES = re.compile(r"ckpt_\d+\.pt|metrics\.jsonl|\.lock|\..+\.tmp")
+
+
+def check_clearable(run: Path) -> None:
+    """Refuse to clear a row's run folder for a fresh run unless it is missing, empty, or
+    holds only a run this script trained there (its ROW_RECORD beside the trainer's files):
+    a folder of the same name may hold the user's own files or another run."""
+    if not run.exists():
+        return
+    if not run.is_dir():
+        raise DataError(f"{run} is a file, where this row's run folder goes; move it away or "
+                        f"give another --runs-dir")
+    names = sorted(p.name for p in run.iterdir())
+    foreign = [n for n in names if n != ROW_RECORD and not RUN_FILES.fullmatch(n)]
+    if names and (foreign or ROW_RECORD not in names):
+        shown = foreign or names
+        raise DataError(f"refusing to clear {run} for a fresh run of its row: it holds "
+                        f"{', '.join(shown[:3])}{' ...' if len(shown) > 3 else ''}, which "
+                        f"results.table3_small did not write there; move them out of it, or "
+                        f"give another --runs-dir")
+
+
+def fresh_row_folder(run: Path, name: str) -> None:
+    """Clear the row's folder (checked by check_clearable) and mark it as this script's."""
+    check_clearable(run)
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir(parents=True)
+    with atomic_open(run / ROW_RECORD, "w") as f:
+        f.write(json.dumps({"written_by": "python -m results.table3_small", "row": name}) + "\n")
+
+
+def plan_row(args, run: Path, changes: dict, record, sentences: int) -> tuple[str, Path | None]:
+    """How a row is made, decided before any row trains: "recorded" (with --reuse, as an
+    earlier invocation trained and scored it), "reused" (with --reuse, its finished run scored
+    again: the checkpoint) or "trained" afresh in `run`, once its folder is known clearable."""
     overrides = row_overrides(args.overrides, changes)
-    if args.reuse and same_row(record, overrides, args.steps, len(sources)):
+    if args.reuse and same_row(record, overrides, args.steps, sentences):
+        return "recorded", None
+    intended = apply_overrides(get("multi30k"), overrides)
+    ckpt = finished_run(run, intended, args.steps) if args.reuse else None
+    if ckpt is not None:
+        return "reused", ckpt
+    check_clearable(run)
+    return "trained", None
+
+
+def run_row(args, name: str, run: Path, changes: dict, sources, references, record,
+            plan: tuple) -> dict:
+    """One row, as `plan` (plan_row's) says: as recorded; its finished run in `run` scored
+    again; or trained afresh in `run` and scored. Returns its seed, where it came from, its
+    training command and minutes, val BLEU (cased and lowercased) and perplexity."""
+    source, ckpt = plan
+    if source == "recorded":
         return as_recorded(record)
+    overrides = row_overrides(args.overrides, changes)
     intended = apply_overrides(get("multi30k"), overrides)
     options = dict(max_steps=args.steps, overrides=overrides, data_dir=args.data_dir)
-    ckpt = finished_run(run, intended, args.steps) if args.reuse else None
-    source = "reused" if ckpt else "trained"
     if ckpt is None:
-        shutil.rmtree(run, ignore_errors=True)             # a fresh run, never a mixed one
+        fresh_row_folder(run, name)                    # a fresh run, never a mixed one
         train("multi30k", run, **options)
         ckpt = run / checkpoint_name(args.steps)
     log = read_metrics(run)
@@ -214,23 +315,37 @@ def signature_lines(results: dict) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(results: dict, command_line: str, steps: int, sentences: int) -> str:
+def shared(results: dict, value) -> tuple:
+    """(the value every row shares, None), or (None, each row's value) when rows differ."""
+    values = [value(r) for r in results.values()]
+    return (values[0], None) if len(set(values)) == 1 else (None, values)
+
+
+def render_markdown(results: dict, command_line: str) -> str:
     """table3_small.md from table3_small.json's contents; `command_line` is the invocation that
-    wrote it, every run trained `steps` steps and was scored on `sentences` val sentences."""
+    wrote it. The budget and the val sentences are the rows' own, as recorded: stated once if
+    every row shares them, else in a column of their own."""
+    steps, row_steps = shared(results, steps_of)
+    scored, row_scored = shared(results, lambda r: r.get("limited", f"{r['sentences']:,} "
+                                                                   "sentences"))
     lines = ["# Table 3, small scale, on Multi30k", "",
              f"Written by `{command_line}` (do not edit by hand). Every run: the `multi30k` "
              "preset with " + ", ".join(f"{k}={v}" for k, v in SMALL.items())
-             + f", {steps} steps, then the row's change. Scored on Multi30k val "
-             f"({sentences:,} sentences, beam 4, alpha 0.6) with sacreBLEU on the detokenized "
-             "output, cased and lowercased (-lc, the Multi30k literature's metric); perplexity "
-             "per BPE token; minutes of training as logged by the run.", ""]
+             + (f", {steps} steps" if row_steps is None else ", the steps of its row (column "
+                "steps)") + ", then the row's change. Scored on Multi30k val "
+             f"({scored if row_scored is None else 'the sentences of its row'}, beam 4, alpha "
+             "0.6) with sacreBLEU on the detokenized output, cased and lowercased (-lc, the "
+             "Multi30k literature's metric); perplexity per BPE token; minutes of training as "
+             "logged by the run.", ""]
+    extra = ([("steps", row_steps)] if row_steps else []) + \
+        ([("val sentences", row_scored)] if row_scored else [])
     lines += signature_lines(results)
     lines += markdown_table(
         ["row", "change", "val PPL", "val sacreBLEU", "val lowercased BLEU",
-         "paper row: PPL / BLEU", "minutes"],
+         "paper row: PPL / BLEU", "minutes", *(header for header, _ in extra)],
         [[r["paper_row"], name, r["ppl"], r["bleu"], r.get("lowercase_bleu", "-"),
-          f"{r['paper_ppl']} / {r['paper_bleu']}", r["minutes"]]
-         for name, r in results.items()])
+          f"{r['paper_ppl']} / {r['paper_bleu']}", r["minutes"], *(v[i] for _, v in extra)]
+         for i, (name, r) in enumerate(results.items())])
     seeds = [r for r in results.values() if r["paper_row"] == "base"]
     if len(seeds) > 1:
         lines += ["", f"The base row with {len(seeds)} seeds (initialisation, batch order and "

@@ -15,6 +15,7 @@ def test_gpu_benchmark_times_each_case_and_counts_its_useful_flops(tmp_path):
                     "--repeats", "3", "--modes", "eager", "--out", str(out)])
     record = json.loads(out.read_text())
     assert record["command"].startswith("python -m benchmarks.gpu_train --device cpu")
+    assert record["complete"] is True
     assert [c["case"] for c in record["cases"]] == ["copy", "copy 1/8"]
     for case in record["cases"]:
         assert case["source_tokens"] <= case["max_tokens"] and case["step_s"] > 0
@@ -38,3 +39,38 @@ def test_the_gpu_benchmark_without_a_gpu_is_one_error_line(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and err.startswith("error: no CUDA GPU here")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("where", ["a folder", "a missing folder"])
+def test_the_gpu_benchmark_checks_its_out_file_before_measuring(where, tmp_path, capsys,
+                                                                monkeypatch):
+    monkeypatch.setattr(gpu_train, "measure",
+                        lambda *a, **k: pytest.fail("measured before --out was checked"))
+    out = tmp_path if where == "a folder" else tmp_path / "nope" / "gpu_train.json"
+    with pytest.raises(SystemExit) as exit_:
+        gpu_train.main(["--device", "cpu", "--only", "copy", "--tokens", "400", "--modes",
+                        "eager", "--repeats", "3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and err.startswith(f"error: cannot write {out}: ")
+    assert err.count("\n") == 1 and sorted(tmp_path.iterdir()) == []
+
+
+def test_an_interrupted_gpu_benchmark_leaves_a_whole_file_that_says_it_is_incomplete(
+        tmp_path, monkeypatch):
+    out = tmp_path / "gpu_train.json"
+    out.write_text('{"complete": true, "cases": ["an earlier run"]}\n')
+    measured, real = [], gpu_train.measure
+
+    def measure_once(*args):
+        if measured:
+            raise KeyboardInterrupt                    # Ctrl-C during the second case
+        measured.append(1)
+        return real(*args)
+    monkeypatch.setattr(gpu_train, "measure", measure_once)
+    with pytest.raises(SystemExit) as exit_:
+        gpu_train.main(["--device", "cpu", "--only", "copy", "--tokens", "400", "--vocab", "11",
+                        "--repeats", "3", "--modes", "eager", "--out", str(out)])
+    assert exit_.value.code == 130
+    record = json.loads(out.read_text())
+    assert record["complete"] is False and [c["case"] for c in record["cases"]] == ["copy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu_train.json"]

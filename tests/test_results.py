@@ -63,7 +63,7 @@ def test_multi30k_script_trains_scores_rescores_and_ships(tmp_path):
     run_dir, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
     common = ["--out-dir", out, "--run-dir", run_dir, "--limit", 3]
-    run(multi30k, "--max-minutes", 0.02, *common, *TINY)     # a few steps
+    run(multi30k, "--max-minutes", 0.02, *common, *TINY, "ckpt_every=20")   # a few steps
     first = json.loads((out / "multi30k.json").read_text())
     assert first["train"]["command"].startswith("python -m annotated.train --config multi30k")
     assert len(first["test2016"]) == 4 and first["reference_mean_words"] > 0
@@ -409,9 +409,10 @@ def test_budget_trains_both_pairs_at_once_chooses_on_german_val_and_scores_test_
     monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.3"], "b": ["P_drop=0.0"]})
     monkeypatch.setattr(multi30k_budget, "AVERAGES", (1, 2))
     monkeypatch.setattr(multi30k_budget, "DECODINGS", ((4, 0.6), (5, 1.0)))
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
     out, runs = tmp_path / "out", tmp_path / "runs"
-    run(multi30k_budget, "--train", "--runs-dir", runs, "--limit", 4, "--out-dir", out, *TINY,
-        "train_steps=2", "ckpt_every=1", "warmup_steps=1")
+    run(multi30k_budget, "--train", "--device", "cpu", "--runs-dir", runs, "--limit", 4,
+        "--out-dir", out, *TINY, "train_steps=2", "ckpt_every=1", "warmup_steps=1")
     result = json.loads((out / "multi30k_budget.json").read_text())
     assert sorted(result["training"]) == ["a_en_de", "a_en_fr", "all_minutes", "b_en_de", "b_en_fr"]
     assert all(result["training"][k]["steps"] == 2 for k in ("a_en_de", "b_en_fr"))

@@ -1,0 +1,462 @@
+"""What the results scripts promise about the files around them: they never delete or replace
+what they did not write, never put a smoke test or a training run among the committed files,
+check their inputs before they make any folder, write their files all or nothing, and say in
+their files what was actually done."""
+import errno
+import json
+import os
+import shutil
+import signal
+
+import pytest
+
+from annotated import train
+from annotated.data.files import DataError
+from annotated.training.checkpoint import atomic_save, average, checkpoints, half, load
+from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
+                     multi30k_sweep, paper_tables, pretrained, table3_small)
+from results.common import ROOT, write_files
+
+RESULTS = ROOT / "results"
+SHIPPED = ROOT / "annotated" / "pretrained"
+TINY = ["dataset=multi30k_sample", "vocab_size=500", "N=1", "d_model=32", "d_ff=64", "h=2",
+        "d_k=16", "d_v=16", "max_tokens=500"]
+
+
+def run(module, *args):
+    """The script's command line with these arguments (paths and numbers as text)."""
+    module.main([str(a) for a in args])
+
+
+def refused(module, *args, code=1, capsys) -> str:
+    """Run a script that must stop with `code`; its one error line (the last line for
+    argparse's usage errors), checked to carry no traceback."""
+    with pytest.raises(SystemExit) as stopped:
+        run(module, *args)
+    assert stopped.value.code == code
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert "Traceback" not in err and "error: " in lines[-1], err
+    assert code == 2 or len(lines) == 1, err
+    return lines[-1]
+
+
+def committed_files() -> dict:
+    """The committed results and the shipped model: each file's size and modification time."""
+    files = [p for p in [*RESULTS.iterdir(), *SHIPPED.iterdir()] if p.is_file()]
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in files}
+
+
+def everything_under(folder) -> set:
+    return {p.relative_to(folder) for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A tiny English->German run on the shipped sample (4 checkpoints) and its average."""
+    folder = tmp_path_factory.mktemp("tiny") / "run"
+    train.main(["--config", "multi30k", "--run-dir", str(folder), "--max-steps", "20",
+                "--threads", "1", *TINY, "ckpt_every=5", "log_every=5", "eval_every=10"])
+    atomic_save(average(checkpoints(folder)[-2:]), folder / "average.pt")
+    return folder
+
+
+# --- write_files: all or nothing, Ctrl-C held back -----------------------------------------------
+
+def failing_once(real, name: str):
+    """os.rename or os.replace whose first call on a file called `name` fails with EPERM."""
+    failed = []
+
+    def call(source, target, *args, **kwargs):
+        if name in (os.path.basename(source), os.path.basename(target)) and not failed:
+            failed.append(source)
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(source))
+        return real(source, target, *args, **kwargs)
+    return call
+
+
+@pytest.mark.parametrize("step", ["rename", "replace"])     # the old file aside, the new one in
+def test_results_files_stay_as_they_were_when_a_rename_fails(tmp_path, monkeypatch, step):
+    (tmp_path / "a.md").write_text("old a\n")
+    (tmp_path / "b.json").write_text("old b\n")
+    monkeypatch.setattr(os, step, failing_once(getattr(os, step), "b.json"))
+    with pytest.raises(OSError) as raised:
+        write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": "new b\n"})
+    assert raised.value.filename == str(tmp_path / "b.json")        # the target, not a temp
+    assert "no results file was changed" in str(raised.value)
+    assert (tmp_path / "a.md").read_text() == "old a\n"
+    assert (tmp_path / "b.json").read_text() == "old b\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
+
+
+def test_ctrl_c_during_the_commit_of_results_files_lands_after_it(tmp_path, monkeypatch):
+    (tmp_path / "a.md").write_text("old a\n")
+    (tmp_path / "b.json").write_text("old b\n")
+    real, sent = os.replace, []
+
+    def interrupted(source, target):
+        if not sent:                           # Ctrl-C between the first and second rename
+            sent.append(os.kill(os.getpid(), signal.SIGINT))
+        return real(source, target)
+    monkeypatch.setattr(os, "replace", interrupted)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": "new b\n"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert sent
+    assert (tmp_path / "a.md").read_text() == "new a\n"
+    assert (tmp_path / "b.json").read_text() == "new b\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
+
+
+def test_results_files_that_cannot_be_written_leave_no_folder_behind(tmp_path):
+    with pytest.raises(TypeError):
+        write_files({tmp_path / "new" / "deep" / "a.md": "a\n", tmp_path / "new" / "b": 3.14})
+    assert not (tmp_path / "new").exists()
+
+
+# --- the committed folders -----------------------------------------------------------------------
+
+def smoke_tests(run_dir, model):
+    """(script, its arguments) of each results script's --limit run into a committed folder."""
+    return {
+        "multi30k": (multi30k, ["--skip-train", "--run-dir", run_dir, "--limit", 3,
+                                "--out-dir", RESULTS]),
+        "multi30k_metric": (multi30k_metric, ["--checkpoint", model, "--limit", 10,
+                                              "--out-dir", "results"]),
+        "multi30k_paired": (multi30k_paired, ["--system", "a", model, 4, 0.6, "--system", "b",
+                                              model, 1, 0, "--limit", 10, "--out-dir",
+                                              RESULTS]),
+        "pretrained": (pretrained, [model, "--limit", 8, "--out-dir", SHIPPED]),
+        "table3_small": (table3_small, ["--rows", "base", "--limit", 3, "--out-dir", RESULTS,
+                                        *TINY]),
+        "multi30k_sweep": (multi30k_sweep, ["--limit", 2, "--out-dir", RESULTS, *TINY]),
+        "multi30k_budget": (multi30k_budget, ["--device", "cpu", "--limit", 3, "--out-dir",
+                                              RESULTS, *TINY]),
+    }
+
+
+@pytest.mark.parametrize("script", list(smoke_tests("run", "model")))
+def test_a_smoke_test_never_writes_into_a_committed_folder(script, tiny_run, capsys,
+                                                           monkeypatch):
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    module, args = smoke_tests(tiny_run, tiny_run / "average.pt")[script]
+    before = committed_files()
+    err = refused(module, *args, capsys=capsys)
+    assert "refusing to write a smoke test (--limit" in err and "committed" in err
+    assert committed_files() == before
+
+
+def test_the_shipped_model_is_replaced_only_when_asked():
+    assert pretrained.parse_args(["m.pt"]).out_dir == ROOT / "runs" / "pretrained"
+
+
+@pytest.mark.parametrize("script,option", [(multi30k, "--run-dir"), (table3_small, "--runs-dir"),
+                                           (multi30k_sweep, "--runs-dir"),
+                                           (multi30k_budget, "--runs-dir")])
+@pytest.mark.parametrize("folder", ["results/runs", "annotated/run"])
+def test_a_training_run_never_lands_in_a_committed_folder(script, option, folder, tmp_path,
+                                                          capsys, monkeypatch):
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    extra = ["--device", "cpu"] if script is multi30k_budget else []
+    err = refused(script, option, ROOT / folder, "--out-dir", tmp_path / "out", *extra, *TINY,
+                  capsys=capsys)
+    assert f"{option} " in err and "committed" in err
+    assert not (ROOT / folder).exists() and not (tmp_path / "out").exists()
+
+
+# --- inputs before folders; an --out-dir that is no folder ---------------------------------------
+
+def missing_inputs(tmp_path):
+    """(script, arguments) whose input is missing, each with a deep --out-dir to be made."""
+    out, nope = tmp_path / "new" / "deep" / "out", tmp_path / "nope"
+    return {
+        "multi30k, data": (multi30k, ["--data-dir", nope, "--run-dir", tmp_path / "new" / "run",
+                                      "--out-dir", out, "--max-minutes", 0.01]),
+        "multi30k, settings": (multi30k, ["--run-dir", tmp_path / "new" / "run", "--out-dir",
+                                          out, *TINY, "N=0"]),
+        "multi30k_metric": (multi30k_metric, ["--checkpoint", nope / "x.pt", "--out-dir", out]),
+        "multi30k_paired": (multi30k_paired, ["--system", "a", nope / "x.pt", 4, 0.6,
+                                              "--system", "b", nope / "x.pt", 4, 0.6,
+                                              "--out-dir", out]),
+        "pretrained": (pretrained, [nope / "x.pt", "--out-dir", out]),
+        "table3_small": (table3_small, ["--rows", "base", "--data-dir", nope, "--runs-dir",
+                                        tmp_path / "new" / "runs", "--out-dir", out]),
+        "multi30k_sweep": (multi30k_sweep, ["--train", "--data-dir", nope, "--runs-dir",
+                                            tmp_path / "new" / "runs", "--out-dir", out]),
+        "multi30k_budget": (multi30k_budget, ["--train", "--device", "cpu", "--data-dir", nope,
+                                              "--runs-dir", tmp_path / "new" / "runs",
+                                              "--out-dir", out]),
+        "paper_tables": (paper_tables, ["--reuse-timings", "--out-dir", out]),
+    }
+
+
+@pytest.mark.parametrize("script", list(missing_inputs(ROOT)))
+def test_every_results_script_checks_its_inputs_before_making_any_folder(script, tmp_path,
+                                                                         capsys, monkeypatch):
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("ANNOTATED_DATA_DIR", raising=False)
+    module, args = missing_inputs(tmp_path)[script]
+    refused(module, *args, capsys=capsys)
+    assert everything_under(tmp_path) == set()
+
+
+@pytest.mark.parametrize("target", ["a file", "/dev/null"])
+@pytest.mark.parametrize("script", [paper_tables, multi30k_metric])
+def test_an_out_dir_that_is_not_a_folder_is_refused_as_such(script, target, tmp_path,
+                                                            tiny_run, capsys):
+    out = tmp_path / "afile" if target == "a file" else "/dev/null"
+    if target == "a file":
+        (tmp_path / "afile").write_text("mine\n")
+    args = ["--checkpoint", tiny_run / "average.pt"] if script is multi30k_metric else []
+    err = refused(script, *args, "--out-dir", out, capsys=capsys)
+    assert f"--out-dir {out} is not a folder; give a folder" in err
+    if target == "a file":
+        assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+# --- results.multi30k: a run is trained once, and scored as it was trained -----------------------
+
+def test_training_again_into_a_run_folder_that_holds_a_run_is_refused(tiny_run, tmp_path, capsys):
+    shutil.copytree(tiny_run, tmp_path / "run")
+    before = everything_under(tmp_path / "run")
+    err = refused(multi30k, "--run-dir", tmp_path / "run", "--out-dir", tmp_path / "out",
+                  "--max-minutes", 0.05, *TINY, capsys=capsys)
+    assert f"the run folder {tmp_path / 'run'} already holds a training run" in err
+    assert "--skip-train" in err
+    assert everything_under(tmp_path / "run") == before and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("unused", [["--max-minutes", "999"], ["--nproc", "7"], ["P_drop=0.9"],
+                                    ["target_lang=fr"]])
+def test_skip_train_refuses_settings_it_would_not_apply(unused, tiny_run, tmp_path, capsys):
+    err = refused(multi30k, "--skip-train", "--run-dir", tiny_run, "--out-dir", tmp_path / "out",
+                  *unused, code=2, capsys=capsys)
+    assert f"--skip-train scores the run as it was trained, so {unused[0]} would not be " \
+           f"applied; leave it out" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsys):
+    shutil.copytree(tiny_run, tmp_path / "run")
+    (tmp_path / "run" / "train.json").write_text(json.dumps(
+        {"wall_minutes": 0.1, "command": "python -m annotated.train --config multi30k_tiny "
+                                         "--run-dir run N=1"}))
+    assert multi30k.trained_preset(tmp_path / "run", None) == "multi30k_tiny"
+    err = refused(multi30k, "--skip-train", "--config", "multi30k", "--run-dir", tmp_path / "run",
+                  "--out-dir", tmp_path / "out", capsys=capsys)
+    assert "was trained with --config multi30k_tiny" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, tmp_path):
+    shutil.copytree(tiny_run, tmp_path / "run")
+    found = len(checkpoints(tmp_path / "run"))
+    run(multi30k, "--skip-train", "--average", 50, "--run-dir", tmp_path / "run", "--out-dir",
+        tmp_path / "out", "--limit", 3)
+    result = json.loads((tmp_path / "out" / "multi30k.json").read_text())
+    md = (tmp_path / "out" / "multi30k.md").read_text()
+    assert len(result["average"]["checkpoints"]) == found
+    assert f"average of {found}" in next(iter(result["test2016"])) and "of 50" not in md
+    assert "## test2016 (the first 3 of the 300 sentences)" in md       # --limit said
+
+
+# --- results.table3_small: its own folders only, its rows' own budget ----------------------------
+
+@pytest.mark.parametrize("mine", [["notes.txt"], ["ckpt_0000020.pt"],
+                                  [table3_small.ROW_RECORD, "notes.txt"]])
+def test_table3_small_never_deletes_a_row_folder_it_did_not_make(mine, tiny_run, tmp_path,
+                                                                 capsys):
+    row = tmp_path / "runs" / "base"
+    row.mkdir(parents=True)
+    for name in mine:
+        shutil.copy(tiny_run / "ckpt_0000020.pt", row / name)
+    before = {p.name: p.read_bytes() for p in row.iterdir()}
+    err = refused(table3_small, "--runs-dir", tmp_path / "runs", "--out-dir", tmp_path / "out",
+                  "--rows", "base", "--seeds", 1, "--steps", 2, "--limit", 3, *TINY,
+                  capsys=capsys)
+    assert f"refusing to clear {row}" in err and "did not write" in err
+    assert {p.name: p.read_bytes() for p in row.iterdir()} == before
+    assert not (tmp_path / "out").exists()
+
+
+def test_table3_small_trains_a_row_afresh_in_the_folder_it_made(tmp_path):
+    args = ["--runs-dir", tmp_path / "runs", "--out-dir", tmp_path / "out", "--rows", "base",
+            "--seeds", 1, "--limit", 3, *TINY]
+    run(table3_small, "--steps", 2, *args)
+    run(table3_small, "--steps", 3, *args)
+    assert sorted(p.name for p in (tmp_path / "runs" / "base").glob("ckpt_*")) == \
+        ["ckpt_0000003.pt"]
+    md = (tmp_path / "out" / "table3_small.md").read_text()
+    assert ", 3 steps, then the row's change" in md and "the first 3 of the 300 sentences" in md
+
+
+def test_table3_small_states_the_budget_its_rows_were_trained_with(tmp_path):
+    shutil.copy(RESULTS / "table3_small.json", tmp_path)
+    run(table3_small, "--rows", "--steps", 7, "--out-dir", tmp_path)
+    md = (tmp_path / "table3_small.md").read_text()
+    assert ", 2000 steps, then the row's change" in md and "7 steps" not in md
+    rows = json.loads((tmp_path / "table3_small.json").read_text())
+    first = next(iter(rows))
+    rows[first]["command"] = rows[first]["command"].replace("--max-steps 2000", "--max-steps 500")
+    (tmp_path / "table3_small.json").write_text(json.dumps(rows))
+    run(table3_small, "--rows", "--out-dir", tmp_path)
+    md = (tmp_path / "table3_small.md").read_text()
+    assert "the steps of its row (column steps)" in md and "| minutes | steps |" in md
+    assert md.count(" | 2000 |") == len(rows) - 1 and md.count(" | 500 |") == 1
+
+
+@pytest.mark.parametrize("content,says", [('{"base": ', "is not valid JSON"),
+                                          ("[]", "holds a JSON list"),
+                                          ('{"base": {}}', "row 'base' lacks paper_row"),
+                                          ("{}", "holds no rows")])
+def test_a_damaged_table3_small_json_is_one_error_naming_it(content, says, tmp_path, capsys):
+    (tmp_path / "table3_small.json").write_text(content)
+    err = refused(table3_small, "--rows", "--out-dir", tmp_path, capsys=capsys)
+    assert f"{tmp_path / 'table3_small.json'}" in err and says in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table3_small.json"]
+
+
+# --- results.multi30k_paired: a system's beam and alpha as --beam-size and --alpha ---------------
+
+@pytest.mark.parametrize("beam,alpha,says", [("100000000000", "0.6", "BEAM must be <= 1,000"),
+                                             ("0", "0.6", "BEAM must be >= 1"),
+                                             ("2.5", "0.6", "BEAM expected a whole number"),
+                                             ("4", "nan", "ALPHA must be a finite number"),
+                                             ("4", "inf", "ALPHA must be a finite number"),
+                                             ("4", "-1", "ALPHA must be >= 0")])
+def test_every_system_beam_and_alpha_follow_the_beam_size_and_alpha_rules(beam, alpha, says,
+                                                                          capsys):
+    err = refused(multi30k_paired, "--system", "A", "a.pt", beam, alpha, "--system", "B", "b.pt",
+                  4, 0.6, code=2, capsys=capsys)
+    assert f"error: argument --system A: {says}" in err
+
+
+# --- results.pretrained: what the name and the README say, and only its own files ----------------
+
+def foreign_checkpoint(kind: str, model, folder):
+    """A checkpoint the shipped file's name or README would misdescribe."""
+    path = folder / f"{kind}.pt"
+    if kind == "float16":
+        atomic_save(half(model), path)
+    else:
+        payload = load(model)
+        atomic_save({**payload, "config": {**payload["config"], "target_lang": "fr"}}, path)
+    return path
+
+
+@pytest.mark.parametrize("kind,says", [("en_fr", "holds a model of English->French"),
+                                       ("float16", "holds float16 weights")])
+def test_pretrained_ships_only_what_its_name_and_readme_say(kind, says, tiny_run, tmp_path,
+                                                           capsys):
+    model = foreign_checkpoint(kind, tiny_run / "average.pt", tmp_path)
+    err = refused(pretrained, model, "--limit", 8, "--out-dir", tmp_path / "out", capsys=capsys)
+    assert says in err and not (tmp_path / "out").exists()
+
+
+def test_a_model_of_the_sample_never_replaces_the_shipped_one(tiny_run, capsys):
+    before = committed_files()
+    err = refused(pretrained, tiny_run / "average.pt", "--out-dir", SHIPPED, capsys=capsys)
+    assert "trained on multi30k_sample, not the full Multi30k" in err
+    assert committed_files() == before
+
+
+@pytest.mark.parametrize("mine", ["README.md", "multi30k_en_de.pt"])
+def test_pretrained_never_replaces_files_it_did_not_write(mine, tiny_run, tmp_path, capsys):
+    out = tmp_path / "myproject"
+    out.mkdir()
+    (out / mine).write_bytes(b"# mine\n")
+    err = refused(pretrained, tiny_run / "average.pt", "--limit", 8, "--out-dir", out,
+                  capsys=capsys)
+    assert f"--out-dir {out} holds {mine}" in err
+    assert sorted(p.name for p in out.iterdir()) == [mine]
+    assert (out / mine).read_bytes() == b"# mine\n"
+
+
+def test_pretrained_rewrites_its_own_files_and_says_what_it_compared(tiny_run, tmp_path):
+    for _ in range(2):                     # the second run replaces what the first wrote
+        run(pretrained, tiny_run / "average.pt", "--limit", 8, "--out-dir", tmp_path)
+    readme = (tmp_path / "README.md").read_text()
+    assert "On the first 8 of the 300 sentences of test2016" in readme
+    assert "validation sweep" not in readme and "multi30k_sample" in readme
+
+
+# --- results.multi30k_metric: says what a smoke test scored --------------------------------------
+
+def test_a_smoke_test_says_it_scored_the_first_sentences(tiny_run, tmp_path):
+    run(multi30k_metric, "--checkpoint", tiny_run / "average.pt", "--limit", 10, "--out-dir",
+        tmp_path)
+    md = (tmp_path / "multi30k_metric.md").read_text()
+    assert "translated the first 10 of the 300 sentences of test2016" in md
+
+
+# --- results.paper_tables: reused timings are Table 1's, and say where they come from ------------
+
+@pytest.mark.parametrize("content,says", [("[]", "holds a JSON list"),
+                                          ("{}", "has no number of threads"),
+                                          ('{"threads": 1, "rows": [1, 2]}', "has a row 1"),
+                                          ("NaN", "holds a JSON float"),
+                                          ('{"threads": 1, "rows": []}', "has no rows")])
+def test_reused_timings_must_be_table1s(content, says, tmp_path, capsys):
+    (tmp_path / "table1_timings.json").write_text(content)
+    err = refused(paper_tables, "--reuse-timings", "--out-dir", tmp_path, capsys=capsys)
+    assert f"{tmp_path / 'table1_timings.json'} {says}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table1_timings.json"]
+
+
+def test_reused_timings_say_where_and_with_what_they_were_measured(tmp_path):
+    timings = json.loads((RESULTS / "table1_timings.json").read_text())
+    (tmp_path / "table1_timings.json").write_text(json.dumps(
+        {**timings, "threads": 7, "torch": "1.0-then"}))
+    run(paper_tables, "--reuse-timings", "--out-dir", tmp_path)
+    md = (tmp_path / "paper_tables.md").read_text()
+    assert f"(torch 1.0-then, 7 threads; Table 1 timings reused from " \
+           f"`{tmp_path / 'table1_timings.json'}`)" in md
+    assert "results/table1_timings.json" not in md
+
+
+# --- results.multi30k_sweep: its own options, and damaged records --------------------------------
+
+def test_a_sweep_with_no_runs_says_to_train_them(tmp_path, capsys):
+    err = refused(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 2, "--out-dir",
+                  tmp_path / "out", *TINY, capsys=capsys)
+    assert "train it first (--train)" in err and "--skip-train" not in err
+    assert "--run-dir" not in err and not (tmp_path / "out").exists()
+
+
+KEY = {"newest": "ckpt_0000020.pt", "sentences": 2}
+
+
+@pytest.mark.parametrize("content", ['{"key": ', json.dumps({"key": KEY}), "[]", "NaN",
+                                     json.dumps({"key": KEY, "entry": {}}),
+                                     json.dumps({"key": KEY, "entry": {"rows": [{}]}})])
+def test_a_damaged_val_sweep_json_is_scored_again(content, tmp_path, capsys):
+    kept = tmp_path / "val_sweep.json"
+    kept.write_text(content)
+    assert multi30k_sweep.kept_scores(kept, KEY) == {}
+    out = capsys.readouterr().out
+    assert "val_sweep.json is damaged" in out and "scoring the run again" in out
+
+
+def test_a_damaged_sweep_record_is_an_error_only_when_it_holds_what_is_gone(tiny_run, tmp_path,
+                                                                            capsys):
+    record = tmp_path / "multi30k_sweep.json"
+    record.write_text("{")
+    runs = {"here": tiny_run}
+    assert multi30k_sweep.recorded_candidates(record, runs) == {}
+    assert "is damaged" in capsys.readouterr().out
+    with pytest.raises(DataError, match=r"holds the only scores of runs whose folders are "
+                                        r"gone \(gone\)"):
+        multi30k_sweep.recorded_candidates(record, {**runs, "gone": tmp_path / "gone"})
+
+
+# --- results.multi30k_budget: a GPU script -------------------------------------------------------
+
+def test_the_budget_script_without_a_gpu_refuses_unless_asked(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    err = refused(multi30k_budget, "--train", "--runs-dir", tmp_path / "runs", "--out-dir",
+                  tmp_path / "out", *TINY, capsys=capsys)
+    assert err.startswith("error: no CUDA GPU here") and "--device cpu" in err
+    assert everything_under(tmp_path) == set()
