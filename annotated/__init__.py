@@ -23,16 +23,18 @@ calls the machinery:
     evaluate     sacreBLEU and the paper's tokenized BLEU
     checkpoint   averaging (§6.1), halving and verifying checkpoints
 
-The machinery lives in sub-packages: `data` (files, tokenizer, corpora, batching), `training`
-(the loop, one step, torchrun, checkpoints), `inference` (beam search, translation, BLEU) and
-`tools` (FLOPs, the chapters' helpers, the command-line convention); `pretrained` holds a
-trained Multi30k English->German model that ships with the project.
+The machinery lives in sub-packages, each of which imports only from those below it: `base`
+(errors, files, the command-line convention, the thread rule), `data` (the datasets,
+tokenizer, corpora, batching), `store` (the checkpoint file), `training` (the loop, one step,
+torchrun, the run folder), `inference` (beam search, translation, BLEU) and `notebooks` (the
+chapters' helpers and figures, which nothing else imports); `pretrained` holds a trained
+Multi30k English->German model that ships with the project.
 """
 from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
-from annotated.model import EncoderDecoder, count_parameters, make_model
+from annotated.model import EncoderDecoder, ModelConfig, count_parameters, make_model
 
-__all__ = ["configs", "make_model", "EncoderDecoder", "count_parameters", "batch_masks",
-           "padding_mask", "subsequent_mask", "target_mask"]
+__all__ = ["configs", "make_model", "EncoderDecoder", "ModelConfig", "count_parameters",
+           "batch_masks", "padding_mask", "subsequent_mask", "target_mask"]
 
 
 def __getattr__(name):

@@ -9,16 +9,16 @@ average: the weights of several checkpoints of one run, as the paper decodes wit
 for base, 20 for big, written at 10-minute intervals); checkpoints of different models,
 tokenizers or runs are refused (see --help). half: the model in float16 without its training
 state, half the size, to share. verify: checks files against their sha256 seals.
-The file format is annotated.training.checkpoint.
+The file format is annotated.store.checkpoint_file.
 """
 import argparse
 import os
 from pathlib import Path
 
-from annotated.data.files import check_output
-from annotated.tools.cli import at_least, command, out_file, path, say_error
-from annotated.training.checkpoint import (NAME, CheckpointError, atomic_save, average,
-                                           checkpoints, half, verify)
+from annotated.base.cli import at_least, command, out_file, path, say_error
+from annotated.base.errors import CheckpointError
+from annotated.base.files import check_output
+from annotated.store.checkpoint_file import NAME, atomic_save, average, checkpoints, half, verify
 
 
 def _average_inputs(parser, args) -> list[Path]:
@@ -32,8 +32,13 @@ def _average_inputs(parser, args) -> list[Path]:
                                       f"each checkpoint once")
             seen[p] = True
         return paths
-    if len(args.paths) != 1 or not Path(args.paths[0]).is_dir():
+    if len(args.paths) != 1:
         parser.error("--last N takes exactly one run folder")
+    if not Path(args.paths[0]).is_dir():
+        raise CheckpointError(f"--last {args.last}: {args.paths[0]} is "
+                              f"{'not a folder' if Path(args.paths[0]).exists() else 'no folder'}"
+                              f"; give the run folder whose newest {args.last} checkpoints to "
+                              f"average")
     found = checkpoints(args.paths[0])
     if len(found) < args.last:
         raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
@@ -68,7 +73,8 @@ def _verify_command(paths) -> int:
             say_error(f"error: {given} holds no checkpoints")
         for path in found:
             try:
-                print(f"{path}: {'intact' if verify(path) else 'version 1, no seal: unverified'}")
+                verify(path)
+                print(f"{path}: intact")
             except CheckpointError as e:
                 failed += 1
                 say_error(f"error: {e}")

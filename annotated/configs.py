@@ -1,86 +1,88 @@
-"""Named configurations: the paper's base and big models, every row of Table 3, and the
-presets this project trains on small machines.
+"""The settings of a run: the model's shape, the data, training, decoding; the paper's base and
+big models, every row of Table 3, and the presets this project trains on small machines.
 
-One frozen dataclass holds everything a run needs (model shape, regularisation, optimiser
-schedule, batching, decoding), so a preset is one line. It is also the one place where settings
-are parsed and checked: `apply_overrides(config, ["P_drop=0.3", ...])` reads `key=value` text by
-each field's type, and every Config is validated when it is made, so a bad value (P_drop=-1,
-N=0, an odd d_model with sinusoids, an unknown dataset) stops the command before anything is
-built or written, with one line naming the field, the value and what is allowed. Run
-`python -m annotated.configs` to print Table 3's parameter column beside the paper's.
+The model's shape and dropout are annotated.model's `ModelConfig`, passed whole to the model;
+`Config` extends it with the data, training and decoding, so a preset is one line. Each field
+says, beside itself, what it allows and its role (annotated.base.settings): `shape` (it
+defines the model's weights: checkpoints that differ in it cannot be averaged) and
+`resumable` (a resumed run may change it); SHAPE and RESUMABLE are read from them. This is the one place where settings are parsed and checked:
+`apply_overrides(config, ["P_drop=0.3", ...])` reads `key=value` text by each field's type,
+`option(name)` does the same for a command-line option that sets a field (--alpha), and every
+Config is validated when it is made, so a bad value (P_drop=-1, N=0, an odd d_model with
+sinusoids, an unknown dataset) stops the command before anything is built or written, with
+one line naming the field, the value and what is allowed. Run `python -m annotated.configs`
+to print Table 3's parameter column beside the paper's.
 """
-import math
-import re
+import argparse
 import types
 from dataclasses import dataclass, fields, replace
 
-from annotated.model import count_parameters, make_model
+from annotated.base.cli import command, require_stdout, show
+from annotated.base.errors import ConfigError
+from annotated.base.settings import (ANY, LANGUAGE, POSITIVE, PROBABILITY, at_least, between, check,
+                                     names_with, one_of, plain_type, rule_of, setting, shown)
+from annotated.data.datasets import DATASETS
+from annotated.model import ModelConfig
+
+MAX_EXTRA = 1000          # tokens an output may run past its input (§6.3's parsing used 300)
+MAX_ALPHA = 10            # length penalty exponent (§6.1 uses 0.6); lp(Y) stays a float
+PAPER = ((lambda v: v > 0), "None or > 0")
 
 
 @dataclass(frozen=True)
-class Config:
-    # model (§3, Table 3)
-    N: int = 6
-    d_model: int = 512
-    d_ff: int = 2048
-    h: int = 8
-    d_k: int = 64
-    d_v: int = 64
-    P_drop: float = 0.1
-    attn_dropout: float = 0.0      # not in the paper; tensor2tensor's default was also 0
-    ffn_dropout: float = 0.0       # likewise
-    positional: str = "sinusoidal"  # or "learned" (Table 3 row E)
-    max_len: int = 1024            # only bounds learned positions
+class Config(ModelConfig):
+    """Everything a run needs: the model (ModelConfig's fields, first), its data, its training
+    and its decoding. Frozen: `override` and `apply_overrides` make changed copies."""
     # data (§5.1)
-    dataset: str = "wmt14"         # "copy", "multi30k", "multi30k_sample", "wmt14" or "files"
-    source_lang: str = "en"        # language codes: English->German, the paper's direction;
-    target_lang: str = "de"        # Multi30k also has fr (the paper's second pair: en-fr)
-    vocab_size: int = 37_000       # shared source-target BPE vocabulary
-    lowercase: bool = False        # not in the paper: the tokenizer lowercases all text, as
-                                   # the Multi30k literature trains and scores (see tokenizer.py)
-    max_sentence_len: int = 256    # pairs longer than this (in tokens, either side) are dropped
-    copy_len: int = 10             # copy task only: sequences of 1..copy_len random symbols
-    copy_examples: int = 10_000    # copy task only: training pairs generated
+    dataset: str = setting("wmt14", one_of(*DATASETS), shape=True)
+    source_lang: str = setting("en", LANGUAGE)   # English->German, the paper's direction;
+    target_lang: str = setting("de", LANGUAGE)   # Multi30k also has fr (the paper's en-fr)
+    vocab_size: int = setting(37_000, ((lambda v: 5 <= v <= 10 ** 7), "5 (4 special ids and "
+                              "one symbol) <= vocab_size <= 10,000,000"), shape=True)
+    lowercase: bool = setting(False, ANY)        # not in the paper: the tokenizer lowercases
+                                                 # all text, as the Multi30k literature does
+    max_sentence_len: int = setting(256, ((lambda v: 2 <= v <= 10 ** 5), "2 (a token and "
+                                    "EOS) <= value <= 100,000"))  # longer pairs are dropped
+    copy_len: int = setting(10, between(1, 10 ** 5))    # copy task: 1..copy_len symbols
+    copy_examples: int = setting(10_000, between(10, 10 ** 8))  # copy task: training pairs
     # training (§5.2-5.4)
-    eps_ls: float = 0.1
-    train_steps: int = 100_000
-    warmup_steps: int = 4000
-    lr_factor: float = 1.0         # multiplies the §5.3 schedule; 1 in the paper
-    cooldown_steps: int = 0        # not in the paper: the rate falls linearly to 0 over the last
-                                   # cooldown_steps before train_steps (annotated.optim); 0: off
-    max_tokens: int = 25_000       # source tokens (and about as many target) per optimizer step
-    accum_steps: int = 1           # micro-batches per step and rank (gradient accumulation)
-    seed: int = 1234
-    amp: str = "none"              # "bf16" or "fp16" (with loss scaling) on GPU
-    compile: bool = False          # torch.compile the model (GPU)
-    log_every: int = 100           # steps between metric lines
-    eval_every: int = 1000         # steps between validation passes
-    ckpt_every: int = 1000         # steps between checkpoints ...
-    ckpt_minutes: float = 10.0     # ... or minutes, whichever comes first (§6.1: every 10 min)
-    keep_last: int = 5             # checkpoints kept on disk (base averages the last 5)
+    eps_ls: float = setting(0.1, PROBABILITY)
+    train_steps: int = setting(100_000, at_least(1), resumable=True)
+    warmup_steps: int = setting(4000, at_least(1), resumable=True)
+    lr_factor: float = setting(1.0, POSITIVE, resumable=True)   # 1 in §5.3
+    cooldown_steps: int = setting(0, at_least(0), resumable=True)  # not in the paper: the rate
+                                 # falls linearly to 0 over the last cooldown_steps (annotated.optim)
+    max_tokens: int = setting(25_000, between(1, 10 ** 8))  # source tokens (and about as many
+                                                            # target) per optimizer step
+    accum_steps: int = setting(1, between(1, 10 ** 4), resumable=True)  # micro-batches a step
+    seed: int = setting(1234, ((lambda v: 0 <= v < 2 ** 63), "0 <= seed < 2**63"))
+    amp: str = setting("none", one_of("none", "bf16", "fp16"), resumable=True)   # on a GPU
+    compile: bool = setting(False, ANY, resumable=True)       # torch.compile the model
+    log_every: int = setting(100, at_least(1), resumable=True)    # steps between metric lines
+    eval_every: int = setting(1000, at_least(1), resumable=True)  # ... validation passes
+    ckpt_every: int = setting(1000, at_least(1), resumable=True)  # ... checkpoints
+    ckpt_minutes: float = setting(10.0, POSITIVE, resumable=True)   # ... or minutes
+    keep_last: int = setting(5, at_least(1), resumable=True)  # checkpoints kept on disk
     # decoding (§6.1)
-    beam_size: int = 4
-    alpha: float = 0.6             # length penalty lp(Y) = ((5 + |Y|) / 6)^alpha
-    max_extra: int = 50            # maximum output length = input length + this
+    beam_size: int = setting(4, between(1, 1000), resumable=True)
+    alpha: float = setting(0.6, between(0, MAX_ALPHA, "alpha"), resumable=True)  # lp(Y) =
+                                                                 # ((5 + |Y|) / 6)^alpha
+    max_extra: int = setting(50, between(0, MAX_EXTRA, "max_extra"), resumable=True)
     # what Table 3 reports, for comparison with our own numbers (None where the paper is blank)
-    paper_params_M: float | None = None
-    paper_ppl: float | None = None
-    paper_bleu: float | None = None
+    paper_params_M: float | None = setting(None, PAPER, resumable=True)
+    paper_ppl: float | None = setting(None, PAPER, resumable=True)
+    paper_bleu: float | None = setting(None, PAPER, resumable=True)
 
     def __post_init__(self):
-        for f in fields(self):
-            _check(f.name, f.type, getattr(self, f.name))
-        if self.positional == "sinusoidal" and self.d_model % 2:
-            raise ConfigError(f"config: d_model = {self.d_model} is odd; sinusoidal positions "
-                              f"need an even d_model (sin and cos pairs, §3.5)")
-        available = {"multi30k": {"en", "de", "fr"}, "multi30k_sample": {"en", "de", "fr"},
-                     "wmt14": {"en", "de"}}.get(self.dataset)
+        super().__post_init__()
+        languages = DATASETS[self.dataset].languages
         pair = {self.source_lang, self.target_lang}
-        if self.dataset != "copy" and (len(pair) < 2 or available and not pair <= available):
+        if self.dataset != "copy" and (len(pair) < 2 or languages and not pair <= languages):
             raise ConfigError(f"config: source_lang = {shown(self.source_lang)}, target_lang = "
-                              f"{shown(self.target_lang)}: dataset {self.dataset} needs two different "
-                              f"languages" + (f" of {', '.join(sorted(available))}" if available
-                                              else "") + "; dataset=files takes any pair")
+                              f"{shown(self.target_lang)}: dataset {self.dataset} needs two "
+                              f"different languages" + (f" of {', '.join(sorted(languages))}"
+                                                        if languages else "")
+                              + "; dataset=files takes any pair")
         if self.cooldown_steps > self.train_steps:
             raise ConfigError(f"config: cooldown_steps = {self.cooldown_steps} is above "
                               f"train_steps = {self.train_steps}; the cool-down is part of "
@@ -96,129 +98,61 @@ class Config:
 
     @staticmethod
     def from_dict(values: dict) -> "Config":
-        """A Config from saved fields (a checkpoint, a results file); older files named alpha
-        `length_penalty` and max_extra `max_output_extra`. Unknown fields are an error."""
-        renamed = {"length_penalty": "alpha", "max_output_extra": "max_extra"}
-        values = {renamed.get(k, k): v for k, v in values.items()}
+        """A Config from saved fields (a checkpoint, a results file); unknown fields are an
+        error."""
         unknown = sorted(set(values) - {f.name for f in fields(Config)})
         if unknown:
             raise ConfigError(f"config fields {', '.join(unknown)} are unknown to this version "
                               f"of the code")
         return Config(**values)
 
-    def make_model(self, src_vocab: int, tgt_vocab: int | None = None):
-        """The model of this configuration; one shared vocabulary unless tgt_vocab differs."""
-        return make_model(src_vocab, src_vocab if tgt_vocab is None else tgt_vocab, N=self.N,
-                          d_model=self.d_model, d_ff=self.d_ff, h=self.h, d_k=self.d_k,
-                          d_v=self.d_v, P_drop=self.P_drop, attn_dropout=self.attn_dropout,
-                          ffn_dropout=self.ffn_dropout, positional=self.positional,
-                          max_len=self.max_len)
+    def parameters(self, vocab: int | None = None) -> int:
+        """The model's parameter count with one shared vocabulary of `vocab` (default
+        vocab_size), from its shapes alone."""
+        return super().parameters(vocab or self.vocab_size)
 
     def override(self, **changes) -> "Config":
         """A copy with some fields changed; an unknown field is an error naming the valid ones."""
         valid = [f.name for f in fields(self)]
         unknown = sorted(set(changes) - set(valid))
         if unknown:
-            raise ConfigError(f"unknown config key(s) {', '.join(shown(k, quote=False) for k in unknown)}; valid keys: "
+            raise ConfigError(f"unknown config key(s) "
+                              f"{', '.join(shown(k, quote=False) for k in unknown)}; valid keys: "
                               f"{', '.join(valid)}")
         return replace(self, **changes)
 
 
-def shown(value, width: int = 60, quote: bool = True) -> str:
-    """repr(value) (or str, without `quote`) for an error message, cut to `width` characters:
-    a value pasted by mistake (a whole file) must not fill the screen."""
-    text = repr(value) if quote else str(value)
-    return text if len(text) <= width else text[:width - 5] + "[...]"
+SHAPE = names_with(Config, "shape")          # checkpoints that differ here cannot be averaged
+RESUMABLE = names_with(Config, "resumable")  # what --resume may change
+FIELDS = {f.name: f for f in fields(Config)}
 
 
-class ConfigError(ValueError):
-    """A setting that is unknown or out of its allowed range."""
-
-
-# What each field allows, beyond its type: (test, what is allowed) for every field but the
-# paper_* references (None or a positive number). A float is never NaN or infinite.
-MAX_EXTRA = 1000          # tokens an output may run past its input (§6.3's parsing used 300)
-MAX_ALPHA = 10.0          # length penalty exponent: §6.1 uses 0.6; far past 1 longer is always
-                          # better, and lp(Y) overflows a float long before alpha = 100
-DATASETS = ("copy", "multi30k", "multi30k_sample", "wmt14", "files")
-_LANG = (lambda v: re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)?", v) is not None,
-         "a language code such as en, de, fr, zh")
-_AT_LEAST_1 = (lambda v: v >= 1, ">= 1")
-_PROBABILITY = (lambda v: 0 <= v < 1, "0 <= value < 1")
-def _between(low: int, high: int):
-    return (lambda v: low <= v <= high), f"{low} <= value <= {high:,}"
-
-
-RULES = {
-    **dict.fromkeys(["train_steps", "warmup_steps", "log_every", "eval_every", "ckpt_every",
-                     "keep_last"], _AT_LEAST_1),
-    # sizes: far beyond any model this code could train, but not beyond arithmetic
-    "N": _between(1, 256),
-    "h": _between(1, 1024),
-    "d_model": _between(2, 2 ** 16),
-    **dict.fromkeys(["d_ff", "d_k", "d_v"], _between(1, 2 ** 16)),
-    "max_len": _between(1, 10 ** 6),
-    "copy_len": _between(1, 10 ** 5),
-    "max_tokens": _between(1, 10 ** 8),
-    "accum_steps": _between(1, 10 ** 4),
-    "beam_size": _between(1, 1000),
-    **dict.fromkeys(["P_drop", "attn_dropout", "ffn_dropout", "eps_ls"], _PROBABILITY),
-    "positional": (lambda v: v in ("sinusoidal", "learned"), "sinusoidal or learned"),
-    "dataset": (lambda v: v in DATASETS, " or ".join(DATASETS)),
-    **dict.fromkeys(["source_lang", "target_lang"], _LANG),
-    "vocab_size": (lambda v: 5 <= v <= 10 ** 7,
-                   "5 (4 special ids and one symbol) <= vocab_size <= 10,000,000"),
-    "max_sentence_len": (lambda v: 2 <= v <= 10 ** 5, "2 (a token and EOS) <= value <= 100,000"),
-    "copy_examples": _between(10, 10 ** 8),
-    "seed": (lambda v: 0 <= v < 2 ** 63, "0 <= seed < 2**63"),
-    "cooldown_steps": (lambda v: v >= 0, ">= 0"),
-    "lr_factor": (lambda v: v > 0, "> 0"),
-    "amp": (lambda v: v in ("none", "bf16", "fp16"), "none, bf16 or fp16"),
-    **dict.fromkeys(["compile", "lowercase"], (lambda v: True, "true or false")),
-    "ckpt_minutes": (lambda v: v > 0, "> 0"),
-    "alpha": (lambda v: 0 <= v <= MAX_ALPHA, f"0 <= alpha <= {MAX_ALPHA:g}"),
-    "max_extra": (lambda v: 0 <= v <= MAX_EXTRA, f"0 <= max_extra <= {MAX_EXTRA}"),
-}
-
-
-def rule(name: str):
-    """(test, what is allowed, in words) for a Config field."""
-    test, allowed = RULES.get(name, (lambda v: v > 0, "None or > 0"))
-    return test, allowed.replace("value", name)
-
-
-def _check(name: str, kind, value):
-    """Raise ConfigError unless `value` has the field's type and passes its rule."""
-    optional = isinstance(kind, types.UnionType)             # float | None: the paper_* fields
-    if optional and value is None:
-        return
-    kind = float if optional else kind
-    ok_type = (type(value) is bool if kind is bool else
-               isinstance(value, (int, float)) and type(value) is not bool if kind is float else
-               isinstance(value, kind) and type(value) is not bool)
-    test, allowed = rule(name)
-    if not ok_type:
-        raise ConfigError(f"config: {name} = {shown(value)} is not a{'n' if kind is int else ''} "
-                          f"{kind.__name__}; allowed: {allowed}")
-    if kind is float and not math.isfinite(value):
-        raise ConfigError(f"config: {name} = {shown(value)} is not a finite number; allowed: "
-                          f"{allowed}")
-    if not test(value):
-        raise ConfigError(f"config: {name} = {shown(value)} is not allowed; allowed: {allowed}")
-
-
-def parse_value(key: str, kind, text: str):
-    """`text` as a value of the Config field `key`, whose annotated type is `kind`."""
-    if isinstance(kind, types.UnionType):                    # e.g. float | None
-        if text.lower() == "none":
-            return None
-        kind = next(k for k in kind.__args__ if k is not type(None))
+def parse_value(key: str, text: str):
+    """`text` as a value of the Config field `key`, read by the field's type."""
+    if isinstance(FIELDS[key].type, types.UnionType) and text.lower() == "none":
+        return None                                          # e.g. float | None
+    kind = plain_type(FIELDS[key].type)
     booleans = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
     try:
         return booleans[text.lower()] if kind is bool else kind(text)
     except (KeyError, ValueError):
         raise ConfigError(f"config: {key} = {shown(text)} is not a{'n' if kind is int else ''} "
-                          f"{kind.__name__}; allowed: {rule(key)[1]}") from None
+                          f"{kind.__name__}; allowed: {rule_of(FIELDS[key])[1]}") from None
+
+
+def option(name: str):
+    """An argparse type for a command-line option that sets the Config field `name` (--alpha,
+    --beam-size, --max-extra, --vocab): parsed by the field's type and checked by the field's
+    rule, so an option and its key=value are one setting with one rule."""
+    def parse(text: str):
+        try:
+            value = parse_value(name, text)
+            check(FIELDS[name], value)
+        except ConfigError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix("config: ")) from None
+        return value
+    parse.__name__ = name                   # argparse names the type in its messages
+    return parse
 
 
 def merged(*groups: list[str]) -> list[str]:
@@ -236,7 +170,6 @@ def merged(*groups: list[str]) -> list[str]:
 def apply_overrides(config: Config, items: list[str]) -> Config:
     """Config with `key=value` items applied, each parsed by its field's type; an unknown key
     is an error listing the valid ones, and the result is validated like every Config."""
-    kinds = {f.name: f.type for f in fields(Config)}
     raw = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -245,8 +178,8 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
         if key in raw:
             raise ConfigError(f"{key} is given twice ({key}={raw[key]} and {item}); give it once")
         raw[key] = text
-    config.override(**{k: None for k in raw if k not in kinds})     # raises for unknown keys
-    return config.override(**{k: parse_value(k, kinds[k], v) for k, v in raw.items()})
+    config.override(**{k: None for k in raw if k not in FIELDS})    # raises for unknown keys
+    return config.override(**{k: parse_value(k, v) for k, v in raw.items()})
 
 
 base = Config(paper_params_M=65, paper_ppl=4.92, paper_bleu=25.8)
@@ -283,40 +216,28 @@ PRESETS: dict[str, Config] = {
     "E": _row(4.92, 25.7, positional="learned"),
     "big": _row(4.33, 26.4, 213, d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000,
                 keep_last=20),
-    # Small presets for one CPU (not in the paper). copy: learn to repeat the input. One layer
-    # per stack learns it fastest. Measured over 5 seeds with 1 and with 2 threads: this recipe
-    # ends every run at valid loss < 0.001 and accuracy 1.0 (about 40 s of one core). The
-    # previous one (500 steps of 1,500 tokens at twice the rate) spiked late in some runs and
-    # ended at valid loss up to 0.1; halving the rate and doubling the batch removed the spikes.
+    # Small presets for one CPU (not in the paper). copy: learn to repeat the input, the
+    # smallest check that the model learns anything; one layer a stack is enough.
     "copy": Config(dataset="copy", vocab_size=11, N=1, d_model=64, d_ff=128, h=4, d_k=16,
                    d_v=16, P_drop=0.0, eps_ls=0.0, train_steps=1000, warmup_steps=100,
                    lr_factor=0.25, max_tokens=3000, log_every=50, eval_every=250,
                    ckpt_every=500, keep_last=2),
-    # sample: the first command a newcomer runs. English->German on the 3,000 Multi30k pairs
-    # shipped with the package, offline, in about two minutes of two CPU cores; it learns the
-    # captions' common phrases, not the language (a demonstration, not a result).
+    # sample: the first command a newcomer runs: English->German on the Multi30k pairs that
+    # ship with the package, offline, in minutes; it learns the captions' common phrases, not
+    # the language (a demonstration, not a result).
     "sample": Config(dataset="multi30k_sample", vocab_size=2000, N=2, d_model=128, d_ff=512,
                      h=4, d_k=32, d_v=32, P_drop=0.1, eps_ls=0.1, train_steps=700,
                      warmup_steps=200, lr_factor=0.5, max_tokens=1024, log_every=50,
                      eval_every=100, ckpt_every=100, keep_last=3),
-    # multi30k: English->German image captions; a model that trains on a 2-core CPU in an hour.
-    # About 7.6M parameters. 2,048 tokens a side per step gives ~18 passes over the 29,000
-    # training pairs per hour here; warmup 600 and factor 0.4 put the peak rate at 1.0e-3.
-    # Checkpoints every 3 minutes, so averaging the last 5 (§6.1) covers the final ~15 minutes.
+    # multi30k: English->German image captions, a model that trains on a 2-core CPU in an
+    # hour; a checkpoint every 3 minutes, so averaging the last 5 (§6.1) covers a quarter hour.
     "multi30k": Config(dataset="multi30k", vocab_size=8000, N=3, d_model=256, d_ff=1024,
                        h=8, d_k=32, d_v=32, P_drop=0.1, eps_ls=0.1, train_steps=20_000,
                        warmup_steps=600, lr_factor=0.4, max_tokens=2048, log_every=50,
                        eval_every=250, ckpt_every=250, ckpt_minutes=3.0, keep_last=5),
     # multi30k_tiny: the "Transformer-tiny" of the Multi30k literature (4 layers a stack, width
-    # 128, 4 heads, a shared 10k vocabulary), 2.6M parameters, with the paper's dropout 0.1: in
-    # an hour on one CPU thread (~4,200 steps, 18 passes over the training pairs) the
-    # literature's 0.3 regularised too much, as the validation sweep measured
-    # (results/multi30k_sweep.md). Two one-thread processes under torchrun, one global batch,
-    # make twice the steps in the hour; with them P_drop=0.2 and vocab_size=6000 won the sweep
-    # among cased candidates (a smaller output layer: a third more steps in the hour): that
-    # model ships (annotated/pretrained). The same on lowercase=true ranked first on val, within
-    # seed noise, and writes lowercase.
-    # Peak rate 2e-3 after 1,000 warmup steps; a checkpoint every 2 minutes, the last 10 kept.
+    # 128, 4 heads, a shared 10k vocabulary), with the paper's dropout, 0.1. Which variants of
+    # it were tried, and which one ships, is in results/multi30k_sweep.md.
     "multi30k_tiny": Config(dataset="multi30k", vocab_size=10_000, N=4, d_model=128, d_ff=256,
                             h=4, d_k=32, d_v=32, P_drop=0.1, eps_ls=0.1, train_steps=20_000,
                             warmup_steps=1000, lr_factor=0.7, max_tokens=2048, log_every=50,
@@ -339,35 +260,16 @@ def build(name: str, src_vocab: int, tgt_vocab: int | None = None, **changes):
 
 def table3_params(vocab: int = 37_000):
     """(row, our parameter count, paper's count in millions or None) for every Table 3 row."""
-    import torch
-    rows = []
-    with torch.device("meta"):                    # count shapes without allocating weights
-        for name in TABLE3_ROWS:
-            rows.append((name, count_parameters(get(name).make_model(vocab)),
-                         get(name).paper_params_M))
-    return rows
+    return [(name, get(name).parameters(vocab), get(name).paper_params_M)
+            for name in TABLE3_ROWS]
 
 
+@command
 def main(argv=None):
-    """`python -m annotated.configs`, under the command convention of annotated.tools.cli
-    (imported here: that module imports this one)."""
-    from annotated.tools.cli import command
-    return command(_print_table3)(argv)
-
-
-def _print_table3(argv=None):
-    import argparse
-
-    from annotated.tools.cli import require_stdout, show
-
-    def vocab_size(text: str) -> int:
-        try:
-            return Config(vocab_size=parse_value("vocab_size", int, text)).vocab_size
-        except ConfigError as e:
-            raise argparse.ArgumentTypeError(str(e).removeprefix("config: ")) from None
+    """`python -m annotated.configs`: Table 3's parameter column beside the paper's."""
     parser = argparse.ArgumentParser(prog="python -m annotated.configs",
                                      description="Table 3's parameter column from the presets")
-    parser.add_argument("--vocab", type=vocab_size, default=37_000,
+    parser.add_argument("--vocab", type=option("vocab_size"), default=37_000,
                         help="shared BPE vocabulary size")
     args = parser.parse_args(argv)
     require_stdout("the table")

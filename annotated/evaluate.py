@@ -14,9 +14,10 @@ without spaces); by default it is guessed from the references' script.
 """
 import argparse
 
-from annotated.data.files import DataError, read_lines
+from annotated.base.cli import command, path, require_stdout, show
+from annotated.base.errors import DataError
+from annotated.base.files import read_lines
 from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
-from annotated.tools.cli import command, path, require_stdout, show
 
 
 @command

@@ -1,4 +1,4 @@
-"""The full encoder-decoder (§3, Figure 1) and `make_model`.
+"""The full encoder-decoder (§3, Figure 1), built whole from a ModelConfig, and `make_model`.
 
     src tokens -> Embeddings * sqrt(d_model) + PE -> Dropout -> Encoder -> memory
     tgt tokens (shifted right) -> Embeddings * sqrt(d_model) + PE -> Dropout
@@ -13,8 +13,13 @@ Initialisation is not given in the paper. We use Xavier-uniform for the weight m
 zero biases, and N(0, d_model^-1/2) for the embedding, so that after the sqrt(d_model) scale
 the embedded tokens have unit-size components like the positional encodings.
 """
+from dataclasses import dataclass, fields
+
+import torch
 from torch import nn
 
+from annotated.base.errors import ConfigError
+from annotated.base.settings import PROBABILITY, between, check_fields, one_of, setting
 from annotated.decoder import Decoder
 from annotated.embeddings import Embeddings
 from annotated.encoder import Encoder
@@ -22,28 +27,79 @@ from annotated.multihead import MultiHeadAttention
 from annotated.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 
 
+@dataclass(frozen=True)
+class ModelConfig:
+    """The Transformer's shape and dropout, the columns of Table 3; the base model by default.
+    Passed whole to EncoderDecoder. Each field says what it allows (sizes far beyond any model
+    this code could train, but not beyond arithmetic) and whether it defines the weights'
+    shapes (annotated.base.settings); annotated.configs.Config adds the rest of a run."""
+    N: int = setting(6, between(1, 256), shape=True)               # layers in each stack
+    d_model: int = setting(512, between(2, 2 ** 16), shape=True)
+    d_ff: int = setting(2048, between(1, 2 ** 16), shape=True)     # inner layer of the FFN
+    h: int = setting(8, between(1, 1024), shape=True)              # attention heads
+    d_k: int | None = setting(None, between(1, 2 ** 16), shape=True)   # None: d_model / h
+    d_v: int | None = setting(None, between(1, 2 ** 16), shape=True)   # None: d_model / h
+    P_drop: float = setting(0.1, PROBABILITY)                      # §5.4
+    attn_dropout: float = setting(0.0, PROBABILITY)  # not in the paper; tensor2tensor's was 0
+    ffn_dropout: float = setting(0.0, PROBABILITY)   # likewise
+    positional: str = setting("sinusoidal", one_of("sinusoidal", "learned"), shape=True)
+    max_len: int = setting(1024, between(1, 10 ** 6), shape=True)  # bounds learned positions
+
+    def __post_init__(self):
+        for name in ("d_k", "d_v"):                  # §3.2.2: d_k = d_v = d_model / h
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, max(1, self.d_model // self.h))
+        check_fields(self)
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise ConfigError(f"config: d_model = {self.d_model} is odd; sinusoidal positions "
+                              f"need an even d_model (sin and cos pairs, §3.5)")
+
+    @property
+    def model(self) -> "ModelConfig":
+        """The model's part of these settings (itself, for a ModelConfig)."""
+        return ModelConfig(**{f.name: getattr(self, f.name) for f in fields(ModelConfig)})
+
+    def make_model(self, src_vocab: int, tgt_vocab: int | None = None) -> "EncoderDecoder":
+        """The model of these settings; one shared vocabulary unless tgt_vocab differs."""
+        return EncoderDecoder(self.model, src_vocab, tgt_vocab)
+
+    def parameters(self, vocab: int) -> int:
+        """The model's parameter count with one shared vocabulary of `vocab`, from its shapes
+        alone: nothing is allocated."""
+        with torch.device("meta"):
+            return count_parameters(self.make_model(vocab))
+
+
 class EncoderDecoder(nn.Module):
-    def __init__(self, src_vocab, tgt_vocab, N, d_model, d_ff, h, d_k, d_v, P_drop,
-                 attn_dropout, ffn_dropout, positional, max_len, tie_embeddings):
+    """The Transformer of `config` (a ModelConfig: N, d_model, d_ff, h, d_k, d_v, the dropout
+    rates, the positional encoding), over a vocabulary of src_vocab tokens, and tgt_vocab on
+    the target side (default: the same). tie_embeddings: one matrix for both embeddings and
+    the output layer (§3.4); by default when the two vocabularies have the same size."""
+
+    def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int | None = None,
+                 tie_embeddings: bool | None = None):
         super().__init__()
-        layer = dict(d_model=d_model, h=h, d_k=d_k, d_v=d_v, d_ff=d_ff, P_drop=P_drop,
-                     attn_dropout=attn_dropout, ffn_dropout=ffn_dropout)
-        self.encoder = Encoder(N, **layer)
-        self.decoder = Decoder(N, **layer)
-        self.src_embed = Embeddings(src_vocab, d_model)
-        self.tgt_embed = self.src_embed if tie_embeddings else Embeddings(tgt_vocab, d_model)
-        if positional == "sinusoidal":
-            self.src_pos = SinusoidalPositionalEncoding(d_model)
-            self.tgt_pos = SinusoidalPositionalEncoding(d_model)
-        elif positional == "learned":
-            self.src_pos = LearnedPositionalEncoding(d_model, max_len)
-            self.tgt_pos = LearnedPositionalEncoding(d_model, max_len)
-        else:
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
-        self.src_dropout = nn.Dropout(P_drop)    # §5.4: dropout on embeddings + PE, both stacks
-        self.tgt_dropout = nn.Dropout(P_drop)
-        self.generator = nn.Linear(d_model, tgt_vocab, bias=False)   # pre-softmax projection
-        self._init_weights(d_model)
+        c, tgt_vocab = config, src_vocab if tgt_vocab is None else tgt_vocab
+        tie_embeddings = src_vocab == tgt_vocab if tie_embeddings is None else tie_embeddings
+        if tie_embeddings and src_vocab != tgt_vocab:
+            raise ValueError(f"tied embeddings need one shared vocabulary; got "
+                             f"src_vocab={src_vocab}, tgt_vocab={tgt_vocab}")
+        layer = dict(d_model=c.d_model, h=c.h, d_k=c.d_k, d_v=c.d_v, d_ff=c.d_ff,
+                     P_drop=c.P_drop, attn_dropout=c.attn_dropout, ffn_dropout=c.ffn_dropout)
+        self.encoder = Encoder(c.N, **layer)
+        self.decoder = Decoder(c.N, **layer)
+        self.src_embed = Embeddings(src_vocab, c.d_model)
+        self.tgt_embed = self.src_embed if tie_embeddings else Embeddings(tgt_vocab, c.d_model)
+        if c.positional == "sinusoidal":
+            self.src_pos = SinusoidalPositionalEncoding(c.d_model)
+            self.tgt_pos = SinusoidalPositionalEncoding(c.d_model)
+        else:                                                        # "learned", Table 3 (E)
+            self.src_pos = LearnedPositionalEncoding(c.d_model, c.max_len)
+            self.tgt_pos = LearnedPositionalEncoding(c.d_model, c.max_len)
+        self.src_dropout = nn.Dropout(c.P_drop)  # §5.4: dropout on embeddings + PE, both stacks
+        self.tgt_dropout = nn.Dropout(c.P_drop)
+        self.generator = nn.Linear(c.d_model, tgt_vocab, bias=False)   # pre-softmax projection
+        self._init_weights(c.d_model)
         if tie_embeddings:
             self.generator.weight = self.tgt_embed.lut.weight
 
@@ -84,24 +140,12 @@ class EncoderDecoder(nn.Module):
         return [m for m in self.modules() if isinstance(m, MultiHeadAttention)]
 
 
-def make_model(src_vocab: int, tgt_vocab: int, N: int = 6, d_model: int = 512, d_ff: int = 2048,
-               h: int = 8, P_drop: float = 0.1, d_k: int | None = None, d_v: int | None = None,
-               attn_dropout: float = 0.0, ffn_dropout: float = 0.0,
-               positional: str = "sinusoidal", max_len: int = 1024,
-               tie_embeddings: bool | None = None) -> EncoderDecoder:
-    """The Transformer of §3; defaults are the base model. P_drop is the dropout rate of §5.4.
-
-    tie_embeddings: share one matrix for source and target embeddings and the output layer;
-    by default exactly when the two vocabularies have the same size (a shared vocabulary).
-    """
-    if tie_embeddings is None:
-        tie_embeddings = src_vocab == tgt_vocab
-    if tie_embeddings and src_vocab != tgt_vocab:
-        raise ValueError(f"tied embeddings need one shared vocabulary; got src_vocab={src_vocab}, "
-                         f"tgt_vocab={tgt_vocab}")
-    return EncoderDecoder(src_vocab, tgt_vocab, N, d_model, d_ff, h,
-                          d_k, d_v, P_drop,
-                          attn_dropout, ffn_dropout, positional, max_len, tie_embeddings)
+def make_model(src_vocab: int, tgt_vocab: int | None = None, tie_embeddings: bool | None = None,
+               **settings) -> EncoderDecoder:
+    """The Transformer of §3 with `settings`, any fields of ModelConfig (N, d_model, d_ff, h,
+    d_k, d_v, P_drop, ...); the base model by default, d_k = d_v = d_model / h unless given:
+    `make_model(37000, N=2, d_model=128)`."""
+    return EncoderDecoder(ModelConfig(**settings), src_vocab, tgt_vocab, tie_embeddings)
 
 
 def count_parameters(model: nn.Module, embeddings: bool = True) -> int:

@@ -20,17 +20,13 @@ import argparse
 from dataclasses import fields
 from pathlib import Path
 
-from annotated.configs import PRESETS, Config, ConfigError, apply_overrides, get
-from annotated.tools.cli import at_least, command, path, positive
-from annotated.training import checkpoint
-from annotated.tools.threads import SMALL_MODEL
+from annotated.base.cli import at_least, command, path, positive
+from annotated.base.errors import ConfigError
+from annotated.base.threads import SMALL_MODEL, use_threads
+from annotated.configs import PRESETS, RESUMABLE, Config, apply_overrides, get
+from annotated.store import checkpoint_file
 from annotated.training.loop import train
-
-# What --resume may change: the schedule, logging, checkpoints, decoding and precision. Every
-# other field changes the model's shapes or the data it sees, and would make a different run.
-RESUMABLE = ("train_steps", "warmup_steps", "lr_factor", "cooldown_steps", "accum_steps", "amp",
-             "compile", "log_every", "eval_every", "ckpt_every", "ckpt_minutes", "keep_last",
-             "beam_size", "alpha", "max_extra", "paper_params_M", "paper_ppl", "paper_bleu")
+from annotated.training.run_dir import check_one_run
 
 
 def parse_args(argv=None):
@@ -63,29 +59,25 @@ def main(argv=None):
         parser.error("give --config NAME (and/or --run-dir RUN_DIR with --resume)")
     out = Path(args.run_dir or Path("runs") / args.config)
     config, resumed = run_config(args, out)
+    use_threads(config.parameters(), args.threads)
     train(config, out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-          max_steps=args.max_steps, max_minutes=args.max_minutes, threads=args.threads,
-          resumed=resumed, deterministic=args.deterministic)
+          max_steps=args.max_steps, max_minutes=args.max_minutes, resumed=resumed,
+          deterministic=args.deterministic)
 
 
 def run_config(args, out: Path):
     """(config, checkpoint to continue or None) for a run in `out`. A folder holding checkpoints
     is continued with --resume, or when --config and the overrides ask for the very config it
     was started with; anything else is refused, so two runs never mix in one folder."""
-    found = checkpoint.checkpoints(out)
+    found = checkpoint_file.checkpoints(out)
     if not found:
         if args.resume:
             raise ConfigError(f"--resume: no checkpoint in {out}")
         return apply_overrides(get(args.config), args.overrides), None
-    checkpoint.check_one_run(out)
-    resumed = checkpoint.load(found[-1], resuming=True)
-    if resumed["step"] != checkpoint.step_in_name(found[-1]):
-        raise ConfigError(f"{found[-1]} holds step {resumed['step']:,}, not the step its name "
-                          f"says: was it renamed? Give it its own name, "
-                          f"{checkpoint.checkpoint_name(resumed['step'])}, or move it out of "
-                          f"{out}")
+    check_one_run(out)
+    resumed = checkpoint_file.load(found[-1], resuming=True)
     resumed["file"] = found[-1]              # where this process starts from (LossWatch)
-    saved = checkpoint.config_from(resumed, found[-1])
+    saved = checkpoint_file.config_from(resumed, found[-1])
     if resumed["training"] is None:
         raise ConfigError(f"--resume: {found[-1]} holds no training state (an average?)")
     if not args.resume:

@@ -16,16 +16,21 @@ stdout holds only translations). A copy-task checkpoint reads its symbols as num
 by spaces: `echo "4 9 5" | ...` prints `4 9 5`. The code is annotated.inference.
 """
 import argparse
+import gzip
 import sys
+from pathlib import Path
 
 import torch
 
-from annotated.data.files import DataError, atomic_open, check_output, read_lines
+from annotated.base.cli import at_least, command, out_file, path, say_error
+from annotated.base.errors import DataError
+from annotated.base.files import atomic_open, check_output, read_lines
+from annotated.base.threads import use_threads
+from annotated.configs import option
+from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import report
-from annotated.inference.translate import translate_lines
-from annotated.configs import MAX_EXTRA
-from annotated.tools.cli import alpha, at_least, command, out_file, path, say_error
-from annotated.training.checkpoint import load_model
+from annotated.model import count_parameters
+from annotated.store.checkpoint_file import load_model
 
 
 def parse_args(argv=None):
@@ -33,11 +38,11 @@ def parse_args(argv=None):
                                 description="translate with a checkpoint (§6.1 decoding)")
     p.add_argument("--checkpoint", type=path, required=True,
                    help="a checkpoint or averaged checkpoint")
-    p.add_argument("--beam-size", type=at_least(1, high=1000),
+    p.add_argument("--beam-size", type=option("beam_size"),
                    help="beam size (default: the config's, 4)")
-    p.add_argument("--alpha", type=alpha,
+    p.add_argument("--alpha", type=option("alpha"),
                    help="length penalty alpha (default: the config's, 0.6)")
-    p.add_argument("--max-extra", type=at_least(0, high=MAX_EXTRA),
+    p.add_argument("--max-extra", type=option("max_extra"),
                    help="maximum output length = input length + this (default: config's, 50)")
     p.add_argument("--greedy", action="store_true", help="greedy search instead of beam")
     p.add_argument("--no-cache", action="store_true",
@@ -45,8 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--batch-tokens", type=at_least(1, high=10 ** 7), default=2000,
                    help="source tokens per batch, padding included")
     p.add_argument("--input", type=path, help="text file, plain or gzip (default or -: stdin)")
-    p.add_argument("--out", type=out_file, help="file to write, atomically; never the input, the "
-                                            "references or the checkpoint (default or -: stdout)")
+    p.add_argument("--out", type=out_file, help="file to write, atomically (gzip if it ends in "
+                                            ".gz); never the input, the references or the "
+                                            "checkpoint (default or -: stdout)")
     p.add_argument("--ref", type=path,
                    help="references: print BLEU (annotated.evaluate) on stderr")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
@@ -67,6 +73,7 @@ def main(argv=None):
     if source is None and sys.stdin is None:
         raise DataError("stdin is closed: there is nothing to translate; give --input FILE")
     model, config, tokenizer = load_model(args.checkpoint, map_location=args.device)
+    use_threads(count_parameters(model))
     lines = list(read_lines(source or sys.stdin.buffer))
     if not lines:
         raise DataError(f"{source or 'stdin'} is empty: there is nothing to translate"
@@ -94,8 +101,9 @@ def write(translations: list[str], out_path) -> None:
     """The translations, one a line, to `out_path` (atomically) or to stdout."""
     text = "".join(line + "\n" for line in translations)
     if out_path is not None:
-        with atomic_open(out_path, "w") as f:
-            f.write(text)
+        gz = Path(out_path).suffix == ".gz"           # as its name says, like the inputs
+        with atomic_open(out_path, "wb" if gz else "w") as f:
+            f.write(gzip.compress(text.encode(), mtime=0) if gz else text)
         return
     try:
         sys.stdout.write(text)

@@ -14,8 +14,8 @@ import argparse
 import torch
 
 from annotated import configs
+from annotated.base.cli import command
 from annotated.optim import make_optimizer
-from annotated.tools.cli import command
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 

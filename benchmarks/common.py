@@ -5,7 +5,7 @@ import time
 
 import torch
 
-from annotated.tools.cli import at_least
+from annotated.base.cli import at_least
 
 
 def add_timing_arguments(parser, repeats: int):

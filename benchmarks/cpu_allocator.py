@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 
-from annotated.tools.cli import at_least, command
+from annotated.base.cli import at_least, command
 from annotated.training.cpu_memory import keep_freed_memory
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 from benchmarks.train_throughput import CASES, training_step

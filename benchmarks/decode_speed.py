@@ -26,14 +26,14 @@ import time
 import torch
 from torch import nn
 
-from annotated.training.checkpoint import load_model
+from annotated.base.cli import at_least, command, path
+from annotated.base.files import read_lines
+from annotated.configs import option
 from annotated.data.corpus import DATA_ENV, _find
+from annotated.data.tokenizer import EOS, PAD, train_bpe
 from annotated.inference.search import beam_search, source_batch
 from annotated.model import make_model
-from annotated.data.files import read_lines
-from annotated.data.tokenizer import EOS, PAD, train_bpe
-from annotated.configs import MAX_EXTRA
-from annotated.tools.cli import at_least, command, path
+from annotated.store.checkpoint_file import load_model
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 
@@ -67,7 +67,7 @@ def parse_args(argv=None):
     parser.add_argument("--checkpoint", help="a trained checkpoint instead of a random model")
     parser.add_argument("--vocab", type=at_least(16_000), default=37_000,
                         help="random model's vocabulary (it holds the BPE's 16,000 pieces)")
-    parser.add_argument("--max-extra", type=at_least(0, high=MAX_EXTRA),
+    parser.add_argument("--max-extra", type=option("max_extra"),
                         help="default: 0 (random model), 50 (trained)")
     return parser, parser.parse_args(argv)
 

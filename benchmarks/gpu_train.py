@@ -14,7 +14,7 @@ vocabulary is the paper's 37,000 (§5.1); no data is read.
 
     MFU = useful FLOPs of the step / step time / the GPU's dense bf16 peak (its datasheet)
 
-with the useful FLOPs from annotated.tools.flops.batch_training_flops over the real, unpadded
+with the useful FLOPs from annotated.training.flops.batch_training_flops over the real, unpadded
 lengths (3 x the forward pass's matrix products; see that module). The measured peak of a large
 bf16 matrix product on the same GPU is recorded too, as a second yardstick.
 
@@ -39,9 +39,9 @@ from pathlib import Path
 import torch
 
 from annotated import configs
-from annotated.data.files import atomic_open, check_output
-from annotated.tools.cli import at_least, command, path
-from annotated.training.checkpoint import DeviceError
+from annotated.base.cli import at_least, command, path
+from annotated.base.errors import DeviceError
+from annotated.base.files import atomic_open, check_output
 from benchmarks.train_throughput import training_step
 from results.common import machine_record
 

@@ -18,7 +18,7 @@ BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def count(text: str) -> int:
-    """A whole number from 1 to 1024 (annotated.tools.cli.at_least would load NumPy's BLAS
+    """A whole number from 1 to 1024 (annotated.base.cli.at_least would load NumPy's BLAS
     before BLAS_THREADS are set)."""
     if not text.isdigit() or not 1 <= int(text) <= 1024:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1024, got {text!r}")
@@ -42,9 +42,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import reference_numpy as ref  # noqa: E402
-from annotated import configs, batch_masks  # noqa: E402
+from annotated import batch_masks, configs  # noqa: E402
+from annotated.base.cli import command  # noqa: E402
 from annotated.loss import label_smoothed_loss  # noqa: E402
-from annotated.tools.cli import command  # noqa: E402
 from benchmarks.common import interleaved_times  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3

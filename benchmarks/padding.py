@@ -12,9 +12,9 @@ import argparse
 import numpy as np
 
 from annotated import configs
+from annotated.base.cli import at_least, command
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import load_corpus
-from annotated.tools.cli import at_least, command
 
 
 def same_sizes(order, batches):

@@ -13,11 +13,11 @@ import math
 import torch
 from torch import nn
 
-from annotated import configs, batch_masks
-from annotated.masks import subsequent_mask
+from annotated import batch_masks, configs
+from annotated.base.cli import command
 from annotated.loss import label_smoothed_loss
+from annotated.masks import subsequent_mask
 from annotated.positional import sinusoid_table
-from annotated.tools.cli import command
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 PAD = 0

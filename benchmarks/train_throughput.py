@@ -7,7 +7,7 @@ round-robin against the machine's float32 matmul peak, measured in the same run 
 threads as the best rate of a large square torch.matmul, so machine noise hits both alike.
 
     MFU = achieved FLOP/s / peak FLOP/s
-    achieved FLOPs of a step = annotated.tools.flops.batch_training_flops over the real
+    achieved FLOPs of a step = annotated.training.flops.batch_training_flops over the real
     (unpadded) lengths: 3 x the forward pass, which counts every matrix multiply: the attention
     projections and the QK^T and weights.V products of eq. (1) (the n^2 terms), the FFN and the
     output projection; i.e. 6 x (non-embedding parameters + output projection) per token
@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from annotated import configs
+from annotated.base.cli import command
 from annotated.data.batching import lengths_of, make_batches
-from annotated.tools.cli import command
-from annotated.tools.flops import batch_training_flops
 from annotated.optim import make_optimizer
+from annotated.training.flops import batch_training_flops
 from annotated.training.step import make_engine, train_step
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 

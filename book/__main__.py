@@ -2,10 +2,9 @@
 import sys
 
 try:                                    # torch and Sphinx take seconds to import, before
-    import argparse                     # @command can turn Ctrl-C into its one line
+    import argparse  # @command can turn Ctrl-C into its one line
     import time
-
-    from annotated.tools.cli import command, path
+    from annotated.base.cli import command, path
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)

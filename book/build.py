@@ -163,10 +163,16 @@ def entry_problem(out: Path, name: str) -> str | None:
         return f"{name} goes up out of the folder ('..')"
     if name == MANIFEST or name.startswith(ASIDE):
         return f"{name} is the build's own bookkeeping, never a file of the site"
+    return None
+
+
+def changed_since(out: Path, name: str) -> str | None:
+    """Why the listed file `name` can no longer be replaced as a file of the site: it is now a
+    folder, or a link leading out of `out`; None if it can."""
     if not (out / name).resolve().is_relative_to(out):
-        return f"{name} leads outside {out} through a link"
+        return "a link that leads outside the folder"
     if (out / name).is_dir():
-        return f"{name} is a folder, and a build writes only files"
+        return "a folder"
     return None
 
 
@@ -193,6 +199,11 @@ def read_manifest(out: Path) -> dict[str, str]:
             sys.exit(f"error: {manifest}, line {number}: {problem}; this command did not write "
                      f"that line, so the list cannot say what a rebuild may replace: restore "
                      f"the list, or choose another --out")
+        now = changed_since(out, name)
+        if now:
+            sys.exit(f"error: {out / name}, a file of the site the last build wrote, is now "
+                     f"{now}; a rebuild will not touch it: move it away, or choose another "
+                     f"--out")
         entries[name] = digest
     return entries
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from annotated.tools.cli import command
+from annotated.base.cli import command
 
 CHAPTERS = Path(__file__).resolve().parent
 # A cell whose only lines show the package's source or a section of a committed results file:
@@ -144,7 +144,7 @@ def check_data_location() -> None:
 
 
 def run_full(nb: Path):
-    env = dict(os.environ, ANNOTATED_FULL="1")
+    env = dict(os.environ, ANNOTATED_FULL="1", ANNOTATED_FIGURES=str(CHAPTERS.parent / "figures"))
     env.setdefault("MPLBACKEND", "Agg")
     if env.get("ANNOTATED_DATA_DIR"):           # the kernels run in chapters/: make it absolute
         env["ANNOTATED_DATA_DIR"] = str(Path(env["ANNOTATED_DATA_DIR"]).expanduser().resolve())

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import torch
 
+from annotated.base.cli import path
+from annotated.base.errors import DataError
+from annotated.base.files import remove_stale_temporaries, temporary_beside
 from annotated.configs import merged
 from annotated.data.corpus import cache_folder, corpus_files, data_location, read_parallel
-from annotated.data.files import DataError, remove_stale_temporaries, temporary_beside
-from annotated.tools.cli import path
-from annotated.training.checkpoint import load_model
+from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import lowercase_bleu, paper_bleu, sacre_bleu
+from annotated.store.checkpoint_file import checkpoints, header, load_model
 from annotated.training.step import evaluate
-from annotated.inference.translate import translate_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where models are scored: the GPU when there is one (decoding is then a matter of seconds).
@@ -223,11 +224,13 @@ def committed_folder(path) -> Path | None:
     return next((c for c in COMMITTED if resolved.is_relative_to(c)), None)
 
 
-def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir") -> Path:
+def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=None) -> Path:
     """Refuse, before any work, an --out-dir that is no folder or cannot become one, or a smoke
-    test's (--limit N) into a committed folder: partial results must never replace the
-    project's own. The folder itself is made only when there is something to write."""
+    test's (--limit N, or the `smoke` option named) into a committed folder, directly or
+    through a link in the folder: partial results must never replace the project's own. The
+    folder itself is made only when there is something to write."""
     out_dir = Path(out_dir)
+    smoke = smoke or (f"--limit {limit}" if limit is not None else None)
     if out_dir.exists() and not out_dir.is_dir():
         raise DataError(f"{option} {out_dir} is not a folder; give a folder (one that "
                         f"does not exist yet is created)")
@@ -239,10 +242,17 @@ def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir") -> Path:
         raise DataError(f"{option} {out_dir}: the folder {existing} is not writable; give "
                         f"another folder")
     folder = committed_folder(out_dir)
-    if limit is not None and folder is not None:
-        raise DataError(f"refusing to write a smoke test (--limit {limit}) into {out_dir}: "
+    if smoke and folder is not None:
+        raise DataError(f"refusing to write a smoke test ({smoke}) into {out_dir}: "
                         f"{relative(folder)}/ holds the committed results; give --out-dir a "
-                        f"scratch folder (the default is one), or leave out --limit")
+                        f"scratch folder (the default is one), or leave out {smoke.split()[0]}")
+    linked = [p for p in (out_dir.iterdir() if smoke and out_dir.is_dir() else ())
+              if p.is_symlink() and committed_folder(p) is not None]
+    if linked:
+        raise DataError(f"refusing to write a smoke test ({smoke}) into {out_dir}: "
+                        f"{linked[0].name} there is a link into "
+                        f"{relative(committed_folder(linked[0]))}/, whose files are committed; "
+                        f"remove the link or give another --out-dir")
     return out_dir
 
 
@@ -333,10 +343,26 @@ def train(preset: str, out: Path, **options) -> tuple[float, str]:
 
 def average(run_dir: Path, n: int, out: Path | None = None) -> tuple[Path, str]:
     """Average the newest n checkpoints of a run (§6.1) into `out` (default
-    run_dir/average.pt)."""
+    run_dir/average.pt). An `out` that already averages exactly those checkpoints is used as
+    it is; one that averages others is replaced only if they are all still there (it can be
+    made again); one that cannot be made again (the user's own, from checkpoints rotation has
+    deleted) never is."""
     out = out or run_dir / "average.pt"
-    return out, run_command(["python", "-m", "annotated.checkpoint", "average", "--last", str(n),
-                             relative(run_dir), "--out", relative(out)])
+    command = ["python", "-m", "annotated.checkpoint", "average", "--last", str(n),
+               relative(run_dir), "--out", relative(out)]
+    if out.exists():
+        present = [p.name for p in checkpoints(run_dir)]
+        try:
+            sources = header(out).get("averaged_from")
+        except Exception:
+            sources = None
+        if sources == present[-n:]:
+            return out, recorded(command)
+        if not sources or not set(sources) <= set(present):
+            raise DataError(f"{out} exists and is not an average this script can make again "
+                            f"(its checkpoints are not all in {run_dir}); move it away (it is "
+                            f"left as it is), then run this again")
+    return out, run_command(command)
 
 
 def read_metrics(run_dir: Path) -> list[dict]:

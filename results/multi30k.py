@@ -38,16 +38,16 @@ from pathlib import Path
 
 import numpy as np
 
-from annotated.configs import apply_overrides, get
+from annotated.base.cli import at_least, command, path, positive
+from annotated.base.errors import CheckpointError, DataError
+from annotated.base.files import atomic_open
+from annotated.configs import apply_overrides, get, option
 from annotated.data.corpus import cache_folder, corpus_files, data_location, load_corpus
-from annotated.data.files import DataError, atomic_open
 from annotated.inference.search import attention_maps
-from annotated.tools.cli import alpha, at_least, command, path, positive
-from annotated.training.checkpoint import (CheckpointError, checkpoints, config_from, load,
-                                           load_model)
-from results.common import (ROOT, add_training_arguments, average, check_out_dir,
-                            check_run_folder, first_sentences, invocation, markdown_table,
-                            perplexity, read_metrics, score, train, write_files)
+from annotated.store.checkpoint_file import checkpoints, config_from, load, load_model, step_in_name
+from results.common import (ROOT, add_training_arguments, average, check_out_dir, check_run_folder,
+                            first_sentences, invocation, markdown_table, perplexity, read_metrics,
+                            score, train, write_files)
 
 PRESETS = ("multi30k", "multi30k_tiny")
 
@@ -68,9 +68,9 @@ def parse_args(argv=None):
                         "without --skip-train, a folder that holds no run yet")
     parser.add_argument("--skip-train", action="store_true", help="score an existing run")
     parser.add_argument("--average", type=at_least(1), default=5, help="checkpoints to average")
-    parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
+    parser.add_argument("--beam-size", type=option("beam_size"), default=4,
                         help="beam size (default 4)")
-    parser.add_argument("--alpha", type=alpha, default=0.6,
+    parser.add_argument("--alpha", type=option("alpha"), default=0.6,
                         help="length penalty alpha (default 0.6)")
     parser.add_argument("--limit", type=at_least(3), default=None,
                         help="score only the first N test sentences, at least the 3 whose "
@@ -102,7 +102,8 @@ def main(argv=None):
     if not args.skip_train:
         seconds, cmd = train(preset, args.run_dir, max_minutes=args.max_minutes,
                              data_dir=args.data_dir, overrides=args.overrides, nproc=args.nproc)
-        record = {"wall_minutes": round(seconds / 60, 1), "command": cmd}
+        record = {"wall_minutes": round(seconds / 60, 1), "command": cmd,
+                  "step": step_in_name(checkpoints(args.run_dir)[-1])}
         with atomic_open(args.run_dir / "train.json", "w") as f:
             f.write(json.dumps(record))
     beam = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)
@@ -310,9 +311,13 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
              f"Written by `{command_line}` (do not edit by hand).", ""]
     trained = [m for m in result["metrics"] if m["split"] == "train"]
     if "train" in result:
-        lines += [f"Training: `{result['train']['command']}`: "
-                  f"{result['train']['wall_minutes']} minutes of wall time, "
-                  f"{result['metrics'][-1].get('step', '?')} steps.", ""]
+        sitting, last = result["train"], result["metrics"][-1].get("step", "?")
+        continued = sitting.get("step") not in (None, last) and trained
+        lines += [f"Training: `{sitting['command']}`: {sitting['wall_minutes']} minutes of wall "
+                  f"time, {sitting.get('step', last)} steps."
+                  + (f" The run was then continued, to step {last:,} "
+                     f"({trained[-1]['elapsed'] / 60:.1f} minutes of training in all)."
+                     if continued else ""), ""]
     elif trained:                     # trained by `python -m annotated.train` directly
         lines += [f"Training (from the run's metrics.jsonl): {trained[-1]['step']:,} steps in "
                   f"{trained[-1]['elapsed'] / 60:.1f} minutes of training.", ""]

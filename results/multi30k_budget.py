@@ -34,15 +34,15 @@ from pathlib import Path
 
 import torch
 
+from annotated.base.cli import at_least, command, path
+from annotated.base.errors import DeviceError
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
-from annotated.tools.cli import at_least, command, path
-from annotated.training.checkpoint import DeviceError, load_model
-from annotated.inference.translate import translate_lines
-from results.common import (DEVICE, ROOT, add_training_arguments, check_out_dir,
-                            check_run_folder, invocation, machine_record,
-                            markdown_table, read_metrics, recorded, split_text, train_command,
-                            write_files)
+from annotated.inference.batched import translate_lines
+from annotated.store.checkpoint_file import load_model
+from results.common import (DEVICE, ROOT, add_training_arguments, check_out_dir, check_run_folder,
+                            invocation, machine_record, markdown_table, read_metrics, recorded,
+                            split_text, train_command, write_files)
 from results.multi30k import evaluate_run, pair_name
 from results.multi30k_sweep import start, sweep_run, wait_for
 

@@ -21,10 +21,11 @@ from pathlib import Path
 from sacrebleu.metrics import BLEU
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from annotated.tools.cli import alpha, at_least, command, path
-from annotated.training.checkpoint import config_from, load
-from results.common import (add_out_dir, check_out_dir, first_sentences, invocation,
-                            markdown_table, relative, score, split_text, write_files)
+from annotated.base.cli import at_least, command, path
+from annotated.configs import option
+from annotated.store.checkpoint_file import config_from, load
+from results.common import (add_out_dir, check_out_dir, first_sentences, invocation, markdown_table,
+                            relative, score, split_text, write_files)
 
 
 def parse_args(argv=None):
@@ -32,9 +33,9 @@ def parse_args(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", type=path, required=True,
                         help="a Multi30k model (e.g. annotated/pretrained/multi30k_en_de.pt)")
-    parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
+    parser.add_argument("--beam-size", type=option("beam_size"), default=4,
                         help="beam size (default 4)")
-    parser.add_argument("--alpha", type=alpha, default=1.4,
+    parser.add_argument("--alpha", type=option("alpha"), default=1.4,
                         help="length penalty alpha (default 1.4, the shipped model's)")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                            "ANNOTATED_DATA_DIR)")

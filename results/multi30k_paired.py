@@ -17,12 +17,13 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated.data.files import DataError
+from annotated.base.cli import at_least, command, path
+from annotated.base.errors import DataError
+from annotated.configs import option
 from annotated.inference.bleu import paired_bootstrap
-from annotated.tools.cli import alpha, at_least, command, path
-from annotated.training.checkpoint import config_from, load
-from results.common import (add_out_dir, check_out_dir, first_sentences, invocation,
-                            markdown_table, relative, score, split_text, write_files)
+from annotated.store.checkpoint_file import config_from, load
+from results.common import (add_out_dir, check_out_dir, first_sentences, invocation, markdown_table,
+                            relative, score, split_text, write_files)
 from results.multi30k import PUBLISHED
 
 SPLITS = {"valid": "val", "test": "test2016"}
@@ -49,16 +50,22 @@ def parse_args(argv=None):
         args.system = [system(*words) for words in args.system]
     except ValueError as e:
         parser.error(str(e))
+    if args.system[0]["name"] == args.system[1]["name"]:
+        parser.error(f"the two --system are both named {args.system[0]['name']!r}; give each "
+                     f"its own name")
     return args
 
 
-BEAM = at_least(1, high=1000)              # as --beam-size everywhere else
-ALPHA = alpha
+BEAM = option("beam_size")                # as --beam-size everywhere else
+ALPHA = option("alpha")
 
 
 def system(name: str, checkpoint: str, beam: str, alpha: str) -> dict:
     """One --system; a ValueError naming it if its beam size or alpha is not allowed (the
     rules and words of --beam-size and --alpha: a beam of 1 to 1,000, a finite alpha >= 0)."""
+    if not name.strip() or any(c in name for c in "|`\n"):
+        raise ValueError(f"argument --system: NAME {name!r} must be a word or words, without "
+                         f"| or ` (it heads a table column)")
     values = {}
     for what, parse, text in (("BEAM", BEAM, beam), ("ALPHA", ALPHA, alpha)):
         try:

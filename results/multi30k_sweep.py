@@ -31,15 +31,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from annotated.base.cli import at_least, command, path, positive
+from annotated.base.errors import DataError
+from annotated.base.files import atomic_open
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
-from annotated.data.files import DataError, atomic_open
-from annotated.tools.cli import at_least, command, path, positive
-from annotated.training.checkpoint import checkpoints
-from results.common import (ROOT, add_training_arguments, average, check_out_dir,
-                            check_run_folder, first_sentences, invocation, markdown_table,
-                            perplexity, read_metrics, relative, resume_command, score,
-                            split_text, train_command, with_this_python, write_files)
+from annotated.store.checkpoint_file import checkpoints
+from results.common import (ROOT, add_training_arguments, average, check_out_dir, check_run_folder,
+                            first_sentences, invocation, markdown_table, perplexity, read_metrics,
+                            relative, resume_command, score, split_text, train_command,
+                            with_this_python, write_files)
 from results.multi30k import file_stem, trained_checkpoints
 
 # name: (preset, overrides, processes). Transformer-tiny (2.6M parameters) with the paper's

@@ -30,9 +30,9 @@ import torch
 
 from annotated import configs
 from annotated.attention import attention
-from annotated.data.files import DataError
-from annotated.tools.cli import command
-from annotated.tools.flops import training_flops
+from annotated.base.cli import command
+from annotated.base.errors import DataError
+from annotated.training.flops import training_flops
 from results.common import add_out_dir, check_out_dir, invocation, relative, write_files
 
 HERE = Path(__file__).resolve().parent
@@ -161,7 +161,8 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    check_out_dir(args.out_dir)
+    check_out_dir(args.out_dir, smoke="--quick" if args.quick and not args.reuse_timings
+                  else None)
     timings_file = args.out_dir / "table1_timings.json"
     if args.reuse_timings:
         timings = read_timings(timings_file)
@@ -287,7 +288,7 @@ def table1_markdown(rows, timings_file: str = "results/table1_timings.json") -> 
 def table2_markdown(costs) -> list[str]:
     lines = ["## Table 2: training cost", "",
              f"The paper's cost = training time x 8 GPUs x {P100_TFLOPS} TFLOPS (P100). Ours = "
-             "the matrix-multiply FLOPs of `annotated.tools.flops.training_flops` for one step "
+             "the matrix-multiply FLOPs of `annotated.training.flops.training_flops` for one step "
              f"of {configs.get('base').max_tokens:,} source and as many target tokens "
              f"(sentences of {AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps. "
              f"GPU time at {UTILIZATION:.0%} model FLOP utilisation:", "",

@@ -27,11 +27,13 @@ import json
 import tempfile
 from pathlib import Path
 
+from annotated.base.cli import at_least, command, path
+from annotated.base.errors import DataError
+from annotated.base.files import sha256_file
+from annotated.configs import option
 from annotated.data.corpus import load_corpus
-from annotated.data.files import DataError, sha256_file
-from annotated.tools.cli import alpha, at_least, command, path
-from annotated.training.checkpoint import atomic_save, config_from, half, load, load_model
-from annotated.inference.translate import translate_lines
+from annotated.inference.batched import translate_lines
+from annotated.store.checkpoint_file import atomic_save, config_from, half, load, load_model
 from results.common import (ROOT, check_out_dir, committed_folder, first_sentences, invocation,
                             recorded, relative, score, write_files)
 from results.multi30k import pair_name
@@ -52,9 +54,9 @@ def parse_args(argv=None):
     parser.add_argument("checkpoint", type=path, help="the averaged float32 checkpoint to ship")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                                       "ANNOTATED_DATA_DIR)")
-    parser.add_argument("--beam-size", type=at_least(1, high=1000), default=4,
+    parser.add_argument("--beam-size", type=option("beam_size"), default=4,
                         help="beam size (default 4)")
-    parser.add_argument("--alpha", type=alpha, default=0.6,
+    parser.add_argument("--alpha", type=option("alpha"), default=0.6,
                         help="length penalty (default 0.6)")
     parser.add_argument("--limit", type=at_least(EXAMPLES), default=None,
                         help="compare on the first N test sentences only (a smoke test)")

@@ -30,11 +30,12 @@ import shlex
 import shutil
 from pathlib import Path
 
+from annotated.base.cli import at_least, command, path
+from annotated.base.errors import DataError
+from annotated.base.files import atomic_open
 from annotated.configs import PRESETS, apply_overrides, get
 from annotated.data.corpus import load_corpus
-from annotated.data.files import DataError, atomic_open
-from annotated.tools.cli import at_least, command, path
-from annotated.training.checkpoint import checkpoint_name, config_from, load
+from annotated.store.checkpoint_file import checkpoint_name, config_from, load
 from results.common import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
                             first_sentences, invocation, markdown_table, read_metrics, recorded,
                             rounded, score, train, train_command, write_files)

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from annotated.base.files import read_lines
 from annotated.data.corpus import DATA_ENV, SAMPLE, SAMPLE_SPLITS
-from annotated.data.files import read_lines
 
 # Tests are deterministic and single-threaded-friendly on the 2-core CI machine. The suite runs
 # one worker process per core (pytest-xdist): each gets its share of the cores, at most 2.

@@ -9,7 +9,7 @@ import annotated
 PAPER = {"attention", "masks", "multihead", "feedforward", "positional", "embeddings",
          "sublayer", "encoder", "decoder", "model", "loss", "optim", "configs"}
 COMMANDS = {"train", "translate", "evaluate", "checkpoint"}
-SUBPACKAGES = {"data", "training", "inference", "tools", "pretrained"}
+SUBPACKAGES = {"base", "data", "store", "training", "inference", "notebooks", "pretrained"}
 
 
 def test_the_top_level_is_the_paper_the_commands_and_the_subpackages():

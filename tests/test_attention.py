@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from annotated import make_model, batch_masks
+from annotated import batch_masks, make_model
 from annotated.attention import attention, fast_attention
 from annotated.masks import padding_mask, subsequent_mask
 

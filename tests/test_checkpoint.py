@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from annotated import configs
 from annotated import checkpoint as checkpoint_command
-from annotated import train
-from annotated.masks import batch_masks
-from annotated.training import checkpoint
-from annotated.training.checkpoint import CheckpointError, load_model
+from annotated import configs, train
+from annotated.base.errors import CheckpointError
 from annotated.data.tokenizer import CopyTokenizer, Tokenizer, train_bpe
+from annotated.masks import batch_masks
+from annotated.store import checkpoint_file
+from annotated.store.checkpoint_file import load_model
+from annotated.training.rng import rng_state, set_rng_state
+from annotated.training.run_dir import rotate
 
 TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -32,7 +34,7 @@ def tiny(seed=0):
 
 def save_tiny(path, seed=0, step=7):
     config, model, tokenizer = tiny(seed)
-    checkpoint.save(path, model=model, config=config, tokenizer=tokenizer, step=step)
+    checkpoint_file.save(path, model=model, config=config, tokenizer=tokenizer, step=step)
     return model
 
 
@@ -53,7 +55,7 @@ def test_bpe_tokenizer_travels_inside_the_checkpoint(tmp_path):
     words = ["a dog runs", "the cat sleeps", "ein hund rennt", "die katze schläft"] * 20
     bpe = train_bpe([words], 40, tmp_path / "bpe.model")
     config = configs.get("copy").override(**TINY, dataset="multi30k", vocab_size=40)
-    checkpoint.save(tmp_path / "c.pt", model=config.make_model(40), config=config,
+    checkpoint_file.save(tmp_path / "c.pt", model=config.make_model(40), config=config,
                     tokenizer=bpe, step=1)
     _, _, tokenizer = load_model(tmp_path / "c.pt")
     assert isinstance(tokenizer, Tokenizer)
@@ -64,10 +66,10 @@ def test_bpe_tokenizer_travels_inside_the_checkpoint(tmp_path):
 def test_rng_states_survive_the_file_and_continue_every_stream(tmp_path):
     draw = lambda: (random.random(), np.random.rand(), np.random.randn(), torch.rand(2).tolist())
     np.random.randn()                              # leaves a cached Gaussian in numpy's state
-    torch.save(checkpoint.rng_state(), tmp_path / "rng.pt")
+    torch.save(rng_state(), tmp_path / "rng.pt")
     expected = draw()
     draw()
-    checkpoint.set_rng_state(torch.load(tmp_path / "rng.pt", weights_only=True))
+    set_rng_state(torch.load(tmp_path / "rng.pt", weights_only=True))
     assert draw() == expected
 
 
@@ -93,7 +95,7 @@ def test_other_format_version_is_a_clear_error(tmp_path):
     save_tiny(path)
     payload = torch.load(path, weights_only=True)
     torch.save({**payload, "version": 99}, path)
-    with pytest.raises(CheckpointError, match="format version 99; this code reads versions 1 and 2"):
+    with pytest.raises(CheckpointError, match="format version 99; this code reads version 2"):
         load_model(path)
     torch.save({"model": payload["model"]}, path)                  # a bare state_dict-like file
     with pytest.raises(CheckpointError, match="not an annotated-transformer checkpoint"):
@@ -104,7 +106,7 @@ def test_unknown_config_field_is_a_clear_error(tmp_path):
     path = tmp_path / "c.pt"
     save_tiny(path)
     payload = torch.load(path, weights_only=True)
-    checkpoint.atomic_save({**payload, "config": {**payload["config"], "flux": 1}}, path)
+    checkpoint_file.atomic_save({**payload, "config": {**payload["config"], "flux": 1}}, path)
     with pytest.raises(CheckpointError, match="config fields flux are unknown"):
         load_model(path)
 
@@ -116,22 +118,22 @@ def test_non_finite_weights_are_never_written(tmp_path):
     with torch.no_grad():
         next(model.parameters()).view(-1)[0] = float("nan")
     with pytest.raises(CheckpointError, match="non-finite"):
-        checkpoint.save(path, model=model, config=config, tokenizer=tokenizer, step=8)
+        checkpoint_file.save(path, model=model, config=config, tokenizer=tokenizer, step=8)
     assert same_weights(load_model(path)[0], good)                  # the old file is intact
     assert list(tmp_path.iterdir()) == [path]                       # and no temporary is left
 
 
 def test_rotation_keeps_the_newest_by_step_not_by_name(tmp_path):
     for step in (1, 2, 10, 100):
-        save_tiny(tmp_path / checkpoint.checkpoint_name(step), step=step)
-    deleted = checkpoint.rotate(tmp_path, keep_last=2)
+        save_tiny(tmp_path / checkpoint_file.checkpoint_name(step), step=step)
+    deleted = rotate(tmp_path, keep_last=2)
     assert [p.name for p in deleted] == ["ckpt_0000001.pt", "ckpt_0000002.pt"]
-    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000010.pt",
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000010.pt",
                                                                  "ckpt_0000100.pt"]
 
 
 def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
-    models = [save_tiny(tmp_path / checkpoint.checkpoint_name(s), seed=s, step=s) for s in (1, 2, 3)]
+    models = [save_tiny(tmp_path / checkpoint_file.checkpoint_name(s), seed=s, step=s) for s in (1, 2, 3)]
     out = tmp_path / "avg.pt"
     checkpoint_command.main(["average", "--out", str(out), "--last", "2", str(tmp_path)])
     assert "averaged 2 checkpoints" in capsys.readouterr().out
@@ -139,8 +141,8 @@ def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
     for name, p in averaged.state_dict().items():
         a, b = models[1].state_dict()[name], models[2].state_dict()[name]
         assert torch.equal(p, ((a.double() + b.double()) / 2).float()), name
-    assert checkpoint.load(out)["averaged_from"] == ["ckpt_0000002.pt", "ckpt_0000003.pt"]
-    stored = checkpoint.load(out)["model"]                       # the tied matrix stored once
+    assert checkpoint_file.load(out)["averaged_from"] == ["ckpt_0000002.pt", "ckpt_0000003.pt"]
+    stored = checkpoint_file.load(out)["model"]                       # the tied matrix stored once
     assert stored["src_embed.lut.weight"].data_ptr() == stored["generator.weight"].data_ptr()
     with pytest.raises(SystemExit):
         checkpoint_command.main(["average", "--out", str(out), "--last", "5", str(tmp_path)])
@@ -152,7 +154,7 @@ def test_half_stores_float16_weights_that_load_as_float32_and_compute_alike(tmp_
     out = tmp_path / "half.pt"
     checkpoint_command.main(["half", str(tmp_path / "model.pt"), "--out", str(out)])
     assert "float16 weights, no training state" in capsys.readouterr().out
-    payload = checkpoint.load(out)                                  # sealed like any checkpoint
+    payload = checkpoint_file.load(out)                                  # sealed like any checkpoint
     assert payload["training"] is None and payload["halved_from"] == "model.pt"
     assert all(v.dtype == torch.float16 for v in payload["model"].values() if v.is_floating_point())
     tied = [payload["model"][k].data_ptr() for k in ("src_embed.lut.weight", "generator.weight")]
@@ -174,6 +176,8 @@ def test_half_stores_float16_weights_that_load_as_float32_and_compute_alike(tmp_
 KILLED_IN_SAVE = r"""
 import io, sys, time, torch
 from annotated import train
+from annotated.training.run_dir import rotate
+from annotated.training.rng import rng_state, set_rng_state
 real_save, calls = torch.save, []
 def save_half_then_hang(obj, f, *args, **kwargs):
     calls.append(1)
@@ -204,8 +208,8 @@ def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_
     child.wait()
     child.stderr.close()
 
-    assert [p.name for p in checkpoint.checkpoints(out)] == ["ckpt_0000002.pt"]
-    assert checkpoint.load(out / "ckpt_0000002.pt")["step"] == 2
+    assert [p.name for p in checkpoint_file.checkpoints(out)] == ["ckpt_0000002.pt"]
+    assert checkpoint_file.load(out / "ckpt_0000002.pt")["step"] == 2
     half = list(out.glob(".ckpt_0000004.pt.*.tmp"))
     assert len(half) == 1 and half[0].stat().st_size > 0
     threads = torch.get_num_threads()
@@ -213,5 +217,5 @@ def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_
         train.main(["--run-dir", str(out), "--resume", "--max-steps", "4", "--threads", "1"])
     finally:
         torch.set_num_threads(threads)
-    assert checkpoint.load(out / "ckpt_0000004.pt")["step"] == 4
+    assert checkpoint_file.load(out / "ckpt_0000004.pt")["step"] == 4
     assert not list(out.glob(".ckpt_*.tmp"))                         # the half file is gone

@@ -1,5 +1,7 @@
 """Named configurations (annotated.configs): the paper's presets, Table 3's parameter column,
 and the one place where every setting is parsed and validated."""
+from dataclasses import fields
+
 import pytest
 
 from annotated import configs
@@ -68,7 +70,8 @@ def test_overrides_are_parsed_by_field_type():
     ("warmup_steps=0", "warmup_steps = 0 is not allowed; allowed: >= 1"),
     ("log_every=0", "log_every = 0 is not allowed; allowed: >= 1"),
     ("d_model=511", "d_model = 511 is odd; sinusoidal positions need an even d_model"),
-    ("dataset=imagenet", "dataset = 'imagenet' is not allowed; allowed: copy or multi30k or"),
+    ("dataset=imagenet", "dataset = 'imagenet' is not allowed; allowed: copy, multi30k, "
+                         "multi30k_sample, wmt14 or files"),
     ("amp=fp8", "amp = 'fp8' is not allowed; allowed: none, bf16 or fp16"),
     ("positional=rotary", "positional = 'rotary' is not allowed; allowed: sinusoidal or learned"),
     ("lr_factor=0", "lr_factor = 0.0 is not allowed; allowed: > 0"),
@@ -101,10 +104,26 @@ def test_a_config_cannot_be_made_invalid_in_code_either():
         assert configs.get(name) == configs.Config.from_dict(vars(configs.get(name)))
 
 
-def test_saved_configs_with_the_old_decoding_names_still_load():
-    saved = dict(vars(configs.get("copy")), length_penalty=0.7, max_output_extra=9)
-    del saved["alpha"], saved["max_extra"]
-    config = configs.Config.from_dict(saved)
-    assert (config.alpha, config.max_extra) == (0.7, 9)
+def test_a_saved_config_with_a_field_this_code_does_not_know_is_refused():
+    saved = dict(vars(configs.get("copy")), colour="red")
     with pytest.raises(configs.ConfigError, match="config fields colour are unknown"):
-        configs.Config.from_dict(dict(saved, colour="red"))
+        configs.Config.from_dict(saved)
+
+
+def test_each_field_declares_its_rule_and_role_beside_itself():
+    """The lists of what --resume may change and what defines the weights are read from the
+    fields, not kept apart from them."""
+    assert configs.SHAPE == ("N", "d_model", "d_ff", "h", "d_k", "d_v", "positional",
+                             "max_len", "dataset", "vocab_size")
+    assert "lr_factor" in configs.RESUMABLE and "seed" not in configs.RESUMABLE
+    assert set(configs.SHAPE).isdisjoint(configs.RESUMABLE)
+    model_fields = [f.name for f in fields(configs.ModelConfig)]
+    assert [f.name for f in fields(configs.Config)][:len(model_fields)] == model_fields
+
+
+def test_the_model_is_built_from_its_config_passed_whole():
+    config = configs.get("copy")
+    assert config.model == configs.ModelConfig(N=1, d_model=64, d_ff=128, h=4, d_k=16, d_v=16,
+                                               P_drop=0.0)
+    assert configs.ModelConfig(d_model=32, h=4).d_k == 8         # d_k = d_model / h (§3.2.2)
+    assert config.parameters() == sum(p.numel() for p in config.make_model(11).parameters())

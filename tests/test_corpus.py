@@ -8,15 +8,15 @@ import tarfile
 
 import numpy as np
 import pytest
+from conftest import full_corpus, user_corpus
 
 import annotated.data.corpus as data
 import annotated.data.tokenizer as tokenizer_module
-from annotated.data.batching import lengths_of, make_batches, padding_fraction
+from annotated.base.files import read_lines, sha256_file
 from annotated.configs import get
+from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import load_corpus, read_parallel
 from annotated.data.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
-from annotated.data.files import read_lines, sha256_file
-from conftest import full_corpus, user_corpus
 
 
 def quiet(*_):

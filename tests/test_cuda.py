@@ -17,12 +17,12 @@ import pytest
 import torch
 
 from annotated import configs, train
+from annotated.base.files import read_lines
 from annotated.data.corpus import SAMPLE, SAMPLE_SPLITS
-from annotated.data.files import read_lines
-from annotated.inference.translate import translate_lines
+from annotated.inference.batched import translate_lines
 from annotated.optim import make_optimizer
-from annotated.training import checkpoint
-from annotated.training.checkpoint import load_model
+from annotated.store import checkpoint_file
+from annotated.store.checkpoint_file import load_model
 from annotated.training.step import make_engine, train_step
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
@@ -105,7 +105,7 @@ def test_compiled_training_on_cuda_equals_eager(tmp_path):
     for mode in ("eager", "compiled"):
         out = tmp_path / mode
         train_losses(out, "P_drop=0.0", f"compile={mode == 'compiled'}", steps=20)
-        weights[mode] = checkpoint.load(out / checkpoint.checkpoint_name(20))["model"]
+        weights[mode] = checkpoint_file.load(out / checkpoint_file.checkpoint_name(20))["model"]
     for name, a in weights["eager"].items():
         if not name.endswith("W_K.bias"):
             assert torch.allclose(a, weights["compiled"][name], rtol=1e-3, atol=1e-5), name
@@ -140,8 +140,8 @@ def test_a_one_process_nccl_run_stops_resumes_and_continues_exactly(tmp_path):
     torchrun(tmp_path / "stopped", *SAMPLE_RUN, "--max-steps", "20")
     resumed = torchrun(tmp_path / "stopped", "--resume", "--max-steps", "40")
     assert "resumed from step 20" in resumed
-    a = checkpoint.load(tmp_path / "straight" / checkpoint.checkpoint_name(40))
-    b = checkpoint.load(tmp_path / "stopped" / checkpoint.checkpoint_name(40))
+    a = checkpoint_file.load(tmp_path / "straight" / checkpoint_file.checkpoint_name(40))
+    b = checkpoint_file.load(tmp_path / "stopped" / checkpoint_file.checkpoint_name(40))
     for name, tensor in a["model"].items():
         assert torch.equal(tensor, b["model"][name]), name
     logs = [[json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text()

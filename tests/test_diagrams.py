@@ -6,8 +6,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
-from annotated.tools import notebook
-from annotated.tools.diagrams import draw_attention, draw_transformer
+from annotated.notebooks import chapter as notebook
+from annotated.notebooks.diagrams import draw_attention, draw_transformer
 
 matplotlib.use("Agg")
 
@@ -65,7 +65,7 @@ def test_fonts_are_at_least_ten_points(figure):
 
 def test_saves_as_a_page_width_png(figure, monkeypatch, tmp_path):
     monkeypatch.setattr(notebook, "QUICK", True)
-    monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path)
+    monkeypatch.setenv(notebook.FIGURES_ENV, str(tmp_path))
     path = notebook.save_figure(figure, "diagram")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     height, width = plt.imread(path).shape[:2]

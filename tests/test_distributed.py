@@ -22,8 +22,8 @@ import sys
 import torch
 
 from annotated import configs
-from annotated.training import checkpoint
 from annotated.configs import apply_overrides
+from annotated.store import checkpoint_file
 
 STEPS = 4
 OVERRIDES = ["copy_examples=300", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -44,7 +44,7 @@ def launch(command, out, *extra):
 
 
 def weights(out):
-    return checkpoint.load(out / checkpoint.checkpoint_name(STEPS))["model"]
+    return checkpoint_file.load(out / checkpoint_file.checkpoint_name(STEPS))["model"]
 
 
 def test_two_processes_train_like_one_on_the_same_global_batch(tmp_path):

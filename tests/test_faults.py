@@ -11,14 +11,15 @@ from test_corpus import toy_wmt14
 
 import annotated.data.corpus as data
 import annotated.data.tokenizer as tk
-from annotated import configs
 from annotated import checkpoint as checkpoint_command
-from annotated.training import checkpoint
-from annotated.training.checkpoint import CheckpointError
-from annotated.evaluate import main as evaluate_main
+from annotated import configs
+from annotated.base.errors import CheckpointError
+from annotated.base.files import atomic_open
 from annotated.data.prepare_wmt14 import prepare
-from annotated.data.files import atomic_open
 from annotated.data.tokenizer import CopyTokenizer, load_or_train, train_bpe
+from annotated.evaluate import main as evaluate_main
+from annotated.store import checkpoint_file
+from annotated.training.run_dir import rotate
 from annotated.translate import main as translate_main
 
 TINY = dict(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8)
@@ -28,13 +29,13 @@ CONFIG = configs.get("copy").override(**TINY)
 def save(path, seed=0, step=1, config=CONFIG, tokenizer=None, **options):
     torch.manual_seed(seed)
     tokenizer = tokenizer or CopyTokenizer(11)
-    return checkpoint.save(path, model=config.make_model(tokenizer.vocab_size), config=config,
+    return checkpoint_file.save(path, model=config.make_model(tokenizer.vocab_size), config=config,
                            tokenizer=tokenizer, step=step, **options)
 
 
 def run_dir(folder, steps=(1, 2, 3)):
     """A run folder with a checkpoint at each of `steps`."""
-    return [save(folder / checkpoint.checkpoint_name(s), step=s) for s in steps]
+    return [save(folder / checkpoint_file.checkpoint_name(s), step=s) for s in steps]
 
 
 def snapshot(folder):
@@ -155,22 +156,23 @@ def test_full_disk_during_translation_keeps_the_old_output(tmp_path, capsys, mon
 def test_any_changed_byte_in_a_checkpoint_is_detected(tmp_path):
     path = save(tmp_path / "c.pt")
     good = path.read_bytes()
-    seal = len(good) - checkpoint.SEAL_SIZE
+    seal = len(good) - checkpoint_file.SEAL_SIZE
     positions = [*range(0, seal, 509), *range(seal, len(good))]   # the seal: every byte
     for position in positions:
         path.write_bytes(good)
         damage(path, position)
         with pytest.raises(CheckpointError, match="corrupt or truncated"):
-            checkpoint.verify(path)
-    for cut in (1, checkpoint.SEAL_SIZE, checkpoint.SEAL_SIZE + 1, len(good) // 2):
+            checkpoint_file.verify(path)
+    for cut in (1, checkpoint_file.SEAL_SIZE, checkpoint_file.SEAL_SIZE + 1, len(good) // 2):
         path.write_bytes(good[:-cut])
         with pytest.raises(CheckpointError, match="corrupt or truncated"):
-            checkpoint.load(path)
+            checkpoint_file.load(path)
     path.write_bytes(good + b"\n")
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
-        checkpoint.load(path)
+        checkpoint_file.load(path)
     path.write_bytes(good)
-    assert checkpoint.verify(path) is True and checkpoint.load(path)["step"] == 1
+    checkpoint_file.verify(path)                               # raises if it is not intact
+    assert checkpoint_file.load(path)["step"] == 1
 
 
 def test_damaged_checkpoint_is_refused_naming_the_one_to_use_instead(tmp_path):
@@ -179,13 +181,13 @@ def test_damaged_checkpoint_is_refused_naming_the_one_to_use_instead(tmp_path):
     damage(second, -1)
     before = snapshot(tmp_path)
     with pytest.raises(CheckpointError) as error:
-        checkpoint.load_model(third)
+        checkpoint_file.load_model(third)
     message = str(error.value)
     assert f"checkpoint {third} is corrupt or truncated" in message
     assert f"use {first} instead, the newest checkpoint in {tmp_path} that verifies" in message
     damage(first, 0)
     with pytest.raises(CheckpointError, match=f"no other checkpoint in {tmp_path} verifies"):
-        checkpoint.load(third)
+        checkpoint_file.load(third)
     assert snapshot(tmp_path).keys() == before.keys()
 
 
@@ -234,31 +236,22 @@ def test_verify_command_checks_every_checkpoint_of_a_run(tmp_path, capsys):
     assert captured.err.startswith(f"error: checkpoint {second} is corrupt or truncated")
 
 
-def test_version_1_checkpoint_is_read_with_a_warning(tmp_path):
-    path = save(tmp_path / "c.pt")
-    payload = {k: v for k, v in torch.load(path, weights_only=True).items() if k != "run_id"}
-    torch.save({**payload, "version": 1}, path)        # as version 1 wrote it: no seal
-    with pytest.warns(UserWarning, match=f"{path} has format version 1.*read unverified"):
-        loaded = checkpoint.load(path)
-    assert loaded["run_id"] is None and loaded["step"] == 1
-
-
 # --- rotation ---------------------------------------------------------------------------------
 
 def test_rotation_never_deletes_the_newest_checkpoint_that_verifies(tmp_path):
     paths = run_dir(tmp_path, (1, 2, 3, 4))
     for p in paths[2:]:
         damage(p, -5)
-    deleted = checkpoint.rotate(tmp_path, keep_last=2)
+    deleted = rotate(tmp_path, keep_last=2)
     assert deleted == paths[:1]
-    assert checkpoint.checkpoints(tmp_path) == paths[1:]
-    assert checkpoint.newest_intact(tmp_path) == paths[1]
+    assert checkpoint_file.checkpoints(tmp_path) == paths[1:]
+    assert checkpoint_file.newest_intact(tmp_path) == paths[1]
 
 
 def test_rotation_spares_the_checkpoints_it_is_told_to_keep(tmp_path):
     paths = run_dir(tmp_path, (1, 2, 3, 4))
-    assert checkpoint.rotate(tmp_path, keep_last=1, keep=[paths[0]]) == paths[1:3]
-    assert checkpoint.checkpoints(tmp_path) == [paths[0], paths[3]]
+    assert rotate(tmp_path, keep_last=1, keep=[paths[0]]) == paths[1:3]
+    assert checkpoint_file.checkpoints(tmp_path) == [paths[0], paths[3]]
 
 
 # --- no command writes over a file it reads ---------------------------------------------------
@@ -372,11 +365,11 @@ def test_prepare_wmt14_never_deletes_files_it_did_not_create(tmp_path):
 def test_checkpoints_of_one_run_share_a_run_id_and_another_run_has_its_own(tmp_path):
     for run in ("a", "b"):
         (tmp_path / run).mkdir()
-    a = [checkpoint.load(p)["run_id"] for p in run_dir(tmp_path / "a")]
-    b = checkpoint.load(save(tmp_path / "b" / "ckpt_0000001.pt"))["run_id"]
+    a = [checkpoint_file.load(p)["run_id"] for p in run_dir(tmp_path / "a")]
+    b = checkpoint_file.load(save(tmp_path / "b" / "ckpt_0000001.pt"))["run_id"]
     assert len(set(a)) == 1 and a[0] != b and len(b) == 16
     given = save(tmp_path / "b" / "ckpt_0000002.pt", run_id="given-by-the-trainer")
-    assert checkpoint.load(given)["run_id"] == "given-by-the-trainer"
+    assert checkpoint_file.load(given)["run_id"] == "given-by-the-trainer"
 
 
 def test_average_refuses_checkpoints_of_different_runs_unless_told(tmp_path, capsys):
@@ -391,15 +384,15 @@ def test_average_refuses_checkpoints_of_different_runs_unless_told(tmp_path, cap
                                   f"--allow-different-runs")
     assert not out.exists()
     checkpoint_command.main(["average", "--allow-different-runs", "--out", str(out), str(a), str(b)])
-    soup = checkpoint.load(out)
-    runs = [checkpoint.load(p)["run_id"] for p in (a, b)]
+    soup = checkpoint_file.load(out)
+    runs = [checkpoint_file.load(p)["run_id"] for p in (a, b)]
     assert soup["averaged_runs"] == runs and soup["run_id"] not in runs
     assert soup["averaged_from"] == [a.name, b.name]
 
 
 def test_average_refuses_different_configs_even_when_told(tmp_path, capsys):
     a = save(tmp_path / "a.pt")
-    b = save(tmp_path / "b.pt", config=CONFIG.override(N=2), run_id=checkpoint.load(a)["run_id"])
+    b = save(tmp_path / "b.pt", config=CONFIG.override(N=2), run_id=checkpoint_file.load(a)["run_id"])
     exits_with_error(checkpoint_command.main, ["average", "--allow-different-runs", "--out",
                                        str(tmp_path / "avg.pt"), str(a), str(b)])
     assert error_line(capsys) == f"error: {b} has a different config from {a} (N 1 vs 2)"
@@ -457,7 +450,7 @@ def test_translate_on_cuda_without_a_gpu_says_cuda_is_not_available(translation,
     assert error_line(capsys) == ("error: device cuda: CUDA is not available on this machine; "
                                   "use cpu")
     with pytest.raises(ValueError, match="CUDA is not available"):
-        checkpoint.load_model(ckpt, map_location="cuda:0")
+        checkpoint_file.load_model(ckpt, map_location="cuda:0")
     assert snapshot(tmp_path) == before
 
 

@@ -3,8 +3,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated import configs, batch_masks
-from annotated.tools.flops import forward_flops, training_flops
+from annotated import batch_masks, configs
+from annotated.training.flops import forward_flops, training_flops
 
 
 @pytest.mark.parametrize("changes", [{}, {"d_k": 3, "d_v": 5}, {"h": 1, "d_k": 16, "d_v": 16}])

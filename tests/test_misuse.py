@@ -24,13 +24,15 @@ import pytest
 import torch
 from test_faults import error_line, exits_with_error, save, snapshot
 
-import annotated.data.files as files
+import annotated.base.files as files
 from annotated import checkpoint as checkpoint_command
 from annotated import configs, evaluate, train, translate
 from annotated.configs import merged
 from annotated.data import prepare_wmt14
 from annotated.inference.bleu import report, tokenizer_for
-from annotated.training import checkpoint, loop
+from annotated.store import checkpoint_file
+from annotated.training import loop
+from annotated.training.run_dir import rotate
 from benchmarks import decode_speed, gpu_train, train_throughput
 from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired, multi30k_sweep,
                      pretrained, table3_small)
@@ -134,11 +136,11 @@ def test_a_checkpoint_of_another_run_in_a_run_folder_is_refused_and_nothing_is_d
 
 
 def test_rotation_never_deletes_a_checkpoint_of_another_run(tmp_path):
-    ours = [save(tmp_path / checkpoint.checkpoint_name(s), step=s, run_id="a" * 16)
+    ours = [save(tmp_path / checkpoint_file.checkpoint_name(s), step=s, run_id="a" * 16)
             for s in (1, 2, 3)]
-    theirs = save(tmp_path / checkpoint.checkpoint_name(9), step=9, run_id="b" * 16)
-    assert checkpoint.rotate(tmp_path, 1, run_id="a" * 16) == ours[:2]
-    assert checkpoint.checkpoints(tmp_path) == [ours[2], theirs]
+    theirs = save(tmp_path / checkpoint_file.checkpoint_name(9), step=9, run_id="b" * 16)
+    assert rotate(tmp_path, 1, run_id="a" * 16) == ours[:2]
+    assert checkpoint_file.checkpoints(tmp_path) == [ours[2], theirs]
 
 
 def test_a_renamed_checkpoint_is_not_resumed_from_the_step_inside_it(tmp_path, capsys):
@@ -269,7 +271,7 @@ def test_a_corpus_that_cannot_train_is_one_line_before_any_training(case, data, 
                                   "--data-dir", str(location), "--cache-dir",
                                   str(tmp_path / "cache"), *merged(FILES, settings)])
     assert message in error_line(capsys, alone=False)
-    assert checkpoint.checkpoints(tmp_path / "run") == []
+    assert checkpoint_file.checkpoints(tmp_path / "run") == []
 
 
 def test_windows_line_ends_and_a_byte_order_mark_read_as_plain_text(tmp_path):
@@ -370,14 +372,14 @@ def test_ctrl_c_stops_training_in_one_line_and_the_run_resumes(tmp_path):
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
         env={**os.environ, "OMP_NUM_THREADS": "1"})
     deadline = time.time() + 120
-    while not checkpoint.checkpoints(tmp_path) and time.time() < deadline:
+    while not checkpoint_file.checkpoints(tmp_path) and time.time() < deadline:
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     err = process.communicate(timeout=60)[1].decode()
     assert process.returncode == 130 and err.splitlines()[-1] == "interrupted", err
     assert "Traceback" not in err
-    run(tmp_path, "--resume", "--max-steps", checkpoint.step_in_name(
-        checkpoint.checkpoints(tmp_path)[-1]) + 1)
+    run(tmp_path, "--resume", "--max-steps", checkpoint_file.step_in_name(
+        checkpoint_file.checkpoints(tmp_path)[-1]) + 1)
 
 
 def test_a_killed_write_leaves_a_temporary_file_that_the_next_write_removes(tmp_path):
@@ -445,7 +447,7 @@ def test_results_files_are_written_all_or_nothing(tmp_path):
 
 
 def test_a_full_disk_while_appending_metrics_names_the_metrics_file(tmp_path):
-    from annotated.tools.cli import describe
+    from annotated.base.cli import describe
     from annotated.training.run_dir import RunDir
     folder = RunDir(tmp_path, say=lambda *_: None).open()
     (tmp_path / "metrics.jsonl").symlink_to("/dev/full")

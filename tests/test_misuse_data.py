@@ -20,13 +20,14 @@ from test_faults import error_line, exits_with_error
 from test_misuse import FILES, PAIRS, TINY_RUN, corpus, run, run_fails
 
 from annotated import train
+from annotated.base.errors import DataError
 from annotated.configs import get, merged
 from annotated.data import corpus as data
 from annotated.data import prepare_wmt14
 from annotated.data.corpus import load_corpus
-from annotated.data.files import DataError
 from annotated.data.tokenizer import train_bpe
-from annotated.training import checkpoint, loop
+from annotated.store import checkpoint_file
+from annotated.training import loop
 from annotated.training.step import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,16 +79,16 @@ def test_things_named_like_checkpoints_that_are_not_files_are_not_checkpoints(tm
     copy_run(tmp_path)
     (tmp_path / "ckpt_0000009.pt").mkdir()
     os.mkfifo(tmp_path / "ckpt_0000010.pt")         # reading it would wait for ever
-    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000002.pt"]
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000002.pt"]
     run(tmp_path, "--resume", "--max-steps", 3)
-    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000002.pt",
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000002.pt",
                                                                    "ckpt_0000003.pt"]
 
 
 def test_a_fresh_run_keeps_the_log_of_an_earlier_run_it_finds(tmp_path, capsys):
     copy_run(tmp_path)
     earlier = (tmp_path / "metrics.jsonl").read_text()
-    for p in checkpoint.checkpoints(tmp_path):
+    for p in checkpoint_file.checkpoints(tmp_path):
         p.unlink()
     copy_run(tmp_path, "seed=7", steps=1)
     assert "kept as metrics.earlier-1.jsonl" in capsys.readouterr().out
@@ -137,7 +138,7 @@ def test_a_model_whose_output_scores_alone_fill_the_memory_is_refused(tmp_path, 
 # --- divergence: what "last good" means ---------------------------------------------------------
 
 def valid_loss(path) -> float:
-    model, config, _ = checkpoint.load_model(path)
+    model, config, _ = checkpoint_file.load_model(path)
     return evaluate(model, load_corpus(config, log=lambda *_: None).valid, config,
                     torch.device("cpu"))["loss"]
 
@@ -224,10 +225,13 @@ def test_a_side_that_shows_nothing_counts_as_blank(tmp_path):
     assert stats["empty"] == 2 and len(pairs_read) == 5
 
 
-def test_a_cache_location_that_is_a_file_is_refused_before_any_tokenizer_is_trained(tmp_path):
-    (tmp_path / "cache").write_text("a file\n")
-    with pytest.raises(DataError, match=r"cannot be a folder: .*cache is a file"):
-        data.cache_folder(tmp_path / "cache" / "sub")
+@pytest.mark.parametrize("where", ["cache", "cache/tokenizers"])
+def test_a_file_where_the_cache_needs_a_folder_is_refused_before_any_tokenizer_is_trained(
+        tmp_path, where):
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text("a file\n")
+    with pytest.raises(DataError, match=rf"cannot hold its folders: .*{where} is a file"):
+        data.cache_folder(tmp_path / "cache")
 
 
 def test_a_multi30k_folder_that_lacks_a_file_names_it_and_plain_copies(tmp_path):

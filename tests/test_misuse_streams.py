@@ -20,11 +20,12 @@ from test_faults import error_line, exits_with_error, save
 
 from annotated import checkpoint as checkpoint_command
 from annotated import evaluate, translate
-from annotated.data import files
-from annotated.data.files import DataError, atomic_open, check_output, read_lines
+from annotated.base import files
+from annotated.base.cli import command, peer_lost
+from annotated.base.errors import DataError
+from annotated.base.files import atomic_open, check_output, read_lines
 from annotated.inference.bleu import tokenizer_for
-from annotated.tools.cli import command, peer_lost
-from annotated.training import checkpoint
+from annotated.store import checkpoint_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
@@ -215,7 +216,7 @@ def test_a_table_read_by_head_ends_quietly(tmp_path):
 def test_a_closed_stream_is_filled_so_that_no_file_takes_its_number(tmp_path):
     """With stderr closed, the next file opened would get number 2, and a library's warning
     would be written into it."""
-    done = shell(f"{sys.executable} -c 'from annotated.tools.cli import command\n"
+    done = shell(f"{sys.executable} -c 'from annotated.base.cli import command\n"
                  f"import os\n@command\ndef main(argv):\n"
                  f"    f = open(\"out.txt\", \"w\"); print(f.fileno())\nmain(None)' 2>&-",
                  tmp_path)
@@ -239,18 +240,18 @@ def test_another_torchrun_process_gone_is_one_line(monkeypatch, capsys):
 def test_a_checkpoint_with_weights_that_are_not_finite_is_refused_by_every_reader(tmp_path,
                                                                                   capsys):
     path = save(tmp_path / "ckpt_0000001.pt")
-    payload = checkpoint.load(path)
+    payload = checkpoint_file.load(path)
     payload["model"]["generator.weight"][0, 0] = float("nan")
-    checkpoint.atomic_save(payload, tmp_path / "nan.pt")
+    checkpoint_file.atomic_save(payload, tmp_path / "nan.pt")
     exits_with_error(translate.main, ["--checkpoint", str(tmp_path / "nan.pt")])
     assert "holds weights that are not finite (" in error_line(capsys)      # tied: 3 names
 
 
 def test_halving_refuses_a_weight_beyond_float16(tmp_path, capsys):
     path = save(tmp_path / "ckpt_0000001.pt")
-    payload = checkpoint.load(path)
+    payload = checkpoint_file.load(path)
     payload["model"]["generator.weight"][0, 0] = 1e6
-    checkpoint.atomic_save(payload, tmp_path / "big.pt")
+    checkpoint_file.atomic_save(payload, tmp_path / "big.pt")
     exits_with_error(checkpoint_command.main, ["half", str(tmp_path / "big.pt"), "--out",
                                                str(tmp_path / "half.pt")])
     assert ".weight holds 1e+06, beyond float16's range" in error_line(capsys)
@@ -260,7 +261,7 @@ def test_halving_refuses_a_weight_beyond_float16(tmp_path, capsys):
 @pytest.mark.parametrize("what", ["a dict", "a tensor"])
 def test_verify_calls_intact_only_a_checkpoint(tmp_path, capsys, what):
     """A file can carry a valid seal and still not be a checkpoint (the seal is a checksum)."""
-    checkpoint.atomic_save({"hello": "world"} if what == "a dict" else torch.zeros(3),
+    checkpoint_file.atomic_save({"hello": "world"} if what == "a dict" else torch.zeros(3),
                            tmp_path / "x.pt")
     exits_with_error(checkpoint_command.main, ["verify", str(tmp_path / "x.pt")])
     assert "is not an annotated-transformer checkpoint" in error_line(capsys)
@@ -275,7 +276,7 @@ def test_verify_of_a_run_folder_checks_every_checkpoint_file_in_it(tmp_path, cap
 
 
 def test_an_average_is_not_averaged_again_with_one_of_its_own_sources(tmp_path, capsys):
-    paths = [save(tmp_path / checkpoint.checkpoint_name(s), step=s, run_id="a" * 16, seed=s)
+    paths = [save(tmp_path / checkpoint_file.checkpoint_name(s), step=s, run_id="a" * 16, seed=s)
              for s in (1, 2)]
     checkpoint_command.main(["average", "--out", str(tmp_path / "avg.pt"), *map(str, paths)])
     capsys.readouterr()
@@ -298,14 +299,14 @@ def test_a_device_this_machine_cannot_translate_on_is_one_line(device, words, ca
 @pytest.mark.parametrize("change,words", [
     (lambda p: p.update(tokenizer={"kind": "bpe", "bytes": b"garbage"}),
      "its tokenizer cannot be read"),
-    (lambda p: p.update(config="d_model=5"), "its config is not a dict of settings"),
+    (lambda p: p.update(config=["d_model", 5]), "its config is not a dict of settings"),
     (lambda p: p["tokenizer"].update(bytes=b"annotated.CopyTokenizer vocab_size=4000000000"),
      "its output layer is (11, 16), its tokenizer and config need (4,000,000,000, 16)"),
 ], ids=["garbage tokenizer", "config a string", "absurd vocabulary"])
 def test_a_sealed_checkpoint_with_a_bad_record_is_one_line(tmp_path, capsys, change, words):
-    payload = checkpoint.load(save(tmp_path / "ckpt_0000001.pt"))
+    payload = checkpoint_file.load(save(tmp_path / "ckpt_0000001.pt"))
     change(payload)
-    checkpoint.atomic_save(payload, tmp_path / "bad.pt")
+    checkpoint_file.atomic_save(payload, tmp_path / "bad.pt")
     exits_with_error(translate.main, ["--checkpoint", str(tmp_path / "bad.pt")])
     assert words in error_line(capsys)
 

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import annotated
-from annotated import configs, count_parameters, make_model, batch_masks
+from annotated import batch_masks, configs, count_parameters, make_model
 from annotated.masks import padding_mask, subsequent_mask, target_mask
 
 PAD = 0

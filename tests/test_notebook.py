@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from annotated.tools import notebook, plots, training_plots
-from annotated.tools.notebook import show
-from annotated.tools.plots import draw_heads
-from annotated.data.files import atomic_open
+from annotated.base.files import atomic_open
+from annotated.notebooks import chapter as notebook
+from annotated.notebooks import plots, training_plots
+from annotated.notebooks.chapter import show
+from annotated.notebooks.plots import draw_heads
 from annotated.training.step import evaluate
 
 matplotlib.use("Agg")
@@ -35,7 +36,7 @@ def test_show_names_the_file_and_shows_the_source(monkeypatch):
 def test_show_unwraps_decorators_from_other_packages(monkeypatch):
     # contextlib.contextmanager wraps atomic_open in a function defined in contextlib
     text = shown(atomic_open, monkeypatch)
-    assert text.startswith("`annotated/data/files.py`\n```python\n@contextmanager\ndef atomic_open(")
+    assert text.startswith("`annotated/base/files.py`\n```python\n@contextmanager\ndef atomic_open(")
 
 
 def test_draw_heads_lays_out_every_layer_and_head_on_one_scale():
@@ -56,15 +57,17 @@ def test_entropy_is_log_n_when_uniform_and_zero_for_exact_zeros_in_every_dtype()
     assert abs(notebook.entropy(np.full(5, 0.2, dtype=np.float32)).item() - np.log(5)) < 1e-6
 
 
-def test_quick_mode_figures_never_overwrite_the_committed_ones(monkeypatch, tmp_path):
-    monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path / "quick")
+def test_figures_go_where_regenerate_says_and_never_over_the_committed_ones_otherwise(
+        monkeypatch, tmp_path):
+    """The package knows no path of the project around it: chapters/regenerate.py names the
+    figures folder (ANNOTATED_FIGURES); without it, figures go to a scratch folder."""
     fig = plt.figure()
-    monkeypatch.setattr(notebook, "QUICK", True)
-    assert notebook.save_figure(fig, "x") == tmp_path / "quick" / "x.png"
-    monkeypatch.setattr(notebook, "FIGURES", tmp_path / "full")
-    monkeypatch.setattr(notebook, "QUICK", False)
-    assert notebook.save_figure(fig, "x") == tmp_path / "full" / "x.png"
-    assert (tmp_path / "quick" / "x.png").is_file() and (tmp_path / "full" / "x.png").is_file()
+    monkeypatch.setenv(notebook.FIGURES_ENV, str(tmp_path / "figures"))
+    assert notebook.save_figure(fig, "x") == tmp_path / "figures" / "x.png"
+    monkeypatch.delenv(notebook.FIGURES_ENV)
+    monkeypatch.setattr(notebook, "SCRATCH_FIGURES", tmp_path / "scratch")
+    assert notebook.save_figure(fig, "x") == tmp_path / "scratch" / "x.png"
+    assert (tmp_path / "figures" / "x.png").is_file() and (tmp_path / "scratch" / "x.png").is_file()
     plt.close(fig)
 
 
@@ -79,7 +82,7 @@ def test_training_settings_table_reads_the_presets_and_adam():
 
 
 def test_plot_shards_draws_each_piece_of_the_batch_once_per_placement(monkeypatch, tmp_path):
-    monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path)
+    monkeypatch.setenv(notebook.FIGURES_ENV, str(tmp_path))
     monkeypatch.setattr(notebook, "QUICK", True)
     lengths = [(n, n + 1) for n in range(5, 25)]                # 20 pairs
     training_plots.plot_shards(lengths, list(range(20)), [(4, 1), (2, 2)], save_as="shards")
@@ -104,7 +107,7 @@ def test_the_reference_check_names_what_differs_and_never_broadcasts(capsys):
 @pytest.fixture
 def quick_figures(monkeypatch, tmp_path):
     """Figures of the helpers go to tmp_path; every figure is closed afterwards."""
-    monkeypatch.setattr(notebook, "QUICK_FIGURES", tmp_path)
+    monkeypatch.setenv(notebook.FIGURES_ENV, str(tmp_path))
     monkeypatch.setattr(notebook, "QUICK", True)
     yield tmp_path
     plt.close("all")
@@ -215,7 +218,7 @@ def test_decoder_output_changes_finds_no_change_left_of_the_changed_token_only_u
 
 def test_attention_layer_costs_of_row_a_are_constant_and_match_the_count_from_shapes():
     from annotated.configs import get
-    from annotated.tools.flops import attention_flops
+    from annotated.training.flops import attention_flops
     table = notebook.attention_layer_costs(["A1", "base", "A4"], n_tokens=7)
     assert [r["h"] for r in table] == [1, 8, 32]
     for r in table:                       # the measured counter agrees with the shape formula

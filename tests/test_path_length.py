@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from annotated.tools import path_length as pl
+from annotated.notebooks import path_length as pl
 
 LENGTHS = [2, 3, 5, 16, 25, 100, 257]
 

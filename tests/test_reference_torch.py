@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 import reference_numpy as ref
-from annotated import configs, batch_masks, positional
+from annotated import batch_masks, configs, positional
 from annotated.loss import label_smoothed_loss
 from annotated.masks import subsequent_mask
 from annotated.optim import make_optimizer, noam_rate

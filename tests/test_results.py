@@ -7,8 +7,8 @@ import pytest
 
 from annotated import configs
 from annotated.configs import apply_overrides, get
-from annotated.tools.flops import training_flops
-from annotated.training.checkpoint import checkpoints, load
+from annotated.store.checkpoint_file import checkpoints, load
+from annotated.training.flops import training_flops
 from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired, multi30k_sweep,
                      paper_tables, pretrained, table3_small)
 from results.common import ROOT

@@ -4,12 +4,12 @@ import pytest
 import torch
 
 from annotated import configs, train
-from annotated.configs import ConfigError
+from annotated.base.errors import ConfigError
 from annotated.data.batching import collate
 from annotated.data.tokenizer import PAD
 from annotated.loss import label_smoothed_loss
 from annotated.masks import batch_masks
-from annotated.training import checkpoint
+from annotated.store import checkpoint_file
 from annotated.training.step import make_engine, train_step
 
 TINY = ["copy_examples=200", "max_tokens=300", "max_sentence_len=64", "N=1", "d_model=16",
@@ -78,8 +78,8 @@ def test_the_training_command_compiles_the_model_on_cpu(tmp_path):
     full-size steps (see tests/test_distributed.py)."""
     run(tmp_path / "eager", "--config", "copy", "--max-steps", 3, *TINY)
     run(tmp_path / "compiled", "--config", "copy", "--max-steps", 3, *TINY, "compile=true")
-    a = checkpoint.load(tmp_path / "eager" / checkpoint.checkpoint_name(3))["model"]
-    b = checkpoint.load(tmp_path / "compiled" / checkpoint.checkpoint_name(3))["model"]
+    a = checkpoint_file.load(tmp_path / "eager" / checkpoint_file.checkpoint_name(3))["model"]
+    b = checkpoint_file.load(tmp_path / "compiled" / checkpoint_file.checkpoint_name(3))["model"]
     for name in a:
         if not name.endswith("W_K.bias"):
             assert torch.allclose(a[name], b[name], rtol=1e-4, atol=1e-6), name

@@ -7,8 +7,9 @@ import pytest
 import sentencepiece as spm
 
 import annotated.data.tokenizer as tk
-from annotated.data.files import atomic_open, read_lines
-from annotated.data.tokenizer import BOS, EOS, PAD, UNK, CopyTokenizer, Tokenizer, load_or_train, train_bpe
+from annotated.base.files import atomic_open, read_lines
+from annotated.data.tokenizer import (BOS, EOS, PAD, UNK, CopyTokenizer, Tokenizer, load_or_train,
+                                      train_bpe)
 
 WORDS = {"en": "a man woman dog runs walks street green house with the through big small".split(),
          "de": "ein Mann Frau Hund läuft geht Straße grünen Haus mit dem durch großen kleinen".split()}

@@ -6,17 +6,17 @@ import shutil
 
 import pytest
 import torch
+from conftest import user_corpus
 
-from annotated import configs
+from annotated import configs, train
 from annotated.configs import merged
-from annotated.training import checkpoint, loop
-from annotated.training.step import evaluate
 from annotated.data import corpus as data
-from annotated import train
 from annotated.data.corpus import DATA_ENV
 from annotated.evaluate import main as evaluate_main
+from annotated.store import checkpoint_file
+from annotated.training import loop
+from annotated.training.step import evaluate
 from annotated.translate import main as translate_main
-from conftest import user_corpus
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
@@ -60,7 +60,7 @@ def test_a_run_folder_is_never_mixed_up(tmp_path, capsys):
         run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "seed=7")
     assert ("already holds a run of another config: seed (1234 there, 7 here); pass --resume"
             in capsys.readouterr().err)
-    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
 
 
 def test_the_same_command_twice_continues_the_run(tmp_path, capsys):
@@ -117,7 +117,7 @@ def test_copy_task_trains_to_near_zero_loss(copy_run):
     assert logged[0]["loss"] > 1.0                                    # it did start from chance
     assert set(logged[-1]) == {"step", "split", "loss", "nll", "ppl", "accuracy", "lr",
                                "tokens_per_s", "elapsed"}
-    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000500.pt",
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000500.pt",
                                                                   "ckpt_0001000.pt"]
 
 
@@ -144,13 +144,13 @@ def test_resume_continues_bit_for_bit(tmp_path):
     gradient accumulation and an epoch boundary after the resume point."""
     k, changes = 5, [*TINY_RUN, "P_drop=0.3", "accum_steps=2"]
     run(tmp_path / "a", "--config", "copy", "--max-steps", k, *changes)
-    stopped = checkpoint.load(tmp_path / "a" / checkpoint.checkpoint_name(k))["training"]
+    stopped = checkpoint_file.load(tmp_path / "a" / checkpoint_file.checkpoint_name(k))["training"]
     assert stopped["epoch"] == 0 and 0 < stopped["index"] == k
     run(tmp_path / "a", "--resume", "--max-steps", 2 * k)
     run(tmp_path / "b", "--config", "copy", "--max-steps", 2 * k, *changes)
 
-    a = checkpoint.load(tmp_path / "a" / checkpoint.checkpoint_name(2 * k))
-    b = checkpoint.load(tmp_path / "b" / checkpoint.checkpoint_name(2 * k))
+    a = checkpoint_file.load(tmp_path / "a" / checkpoint_file.checkpoint_name(2 * k))
+    b = checkpoint_file.load(tmp_path / "b" / checkpoint_file.checkpoint_name(2 * k))
     assert a["training"]["epoch"] == b["training"]["epoch"] == 1
     assert a["model"].keys() == b["model"].keys()
     for name in a["model"]:
@@ -178,7 +178,7 @@ def test_a_non_finite_loss_stops_the_run_naming_the_checkpoint_that_made_it(tmp_
     # step 2's loss came from the weights that step 1's update made, which ckpt_0000001.pt holds
     assert "Last good checkpoint: none known; ckpt_0000001.pt holds weights from after it" \
         in message
-    assert [p.name for p in checkpoint.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
 
 
 def test_a_diverging_run_stops_in_one_line_before_its_checkpoints_go_bad(tmp_path, capsys):
@@ -191,7 +191,7 @@ def test_a_diverging_run_stops_in_one_line_before_its_checkpoints_go_bad(tmp_pat
     err = capsys.readouterr().err
     assert "Traceback" not in err and "diverged, stopped before the update" in err
     good = tmp_path / re.search(r"Last good checkpoint: .*?(ckpt_\d+\.pt)", err).group(1)
-    assert checkpoint.verify(good)                           # rotation (keep_last=1) kept it
+    checkpoint_file.verify(good)                          # rotation (keep_last=1) kept it intact
     assert metrics(tmp_path, "train")[-1]["loss"] < 3 * math.log(11)
 
 
@@ -208,7 +208,7 @@ def test_a_run_that_starts_to_diverge_names_a_good_checkpoint_and_keeps_it(copy_
     assert exit_.value.code == 1
     err = capsys.readouterr().err
     good = re.search(r"Last good checkpoint: (\S+?\.pt)", err).group(1)
-    model, config, _ = checkpoint.load_model(good)
+    model, config, _ = checkpoint_file.load_model(good)
     valid = data.load_corpus(config).valid
     assert evaluate(model, valid, config, torch.device("cpu"))["loss"] < 0.2
 
@@ -247,7 +247,7 @@ def test_a_users_corpus_trains_translates_and_scores_with_the_same_commands(tmp_
         tmp_path / "cache", "--max-steps", 3, "dataset=files", "source_lang=en",
         "target_lang=fr", "vocab_size=300", "N=1", "d_model=32", "d_ff=64", "h=2", "d_k=16",
         "d_v=16", "max_tokens=600", "eval_every=3", "ckpt_every=3", "log_every=1")
-    ckpt = checkpoint.checkpoints(tmp_path / "run")[-1]
+    ckpt = checkpoint_file.checkpoints(tmp_path / "run")[-1]
     translate_main(["--checkpoint", str(ckpt), "--input", str(folder / "test.en.gz"),
                     "--out", str(tmp_path / "test.hyp"), "--max-extra", "3", "--greedy"])
     evaluate_main(["--hyp", str(tmp_path / "test.hyp"), "--ref", str(folder / "test.fr")])

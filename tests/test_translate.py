@@ -4,21 +4,22 @@ import io
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from annotated import configs
 from annotated import checkpoint as checkpoint_command
-from annotated.training import checkpoint
-from annotated.inference.search import beam_search, greedy_decode, source_batch
+from annotated import configs
+from annotated.data.tokenizer import EOS, CopyTokenizer
 from annotated.evaluate import main as evaluate_main
+from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import (bleu_of, lowercase_bleu, paired_bootstrap, paper_bleu,
                                       paper_tokenize, sacre_bleu, sentence_stats, split_compounds)
-from annotated.data.tokenizer import EOS, CopyTokenizer
+from annotated.inference.search import beam_search, greedy_decode, source_batch
+from annotated.store import checkpoint_file
 from annotated.translate import main as translate_main
-from annotated.inference.translate import translate_lines
 
 CONFIG = configs.get("copy")                      # vocabulary 11: symbols 4..10
 LINES = ["4 5 6", "", "7 8 9 10 4 5 6 7", "9", "   ", "10 10 4 5", "6 7 8 9 10 4 5 6 7 8 9"]
@@ -32,7 +33,7 @@ def save_checkpoint(path, seed=0, step=1):
     with torch.no_grad():
         model.src_embed.lut.weight.mul_(2.0)
         model.src_embed.lut.weight[EOS] = 0.0
-    return checkpoint.save(path, model=model, config=CONFIG, tokenizer=CopyTokenizer(11),
+    return checkpoint_file.save(path, model=model, config=CONFIG, tokenizer=CopyTokenizer(11),
                            step=step)
 
 
@@ -48,7 +49,7 @@ def run_translate(monkeypatch, capsys, argv, stdin=""):
 
 
 def test_translate_keeps_order_and_empty_lines_and_equals_one_by_one(ckpt):
-    model, _, tokenizer = checkpoint.load_model(ckpt)
+    model, _, tokenizer = checkpoint_file.load_model(ckpt)
     out = translate_lines(model, tokenizer, LINES, max_extra=5, batch_tokens=12)  # 4 batches
     assert [o == "" for o in out] == [not line.strip() for line in LINES]
     alone = [tokenizer.decode(beam_search(model, source_batch([tokenizer.encode(line)]),
@@ -58,7 +59,7 @@ def test_translate_keeps_order_and_empty_lines_and_equals_one_by_one(ckpt):
 
 
 def test_translate_command_stdin_to_stdout_with_progress(ckpt, monkeypatch, capsys):
-    model, _, tokenizer = checkpoint.load_model(ckpt)
+    model, _, tokenizer = checkpoint_file.load_model(ckpt)
     captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(ckpt), "--greedy",
                                                    "--max-extra", "3", "--batch-tokens", "10"],
                              stdin="\n".join(LINES) + "\n")
@@ -76,7 +77,7 @@ def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypat
         "--checkpoint", str(ckpt), "--input", str(tmp_path / "in.txt"), "--out",
         str(tmp_path / "out.txt"), "--beam-size", "3", "--alpha", "0.3", "--max-extra", "2",
         "--ref", str(tmp_path / "ref.txt")])
-    model, _, tokenizer = checkpoint.load_model(ckpt)
+    model, _, tokenizer = checkpoint_file.load_model(ckpt)
     expected = translate_lines(model, tokenizer, LINES, beam_size=3, alpha=0.3, max_extra=2)
     assert (tmp_path / "out.txt").read_text() == "".join(e + "\n" for e in expected)
     assert captured.out == ""
@@ -85,7 +86,7 @@ def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypat
 
 
 def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
-    paths = [save_checkpoint(tmp_path / checkpoint.checkpoint_name(s), seed=s, step=s)
+    paths = [save_checkpoint(tmp_path / checkpoint_file.checkpoint_name(s), seed=s, step=s)
              for s in (1, 2)]
     checkpoint_command.main(["average", "--out", str(tmp_path / "avg.pt"), *map(str, paths)])
     capsys.readouterr()
@@ -99,7 +100,7 @@ def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
 def _rewrite(path, **changes):
     payload = torch.load(path, weights_only=True)
     payload.update(changes)
-    checkpoint.atomic_save(payload, path)
+    checkpoint_file.atomic_save(payload, path)
 
 
 @pytest.mark.parametrize("damage,message", [
@@ -231,3 +232,17 @@ def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys
         evaluate_main(["--hyp", str(tmp_path / "good"), "--ref", str(tmp_path / "ref"),
                        "--baseline", str(tmp_path / "short")])
     assert f"{tmp_path / 'short'} has 199 lines but" in capsys.readouterr().err
+
+
+def test_the_translate_command_runs_a_small_model_on_one_thread(tmp_path, monkeypatch):
+    """The command decides the threads (annotated.base.threads): one for a small model."""
+    from annotated.base.threads import SMALL_MODEL, threads_for
+    assert threads_for(SMALL_MODEL - 1) == 1 and threads_for(SMALL_MODEL) is None
+    assert threads_for(10, requested=3) == 3
+    seen = []
+    monkeypatch.setattr(torch, "set_num_threads", seen.append)
+    (tmp_path / "in.txt").write_text("a dog runs .\n")
+    shipped = Path(__file__).resolve().parents[1] / "annotated/pretrained/multi30k_en_de.pt"
+    translate_main(["--checkpoint", str(shipped), "--input", str(tmp_path / "in.txt"), "--out",
+                    str(tmp_path / "out.txt"), "--greedy"])
+    assert seen == [1]

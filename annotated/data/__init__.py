@@ -1,6 +1,7 @@
 """The data (§5.1): from text files to batches of token ids.
 
-    files        reading text (plain or gzip, UTF-8, line-aligned), atomic writes, checksums
+    datasets     the datasets a run can train on, and their languages: one table for the
+                 settings and the data code
     tokenizer    the shared BPE vocabulary (sentencepiece); PAD/UNK/BOS/EOS = 0/1/2/3
     corpus       the copy task, Multi30k (full, or the sample shipped in sample/) and WMT14 as
                  token ids, with counts of everything dropped

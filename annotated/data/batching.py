@@ -18,10 +18,9 @@ further cut into micro-batches. The global batch, not the micro-batch, is the pa
 device the same global batch split into accum_steps=8 micro-batches.
 """
 import numpy as np
-
-from annotated.data.files import DataError
 import torch
 
+from annotated.base.errors import DataError
 from annotated.data.tokenizer import BOS, EOS, PAD
 
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from annotated.data.files import (DataError, DownloadError, download, expand, read_lines,
-                                  resolved, text_sha256)
+from annotated.base.errors import DataError, DownloadError
+from annotated.base.files import download, expand, read_lines, resolved, text_sha256
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
@@ -142,13 +142,13 @@ def check_line_counts(src_path, tgt_path) -> int:
 
 def cache_folder(cache_dir=None) -> Path:
     """The cache location: `cache_dir`, else ANNOTATED_CACHE_DIR, else the default; a file
-    there is an error now, not after a tokenizer was trained."""
+    where it or one of its folders must be is an error now, not after a tokenizer was trained."""
     folder = expand(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
-    for part in (folder, *folder.parents):
+    for part in (folder / "tokenizers", folder / "multi30k", folder, *folder.parents):
         if part.exists() and not part.is_dir():
-            raise DataError(f"the cache location {folder} cannot be a folder: {part} is a file; "
-                            f"give another --cache-dir (or {CACHE_ENV})")
-        if part.exists():
+            raise DataError(f"the cache location {folder} cannot hold its folders: {part} is a "
+                            f"file; give another --cache-dir (or {CACHE_ENV})")
+        if part == folder and part.exists():
             break
     return folder
 

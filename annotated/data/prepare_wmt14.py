@@ -29,9 +29,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from annotated.base.cli import command, path
+from annotated.base.errors import DataError
+from annotated.base.files import atomic_open, download, read_lines, sha256_file
 from annotated.data.corpus import cache_folder, check_line_counts
-from annotated.data.files import DataError, atomic_open, download, read_lines, sha256_file
-from annotated.tools.cli import command, path
 
 STATMT = "http://www.statmt.org/"
 URLS = {

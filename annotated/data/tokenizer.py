@@ -33,7 +33,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from annotated.data.files import DataError, atomic_open, read_lines, sha256_file
+from annotated.base.errors import DataError
+from annotated.base.files import atomic_open, read_lines, sha256_file
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIAL = (PAD, BOS, EOS)          # ids decode() leaves out
@@ -54,6 +55,7 @@ BPE_SETTINGS = dict(
 
 class Tokenizer:
     """A sentencepiece BPE model with the project's fixed special ids."""
+    kind = "bpe"
 
     def __init__(self, processor: spm.SentencePieceProcessor):
         found = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
@@ -104,6 +106,7 @@ class CopyTokenizer:
     """The copy task's vocabulary: ids 4..V-1 are the symbols, written as their decimal ids, so
     encode("4 9 5") == [4, 9, 5] and decode inverts it. UNK decodes to "⁇" as in sentencepiece."""
     MAGIC = b"annotated.CopyTokenizer vocab_size="
+    kind = "copy"
 
     def __init__(self, vocab_size: int):
         if vocab_size < 5:

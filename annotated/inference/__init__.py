@@ -2,6 +2,6 @@
 
     search       greedy and beam search with the length penalty, cached incremental decoding,
                  attention maps
-    translate    translating many sentences, batched by length
+    batched      translating many sentences, batched by length
     bleu         sacreBLEU, and the paper's tokenized BLEU for comparison with its tables
 """

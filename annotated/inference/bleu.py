@@ -44,7 +44,7 @@ import numpy as np
 from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-from annotated.data.files import DataError
+from annotated.base.errors import DataError
 from annotated.data.tokenizer import base_language
 
 COMPOUND = re.compile(r"(\S)-(\S)")     # get_ende_bleu.sh: s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g

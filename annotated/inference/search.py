@@ -50,9 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from annotated.masks import padding_mask, subsequent_mask
 from annotated.data.tokenizer import BOS, EOS, PAD
-from annotated.tools.threads import one_thread_if_small
+from annotated.masks import padding_mask, subsequent_mask
 
 
 @dataclass
@@ -86,12 +85,11 @@ def reorder_cache(cache, index: torch.Tensor):
 
 @contextlib.contextmanager
 def _inference(model):
-    """Evaluation mode (no dropout), no autograd and, for a small model on a CPU, one thread
-    (annotated.tools.threads says why) for the duration; all restored after."""
+    """Evaluation mode (no dropout) and no autograd for the duration; restored after."""
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad(), one_thread_if_small(model):
+        with torch.no_grad():
             yield
     finally:
         model.train(was_training)

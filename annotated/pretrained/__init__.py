@@ -3,7 +3,7 @@ trained attention without an hour of training: Multi30k English->German, its wei
 float16 (README.md in this folder says how it was made and how well it translates).
 
     from annotated.pretrained import MULTI30K_EN_DE
-    from annotated.training.checkpoint import load_model
+    from annotated.store.checkpoint_file import load_model
     model, config, tokenizer = load_model(MULTI30K_EN_DE)     # float32 model, eval mode
 
 or from the shell: python -m annotated.translate --checkpoint annotated/pretrained/multi30k_en_de.pt

@@ -4,8 +4,9 @@
     step         one optimizer step: forward, label-smoothed loss, backward; the Engine that
                  wraps the model for DDP, torch.compile and mixed precision
     distributed  one process or many under torchrun (NCCL on GPUs, gloo on CPUs)
-    checkpoint   the checkpoint file: atomic, sealed with a sha256, resumable, averageable
-    run_dir      the run folder's lock and its metrics log
+    run_dir      the run folder: its lock, its metrics log, its checkpoints (one run, rotation)
+    rng          the random streams a checkpoint saves, so that a resumed run continues exactly
     meter        the progress bar, metric lines and clocks
-    cpu_memory   on a CPU, freed memory kept for the next step (glibc): 15-20% less time a step
+    cpu_memory   on a CPU, freed memory kept for the next step (glibc)
+    flops        floating-point operations counted from the model's shapes: MFU, Table 2
 """

@@ -4,16 +4,12 @@ By default glibc's malloc serves each large allocation (above its mmap threshold
 to at most 32 MB) with fresh pages from the kernel and hands them back when the block is freed;
 it trims the top of its heap the same way. A training step allocates and frees the same large
 tensors every time (the (tokens, V) logits, their log-probabilities and gradients), so every
-step pays the kernel to map and zero those pages again at first touch. On this project's 2-core
-machine one (1200 x 128) @ (128 x 6000) product, the output projection of a multi30k_tiny
-step, took 41 ms into a fresh tensor and 26 ms into one it had written before.
+step pays the kernel to map and zero those pages again at first touch.
 
-Serving every allocation from the heap and never trimming it removes that cost: a training
-step of multi30k_tiny takes 15 to 20% less time (400 steps under torchrun: 156-166 s against
-185-191 s; `python -m benchmarks.cpu_allocator` times one step), and the arithmetic is
-untouched: the losses are the same to the last digit. The price is that the process keeps its
-peak memory until it ends, which a training process does anyway. Other C libraries are left as
-they are.
+Serving every allocation from the heap and never trimming it removes that cost (`python -m
+benchmarks.cpu_allocator` times a step both ways), and the arithmetic is untouched: the
+losses are the same to the last digit. The price is that the process keeps its peak memory
+until it ends, which a training process does anyway. Other C libraries are left as they are.
 """
 import ctypes
 import platform

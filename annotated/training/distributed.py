@@ -12,7 +12,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from annotated.training.checkpoint import DeviceError
+from annotated.base.errors import DeviceError
 
 
 def init_distributed():

@@ -30,19 +30,20 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from annotated.configs import ConfigError
+from annotated.base.errors import CheckpointError, ConfigError, DataError, Diverged
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import DATA_ENV, data_location, load_corpus
-from annotated.data.files import DataError
+from annotated.data.datasets import DATASETS
 from annotated.inference.search import beam_search, source_batch
 from annotated.model import count_parameters
 from annotated.optim import make_optimizer
-from annotated.training import checkpoint, distributed
+from annotated.store import checkpoint_file
+from annotated.training import distributed
 from annotated.training.cpu_memory import keep_freed_memory
 from annotated.training.meter import Meter
-from annotated.training.run_dir import RunDir
+from annotated.training.rng import rng_state, set_rng_state
+from annotated.training.run_dir import RunDir, rotate
 from annotated.training.step import evaluate, make_engine, train_step
-from annotated.tools.threads import is_small_on_cpu
 
 DIVERGED = 3.0            # a training loss above DIVERGED * ln V has diverged
 RECENT = 50               # steps whose losses the jump test compares with
@@ -52,11 +53,6 @@ JUMP_STEPS = 3            # can pass: the copy preset's own run has one, and rec
 HISTORY = 3               # losses the jump test needs before it applies
 
 
-class Diverged(RuntimeError):
-    """The training loss is not finite, or far above a uniform guess or the run's recent
-    losses: stop, do not update."""
-
-
 class LossWatch:
     """Is a step's training loss diverging, and which checkpoint is the last good one?
 
@@ -64,20 +60,27 @@ class LossWatch:
     checkpoint saved after that step holds. So a checkpoint is known good only once the next
     step's loss has passed (until then it is pending), and only if that loss is below ln V, a
     uniform guess's: a model that does worse than guessing is worth nothing, however it got
-    there. The run has diverged when a loss is not finite or above DIVERGED ln V (at once), or
-    when, once HISTORY losses have passed, JUMP_STEPS losses in a row lie above both JUMP times
+    there. The run has diverged when a loss is not finite or above DIVERGED ln V (or, for a
+    model that starts above it, JUMP times its first loss) at once, or when, once HISTORY
+    losses have passed, JUMP_STEPS losses in a row lie above both JUMP times
     the best recent loss and that loss plus JUMP_NATS. Measured from the best loss, not the
     mean, a slow climb cannot raise its own threshold as it goes; it is caught long before the
     absolute bound, while the checkpoints before it are still good, and a lone spike that the
-    next step recovers from passes. The recent losses and the last good checkpoint's name
-    travel in checkpoints, so a resumed run judges its first steps as the uninterrupted run
-    would."""
+    next step recovers from passes. The first loss, the recent losses and the last good
+    checkpoint's name travel in checkpoints, so a resumed run judges its first steps as the
+    uninterrupted run would."""
 
-    def __init__(self, vocab_size: int, recent=(), pending=None, good=None):
+    def __init__(self, vocab_size: int, recent=(), pending=None, good=None, first=None):
         self.uniform = math.log(vocab_size)
-        self.bound = DIVERGED * self.uniform
         self.recent = deque(recent, maxlen=RECENT)
-        self.pending, self.good, self.jumps = pending, good, 0
+        self.pending, self.good, self.jumps, self.first = pending, good, 0, first
+        self.resumed_from, self.checked = pending, 0   # the first loss judges these weights
+
+    @property
+    def bound(self) -> float:
+        """DIVERGED ln V, or JUMP times the run's first loss if that is higher: an untrained
+        wide model can start above 3 ln V without anything having diverged."""
+        return max(DIVERGED * self.uniform, JUMP * (self.first or 0.0))
 
     def limit(self) -> tuple[float, str]:
         """The loss above which a step counts as a jump, and what sets it."""
@@ -89,6 +92,9 @@ class LossWatch:
 
     def check(self, loss: float, step: int, run_dir) -> None:
         """Pass `loss` (step `step`'s), or raise Diverged naming the last good checkpoint."""
+        self.checked += 1
+        if self.first is None and math.isfinite(loss):
+            self.first = loss                  # the untrained model's: nothing to judge yet
         if not math.isfinite(loss) or loss > self.bound:
             self._stop(f"step {step}: training loss is {loss:.4g}, above {self.bound:.3g} "
                        f"({DIVERGED:g} ln V)", run_dir)
@@ -106,10 +112,16 @@ class LossWatch:
         self.pending = None
 
     def _stop(self, why: str, run_dir):
-        suspect = [p.name for p in checkpoint.checkpoints(run_dir) if self.good is None
-                   or checkpoint.step_in_name(p) > checkpoint.step_in_name(self.good)]
+        suspect = [p.name for p in checkpoint_file.checkpoints(run_dir) if self.good is None
+                   or checkpoint_file.step_in_name(p) > checkpoint_file.step_in_name(self.good)]
         after = (f"; {', '.join(suspect)} hold{'s' if len(suspect) == 1 else ''} weights from "
                  f"after it" if suspect else "")
+        if self.resumed_from is not None and self.checked == 1:
+            raise Diverged(f"{why}, with the weights of {Path(self.resumed_from).name}, which "
+                           f"this run resumed from, before any update: that checkpoint is "
+                           f"damaged or diverged. Last good checkpoint: "
+                           f"{self.good or 'none known'}{after}; to go on from the good one, "
+                           f"move the later ones out of the run folder and --resume")
         raise Diverged(f"{why}: diverged, stopped before the update. Last good checkpoint: "
                        f"{self.good or 'none known'}{after}. Lower lr_factor or raise "
                        f"warmup_steps; to go on from the good one, move the later ones out of "
@@ -132,12 +144,13 @@ class TrainState:
     resumed_from: str | None = None   # the checkpoint this process started from
     data_sha256: dict | None = None   # corpus.fingerprints(): a resume checks the data is the same
     last_good: str | None = None    # the last checkpoint LossWatch confirmed, by file name
+    first_loss: float | None = None   # the run's first training loss (LossWatch's bound)
 
 
 def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max_minutes=None,
-          threads=None, resumed=None, deterministic=False) -> None:
+          resumed=None, deterministic=False) -> None:
     """Train `config` in `run_dir`, continuing the checkpoint `resumed` if given (a dict from
-    annotated.training.checkpoint.load); see the module docstring."""
+    annotated.store.checkpoint_file.load); see the module docstring."""
     steps = config.train_steps if max_steps is None else max_steps
     if config.cooldown_steps and steps > config.train_steps:
         raise ConfigError(f"--max-steps {steps:,} is past train_steps={config.train_steps:,}, "
@@ -145,45 +158,47 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
                           f"after it would not change the model; raise train_steps instead")
     if deterministic:
         use_deterministic_kernels()
-    rank, world, device = distributed.init_distributed()
+    rank, _, device = distributed.init_distributed()
     if device.type == "cpu":
         keep_freed_memory()          # no page faults on each step's large tensors (cpu_memory)
     say = _printer(rank == 0)
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
-        state = _state(resumed, data_location(data_dir), config)
-        where = _origin(data_dir, resumed, state)
-        corpus = _load(config, state.data_dir, cache_dir, say, where)
-        state.data_sha256 = corpus.fingerprints()
-        if resumed:
-            _check_same_data(resumed, corpus, state, run_dir, where)
-        check_memory(config, corpus.tokenizer.vocab_size, device)
-        torch.manual_seed(config.seed)                 # the same initial weights on every rank
-        model = config.make_model(corpus.tokenizer.vocab_size).to(device)
-        _set_threads(threads, model)
-        optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
-                                              config.lr_factor, config.train_steps,
-                                              config.cooldown_steps)
-        engine = make_engine(model, config, device)
-        _restore(resumed, state, engine, optimizer, scheduler, config, say)
-        fresh = resumed is None
-        del resumed
-        say(f"{config.dataset}: {len(corpus.train):,} training pairs; model "
-            f"{count_parameters(model):,} parameters; {world} process(es) on {device}"
-            + (f" ({distributed.backend()})" if distributed.active() else "")
-            + (f", {torch.get_num_threads()} thread(s) each (--threads N to change)"
-               if device.type == "cpu" else ""))
-        folder.rewind_metrics(state.step, fresh=fresh)
-        _loop(config, engine, optimizer, scheduler, corpus, state, folder, steps, max_minutes,
-              say)
-        if rank == 0:
-            try:
-                show_at_work(model, corpus, config, folder.path)
-            except OSError:                   # stdout broke at the very end: nothing is lost
-                _silence_stdout()
-    finally:
+        _run(config, folder, device, data_dir, cache_dir, steps, max_minutes, resumed, say)
+    finally:                # the model and its DDP wrapper are gone before the process group
         folder.close()
         distributed.finish()
+
+
+def _run(config, folder, device, data_dir, cache_dir, steps, max_minutes, resumed, say):
+    """train()'s body: data, model, Adam, the loop, the model at work."""
+    state = _state(resumed, data_location(data_dir), config)
+    where = _origin(data_dir, resumed, state)
+    _say_data_location(config, data_dir, resumed, state, say)
+    corpus = _load(config, state.data_dir, cache_dir, say, where)
+    state.data_sha256 = corpus.fingerprints()
+    if resumed:
+        _check_same_data(resumed, corpus, state, folder.path, where)
+    check_memory(config, corpus.tokenizer.vocab_size, device)
+    torch.manual_seed(config.seed)                 # the same initial weights on every rank
+    model = config.make_model(corpus.tokenizer.vocab_size).to(device)
+    optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
+                                          config.lr_factor, config.train_steps,
+                                          config.cooldown_steps)
+    engine = make_engine(model, config, device)
+    _restore(resumed, state, engine, optimizer, scheduler, config, say)
+    say(f"{config.dataset}: {len(corpus.train):,} training pairs; model "
+        f"{count_parameters(model):,} parameters; {distributed.world_size()} process(es) on "
+        f"{device}" + (f" ({distributed.backend()})" if distributed.active() else "")
+        + (f", {torch.get_num_threads()} thread(s) each (--threads N to change)"
+           if device.type == "cpu" else ""))
+    folder.rewind_metrics(state.step, fresh=resumed is None)
+    _loop(config, engine, optimizer, scheduler, corpus, state, folder, steps, max_minutes, say)
+    if folder.active:
+        try:
+            show_at_work(model, corpus, config, folder.path)
+        except OSError:                       # stdout broke at the very end: nothing is lost
+            _silence_stdout()
 
 
 def available_memory(device) -> int | None:
@@ -205,8 +220,7 @@ def check_memory(config, vocab: int, device) -> None:
     target tokens x V, held three times: logits, log-probabilities and their gradient), alone
     exceed the device's free memory: a clear line instead of a failed allocation, the machine
     swapping for minutes, or the kernel killing the process without a word."""
-    with torch.device("meta"):                     # shapes only, no memory
-        n = count_parameters(config.make_model(vocab))
+    n = config.parameters(vocab)                   # from the shapes: nothing is allocated
     rows = -(-config.max_tokens // (config.accum_steps * distributed.world_size()))
     scores = 3 * 4 * rows * vocab
     need, free = 16 * n + scores, available_memory(device)
@@ -264,17 +278,35 @@ def _state(resumed, data_dir, config) -> TrainState:
     """A fresh run's state, or the saved one; the data location given now wins over the
     saved one (a moved corpus), the saved one over none (so --resume needs no --data-dir).
     A dataset that reads no data location (copy, the shipped sample) saves none."""
-    if config.dataset in ("copy", "multi30k_sample"):
+    if not DATASETS[config.dataset].location:
         data_dir = None
+    if resumed is not None:
+        _check_position(resumed)
     if resumed is None:
-        return TrainState(run_id=checkpoint.new_run_id(),
+        return TrainState(run_id=checkpoint_file.new_run_id(),
                           data_dir=str(data_dir) if data_dir else None)
     t = resumed["training"]
     return TrainState(resumed["step"], t["epoch"], t["index"], t["elapsed"],
-                      resumed.get("run_id") or checkpoint.new_run_id(),
+                      resumed.get("run_id") or checkpoint_file.new_run_id(),
                       str(data_dir) if data_dir else t.get("data_dir"),
                       tuple(t.get("recent_losses", ())), resumed.get("file"),
-                      last_good=t.get("last_good"))
+                      last_good=t.get("last_good"), first_loss=t.get("first_loss"))
+
+
+def _check_position(resumed) -> None:
+    """Refuse a checkpoint whose training state is not what a run saves (a hand-edited file
+    that still carries a valid seal): a clear line, not an error deep in the loop."""
+    t, where = resumed["training"], resumed.get("file", "the checkpoint")
+    whole = [k for k in ("epoch", "index") if not (type(t.get(k)) is int and t[k] >= 0)]
+    number = isinstance(t.get("elapsed"), (int, float)) and t["elapsed"] >= 0
+    losses = t.get("recent_losses", [])
+    finite = isinstance(losses, list) and all(
+        isinstance(x, (int, float)) and math.isfinite(x) for x in losses)
+    if whole or not number or not finite:
+        what = ", ".join(whole + ([] if number else ["elapsed"])
+                         + ([] if finite else ["recent_losses"]))
+        raise CheckpointError(f"{where}: its training state holds values a run never saves "
+                              f"({what}); was it edited? Resume from another checkpoint")
 
 
 def _origin(data_dir, resumed, state) -> str | None:
@@ -287,6 +319,16 @@ def _origin(data_dir, resumed, state) -> str | None:
         return (f"the data location {state.data_dir} was saved with this run; if the corpus "
                 f"moved, give --data-dir NEW")
     return None
+
+
+def _say_data_location(config, data_dir, resumed, state, say):
+    """A line when the data location is not read, or is not the one the run started with."""
+    if data_dir and not DATASETS[config.dataset].location:
+        say(f"note: dataset {config.dataset} reads no data location: --data-dir is not used")
+    saved = resumed["training"].get("data_dir") if resumed else None
+    if saved and state.data_dir != saved:
+        say(f"note: reading the data from {state.data_dir}, not from {saved}, where this run "
+            f"started (its training and validation pairs must be the same)")
 
 
 def _load(config, data_dir, cache_dir, say, where):
@@ -322,13 +364,6 @@ def _check_same_data(resumed, corpus, state, run_dir, where) -> None:
                         f"another --run-dir")
 
 
-def _set_threads(threads, model):
-    """--threads, or the rule of annotated.tools.threads: one thread for a small model on a CPU."""
-    threads = threads or (1 if is_small_on_cpu(model) else None)
-    if threads and next(model.parameters()).device.type == "cpu":
-        torch.set_num_threads(threads)
-
-
 def _restore(resumed, state, engine, optimizer, scheduler, config, say):
     """Load the saved weights, optimizer, schedule and RNG streams, or seed a fresh run."""
     rank, world = distributed.rank(), distributed.world_size()
@@ -336,13 +371,18 @@ def _restore(resumed, state, engine, optimizer, scheduler, config, say):
         torch.manual_seed(config.seed + rank)             # each rank its own dropout masks
         return
     t = resumed["training"]
-    engine.model.load_state_dict(resumed["model"])
-    optimizer.load_state_dict(t["optimizer"])
-    scheduler.load_state_dict(t["scheduler"])
-    if t["scaler"]:                          # empty when saved without fp16 loss scaling
-        engine.scaler.load_state_dict(t["scaler"])
+    try:
+        engine.model.load_state_dict(resumed["model"])
+        optimizer.load_state_dict(t["optimizer"])
+        scheduler.load_state_dict(t["scheduler"])
+        if t["scaler"]:                      # empty when saved without fp16 loss scaling
+            engine.scaler.load_state_dict(t["scaler"])
+    except (RuntimeError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{resumed.get('file', 'the checkpoint')} does not fit its own "
+                              f"config ({str(e).strip().splitlines()[0][:160]}); was it edited? "
+                              f"Resume from another checkpoint") from None
     if len(t["rng"]) == world:
-        checkpoint.set_rng_state(t["rng"][rank])
+        set_rng_state(t["rng"][rank])
     else:
         say(f"world size changed ({len(t['rng'])} -> {world}): RNG streams reseeded, so this "
             f"resume is not bit-exact")
@@ -355,13 +395,18 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
     """Step until max_steps (or max_minutes): log, validate and save on the way."""
     lengths = lengths_of(corpus.train)
     batches = make_batches(lengths, config.max_tokens, config.seed, state.epoch)
+    if state.index > len(batches):
+        raise CheckpointError(f"{state.resumed_from}: its data position, batch {state.index:,} "
+                              f"of an epoch, is past this data's {len(batches):,} batches; was "
+                              f"it edited? Resume from another checkpoint")
     src_pad, tgt_pad = padding_fraction(lengths, batches)
     say(f"{len(batches):,} batches per epoch (padding {src_pad:.1%} source, {tgt_pad:.1%} "
         f"target)")
     meter = Meter(state.step, max_steps, state.elapsed, folder, say)
     good = folder.path / state.last_good if state.last_good else None
     watch = LossWatch(config.vocab_size, state.recent, pending=state.resumed_from,
-                      good=good if good is not None and good.is_file() else None)
+                      good=good if good is not None and good.is_file() else None,
+                      first=state.first_loss)
     saved_step = state.step                  # both checkpoint intervals count from the last save
     if state.step >= max_steps:
         say(f"step {state.step}: already at --max-steps / train_steps {max_steps}; nothing to do")
@@ -390,6 +435,7 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
             if state.step - saved_step >= config.ckpt_every or done or overdue:
                 state.recent = tuple(watch.recent)
                 state.last_good = watch.good.name if watch.good else None
+                state.first_loss = watch.first
                 watch.saved(_save(engine, optimizer, scheduler, config, corpus.tokenizer, state,
                                   meter, folder, say, keep=[watch.good] if watch.good else []))
                 saved_step = state.step
@@ -402,18 +448,19 @@ def _save(engine, optimizer, scheduler, config, tokenizer, state, meter, folder,
           keep=()) -> Path | None:
     """A checkpoint of everything --resume needs (every rank's RNG streams included); rotation
     spares the files in `keep` and other runs' checkpoints. Returns its path (on rank 0)."""
-    rng = distributed.gather(checkpoint.rng_state())
+    streams = distributed.gather(rng_state())
     if not folder.active:
         return None
     training = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "scaler": engine.scaler.state_dict(), "rng": rng, "epoch": state.epoch,
+                "scaler": engine.scaler.state_dict(), "rng": streams, "epoch": state.epoch,
                 "index": state.index, "elapsed": state.elapsed + meter.seconds(),
                 "data_dir": state.data_dir, "recent_losses": list(state.recent),
-                "last_good": state.last_good, "data_sha256": state.data_sha256}
-    path = checkpoint.save(folder.path / checkpoint.checkpoint_name(state.step),
+                "last_good": state.last_good, "first_loss": state.first_loss,
+                "data_sha256": state.data_sha256}
+    path = checkpoint_file.save(folder.path / checkpoint_file.checkpoint_name(state.step),
                            model=engine.model, config=config, tokenizer=tokenizer,
                            step=state.step, training=training, run_id=state.run_id)
-    checkpoint.rotate(folder.path, config.keep_last, keep=keep, run_id=state.run_id)
+    rotate(folder.path, config.keep_last, keep=keep, run_id=state.run_id)
     meter.saved()
     say(f"step {state.step}: saved {path}")
     return path
@@ -435,7 +482,7 @@ def show_at_work(model, corpus, config, run_dir: Path, n: int = 3):
     for (source, reference), hyp in zip(sentences, hyps):
         print(f"  input      {source}\n  output     {tokenizer.decode(hyp.tokens)}\n"
               f"  reference  {reference}\n")
-    found = checkpoint.checkpoints(run_dir)
+    found = checkpoint_file.checkpoints(run_dir)
     if not found:
         return
     last = found[-1]

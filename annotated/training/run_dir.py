@@ -1,4 +1,4 @@
-"""The run folder: one training process at a time, and its metrics log.
+"""The run folder: one training process at a time, its metrics log, and its checkpoints.
 
 A run folder holds the run's checkpoints and `metrics.jsonl` (one JSON line per logged step or
 validation). While a trainer uses it, it holds an exclusive lock on `RUN/.lock` (flock): a
@@ -6,6 +6,10 @@ second trainer started on the same folder is refused at once, naming the process
 The kernel drops the lock when its process ends, however it ends, so a lock left behind by a
 killed run is simply taken over (and said). Taking the lock is also the first write into the
 folder: a folder that cannot be written is found before any work, not after an hour of it.
+
+A run folder holds one run: `check_one_run` refuses a folder whose checkpoints come from two
+runs, and `rotate` keeps the newest `keep_last` checkpoints of the run, the newest one that
+verifies and any the trainer names (its last good one), and never touches another run's.
 
 Only rank 0 touches the folder; the other ranks of a torchrun job get a RunDir that does
 nothing.
@@ -15,13 +19,12 @@ import fcntl
 import json
 import os
 import stat
+import warnings
 from pathlib import Path
 
-from annotated.data.files import atomic_open, remove_stale_temporaries
-
-
-class RunDirError(OSError):
-    """A run folder that cannot be used: locked by another trainer, or not writable."""
+from annotated.base.errors import CheckpointError, RunDirError
+from annotated.base.files import atomic_open, remove_stale_temporaries
+from annotated.store import checkpoint_file
 
 
 class RunDir:
@@ -66,7 +69,10 @@ class RunDir:
             lock.write(f"{os.getpid()}\n")
             lock.flush()
         except OSError as e:
-            lock.close()
+            try:
+                lock.close()                       # its flush fails again; the file is closed
+            except OSError:
+                pass
             raise RunDirError(f"cannot write into the run folder {self.path} "
                               f"({self.path / '.lock'}: {e.strerror}); choose another "
                               f"--run-dir") from None
@@ -92,8 +98,11 @@ class RunDir:
 
     def close(self):
         if self._lock is not None:
-            self._lock.truncate(0)
-            self._lock.close()                        # releases the flock
+            try:
+                self._lock.truncate(0)
+                self._lock.close()                    # releases the flock
+            except OSError:                           # a full disk: the kernel still releases it
+                pass
             self._lock = None
 
     def record(self, entry: dict):
@@ -142,3 +151,67 @@ class RunDir:
         while (self.path / f"metrics.earlier-{n}.jsonl").exists():
             n += 1
         return self.path / f"metrics.earlier-{n}.jsonl"
+
+
+# ---------------------------------------------------------------------------- its checkpoints
+
+def _run_id_or_none(path: Path) -> str | None:
+    """run_id_of, or None for a file that cannot be read (so rotation leaves it alone)."""
+    try:
+        return checkpoint_file.run_id_of(path)
+    except Exception:
+        return None
+
+
+def check_one_run(run_dir) -> None:
+    """Refuse a run folder whose checkpoints come from more than one run (a checkpoint of
+    another run copied in): continuing would mix the two runs, and rotation would delete the
+    folder's own checkpoints for the other run's. Files that cannot be read are left to the
+    checks that load them. A checkpoint whose name says another step than it holds (renamed)
+    is refused too: the run would resume from the wrong one, or rotate the wrong one away."""
+    runs = {}
+    for p in checkpoint_file.checkpoints(run_dir):
+        try:
+            head = checkpoint_file.header(p)
+        except Exception:                          # damaged: load() says so, naming it
+            continue
+        runs.setdefault(head.get("run_id"), []).append(p)
+        if head.get("step") != checkpoint_file.step_in_name(p):
+            raise CheckpointError(
+                f"{p} holds step {head.get('step'):,}, not the step its name says: was it "
+                f"renamed? Give it its own name, {checkpoint_file.checkpoint_name(head['step'])}"
+                f", or move it out of {run_dir}")
+    if len(runs) > 1:
+        described = "; ".join(
+            f"run {run_id}: "
+            + (paths[0].name if len(paths) == 1 else
+               f"{len(paths)} files, {paths[0].name} to {paths[-1].name}")
+            for run_id, paths in runs.items())
+        raise CheckpointError(f"{run_dir} holds checkpoints of {len(runs)} different runs "
+                              f"({described}); a run folder holds one run: move the other "
+                              f"run's checkpoints into a folder of their own, then start again")
+
+
+def rotate(run_dir, keep_last: int, keep=(), run_id: str | None = None) -> list[Path]:
+    """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones.
+    With `run_id`, only that run's checkpoints are counted and deleted: a checkpoint of another
+    run is never touched. Never deleted either: the files in `keep` (e.g. the trainer's last
+    good checkpoint), and the newest checkpoint that verifies, even when damaged newer ones
+    have pushed it out of the last keep_last."""
+    found = checkpoint_file.checkpoints(run_dir)
+    if run_id is not None:
+        found = [p for p in found if _run_id_or_none(p) == run_id]
+    old = found[:-keep_last] if keep_last > 0 else []
+    spared = {Path(p).resolve() for p in keep}
+    if old and (intact := checkpoint_file.newest_intact(run_dir)) is not None:
+        spared.add(intact.resolve())
+    old = [p for p in old if p.resolve() not in spared]
+    deleted = []
+    for p in old:
+        try:
+            p.unlink()
+            deleted.append(p)
+        except OSError as e:                   # an old file kept is no reason to stop training
+            warnings.warn(f"could not delete the old checkpoint {p} ({e.strerror}); "
+                          f"training goes on", stacklevel=2)
+    return deleted

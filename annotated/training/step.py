@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from annotated.configs import ConfigError
+from annotated.base.errors import ConfigError
 from annotated.data.batching import collate, lengths_of, make_batches, shard
 from annotated.data.tokenizer import PAD
 from annotated.loss import label_smoothed_loss

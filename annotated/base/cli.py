@@ -20,12 +20,8 @@ from pathlib import Path
 
 import torch
 
-from annotated.configs import MAX_ALPHA, ConfigError
-from annotated.data.files import DataError, expand
-from annotated.training.checkpoint import CheckpointError, DeviceError
-from annotated.training.loop import Diverged
-
-USER_ERRORS = (ConfigError, DataError, CheckpointError, DeviceError, Diverged, OSError)
+from annotated.base.errors import USER_ERRORS, DataError
+from annotated.base.files import expand
 
 
 def describe(error: BaseException) -> str:
@@ -166,11 +162,6 @@ def at_least(low, kind=int, high=None):
             raise argparse.ArgumentTypeError(f"must be <= {high:,}, got {text}")
         return value
     return parse
-
-
-def alpha(text: str) -> float:
-    """An argparse type: the length penalty's alpha (§6.1), a finite number in 0..MAX_ALPHA."""
-    return at_least(0.0, float, high=MAX_ALPHA)(text)
 
 
 def positive(text: str) -> float:

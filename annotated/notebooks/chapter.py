@@ -5,8 +5,8 @@ are (entropy), save figures under stable names, read the switch between the quic
 form of the chapters, do the bookkeeping of chapters 2 and 3's experiments (our layer's weights
 in PyTorch's, which outputs a changed token moves, row A's measured costs), and build chapter
 6's table of the paper's training settings and chapter 5's parameter table. The figures
-themselves are drawn by `annotated.tools.plots` (the model, chapters 1-5) and
-`annotated.tools.training_plots` (training, decoding and results, chapters 6-9), one call per
+themselves are drawn by `annotated.notebooks.plots` (the model, chapters 1-5) and
+`annotated.notebooks.training_plots` (training, decoding and results, chapters 6-9), one call per
 figure.
 
 Quick mode is the default: training cells train tiny models on the Multi30k sample shipped
@@ -21,15 +21,18 @@ from pathlib import Path
 
 import torch
 
-FIGURES = Path(__file__).resolve().parents[2] / "figures"
+PACKAGE = Path(__file__).resolve().parents[1]        # annotated/, whose source show() prints
 
 FULL_ENV = "ANNOTATED_FULL"
 #: Quick mode unless ANNOTATED_FULL=1: heavy cells (training) then run a tiny version of themselves.
 QUICK = os.environ.get(FULL_ENV, "0") != "1"
 #: The Multi30k the chapters read: the shipped sample in quick mode, the full corpus otherwise.
 MULTI30K = "multi30k_sample" if QUICK else "multi30k"
-#: Quick-mode figures go here, so that CI and the tests never overwrite the committed ones.
-QUICK_FIGURES = Path(tempfile.gettempdir()) / "annotated-transformer-quick-figures"
+#: Where save_figure writes: ANNOTATED_FIGURES, which chapters/regenerate.py sets to the
+#: project's figures/ folder, or else a scratch folder, so that the tests and a reader's own
+#: runs never overwrite the committed figures.
+FIGURES_ENV = "ANNOTATED_FIGURES"
+SCRATCH_FIGURES = Path(tempfile.gettempdir()) / "annotated-transformer-figures"
 
 
 def show(obj):
@@ -37,7 +40,7 @@ def show(obj):
     from IPython.display import Markdown, display
     obj = inspect.unwrap(obj)                   # a decorated function: show the function itself
     source = inspect.getsource(obj)
-    where = Path(inspect.getsourcefile(obj)).resolve().relative_to(FIGURES.parent)
+    where = Path(inspect.getsourcefile(obj)).resolve().relative_to(PACKAGE.parent)
     display(Markdown(f"`{where}`\n```python\n{source.rstrip()}\n```"))
 
 
@@ -78,10 +81,10 @@ def entropy(p):
 
 
 def save_figure(fig, name: str):
-    """Write `figures/<name>.png` (deterministic bytes: no timestamp metadata; in quick mode
-    under QUICK_FIGURES instead) and return its path."""
-    folder = QUICK_FIGURES if QUICK else FIGURES
-    folder.mkdir(exist_ok=True)
+    """Write `<name>.png` into ANNOTATED_FIGURES (or the scratch folder), with deterministic
+    bytes (no timestamp metadata), and return its path."""
+    folder = Path(os.environ.get(FIGURES_ENV) or SCRATCH_FIGURES)
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
     fig.savefig(path, dpi=100, bbox_inches="tight", metadata={"Software": None})
     return path

@@ -1,7 +1,7 @@
 """The figures of chapters 6 to 9 (training, beam search, results, engineering), each drawn by
 one call from its chapter and saved with `save_figure` under a stable name (`draw_ablation`
 returns its figure, which the chapter saves)."""
-from annotated.tools.notebook import save_figure
+from annotated.notebooks.chapter import save_figure
 
 # ---- Chapter 6 (training, §5) ----
 

@@ -33,14 +33,7 @@ import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
-
-class DataError(ValueError):
-    """A file the user gave that cannot be used as it is: the message names it and the fix."""
-
-
-class DownloadError(DataError):
-    """A download that could not reach its server."""
-
+from annotated.base.errors import DataError, DownloadError
 
 MAX_LINE = 1 << 20      # bytes; a longer "line" is not a sentence (a binary file, /dev/zero)
 # The first bytes of compressed formats this project does not read, and the tool that reads them.
@@ -318,6 +311,15 @@ def check_output(path, reads=()) -> Path:
         if source is not None and path.exists() and Path(source).exists() \
                 and os.path.samefile(path, source):
             raise DataError(f"refusing to write {path}: it is {source}, which this command reads")
+    if path.is_symlink():
+        try:
+            os.stat(path)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise DataError(f"cannot write {path}: it is a link in a loop of links, which "
+                                f"leads to no file") from None
+    if path.exists() and stat.S_ISSOCK(os.stat(path).st_mode):
+        raise DataError(f"cannot write {path}: it is a socket; give a file, a pipe or -")
     stdin = _stdin_file()
     if stdin is not None and path.exists() and os.path.samestat(os.stat(path), stdin):
         raise DataError(f"refusing to write {path}: it is the file on stdin, which this command "

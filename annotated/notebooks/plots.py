@@ -3,8 +3,7 @@
 saved with `save_figure` under a stable name. Each function takes the numbers the chapter
 computed with the package: the chapter shows how they were computed, this module how they are
 drawn."""
-from annotated.tools.notebook import entropy, save_figure
-
+from annotated.notebooks.chapter import entropy, save_figure
 
 # ---- Chapter 1: why divide by sqrt(d_k) ----
 

@@ -1,5 +1,6 @@
-"""Checkpoints: one self-contained file per save, written atomically and sealed, and averaging
-(§6.1).
+"""The checkpoint file: one self-contained file per save, written atomically and sealed; loading
+a model from it; averaging (§6.1) and halving. Training, translation, the commands, the results
+scripts and the chapters all read and write checkpoints through this module.
 
 A checkpoint is a dict saved with torch.save and read back with `weights_only=True` (plain
 containers, numbers, strings, bytes and tensors; no pickled code):
@@ -10,7 +11,8 @@ containers, numbers, strings, bytes and tensors; no pickled code):
     config               the run's Config as a dict of its fields
     model                the model's state_dict (float32 weights; float16 in a file made by
                          `half`, which the model's float32 parameters take back on loading)
-    tokenizer            {"kind": "bpe" | "copy", "bytes": tokenizer.to_bytes()}
+    tokenizer            {"kind": "bpe" | "copy", "bytes": tokenizer.to_bytes()}; the bytes alone
+                         restore it (Tokenizer.from_bytes)
     step                 optimizer steps taken
     training             what `--resume` needs: optimizer, scheduler and grad-scaler states, the
                          RNG states of every rank and the data position; None in an averaged file
@@ -26,19 +28,17 @@ weights. So every file ends with a seal: SEAL, the sha256 of all the bytes befor
 a newline (torch.load ignores bytes after the archive, so the file stays a torch file). Every
 reader (`load`, hence --resume, translate, averaging and `load_model`) hashes the file first. A
 changed byte before the seal changes the hash; a changed byte in the digest no longer matches;
-a changed byte in SEAL, or a file cut short, leaves a version 2 file without a seal. All are
-refused with a CheckpointError naming the file and the newest checkpoint of the same folder that
-verifies, to use instead. Version 1 files (written before the seal) are still read, with a
-warning that they could not be verified; they have no run id.
+a changed byte in SEAL, or a file cut short, leaves a file without a seal. All are refused with
+a CheckpointError naming the file and the newest checkpoint of the same folder that verifies,
+to use instead.
 
 Atomic writes: the bytes go to a temporary file in the same folder, are flushed to disk
 (fsync), and only then renamed over the final name with os.replace, which is atomic on POSIX.
 A crash at any moment leaves either the old files or the complete new one, never half a file
 under a checkpoint name; the orphaned temporary file is ignored (and removed by the next run,
-annotated.data.files.remove_stale_temporaries).
-Rotation keeps the newest `keep_last` checkpoints of the run, the newest one that verifies, and
-any the trainer names (`rotate(run_dir, keep_last, keep=[path], run_id=...)`); a checkpoint of
-another run is never deleted, and a folder holding two runs is refused (`check_one_run`).
+annotated.base.files.remove_stale_temporaries).
+A run folder's checkpoints are named ckpt_NNNNNNN.pt by their step (`checkpoint_name`); which
+to keep, and which run a folder holds, is the training's business (annotated.training.run_dir).
 
 `average` averages the weights of several checkpoints of one run; the paper decodes with the
 average of the last 5 (base) or 20 (big) checkpoints, written at 10-minute intervals. `half`
@@ -48,37 +48,23 @@ annotated/checkpoint.py.
 """
 import hashlib
 import os
-import random
 import re
 import secrets
-import warnings
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from annotated.data.files import atomic_open
+from annotated.base.errors import CheckpointError, ConfigError, DeviceError
+from annotated.base.files import atomic_open
+from annotated.configs import SHAPE, Config
+from annotated.data.tokenizer import Tokenizer
 
 FORMAT = "annotated-transformer checkpoint"
-FORMAT_VERSION = 2                          # 2: sealed, with a run id; 1: neither
+FORMAT_VERSION = 2                          # sealed, with a run id
 SEAL = b"\nannotated-transformer checkpoint sha256 "
 SEAL_SIZE = len(SEAL) + 64 + 1              # SEAL, the hex digest, "\n"
 NAME = re.compile(r"ckpt_(\d+)\.pt$")
-TOKENIZER_CLASSES = {"bpe": "Tokenizer", "copy": "CopyTokenizer"}   # in annotated.tokenizer
-# What makes two checkpoints' weights the same model: averaging refuses any difference here.
-# Other fields may differ within one run (a resume may change train_steps) or between the runs
-# of a model soup (seed, dropout, learning rate).
-MODEL_FIELDS = ("N", "d_model", "d_ff", "h", "d_k", "d_v", "positional", "max_len", "dataset",
-                "vocab_size")
-
-
-class DeviceError(ValueError):
-    """A device this machine does not have (e.g. --device cuda without a GPU)."""
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that is missing, damaged, unreadable, or of another format version."""
 
 
 class _Damaged(CheckpointError):
@@ -102,43 +88,11 @@ def checkpoints(run_dir) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-# ---------------------------------------------------------------------------- RNG states
-
-def rng_state() -> dict:
-    """Every random stream training may draw from, as plain data (python, numpy, torch, CUDA)."""
-    np_state = np.random.get_state(legacy=False)
-    return {
-        "python": random.getstate(),
-        "numpy": {"key": np_state["state"]["key"].tolist(), "pos": np_state["state"]["pos"],
-                  "has_gauss": np_state["has_gauss"], "gauss": np_state["gauss"]},
-        "torch": torch.get_rng_state(),
-        # this process's GPU only: touching the others would open a context on each of them
-        "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
-    }
-
-
-def set_rng_state(state: dict) -> None:
-    """Undo `rng_state`: the streams continue exactly where they were saved."""
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    n = state["numpy"]
-    np.random.set_state({"bit_generator": "MT19937",
-                         "state": {"key": np.array(n["key"], dtype=np.uint32), "pos": n["pos"]},
-                         "has_gauss": n["has_gauss"], "gauss": n["gauss"]})
-    torch.set_rng_state(state["torch"])
-    if state["cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state(state["cuda"])
-
-
 # ---------------------------------------------------------------------------- writing
 
 def _tokenizer_record(tokenizer) -> dict:
-    kind = next((k for k, cls in TOKENIZER_CLASSES.items()
-                 if type(tokenizer).__name__ == cls), None)
-    if kind is None:
-        raise TypeError(f"cannot store a tokenizer of type {type(tokenizer).__name__}; "
-                        f"known: {', '.join(TOKENIZER_CLASSES.values())}")
-    return {"kind": kind, "bytes": tokenizer.to_bytes()}
+    """The tokenizer in its own format (its bytes say what it is), with its kind for readers."""
+    return {"kind": tokenizer.kind, "bytes": tokenizer.to_bytes()}
 
 
 class _Sealer:
@@ -164,7 +118,7 @@ class _Sealer:
 def atomic_save(obj, path) -> None:
     """torch.save `obj` to `path`, sealed (see the module docstring), so that `path` is always
     either the old file or the new one."""
-    with atomic_open(path) as f:      # temporary file, fsync, os.replace (annotated.tokenizer)
+    with atomic_open(path) as f:      # temporary file, fsync, os.replace (annotated.base.files)
         sealer = _Sealer(f)
         try:
             torch.save(obj, sealer)
@@ -180,47 +134,23 @@ def new_run_id() -> str:
     return secrets.token_hex(8)
 
 
-def _run_id_of(path: Path) -> str | None:
-    """The run id stored in a checkpoint, read memory-mapped (no weights are read)."""
-    return torch.load(path, map_location="cpu", weights_only=True, mmap=True).get("run_id")
+def header(path: Path) -> dict:
+    """A checkpoint's dict, memory-mapped: its run id, step and config without reading the
+    weights."""
+    return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
 
 
-def _run_id_or_none(path: Path) -> str | None:
-    """_run_id_of, or None for a file that cannot be read (so rotation leaves it alone)."""
-    try:
-        return _run_id_of(path)
-    except Exception:
-        return None
-
-
-def check_one_run(run_dir) -> None:
-    """Refuse a run folder whose checkpoints come from more than one run (a checkpoint of
-    another run copied in): continuing would mix the two runs, and rotation would delete the
-    folder's own checkpoints for the other run's. Files that cannot be read are left to the
-    checks that load them."""
-    runs = {}
-    for p in checkpoints(run_dir):
-        try:
-            runs.setdefault(_run_id_of(p), []).append(p)
-        except Exception:                          # damaged: load() says so, naming it
-            continue
-    if len(runs) > 1:
-        described = "; ".join(
-            f"run {run_id or '(version 1, no id)'}: "
-            + (paths[0].name if len(paths) == 1 else
-               f"{len(paths)} files, {paths[0].name} to {paths[-1].name}")
-            for run_id, paths in runs.items())
-        raise CheckpointError(f"{run_dir} holds checkpoints of {len(runs)} different runs "
-                              f"({described}); a run folder holds one run: move the other "
-                              f"run's checkpoints into a folder of their own, then start again")
+def run_id_of(path: Path) -> str | None:
+    """The run id stored in a checkpoint (no weights are read)."""
+    return header(path).get("run_id")
 
 
 def run_id_in(run_dir) -> str | None:
     """The run id of the newest readable checkpoint in run_dir (memory-mapped: no weights are
-    read); None if there is none, or it is a version 1 file, which has none."""
+    read); None if there is none."""
     for p in reversed(checkpoints(run_dir)):
         try:
-            return _run_id_of(p)
+            return run_id_of(p)
         except Exception:                      # unreadable: the next older one may do
             continue
     return None
@@ -244,31 +174,6 @@ def save(path, *, model, config, tokenizer, step: int, training: dict | None = N
         payload["averaged_from"] = averaged_from
     atomic_save(payload, path)
     return Path(path)
-
-
-def rotate(run_dir, keep_last: int, keep=(), run_id: str | None = None) -> list[Path]:
-    """Delete all but the newest `keep_last` checkpoints of a run; returns the deleted ones.
-    With `run_id`, only that run's checkpoints are counted and deleted: a checkpoint of another
-    run is never touched. Never deleted either: the files in `keep` (e.g. the trainer's last
-    good checkpoint), and the newest checkpoint that verifies, even when damaged newer ones
-    have pushed it out of the last keep_last."""
-    found = checkpoints(run_dir)
-    if run_id is not None:
-        found = [p for p in found if _run_id_or_none(p) == run_id]
-    old = found[:-keep_last] if keep_last > 0 else []
-    spared = {Path(p).resolve() for p in keep}
-    if old and (intact := newest_intact(run_dir)) is not None:
-        spared.add(intact.resolve())
-    old = [p for p in old if p.resolve() not in spared]
-    deleted = []
-    for p in old:
-        try:
-            p.unlink()
-            deleted.append(p)
-        except OSError as e:                   # an old file kept is no reason to stop training
-            warnings.warn(f"could not delete the old checkpoint {p} ({e.strerror}); "
-                          f"training goes on", stacklevel=2)
-    return deleted
 
 
 # ---------------------------------------------------------------------------- reading
@@ -332,14 +237,10 @@ def _read(path: Path, device) -> dict:
         detail = str(e).split(". ")[0][:160]
         raise _Damaged(f"checkpoint {path} is corrupt or truncated "
                        f"({type(e).__name__}{': ' + detail if detail else ''})") from e
-    version = _check_format(payload, path)
-    if version == FORMAT_VERSION and not sealed:
+    _check_format(payload, path)
+    if not sealed:
         raise _Damaged(f"checkpoint {path} is corrupt or truncated (it lacks the sha256 seal "
-                       f"every version {FORMAT_VERSION} checkpoint ends with)")
-    if version == 1:
-        warnings.warn(f"checkpoint {path} has format version 1, which carries no sha256: it is "
-                      f"read unverified", stacklevel=3)
-        payload = {"run_id": None, **payload}
+                       f"every checkpoint ends with)")
     missing = {"config", "model", "tokenizer", "step", "training", "run_id"} - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
@@ -351,9 +252,9 @@ def _check_format(payload, path: Path) -> int:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
     version = payload.get("version")
-    if version not in (1, FORMAT_VERSION):
+    if version != FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
-                              f"versions 1 and {FORMAT_VERSION}")
+                              f"version {FORMAT_VERSION}")
     return version
 
 
@@ -373,6 +274,8 @@ def newest_intact(run_dir, besides=None) -> Path | None:
 def _instead(error: CheckpointError, path: Path, resuming: bool = False) -> CheckpointError:
     """`error` about the damaged `path`, saying which checkpoint to use instead: for a run
     being resumed, what to move so that it goes on from that one."""
+    if step_in_name(path) is None:            # not a run's checkpoint: no advice about others
+        return CheckpointError(str(error))
     other = newest_intact(path.parent, besides=path)
     if resuming:
         advice = (f"move it out of {path.parent}, and the run continues from {other.name}"
@@ -383,20 +286,23 @@ def _instead(error: CheckpointError, path: Path, resuming: bool = False) -> Chec
     return CheckpointError(f"{error}; {advice}")
 
 
-def _verify(path: Path) -> bool:
+def _verify(path: Path) -> None:
     """verify() without the advice on what to use instead of a damaged file."""
-    if path.is_file() and _sealed(path):
-        _check_format(torch.load(path, map_location="cpu", weights_only=True, mmap=True), path)
-        return True
-    _read(path, "cpu")                 # no seal: a version 1 file loads, a damaged one fails
-    return False
-
-
-def verify(path) -> bool:
-    """Raise CheckpointError unless `path` is an intact checkpoint. True if its seal proved it
-    (reading no weights); False for a version 1 file, which has no seal and was loaded instead."""
+    if not _sealed(path):
+        _read(path, "cpu")             # no seal: says whether it is cut short or not ours
     try:
-        return _verify(Path(path))
+        payload = header(path)
+    except Exception as e:             # a pickle that is not plain data: never unpickled
+        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint "
+                              f"({type(e).__name__})") from None
+    _check_format(payload, path)
+
+
+def verify(path) -> None:
+    """Raise CheckpointError unless `path` is an intact checkpoint: its seal proves its bytes
+    and a memory-mapped look its format (no weights are read)."""
+    try:
+        _verify(Path(path))
     except _Damaged as e:
         raise _instead(e, Path(path)) from None
 
@@ -413,7 +319,6 @@ def load(path, map_location="cpu", resuming: bool = False) -> dict:
 
 def config_from(payload: dict, path="checkpoint"):
     """The Config stored in a checkpoint; fields this code does not know are an error."""
-    from annotated.configs import Config, ConfigError
     try:
         return Config.from_dict(payload["config"])
     except ConfigError as e:
@@ -423,14 +328,11 @@ def config_from(payload: dict, path="checkpoint"):
 
 
 def tokenizer_from(payload: dict, path="checkpoint"):
-    import annotated.data.tokenizer as tokenizers
+    """The tokenizer a checkpoint carries, restored from its own bytes."""
     record = payload["tokenizer"]
-    if not isinstance(record, dict) or record.get("kind") not in TOKENIZER_CLASSES:
-        raise CheckpointError(f"{path}: unknown tokenizer record "
-                              f"{record.get('kind') if isinstance(record, dict) else record!r}")
     try:
-        return getattr(tokenizers, TOKENIZER_CLASSES[record["kind"]]).from_bytes(record["bytes"])
-    except (ValueError, TypeError, AttributeError, KeyError) as e:
+        return Tokenizer.from_bytes(record["bytes"])
+    except (ValueError, TypeError, KeyError) as e:
         raise CheckpointError(f"{path}: its tokenizer cannot be read ({e})") from None
 
 
@@ -468,11 +370,11 @@ def _check_weights(state: dict, config, vocab_size: int, path) -> None:
 # ---------------------------------------------------------------------------- averaging
 
 def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
-    """Refuse to average checkpoints of different models (MODEL_FIELDS, weight shapes) or
+    """Refuse to average checkpoints of different models (configs.SHAPE, weight shapes) or
     tokenizers, and, unless allow_different_runs, checkpoints of different runs."""
     first, config = payloads[0], payloads[0]["config"]
     for p, other in zip(paths[1:], payloads[1:]):
-        differ = [f"{k} {config.get(k)} vs {other['config'].get(k)}" for k in MODEL_FIELDS
+        differ = [f"{k} {config.get(k)} vs {other['config'].get(k)}" for k in SHAPE
                   if other["config"].get(k) != config.get(k)]
         if differ:
             raise CheckpointError(f"{p} has a different config from {paths[0]} "
@@ -482,6 +384,13 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
             raise CheckpointError(f"{p} holds a different model from {paths[0]}")
         if other["tokenizer"] != first["tokenizer"]:
             raise CheckpointError(f"{p} has a different tokenizer from {paths[0]}")
+        kinds = [{str(v.dtype) for v in q["model"].values() if v.is_floating_point()}
+                 for q in (first, other)]
+        if kinds[0] != kinds[1]:
+            raise CheckpointError(f"{p} holds {'/'.join(sorted(kinds[1]))} weights and "
+                                  f"{paths[0]} {'/'.join(sorted(kinds[0]))}: average checkpoints "
+                                  f"of one precision (average the float32 ones, then halve the "
+                                  f"average)")
     for p, other in zip(paths, payloads):
         inside = [q for q, o in zip(paths, payloads) if o is not other
                   and Path(q).name in other.get("averaged_from", ())
@@ -493,11 +402,10 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
     if allow_different_runs:
         return
     for p, other in zip(paths, payloads):
-        if other["run_id"] is None or other["run_id"] != first["run_id"]:
-            what = ("carries no run id (format version 1), so its run cannot be checked"
-                    if other["run_id"] is None else f"comes from another run than {paths[0]}")
-            raise CheckpointError(f"{p} {what}; to average different runs on purpose (a model "
-                                  f"soup), pass --allow-different-runs")
+        if other["run_id"] != first["run_id"]:
+            raise CheckpointError(f"{p} comes from another run than {paths[0]}; to average "
+                                  f"different runs on purpose (a model soup), pass "
+                                  f"--allow-different-runs")
 
 
 def average(paths, allow_different_runs: bool = False) -> dict:
@@ -515,7 +423,7 @@ def average(paths, allow_different_runs: bool = False) -> dict:
         return (sum(p["model"][k].double() for p in payloads) / len(payloads)).to(v.dtype)
 
     runs = [p["run_id"] for p in payloads]
-    one_run = len(set(runs)) == 1 and runs[0] is not None
+    one_run = len(set(runs)) == 1
     last = {k: v for k, v in payloads[-1].items() if k != "halved_from"}
     return {**last, "version": FORMAT_VERSION, "training": None,
             "model": _per_storage(payloads[0]["model"], mean),

@@ -8,8 +8,8 @@ input's order; an empty line gives an empty translation. The command around it i
 """
 import time
 
+from annotated.base.errors import DataError
 from annotated.data.batching import make_batches
-from annotated.data.files import DataError
 from annotated.inference.search import beam_search, greedy_decode, source_batch
 
 

@@ -1,0 +1,24 @@
+"""How many CPU threads a model runs on. The commands decide, with this rule, before they
+train or decode; nothing below them changes torch's thread count as a side effect.
+
+A small model (under SMALL_MODEL parameters) gets one thread: a second gains it little, and
+while other work holds the cores two threads wait for each other at every one of its many
+small operations, which can make it many times slower (`python -m benchmarks.decode_speed
+--threads 2` against `--threads 1` on a busy machine shows it). A larger model gets torch's
+default, a thread per core. `--threads N` overrides the rule.
+"""
+import torch
+
+SMALL_MODEL = 5_000_000   # parameters
+
+
+def threads_for(parameters: int, requested: int | None = None) -> int | None:
+    """--threads if given, else 1 for a small model, else None (torch's default)."""
+    return requested or (1 if parameters < SMALL_MODEL else None)
+
+
+def use_threads(parameters: int, requested: int | None = None) -> None:
+    """Set torch's CPU thread count by threads_for (unchanged where it says None)."""
+    threads = threads_for(parameters, requested)
+    if threads:
+        torch.set_num_threads(threads)

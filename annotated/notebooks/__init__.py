@@ -1,0 +1,10 @@
+"""What the chapters use besides the package itself; nothing else in the package imports it.
+
+    chapter      the chapters' bookkeeping: show source, check against the NumPy reference,
+                 save figures, the quick and full forms, the settings and parameter tables
+    plots        the figures of chapters 1-5: softmax saturation, masks, heads, positions, sizes
+    training_plots  the figures of chapters 6-9: batches, label smoothing, the learning rate,
+                 learning curves, the beam tree, the ablation table, shards
+    diagrams     the paper's Figures 1 and 2 (the architecture, the two attentions), drawn
+    path_length  Table 1's path-length column, counted on each layer type's connections
+"""
