@@ -16,7 +16,7 @@ import argparse
 
 from annotated.base.cli import command, path, require_stdout, show
 from annotated.base.errors import DataError
-from annotated.base.files import read_lines
+from annotated.base.files import check_aligned, read_lines
 from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
 
 
@@ -49,9 +49,7 @@ def main(argv=None):
 def aligned(path, refs, ref_path) -> list[str]:
     """The lines of `path`, checked to be as many as the references."""
     lines = list(read_lines(path))
-    if len(lines) != len(refs):
-        raise DataError(f"{path} has {len(lines)} lines but {ref_path} has {len(refs)}; "
-                        f"they must be line-aligned")
+    check_aligned(len(lines), len(refs), path, ref_path)
     if not lines:
         raise DataError(f"{path} and {ref_path} are empty: no sentences to score")
     return lines

@@ -24,7 +24,7 @@ import torch
 
 from annotated.base.cli import at_least, command, out_file, path, say_error
 from annotated.base.errors import DataError
-from annotated.base.files import atomic_open, check_output, read_lines
+from annotated.base.files import atomic_open, check_aligned, check_output, read_lines
 from annotated.base.threads import use_threads
 from annotated.configs import option
 from annotated.inference.batched import translate_lines
@@ -79,8 +79,8 @@ def main(argv=None):
         raise DataError(f"{source or 'stdin'} is empty: there is nothing to translate"
                         + (f"; {out_path} is left as it was" if out_path else ""))
     refs = list(read_lines(args.ref)) if args.ref else None
-    if refs is not None and len(refs) != len(lines):
-        raise DataError(f"{args.ref} has {len(refs)} lines but the input has {len(lines)}")
+    if refs is not None:
+        check_aligned(len(lines), len(refs), source or "stdin", args.ref)
     beam = config.beam_size if args.beam_size is None else args.beam_size
     alpha = config.alpha if args.alpha is None else args.alpha
     max_extra = config.max_extra if args.max_extra is None else args.max_extra

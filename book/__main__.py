@@ -1,9 +1,11 @@
 """`python -m book build [--out DIR]`: build the chapters' website (default build/site/)."""
 import sys
 
-try:                                    # torch and Sphinx take seconds to import, before
-    import argparse  # @command can turn Ctrl-C into its one line
+# torch and Sphinx take seconds to import, before @command can turn Ctrl-C into its one line
+try:
+    import argparse
     import time
+
     from annotated.base.cli import command, path
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:

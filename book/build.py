@@ -35,6 +35,8 @@ from pathlib import Path, PurePosixPath
 import nbformat
 from sphinx.cmd.build import build_main
 
+from annotated.base.errors import DataError
+
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 CHAPTERS = ROOT / "chapters"
@@ -111,11 +113,11 @@ def read_chapter(src: Path) -> dict:
     try:
         nb = json.loads(src.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        sys.exit(f"error: {src} is not a readable notebook ({e}); {restore}")
+        raise DataError(f"{src} is not a readable notebook ({e}); {restore}")
     problem = notebook_problem(nb)
     if problem:
-        sys.exit(f"error: {src} is not a chapter the site can show: {problem}; {restore} "
-                 f"(or fix it in Jupyter)")
+        raise DataError(f"{src} is not a chapter the site can show: {problem}; {restore} "
+                        f"(or fix it in Jupyter)")
     return nb
 
 
@@ -184,10 +186,10 @@ def read_manifest(out: Path) -> dict[str, str]:
     if lines[-1] == "":
         lines.pop()                                   # the final newline
     if not lines or lines[0] != MANIFEST_HEADER:
-        sys.exit(f"error: {manifest} is not a list this command wrote (its first line should "
-                 f"be {MANIFEST_HEADER!r}); if {out} holds a site built by an older version, "
-                 f"empty it (keep what you added, such as .git/ or CNAME) and build again; "
-                 f"otherwise choose another --out")
+        raise DataError(f"{manifest} is not a list this command wrote (its first line should "
+                        f"be {MANIFEST_HEADER!r}); if {out} holds a site built by an older "
+                        f"version, empty it (keep what you added, such as .git/ or CNAME) and "
+                        f"build again; otherwise choose another --out")
     entries = {}
     for number, line in enumerate(lines[1:], start=2):
         digest, sep, name = line.partition("  ")
@@ -196,14 +198,14 @@ def read_manifest(out: Path) -> dict[str, str]:
                    else f"{name} is listed twice" if name in entries
                    else entry_problem(out, name))
         if problem:
-            sys.exit(f"error: {manifest}, line {number}: {problem}; this command did not write "
-                     f"that line, so the list cannot say what a rebuild may replace: restore "
-                     f"the list, or choose another --out")
+            raise DataError(f"{manifest}, line {number}: {problem}; this command did not "
+                            f"write that line, so the list cannot say what a rebuild may "
+                            f"replace: restore the list, or choose another --out")
         now = changed_since(out, name)
         if now:
-            sys.exit(f"error: {out / name}, a file of the site the last build wrote, is now "
-                     f"{now}; a rebuild will not touch it: move it away, or choose another "
-                     f"--out")
+            raise DataError(f"{out / name}, a file of the site the last build wrote, is now "
+                            f"{now}; a rebuild will not touch it: move it away, or choose another "
+                            f"--out")
         entries[name] = digest
     return entries
 
@@ -214,15 +216,15 @@ def check_out(out: Path) -> dict[str, str]:
     work."""
     blocking = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
     if blocking is not None:
-        sys.exit(f"error: cannot make the site folder {out}: {blocking} is a file; choose "
-                 f"another --out")
+        raise DataError(f"cannot make the site folder {out}: {blocking} is a file; choose "
+                        f"another --out")
     if not out.exists() or not any(out.iterdir()):
         return {}
     if not (out / MANIFEST).is_file():
-        sys.exit(f"error: {out} is not empty and holds no site built by this command (no "
-                 f"{MANIFEST}); choose another --out, or empty it yourself")
+        raise DataError(f"{out} is not empty and holds no site built by this command (no "
+                        f"{MANIFEST}); choose another --out, or empty it yourself")
     if not os.access(out, os.W_OK | os.X_OK):
-        sys.exit(f"error: cannot write into {out}; choose another --out")
+        raise DataError(f"cannot write into {out}; choose another --out")
     return read_manifest(out)
 
 
@@ -259,9 +261,9 @@ def install(site: Path, out: Path, before: dict[str, str]) -> None:
     rebuilt = {n for n in before if n in new and os.path.lexists(out / n)} - ours
     theirs = in_the_way(out, new, ours | rebuilt)
     if theirs:
-        sys.exit(f"error: {out} holds files this build would overwrite but did not write "
-                 f"({', '.join(theirs[:3])}{', ...' if len(theirs) > 3 else ''}); move them "
-                 f"away or choose another --out")
+        raise DataError(f"{out} holds files this build would overwrite but did not write "
+                        f"({', '.join(theirs[:3])}{', ...' if len(theirs) > 3 else ''}); move them "
+                        f"away or choose another --out")
     listing = MANIFEST_HEADER + "\n" + "".join(f"{sha256(site / n)}  {n}\n" for n in sorted(new))
     swap(site, out, sorted(new), sorted(ours | rebuilt), listing)
     kept = sorted(n for n in before if n not in ours | new and os.path.lexists(out / n))
@@ -309,9 +311,9 @@ def swap(site: Path, out: Path, new: list[str], old: list[str], listing: str) ->
     except BaseException as e:
         put_back(out, aside, moved, removed, placed, made)
         if isinstance(e, OSError):
-            sys.exit(f"error: moving the new site into {out} failed "
-                     f"({f'{e.filename}: {e.strerror}' if e.filename else e}); the site that "
-                     f"was there is back as it was")
+            why = f"{e.filename}: {e.strerror}" if e.filename else e
+            raise DataError(f"moving the new site into {out} failed ({why}); the site that was "
+                            f"there is back as it was") from None
         raise
     shutil.rmtree(aside)
 
@@ -331,8 +333,9 @@ def put_back(out: Path, aside: Path, moved, removed, placed, made) -> None:
             os.replace(aside / name, out / name)
         shutil.rmtree(aside)
     except OSError as e:
-        sys.exit(f"error: the new site could not be moved into {out}, and putting the old one "
-                 f"back failed too ({e}); its files are in {aside}: move them back into {out}")
+        raise DataError(f"the new site could not be moved into {out}, and putting the old one "
+                        f"back failed too ({e}); its files are in {aside}: move them back into "
+                        f"{out}") from None
 
 
 class CtrlC(BaseException):
@@ -383,8 +386,8 @@ def build(out: Path = DEFAULT_OUT) -> Path:
         args = ["-b", "html", "-q", "-W", "--keep-going", "-c", str(BOOK),
                 "-d", str(Path(tmp) / "doctrees"), str(src), str(site)]
         if sphinx(args) != 0:
-            sys.exit("error: Sphinx could not build the site (its messages are above); the "
-                     "site that was there, if any, is unchanged")
+            raise DataError("Sphinx could not build the site (its messages are above); the "
+                            "site that was there, if any, is unchanged")
         (site / "notebooks").mkdir()
         for nb in chapters():
             shutil.copy(nb, site / "notebooks" / nb.name)

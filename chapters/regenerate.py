@@ -16,9 +16,9 @@ change.
 --listings is for a change to the package's code (or to the text of a results file) alone: it
 runs the chapter in quick mode in a scratch copy and takes from it only the outputs of cells
 that show the package's source (`show(...)`) or a section of a results file, which do not
-depend on the mode, leaving every other committed output as it was. --cells does the same for the cells given
-by index (counting from 0, markdown cells included), for an edit to cells whose output
-does not depend on the mode (e.g. a figure drawn from a committed results file).
+depend on the mode, leaving every other committed output as it was. --cells does the same for
+the cells given by index (counting from 0, markdown cells included), for an edit to cells whose
+output does not depend on the mode (e.g. a figure drawn from a committed results file).
 
 nbval re-runs the notebooks in quick mode and compares their outputs with these; cells whose
 output depends on the mode carry the tag `nbval-ignore-output`.
@@ -35,6 +35,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from annotated.base.cli import command
+from annotated.base.errors import DataError
 
 CHAPTERS = Path(__file__).resolve().parent
 # A cell whose only lines show the package's source or a section of a committed results file:
@@ -83,9 +84,9 @@ def chosen_notebooks(numbers: list[str]) -> list[Path]:
     notebooks = sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
     unknown = sorted(set(numbers) - {p.name[:2] for p in notebooks})
     if unknown:
-        sys.exit(f"error: no chapter {', '.join(unknown)} in {CHAPTERS.name}/ (it has "
-                 f"{', '.join(p.name[:2] for p in notebooks)}); give chapter numbers such as "
-                 f"01 06")
+        raise DataError(f"no chapter {', '.join(unknown)} in {CHAPTERS.name}/ (it has "
+                        f"{', '.join(p.name[:2] for p in notebooks)}); give chapter numbers such "
+                        f"as 01 06")
     return [p for p in notebooks if not numbers or p.name[:2] in numbers]
 
 
@@ -96,14 +97,14 @@ def check_cells(nb: Path, indices: set[int]) -> None:
     where = f"{CHAPTERS.name}/{nb.name}"
     missing = sorted(i for i in indices if i >= len(cells))
     if missing:
-        sys.exit(f"error: {where} has cells 0 to {len(cells) - 1}, not "
-                 f"{', '.join(map(str, missing))}; give indices counted from 0, markdown "
-                 f"cells included")
+        raise DataError(f"{where} has cells 0 to {len(cells) - 1}, not "
+                        f"{', '.join(map(str, missing))}; give indices counted from 0, markdown "
+                        f"cells included")
     other = sorted(i for i in indices if cells[i].cell_type != "code")
     if other:
-        sys.exit(f"error: in {where}, " + ", ".join(f"cell {i} is a {cells[i].cell_type} cell"
-                                                     for i in other)
-                 + "; --cells takes code cells, the ones with outputs")
+        raise DataError(f"in {where}, " + ", ".join(f"cell {i} is a {cells[i].cell_type} cell"
+                        for i in other)
+                        + "; --cells takes code cells, the ones with outputs")
 
 
 @command
@@ -137,10 +138,11 @@ def check_data_location() -> None:
     location = Path(value).expanduser().resolve()
     if not any(all((folder / name).is_file() for name in MULTI30K)
                for folder in (location, location / "multi30k")):
-        sys.exit(f"error: ANNOTATED_DATA_DIR={value}: expected Multi30k's files "
-                 f"({', '.join(MULTI30K[:2])}, ...) in {location} or in its multi30k/ folder, "
-                 f"found {'no such folder' if not location.is_dir() else 'not all of them'}; "
-                 f"point it at the folder that holds them, or unset it to download them")
+        found = "no such folder" if not location.is_dir() else "not all of them"
+        raise DataError(f"ANNOTATED_DATA_DIR={value}: expected Multi30k's files "
+                        f"({', '.join(MULTI30K[:2])}, ...) in {location} or in its multi30k/ "
+                        f"folder, found {found}; point it at the folder that holds them, or "
+                        f"unset it to download them")
 
 
 def run_full(nb: Path):
@@ -152,10 +154,10 @@ def run_full(nb: Path):
                            "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1",
                            str(nb)], env=env)
     if done.returncode != 0:
-        sys.exit(f"error: {CHAPTERS.name}/{nb.name} failed in full mode (exit code "
-                 f"{done.returncode}; its error is above), so it was not rewritten and no later "
-                 f"chapter ran; fix the cause and run `python chapters/regenerate.py "
-                 f"{nb.name[:2]}` again")
+        raise DataError(f"{CHAPTERS.name}/{nb.name} failed in full mode (exit code "
+                        f"{done.returncode}; its error is above), so it was not rewritten and "
+                        f"no later chapter ran; fix the cause and run `python "
+                        f"chapters/regenerate.py {nb.name[:2]}` again")
 
 
 def refresh(nb: Path, chosen):

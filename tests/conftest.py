@@ -17,6 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+# Whole files whose every test trains, launches torchrun or runs a results script; the
+# chapters' cells run whole notebooks. Single slow tests carry @pytest.mark.slow themselves.
+SLOW_FILES = ("test_results.py", "test_distributed.py", "test_cuda.py")
+
+
+def pytest_collection_modifyitems(items):
+    """`pytest -m 'not slow'`, the fast tier for the development loop, leaves these out."""
+    for item in items:
+        if item.path.suffix == ".ipynb" or item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

@@ -4,6 +4,8 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import annotated
 
 PAPER = {"attention", "masks", "multihead", "feedforward", "positional", "embeddings",
@@ -30,6 +32,7 @@ def test_module_names_are_modules_and_exports_are_what_they_say():
     assert annotated.configs.get("base").d_model == 512
 
 
+@pytest.mark.slow
 def test_every_command_has_main_with_argv_and_help():
     for name in COMMANDS:
         module = importlib.import_module(f"annotated.{name}")

@@ -55,6 +55,7 @@ def test_deterministic_per_seed_and_epoch():
     assert a != make_batches(lengths, 800, seed=8, epoch=1)
 
 
+@pytest.mark.slow
 def test_same_batches_in_another_process():
     lengths = random_lengths(500)
     code = (f"from annotated.data.batching import make_batches\n"

@@ -194,6 +194,7 @@ train.main(sys.argv[2:])
 """
 
 
+@pytest.mark.slow
 def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_path):
     out, signal_file = tmp_path / "run", tmp_path / "half-written"
     command = [sys.executable, "-c", KILLED_IN_SAVE, str(signal_file), "--config", "copy",

@@ -324,6 +324,7 @@ def command(*args, **options) -> subprocess.CompletedProcess:
                           env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=ROOT, **options)
 
 
+@pytest.mark.slow
 def test_translate_with_stdin_closed_or_stdout_closed_or_full_is_one_line(tmp_path):
     base = ["annotated.translate", "--checkpoint", str(SHIPPED)]
     closed_in = command(*base, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
@@ -338,6 +339,7 @@ def test_translate_with_stdin_closed_or_stdout_closed_or_full_is_one_line(tmp_pa
         assert err.splitlines()[-1].startswith("error: ") and words in err
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_reading_ends_translation_quietly(tmp_path):
     """`| true` has gone before the first translation is written (`| head -1` after the first
     line): the write fails with a broken pipe, which ends the command as SIGPIPE would, with
@@ -352,6 +354,7 @@ def test_a_reader_that_stops_reading_ends_translation_quietly(tmp_path):
     assert "Traceback" not in err and "Exception" not in err and "error" not in err, err
 
 
+@pytest.mark.slow
 def test_training_goes_on_without_a_stdout(tmp_path):
     args = ["annotated.train", "--config", "copy", "--max-steps", "3", *TINY_RUN]
     closed = command(*args, "--run-dir", str(tmp_path / "a"), preexec_fn=lambda: os.close(1))
@@ -365,6 +368,7 @@ def test_training_goes_on_without_a_stdout(tmp_path):
         assert (tmp_path / run_dir / "ckpt_0000003.pt").is_file()
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_training_in_one_line_and_the_run_resumes(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "annotated.train", "--config", "copy", "--run-dir",

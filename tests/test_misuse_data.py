@@ -287,6 +287,7 @@ def test_prepare_wmt14_with_a_file_as_its_folder_is_one_line(tmp_path, capsys):
 
 # --- a trainer with its standard streams closed -------------------------------------------------
 
+@pytest.mark.slow
 def test_training_goes_on_with_stderr_closed(tmp_path):
     done = subprocess.run([sys.executable, "-m", "annotated.train", "--config", "copy",
                            "--run-dir", str(tmp_path), "--max-steps", "2", *TINY_RUN],

@@ -46,6 +46,7 @@ def translate_in_shell(folder: Path, redirect: str) -> subprocess.CompletedProce
 
 # --- outputs ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("redirect", ["--out x.txt < x.txt", "--out /dev/stdin < x.txt"])
 def test_an_output_that_is_the_file_on_stdin_is_refused(tmp_path, redirect):
     (tmp_path / "x.txt").write_text(INPUT)
@@ -54,6 +55,7 @@ def test_an_output_that_is_the_file_on_stdin_is_refused(tmp_path, redirect):
     assert (tmp_path / "x.txt").read_text() == INPUT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("redirect,log", [
     ("--input in.txt --out /dev/stdout >> log.txt", "log.txt"),
     ("--input in.txt --out /dev/stderr 2>> log.txt", "log.txt"),
@@ -68,6 +70,7 @@ def test_an_output_that_stdout_or_stderr_already_writes_is_appended_to_not_repla
     assert text.startswith("my notes\n") and "Hund" in text
 
 
+@pytest.mark.slow
 def test_an_output_that_is_stdout_into_a_pipe_reaches_the_pipe(tmp_path):
     (tmp_path / "in.txt").write_text(INPUT)
     done = translate_in_shell(tmp_path, "--input in.txt --out /dev/stdout | cat")
@@ -157,6 +160,7 @@ def test_a_pipe_is_read_from_its_first_byte(tmp_path):
         assert lines == [f"line {i}" for i in range(5000)]
 
 
+@pytest.mark.slow
 def test_translate_reads_stdin_and_process_substitution_whole(tmp_path):
     (tmp_path / "in.txt").write_text("".join(f"{i} dogs run .\n" for i in range(300)))
     for redirect in ("--input <(cat in.txt)", "--input /dev/stdin < in.txt", "< in.txt"):
@@ -187,6 +191,7 @@ def test_a_damaged_gzip_whose_bad_bytes_decode_badly_is_still_called_damaged(tmp
 
 # --- standard streams ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_with_stderr_closed_the_translations_alone_reach_stdout(tmp_path):
     (tmp_path / "in.txt").write_text(INPUT)
     done = translate_in_shell(tmp_path, "--input in.txt --ref in.txt 2>&-")
@@ -201,6 +206,7 @@ def test_with_stderr_closed_the_translations_alone_reach_stdout(tmp_path):
     ("python -m annotated.evaluate --hyp in.txt --ref in.txt > /dev/full",
      "error: stdout: No space left on device"),
 ])
+@pytest.mark.slow
 def test_a_result_with_nowhere_to_go_is_an_error(tmp_path, command_line, words):
     (tmp_path / "in.txt").write_text(INPUT)
     done = shell(command_line, tmp_path)
@@ -208,11 +214,13 @@ def test_a_result_with_nowhere_to_go_is_an_error(tmp_path, command_line, words):
     assert done.returncode == 1 and words in err and "Traceback" not in err, err
 
 
+@pytest.mark.slow
 def test_a_table_read_by_head_ends_quietly(tmp_path):
     done = shell("set -o pipefail; python -m annotated.configs | head -1", tmp_path)
     assert done.returncode in (0, 141) and done.stderr == b"", done.stderr
 
 
+@pytest.mark.slow
 def test_a_closed_stream_is_filled_so_that_no_file_takes_its_number(tmp_path):
     """With stderr closed, the next file opened would get number 2, and a library's warning
     would be written into it."""

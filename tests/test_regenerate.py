@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -32,11 +33,9 @@ def refusal(regenerate, argv, capsys) -> tuple[int, str]:
     """The exit code and the one line of a refused command (argparse's follows its usage)."""
     with pytest.raises(SystemExit) as stopped:
         regenerate.main(argv)
-    code = stopped.value.code
-    if isinstance(code, str):                  # sys.exit("error: ..."), exit code 1
-        assert "\n" not in code
-        return 1, code
-    return code, capsys.readouterr().err.strip().splitlines()[-1]
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return stopped.value.code, err.strip().splitlines()[-1]
 
 
 # Arguments that cannot be done as asked: the exit code (2 for argparse's refusals) and words.

@@ -251,6 +251,7 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, tmp_path):
     shutil.copytree(tiny_run, tmp_path / "run")
     found = len(checkpoints(tmp_path / "run"))
@@ -282,6 +283,7 @@ def test_table3_small_never_deletes_a_row_folder_it_did_not_make(mine, tiny_run,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_table3_small_trains_a_row_afresh_in_the_folder_it_made(tmp_path):
     args = ["--runs-dir", tmp_path / "runs", "--out-dir", tmp_path / "out", "--rows", "base",
             "--seeds", 1, "--limit", 3, *TINY]

@@ -106,6 +106,7 @@ def copy_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_copy_task_trains_to_near_zero_loss(copy_run):
     """Its final validation is what the recipe promises for every seed and thread count, not a
     lucky last training step."""
@@ -195,6 +196,7 @@ def test_a_diverging_run_stops_in_one_line_before_its_checkpoints_go_bad(tmp_pat
     assert metrics(tmp_path, "train")[-1]["loss"] < 3 * math.log(11)
 
 
+@pytest.mark.slow
 def test_a_run_that_starts_to_diverge_names_a_good_checkpoint_and_keeps_it(copy_run, tmp_path,
                                                                            capsys):
     """A converged copy run resumed at 40 times its learning rate, a checkpoint every step, the

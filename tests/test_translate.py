@@ -130,6 +130,7 @@ def test_bad_checkpoints_give_a_clear_error(ckpt, tmp_path, monkeypatch, capsys,
     assert err.startswith("error: ") and message in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_translate_module_runs_as_a_command(ckpt):
     done = subprocess.run([sys.executable, "-m", "annotated.translate", "--checkpoint", str(ckpt),
                            "--greedy", "--max-extra", "3"], input="4 5 6\n\n9 10\n",
@@ -215,7 +216,7 @@ def test_evaluate_command(tmp_path, capsys):
     (tmp_path / "ref").write_text("one\ntwo\n")
     with pytest.raises(SystemExit):
         evaluate_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
-    assert "has 1 lines but" in capsys.readouterr().err
+    assert "has 1 lines but " in capsys.readouterr().err
 
 
 def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys):

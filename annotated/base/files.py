@@ -123,6 +123,14 @@ def _damaged(f) -> bool:
     return False
 
 
+def check_aligned(n_a: int, n_b: int, a, b) -> None:
+    """Refuse two texts that must be line-aligned (a parallel corpus, translations and their
+    references) but have different numbers of lines: a DataError naming both counts."""
+    if n_a != n_b:
+        raise DataError(f"{a} has {n_a:,} lines but {b} has {n_b:,}: they must be line-aligned, "
+                        f"one sentence a line, in the same order")
+
+
 def expand(text) -> Path:
     """Path(text), a leading ~ or ~user expanded as a shell would; an unknown user is a
     DataError."""

@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from annotated.base.errors import DataError, DownloadError
-from annotated.base.files import download, expand, read_lines, resolved, text_sha256
+from annotated.base.files import (check_aligned, download, expand, read_lines, resolved,
+                                  text_sha256)
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
@@ -108,9 +109,7 @@ def read_parallel(src_path, tgt_path):
     Returns (pairs, stats) with stats = {"read": lines read, "empty": pairs dropped}.
     """
     src, tgt = list(read_lines(src_path)), list(read_lines(tgt_path))
-    if len(src) != len(tgt):
-        raise DataError(f"parallel files differ in length: {src_path} has {len(src):,} lines, "
-                         f"{tgt_path} has {len(tgt):,}")
+    check_aligned(len(src), len(tgt), src_path, tgt_path)
     if src == tgt and any(map(_visible, src)):
         raise DataError(f"{src_path} and {tgt_path} hold the same text, line for line: a "
                         f"parallel corpus pairs each sentence with its translation")
@@ -134,9 +133,7 @@ INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
 def check_line_counts(src_path, tgt_path) -> int:
     """The number of lines of two parallel files, after checking that they have as many."""
     n_src, n_tgt = (sum(1 for _ in read_lines(p)) for p in (src_path, tgt_path))
-    if n_src != n_tgt:
-        raise DataError(f"parallel files differ in length: {src_path} has {n_src:,} lines, "
-                         f"{tgt_path} has {n_tgt:,}")
+    check_aligned(n_src, n_tgt, src_path, tgt_path)
     return n_src
 
 

@@ -45,6 +45,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from annotated.base.errors import DataError
+from annotated.base.files import check_aligned
 from annotated.data.tokenizer import base_language
 
 COMPOUND = re.compile(r"(\S)-(\S)")     # get_ende_bleu.sh: s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g
@@ -114,9 +115,7 @@ def paper_tokenize(text: str) -> str:
 
 
 def _check(hyps, refs):
-    if len(hyps) != len(refs):
-        raise DataError(f"{len(hyps)} hypotheses but {len(refs)} references; they must be "
-                         f"line-aligned")
+    check_aligned(len(hyps), len(refs), "the hypotheses", "the references")
     if not hyps:
         raise DataError("no sentences to score: the hypotheses and references are empty")
     if not any(ref.strip() for ref in refs):

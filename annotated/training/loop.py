@@ -415,8 +415,8 @@ def _loop(config, engine, optimizer, scheduler, corpus, state, folder, max_steps
         if state.index == len(batches):
             state.epoch, state.index = state.epoch + 1, 0
             batches = make_batches(lengths, config.max_tokens, config.seed, state.epoch)
-        sums = train_step(engine, corpus.train, batches[state.index], config).cpu()
-        watch.check((sums[0] / sums[3]).item(), state.step + 1, folder.path)
+        sums = train_step(engine, corpus.train, batches[state.index], config)
+        watch.check(sums.mean_loss(), state.step + 1, folder.path)
         lr = optimizer.param_groups[0]["lr"]
         engine.scaler.step(optimizer)
         engine.scaler.update()

@@ -4,10 +4,9 @@ import sys
 import time
 from contextlib import contextmanager
 
-import torch
 from tqdm import tqdm
 
-from annotated.training.step import safe_exp
+from annotated.training.step import StepSums
 
 
 class Meter:
@@ -17,7 +16,7 @@ class Meter:
                         disable=not folder.active or sys.stderr is None
                         or not sys.stderr.isatty())
         self.start = self.last_save = self.last_log = time.time()
-        self.window = torch.zeros(5, dtype=torch.float64)  # sums since the last metrics line
+        self.window = StepSums()                           # sums since the last metrics line
 
     def seconds(self) -> float:
         return time.time() - self.start
@@ -38,25 +37,23 @@ class Meter:
         yield
         self.last_log += time.time() - start
 
-    def update(self, step: int, sums: torch.Tensor, lr: float, log: bool):
-        """Account one step's sums (loss, nll, correct, target tokens, source tokens)."""
+    def update(self, step: int, sums: StepSums, lr: float, log: bool):
+        """Account one step's sums."""
         self.window += sums
-        now = time.time()
-        rate = self.window[3:].sum().item() / max(now - self.last_log, 1e-9)  # tokens/s
+        w, now = self.window, time.time()
+        rate = (w.tokens + w.source_tokens) / max(now - self.last_log, 1e-9)   # tokens/s
         self.bar.update(1)
-        self.bar.set_postfix(loss=f"{(sums[0] / sums[3]).item():.3f}",
-                             ppl=f"{safe_exp((sums[1] / sums[3]).item()):.2f}",
+        self.bar.set_postfix(loss=f"{sums.mean_loss():.3f}", ppl=f"{sums.perplexity():.2f}",
                              lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}", refresh=False)
         if not log:
             return
-        loss, nll, correct, tokens, _ = self.window.tolist()
-        entry = {"step": step, "split": "train", "loss": loss / tokens, "nll": nll / tokens,
-                 "ppl": safe_exp(nll / tokens), "accuracy": correct / tokens, "lr": lr,
+        entry = {"step": step, "split": "train", "loss": w.mean_loss(), "nll": w.nll / w.tokens,
+                 "ppl": w.perplexity(), "accuracy": w.correct / w.tokens, "lr": lr,
                  "tokens_per_s": rate, "elapsed": self.elapsed + now - self.start}
         self.folder.record(entry)
         self.say(f"step {step} | loss {entry['loss']:.3f} | ppl {entry['ppl']:.2f} | "
                  f"acc {entry['accuracy']:.3f} | lr {lr:.2e} | {rate:,.0f} tok/s")
-        self.window.zero_()
+        self.window = StepSums()
         self.last_log = now
 
     def validation(self, step: int, result: dict):

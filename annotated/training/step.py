@@ -17,7 +17,7 @@ into a few.
 import math
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import torch
 from torch import nn
@@ -66,6 +66,26 @@ def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
     return Engine(model, net, ddp, device, amp, scaler, loss)
 
 
+@dataclass
+class StepSums:
+    """Sums over a step's (or several steps') target tokens of all ranks, each by its name:
+    what the meter logs and LossWatch judges."""
+    loss: float = 0.0               # smoothed cross-entropy
+    nll: float = 0.0                # -log p(y)
+    correct: float = 0.0            # tokens whose y has the highest probability
+    tokens: float = 0.0             # target tokens (padding excluded)
+    source_tokens: float = 0.0
+
+    def __add__(self, other: "StepSums") -> "StepSums":
+        return StepSums(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
+    def mean_loss(self) -> float:
+        return self.loss / self.tokens
+
+    def perplexity(self) -> float:
+        return safe_exp(self.nll / self.tokens)
+
+
 def forward_stats(model, src, tgt_in, tgt_out, eps_ls, loss=label_smoothed_loss):
     """Label-smoothed loss statistics of one batch (annotated.loss), summed over its tokens."""
     src_mask, tgt_mask = batch_masks(src, tgt_in, PAD)      # (b, 1, 1, S), (b, 1, T, T)
@@ -73,9 +93,9 @@ def forward_stats(model, src, tgt_in, tgt_out, eps_ls, loss=label_smoothed_loss)
     return loss(logits, tgt_out, pad=PAD, eps_ls=eps_ls)
 
 
-def train_step(engine: Engine, pairs, batch: list[int], config) -> torch.Tensor:
-    """Forward and backward over this rank's micro-batches of the global `batch`. Returns the
-    sums over all ranks: (smoothed loss, nll, correct, target tokens, source tokens)."""
+def train_step(engine: Engine, pairs, batch: list[int], config) -> StepSums:
+    """Forward and backward over this rank's micro-batches of the global `batch`; the sums
+    over all ranks."""
     micro = shard(batch, distributed.rank(), distributed.world_size(), config.accum_steps)
     tensors = [collate(pairs, idx) for idx in micro if idx]
     weight = 1.0
@@ -85,7 +105,7 @@ def train_step(engine: Engine, pairs, batch: list[int], config) -> torch.Tensor:
     tokens = distributed.all_reduce(torch.tensor(
         weight * sum(int((t != PAD).sum()) for *_, t in tensors), dtype=torch.float64,
         device=device))
-    sums = torch.zeros(5, dtype=torch.float64, device=device)
+    sums = torch.zeros(5, dtype=torch.float64, device=device)      # StepSums' fields, in order
     for i, (src, tgt_in, tgt_out) in enumerate(tensors):
         src, tgt_in, tgt_out = src.to(device), tgt_in.to(device), tgt_out.to(device)
         last = i == len(tensors) - 1
@@ -100,7 +120,7 @@ def train_step(engine: Engine, pairs, batch: list[int], config) -> torch.Tensor:
         sums += weight * torch.stack([stats.loss.detach().double(), stats.nll.detach().double(),
                                       stats.correct.double(), stats.tokens.double(),
                                       (src != PAD).sum().double()])
-    return distributed.all_reduce(sums)
+    return StepSums(*distributed.all_reduce(sums).tolist())    # one all-reduce for the five
 
 
 @torch.no_grad()
