@@ -18,10 +18,11 @@ from pathlib import Path
 from annotated.base.cli import at_least, command, out_file, path, say_error
 from annotated.base.errors import CheckpointError
 from annotated.base.files import check_output
+from annotated.configs import option
 from annotated.store.checkpoint_file import NAME, atomic_save, average, checkpoints, half, verify
 
 
-def _average_inputs(parser, args) -> list[Path]:
+def _average_inputs(args) -> list[Path]:
     """The checkpoints `average` was given: the paths, or the newest --last N of a run folder."""
     if args.last is None:
         paths = [Path(p) for p in args.paths]
@@ -32,8 +33,6 @@ def _average_inputs(parser, args) -> list[Path]:
                                       f"each checkpoint once")
             seen[p] = True
         return paths
-    if len(args.paths) != 1:
-        parser.error("--last N takes exactly one run folder")
     if not Path(args.paths[0]).is_dir():
         raise CheckpointError(f"--last {args.last}: {args.paths[0]} is "
                               f"{'not a folder' if Path(args.paths[0]).exists() else 'no folder'}"
@@ -81,8 +80,7 @@ def _verify_command(paths) -> int:
     return failed
 
 
-@command
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.checkpoint",
                                      description="checkpoint tools")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,21 +101,35 @@ def main(argv=None):
     hlf.add_argument("--out", type=out_file, required=True,
                      help="file to write: not the input, not ckpt_*.pt")
     hlf.add_argument("path", type=path, metavar="CKPT")
+    for name in ("beam_size", "alpha", "max_extra"):
+        hlf.add_argument(f"--{name.replace('_', '-')}", type=option(name), dest=name,
+                         help=f"the file's default {name} for translating (default: the "
+                              f"source's)")
     ver = commands.add_parser("verify", help="check checkpoints against their sha256 seals")
     ver.add_argument("paths", type=path, nargs="+", metavar="CKPT|RUN_DIR",
                      help="checkpoint files, or run folders (all their checkpoints)")
     args = parser.parse_args(argv)
+    if args.command == "average" and args.last is not None and len(args.paths) != 1:
+        parser.error("--last N takes exactly one run folder")
+    return args
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     if args.command == "verify":
         if _verify_command(args.paths):
-            parser.exit(1)
+            raise SystemExit(1)                  # each failure has had its line
         return
     if args.command == "half":
         _check_out(args.out, [args.path])
-        atomic_save(half(args.path), args.out)
+        decoding = {k: getattr(args, k) for k in ("beam_size", "alpha", "max_extra")
+                    if getattr(args, k) is not None}
+        atomic_save(half(args.path, **decoding), args.out)
         print(f"{args.path} -> {args.out}: float16 weights, no training state "
               f"({Path(args.out).stat().st_size / 2**20:.1f} MiB)")
         return
-    paths = _average_inputs(parser, args)
+    paths = _average_inputs(args)
     _check_out(args.out, paths)
     atomic_save(average(paths, args.allow_different_runs), args.out)
     print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")

@@ -264,14 +264,18 @@ def table3_params(vocab: int = 37_000):
             for name in TABLE3_ROWS]
 
 
-@command
-def main(argv=None):
-    """`python -m annotated.configs`: Table 3's parameter column beside the paper's."""
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.configs",
                                      description="Table 3's parameter column from the presets")
     parser.add_argument("--vocab", type=option("vocab_size"), default=37_000,
                         help="shared BPE vocabulary size")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    """`python -m annotated.configs`: Table 3's parameter column beside the paper's."""
+    args = parse_args(argv)
     require_stdout("the table")
     lines = [f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways",
              f"{'row':>5} {'ours (M)':>10} {'paper (M)':>10} {'diff (M)':>9}  config"]

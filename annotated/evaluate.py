@@ -20,8 +20,7 @@ from annotated.base.files import check_aligned, read_lines
 from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
 
 
-@command
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.evaluate",
                                      description="BLEU three ways; with --baseline, a "
                                                  "paired bootstrap")
@@ -33,7 +32,12 @@ def main(argv=None):
                                                       "bootstrap")
     parser.add_argument("--lang", help="the references' language code, e.g. de or zh (default: "
                                        "guessed from their script)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     require_stdout("the scores")
     refs = list(read_lines(args.ref))
     hyps = aligned(args.hyp, refs, args.ref)

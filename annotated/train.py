@@ -49,14 +49,15 @@ def parse_args(argv=None):
                    help="deterministic GPU kernels, so that a resumed GPU run continues exactly "
                         "as an uninterrupted one (a CPU run always does)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override config fields")
-    return p, p.parse_intermixed_args(argv)
+    args = p.parse_intermixed_args(argv)
+    if args.run_dir is None and args.config is None:
+        p.error("give --config NAME (and/or --run-dir RUN_DIR with --resume)")
+    return args
 
 
 @command
 def main(argv=None):
-    parser, args = parse_args(argv)
-    if args.run_dir is None and args.config is None:
-        parser.error("give --config NAME (and/or --run-dir RUN_DIR with --resume)")
+    args = parse_args(argv)
     out = Path(args.run_dir or Path("runs") / args.config)
     config, resumed = run_config(args, out)
     use_threads(config.parameters(), args.threads)

@@ -69,17 +69,18 @@ def parse_args(argv=None):
                         help="random model's vocabulary (it holds the BPE's 16,000 pieces)")
     parser.add_argument("--max-extra", type=option("max_extra"),
                         help="default: 0 (random model), 50 (trained)")
-    return parser, parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.data_dir = args.data_dir or os.environ.get(DATA_ENV)
+    if not args.data_dir:
+        parser.error(f"give --data-dir or set {DATA_ENV} (the folder holding wmt14/)")
+    return args
 
 
 @command
 def main(argv=None):
-    parser, args = parse_args(argv)
+    args = parse_args(argv)
     threads = set_threads(args.threads)
-    data_dir = args.data_dir or os.environ.get(DATA_ENV)
-    if not data_dir:
-        parser.error(f"give --data-dir or set {DATA_ENV} (the folder holding wmt14/)")
-    folder = _find("wmt14", ["newstest2014.en", "newstest2014.de"], data_dir)
+    folder = _find("wmt14", ["newstest2014.en", "newstest2014.de"], args.data_dir)
     lines = [line for line in read_lines(folder / "newstest2014.en") if line.strip()]
     lines = lines[:args.sentences]
     model, tokenizer, what, default_extra = model_to_time(args, folder)

@@ -19,7 +19,7 @@ lengths (3 x the forward pass's matrix products; see that module). The measured 
 bf16 matrix product on the same GPU is recorded too, as a second yardstick.
 
 Each model is also timed at the share of one GPU among eight (25,000 / 8 tokens a side), which
-is what a step of the paper's 8-GPU setup asks of each GPU; results.gpu_schedule turns those
+is what a step of the paper's 8-GPU setup asks of each GPU; experiments.gpu_schedule turns those
 times into the wall time of the paper's training schedules. --profile adds, for each case, the
 GPU time by kind of kernel (matrix products, attention, fused or elementwise work) and the time
 the GPU sat idle, waiting for the CPU.
@@ -43,7 +43,7 @@ from annotated.base.cli import at_least, command, path
 from annotated.base.errors import DeviceError
 from annotated.base.files import atomic_open, check_output
 from benchmarks.train_throughput import training_step
-from results.common import machine_record
+from experiments.common import machine_record
 
 VOCAB = 37_000
 PAPER_BATCH = 25_000                 # tokens a side per step (§5.1)

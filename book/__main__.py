@@ -13,15 +13,19 @@ except KeyboardInterrupt:
     sys.exit(130)
 
 
-@command
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m book", description=__doc__)
     parser.add_argument("command", choices=["build"], help="build the static site")
     parser.add_argument("--out", type=path, default=DEFAULT_OUT,
                         help=f"output folder: empty, missing, or a site built here before, whose "
                              f"files (those that build wrote, as it wrote them) are replaced "
                              f"(default {DEFAULT_OUT})")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
     start = time.time()
     index = build(args.out)
     print(f"built {index} in {time.time() - start:.0f} s; open it in a browser "

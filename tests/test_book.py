@@ -103,6 +103,15 @@ def test_reading_time_counts_prose_code_shown_source_and_figures():
 
 
 @pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal: a test run started in the background
+    inherits SIGINT ignored, and Python then never installs its handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
 def fake_sphinx(monkeypatch):
     """book.build with Sphinx replaced by a stand-in that writes `pages` (or fails): the
     output folder's handling without a real build."""
@@ -305,7 +314,7 @@ def test_a_rebuild_that_fails_half_way_puts_the_old_site_back(tmp_path, fake_sph
 
 @pytest.mark.parametrize("caught", [KeyboardInterrupt, BaseException])
 def test_ctrl_c_in_sphinx_is_interrupted_and_leaves_the_site(tmp_path, fake_sphinx, capsys,
-                                                             caught):
+                                                             caught, ctrl_c):
     """Sphinx catches KeyboardInterrupt (and reports a failed build): Ctrl-C must still end
     the command as one, whatever Sphinx catches."""
     from book.__main__ import main

@@ -34,9 +34,9 @@ from annotated.store import checkpoint_file
 from annotated.training import loop
 from annotated.training.run_dir import rotate
 from benchmarks import decode_speed, gpu_train, train_throughput
-from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired, multi30k_sweep,
-                     pretrained, table3_small)
-from results.common import read_metrics, write_files
+from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
+                         multi30k_sweep, pretrained, table3_small)
+from experiments.common import read_metrics, write_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
@@ -374,7 +374,8 @@ def test_ctrl_c_stops_training_in_one_line_and_the_run_resumes(tmp_path):
         [sys.executable, "-m", "annotated.train", "--config", "copy", "--run-dir",
          str(tmp_path), "--max-steps", "100000", *TINY_RUN[:-1], "ckpt_every=5"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
-        env={**os.environ, "OMP_NUM_THREADS": "1"})
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))   # as from a shell
     deadline = time.time() + 120
     while not checkpoint_file.checkpoints(tmp_path) and time.time() < deadline:
         time.sleep(0.1)

@@ -29,7 +29,7 @@ def test_shipped_model_translates_as_its_float32_source_did():
 
 
 def test_rounding_to_float16_costs_no_translation_quality():
-    """Measured when the file was made (python -m results.pretrained), on all of test2016."""
+    """Measured when the file was made (python -m experiments.pretrained), on all of test2016."""
     assert RECORD["identical"] >= 0.97 * RECORD["sentences"]
     for metric in ("bleu", "lowercase_bleu"):
         assert abs(RECORD["float16"][metric] - RECORD["float32"][metric]) < 0.3, metric

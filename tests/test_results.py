@@ -9,11 +9,11 @@ from annotated import configs
 from annotated.configs import apply_overrides, get
 from annotated.store.checkpoint_file import checkpoints, load
 from annotated.training.flops import training_flops
-from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired, multi30k_sweep,
-                     paper_tables, pretrained, table3_small)
-from results.common import ROOT
+from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
+                         multi30k_sweep, paper_tables, pretrained, table3_small)
+from experiments.common import ROOT
 
-RESULTS = paper_tables.HERE
+RESULTS = ROOT / "results"                     # the committed results files
 
 
 def run(module, *args):
@@ -34,7 +34,7 @@ def test_paper_tables_from_saved_timings(tmp_path):
     text = (tmp_path / "paper_tables.md").read_text()
     table2 = json.loads((tmp_path / "paper_tables.json").read_text())["table2"]
     assert text.splitlines()[2].startswith(
-        "Written by `python -m results.paper_tables --reuse-timings --out-dir")
+        "Written by `python -m experiments.paper_tables --reuse-timings --out-dir")
     base = configs.get("base")
     per_step = base.max_tokens / paper_tables.AVG_SENTENCE * training_flops(
         base, paper_tables.AVG_SENTENCE, paper_tables.AVG_SENTENCE, 37_000)
@@ -81,7 +81,7 @@ def test_multi30k_script_trains_scores_rescores_and_ships(tmp_path):
     assert [s["bleu"] for s in again["test2016"].values()] == \
         [s["bleu"] for s in first["test2016"].values()]
     assert (out / "multi30k.md").read_text().splitlines()[2].startswith(
-        "Written by `python -m results.multi30k --skip-train")
+        "Written by `python -m experiments.multi30k --skip-train")
 
     shipped = tmp_path / "shipped"                     # the trained model, halved to ship
     shipped.mkdir()
@@ -289,7 +289,7 @@ def test_sweep_trains_candidates_side_by_side_and_chooses_on_val_never_over_the_
     rows = [r for c in result["candidates"].values() for r in c["rows"]]
     best = result["best"]
     assert best["lowercase_bleu"] == max(r["lowercase_bleu"] for r in rows)
-    assert best["test_command"].startswith("python -m results.multi30k --skip-train --config ")
+    assert best["test_command"].startswith("python -m experiments.multi30k --skip-train --config ")
     assert f"--beam-size {best['beam']} --alpha {best['alpha']}" in best["test_command"]
     assert best["candidate"] in multi30k_sweep.CANDIDATES       # a second hour is never chosen
     assert best["results_file"] == ("multi30k_tiny_lowercase.md" if "lowercase=true" in
@@ -345,7 +345,7 @@ def widened_grid_scores_only_the_new_decodings(sweep, monkeypatch, tmp_path, bef
 
 
 def test_more_than_one_process_trains_under_torchrun_with_this_python():
-    from results.common import resume_command, train_command, with_this_python
+    from experiments.common import resume_command, train_command, with_this_python
     cmd = train_command("multi30k_tiny", ROOT / "runs" / "x", max_minutes=60, nproc=2)
     assert cmd[:5] == ["torchrun", "--standalone", "--nproc_per_node=2", "-m", "annotated.train"]
     again = resume_command(ROOT / "runs" / "x", max_minutes=60, nproc=2)
@@ -357,14 +357,14 @@ def test_more_than_one_process_trains_under_torchrun_with_this_python():
 
 
 def test_recorded_commands_write_the_data_location_as_the_readme_placeholder():
-    from results.common import invocation, recorded
+    from experiments.common import invocation, recorded
     assert (recorded("python -m annotated.train --config multi30k --data-dir ../shared/data N=2"
                      .split()) == "python -m annotated.train --config multi30k --data-dir DIR N=2")
     assert (recorded(["torchrun", "--nproc_per_node=2", "-m", "annotated.train",
                       "--data-dir=/srv/corpora"])
             == "torchrun --nproc_per_node=2 -m annotated.train --data-dir=DIR")
-    assert (invocation("results.multi30k", ["--data-dir", "/home/me/data", "--out-dir", "results"])
-            == "python -m results.multi30k --data-dir DIR --out-dir results")
+    assert (invocation("experiments.multi30k", ["--data-dir", "/home/me/data", "--out-dir", "results"])
+            == "python -m experiments.multi30k --data-dir DIR --out-dir results")
 
 
 def test_committed_results_name_no_data_location_outside_the_repository():
@@ -403,7 +403,7 @@ def test_every_committed_multi30k_bleu_comes_with_lowercased_bleu():
 
 def test_budget_trains_both_pairs_at_once_chooses_on_german_val_and_scores_test_once(
         tmp_path, monkeypatch):
-    """results.multi30k_budget, tiny: every candidate and its French twin trained side by side;
+    """experiments.multi30k_budget, tiny: every candidate and its French twin trained side by side;
     the winner is the best German val row; test2016 scored for the winner's two runs only, with
     the winner's averaging and decoding; decoding speed measured."""
     monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.3"], "b": ["P_drop=0.0"]})

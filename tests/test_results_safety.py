@@ -13,9 +13,9 @@ import pytest
 from annotated import train
 from annotated.base.errors import DataError
 from annotated.store.checkpoint_file import atomic_save, average, checkpoints, half, load
-from results import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired, multi30k_sweep,
-                     paper_tables, pretrained, table3_small)
-from results.common import ROOT, write_files
+from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
+                         multi30k_sweep, paper_tables, pretrained, table3_small)
+from experiments.common import ROOT, write_files
 
 RESULTS = ROOT / "results"
 SHIPPED = ROOT / "annotated" / "pretrained"
@@ -217,7 +217,7 @@ def test_an_out_dir_that_is_not_a_folder_is_refused_as_such(script, target, tmp_
         assert (tmp_path / "afile").read_text() == "mine\n"
 
 
-# --- results.multi30k: a run is trained once, and scored as it was trained -----------------------
+# --- experiments.multi30k: a run is trained once, and scored as it was trained -----------------------
 
 def test_training_again_into_a_run_folder_that_holds_a_run_is_refused(tiny_run, tmp_path, capsys):
     shutil.copytree(tiny_run, tmp_path / "run")
@@ -264,7 +264,7 @@ def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, 
     assert "## test2016 (the first 3 of the 300 sentences)" in md       # --limit said
 
 
-# --- results.table3_small: its own folders only, its rows' own budget ----------------------------
+# --- experiments.table3_small: its own folders only, its rows' own budget ----------------------------
 
 @pytest.mark.parametrize("mine", [["notes.txt"], ["ckpt_0000020.pt"],
                                   [table3_small.ROW_RECORD, "notes.txt"]])
@@ -321,7 +321,7 @@ def test_a_damaged_table3_small_json_is_one_error_naming_it(content, says, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["table3_small.json"]
 
 
-# --- results.multi30k_paired: a system's beam and alpha as --beam-size and --alpha ---------------
+# --- experiments.multi30k_paired: a system's beam and alpha as --beam-size and --alpha ---------------
 
 @pytest.mark.parametrize("beam,alpha,says", [
     ("100000000000", "0.6", "BEAM beam_size = 100000000000 is not allowed; allowed: 1 <= "
@@ -338,7 +338,7 @@ def test_every_system_beam_and_alpha_follow_the_beam_size_and_alpha_rules(beam, 
     assert f"error: argument --system A: {says}" in err
 
 
-# --- results.pretrained: what the name and the README say, and only its own files ----------------
+# --- experiments.pretrained: what the name and the README say, and only its own files ----------------
 
 def foreign_checkpoint(kind: str, model, folder):
     """A checkpoint the shipped file's name or README would misdescribe."""
@@ -387,7 +387,7 @@ def test_pretrained_rewrites_its_own_files_and_says_what_it_compared(tiny_run, t
     assert "validation sweep" not in readme and "multi30k_sample" in readme
 
 
-# --- results.multi30k_metric: says what a smoke test scored --------------------------------------
+# --- experiments.multi30k_metric: says what a smoke test scored --------------------------------------
 
 def test_a_smoke_test_says_it_scored_the_first_sentences(tiny_run, tmp_path):
     run(multi30k_metric, "--checkpoint", tiny_run / "average.pt", "--limit", 10, "--out-dir",
@@ -396,7 +396,7 @@ def test_a_smoke_test_says_it_scored_the_first_sentences(tiny_run, tmp_path):
     assert "translated the first 10 of the 300 sentences of test2016" in md
 
 
-# --- results.paper_tables: reused timings are Table 1's, and say where they come from ------------
+# --- experiments.paper_tables: reused timings are Table 1's, and say where they come from ------------
 
 @pytest.mark.parametrize("content,says", [("[]", "holds a JSON list"),
                                           ("{}", "has no number of threads"),
@@ -421,7 +421,7 @@ def test_reused_timings_say_where_and_with_what_they_were_measured(tmp_path):
     assert "results/table1_timings.json" not in md
 
 
-# --- results.multi30k_sweep: its own options, and damaged records --------------------------------
+# --- experiments.multi30k_sweep: its own options, and damaged records --------------------------------
 
 def test_a_sweep_with_no_runs_says_to_train_them(tmp_path, capsys):
     err = refused(multi30k_sweep, "--runs-dir", tmp_path / "runs", "--limit", 2, "--out-dir",
@@ -456,7 +456,7 @@ def test_a_damaged_sweep_record_is_an_error_only_when_it_holds_what_is_gone(tiny
         multi30k_sweep.recorded_candidates(record, {**runs, "gone": tmp_path / "gone"})
 
 
-# --- results.multi30k_budget: a GPU script -------------------------------------------------------
+# --- experiments.multi30k_budget: a GPU script -------------------------------------------------------
 
 def test_the_budget_script_without_a_gpu_refuses_unless_asked(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)

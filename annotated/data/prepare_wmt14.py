@@ -205,14 +205,17 @@ def _write_corpora(downloads: Path, work: Path, out: Path, manifest: dict, log) 
     write_lines(out / "newstest2014.de", de)
 
 
-@command
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.data.prepare_wmt14",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=path, default=None,
                         help="output folder (default: the cache's wmt14/, where training looks)")
-    args = parser.parse_args(argv)
-    prepare(args.out_dir or cache_folder() / "wmt14")
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    prepare(parse_args(argv).out_dir or cache_folder() / "wmt14")
 
 
 if __name__ == "__main__":

@@ -232,7 +232,7 @@ def plot_learning_curves(train_log: list[dict], valid_log: list[dict], loss_floo
 
 
 def plot_table1_crossover(timings: dict, save_as: str):
-    """Chapter 8's Table 1 measurement (results.paper_tables' timings): milliseconds per call of
+    """Chapter 8's Table 1 measurement (experiments.paper_tables' timings): milliseconds per call of
     self-attention and of a recurrent layer against n for each width d (left), and their ratio
     against n / d beside the FLOP ratio n / d (right)."""
     import matplotlib.pyplot as plt
@@ -272,7 +272,7 @@ def plot_table1_crossover(timings: dict, save_as: str):
 
 
 def draw_ablation(table: dict, base: str = "base"):
-    """Table 3 at small scale beside the paper's: for every row of `table` (results.table3_small's
+    """Table 3 at small scale beside the paper's: for every row of `table` (experiments.table3_small's
     JSON) but the base row's seeds, the change from row `base` in perplexity (percent) and BLEU
     (points), ours and the paper's, with the base row's spread over seeds as a grey band."""
     import matplotlib.pyplot as plt

@@ -444,17 +444,20 @@ def _per_storage(state: dict, fn) -> dict:
     return out
 
 
-def half(path) -> dict:
+def half(path, **decoding) -> dict:
     """A checkpoint's model with its floating-point weights rounded to float16 and no training
     state: a file half the size to share. Loading casts the weights back to float32, so the
     model computes in float32 with weights that differ from the source by float16 rounding
     (a relative 2^-11 at most). A weight beyond float16's range (65,504) is refused: it would
-    become infinite."""
+    become infinite. `decoding` (beam_size, alpha, max_extra) become the file's defaults, so
+    that translating with it needs no options to decode as its results were scored."""
     payload = load(path)
     limit = torch.finfo(torch.float16).max
     for k, v in payload["model"].items():
         if v.is_floating_point() and v.numel() and v.abs().max() > limit:
             raise CheckpointError(f"{path}: {k} holds {v.abs().max().item():.4g}, beyond "
                                   f"float16's range ({limit:,.0f}); keep this model in float32")
+    config = Config.from_dict({**payload["config"], **decoding})       # checked like any config
     model = _per_storage(payload["model"], lambda k, v: v.half() if v.is_floating_point() else v)
-    return {**payload, "model": model, "training": None, "halved_from": Path(path).name}
+    return {**payload, "config": asdict(config), "model": model, "training": None,
+            "halved_from": Path(path).name}

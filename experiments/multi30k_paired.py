@@ -1,7 +1,7 @@
 """Is one Multi30k model better than another, or did the choice of test sentences decide? Two
 systems compared by paired bootstrap resampling on val and on test2016.
 
-    python -m results.multi30k_paired --system NAME CKPT BEAM ALPHA --system NAME CKPT BEAM ALPHA
+    python -m experiments.multi30k_paired --system NAME CKPT BEAM ALPHA --system NAME CKPT BEAM ALPHA
         [--data-dir D] [--out-dir results] [--limit N]
 
 Each system is a checkpoint with its own decoding (beam size, length penalty alpha). Both
@@ -22,16 +22,16 @@ from annotated.base.errors import DataError
 from annotated.configs import option
 from annotated.inference.bleu import paired_bootstrap
 from annotated.store.checkpoint_file import config_from, load
-from results.common import (add_out_dir, check_out_dir, first_sentences, invocation, markdown_table,
-                            relative, score, split_text, write_files)
-from results.multi30k import PUBLISHED
+from experiments.common import (add_out_dir, check_out_dir, first_sentences, invocation,
+                                markdown_table, relative, score, split_text, write_files)
+from experiments.multi30k import PUBLISHED
 
 SPLITS = {"valid": "val", "test": "test2016"}
 METRICS = {"lowercased BLEU": True, "sacreBLEU (cased)": False}      # name: lowercase
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.multi30k_paired",
+    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_paired",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", nargs=4, action="append", required=True,
                         metavar=("NAME", "CKPT", "BEAM", "ALPHA"),
@@ -98,7 +98,7 @@ def main(argv=None):
                                        f"p {r['p']}" for m, r in result[shown].items()))
     write_files({args.out_dir / "multi30k_paired.json": json.dumps(result, indent=1),
                  args.out_dir / "multi30k_paired.md": render_markdown(
-                     result, invocation("results.multi30k_paired", argv))})
+                     result, invocation("experiments.multi30k_paired", argv))})
     print(f"wrote {args.out_dir / 'multi30k_paired.md'}")
 
 

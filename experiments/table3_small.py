@@ -1,7 +1,7 @@
 """A small-scale Table 3 on Multi30k: every row of the paper's ablation (A to E), each
 trained with the same budget (the same number of optimizer steps on the same batches).
 
-    python -m results.table3_small [--steps 2000] [--seeds 3] [--rows [ROW ...]] [--reuse]
+    python -m experiments.table3_small [--steps 2000] [--seeds 3] [--rows [ROW ...]] [--reuse]
         [--data-dir D] [--runs-dir runs/table3_small] [key=value ...]
 
 The paper varies one thing at a time around its base model and reports perplexity and BLEU on
@@ -36,9 +36,9 @@ from annotated.base.files import atomic_open
 from annotated.configs import PRESETS, apply_overrides, get
 from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoint_name, config_from, load
-from results.common import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
-                            first_sentences, invocation, markdown_table, read_metrics, recorded,
-                            rounded, score, train, train_command, write_files)
+from experiments.common import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
+                                first_sentences, invocation, markdown_table, read_metrics, recorded,
+                                rounded, score, train, train_command, write_files)
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
              eval_every=10_000, ckpt_every=10_000, ckpt_minutes=10_000, keep_last=1)
@@ -68,7 +68,7 @@ PAPER_ROWS = list(dict.fromkeys(row for row, _ in ROWS.values()))
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.table3_small",
+    parser = argparse.ArgumentParser(prog="python -m experiments.table3_small",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=at_least(1), default=2000)
     parser.add_argument("--seeds", type=at_least(1), default=3,
@@ -125,7 +125,7 @@ def main(argv=None):
 
 def write_table(args, results: dict, argv, kept: Path | None = None):
     """table3_small.md, and with `kept` the json of the rows beside it (all or nothing)."""
-    text = render_markdown(results, invocation("results.table3_small", argv))
+    text = render_markdown(results, invocation("experiments.table3_small", argv))
     files = {args.out_dir / "table3_small.md": text}
     if kept is not None:
         files[kept] = json.dumps(results, indent=1)
@@ -245,7 +245,7 @@ def check_clearable(run: Path) -> None:
         shown = foreign or names
         raise DataError(f"refusing to clear {run} for a fresh run of its row: it holds "
                         f"{', '.join(shown[:3])}{' ...' if len(shown) > 3 else ''}, which "
-                        f"results.table3_small did not write there; move them out of it, or "
+                        f"experiments.table3_small did not write there; move them out of it, or "
                         f"give another --runs-dir")
 
 
@@ -256,7 +256,7 @@ def fresh_row_folder(run: Path, name: str) -> None:
         shutil.rmtree(run)
     run.mkdir(parents=True)
     with atomic_open(run / ROW_RECORD, "w") as f:
-        f.write(json.dumps({"written_by": "python -m results.table3_small", "row": name}) + "\n")
+        f.write(json.dumps({"written_by": "python -m experiments.table3_small", "row": name}) + "\n")
 
 
 def plan_row(args, run: Path, changes: dict, record, sentences: int) -> tuple[str, Path | None]:

@@ -1,7 +1,7 @@
 """The trained model shipped with the project (annotated/pretrained/): an averaged Multi30k
 English->German checkpoint with its weights stored in float16, checked against its source.
 
-    python -m results.pretrained CHECKPOINT --data-dir D [--beam-size 4] [--alpha 0.6]
+    python -m experiments.pretrained CHECKPOINT --data-dir D [--beam-size 4] [--alpha 0.6]
         [--out-dir runs/pretrained]
 
 1. makes the float16 file as `python -m annotated.checkpoint half` does (float16 weights, no
@@ -34,9 +34,9 @@ from annotated.configs import option
 from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
 from annotated.store.checkpoint_file import atomic_save, config_from, half, load, load_model
-from results.common import (ROOT, check_out_dir, committed_folder, first_sentences, invocation,
-                            recorded, relative, score, write_files)
-from results.multi30k import pair_name
+from experiments.common import (ROOT, check_out_dir, committed_folder, first_sentences, invocation,
+                                recorded, relative, score, write_files)
+from experiments.multi30k import pair_name
 
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
 EXAMPLES = 8
@@ -44,12 +44,12 @@ PAIR = ("en", "de")                                 # what the file name says
 DATASETS = {"multi30k": "Multi30k (Elliott et al., 2016)",
             "multi30k_sample": "the sample of Multi30k (Elliott et al., 2016) shipped with the "
                                "project (multi30k_sample: its first 3,000 training pairs)"}
-WRITTEN_BY = "Written by `python -m results.pretrained"     # the README's mark
+WRITTEN_BY = "Written by `python -m experiments.pretrained"     # the README's mark
 SWEEP = ROOT / "results" / "multi30k_sweep.json"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.pretrained",
+    parser = argparse.ArgumentParser(prog="python -m experiments.pretrained",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=path, help="the averaged float32 checkpoint to ship")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
@@ -79,15 +79,16 @@ def main(argv=None):
     decode = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)
     with tempfile.TemporaryDirectory() as tmp:
         halved = Path(tmp) / SHIPPED.name           # made and checked here, shipped at the end
-        atomic_save(half(args.checkpoint), halved)
+        atomic_save(half(args.checkpoint, beam_size=args.beam_size, alpha=args.alpha), halved)
         record = compare(args.checkpoint, halved, corpus, decode, args.limit)
         half_cmd = recorded(["python", "-m", "annotated.checkpoint", "half",
-                             relative(args.checkpoint), "--out", relative(shipped)])
+                             relative(args.checkpoint), "--out", relative(shipped),
+                             "--beam-size", str(args.beam_size), "--alpha", str(args.alpha)])
         record = {"source": relative(args.checkpoint), "command": half_cmd,
                   "averaged_from": source.get("averaged_from"), "run_id": source["run_id"],
                   "step": source["step"], "sha256": sha256_file(halved),
                   "bytes": halved.stat().st_size, "decode": decode, **record}
-        readme = render_readme(record, source["config"], invocation("results.pretrained", argv))
+        readme = render_readme(record, source["config"], invocation("experiments.pretrained", argv))
         write_files({shipped: halved.read_bytes(),
                      shipped.with_suffix(".json"): json.dumps(record, indent=1,
                                                               ensure_ascii=False) + "\n",
@@ -125,7 +126,7 @@ def check_own_files(out_dir: Path) -> None:
                              out_dir / SHIPPED.with_suffix(".json").name)
     foreign = []
     if readme.exists() and WRITTEN_BY not in readme.read_text(errors="replace"):
-        foreign.append(f"{readme.name} (not written by results.pretrained)")
+        foreign.append(f"{readme.name} (not written by experiments.pretrained)")
     if model.exists() or record.exists():
         try:
             sealed = json.loads(record.read_text())["sha256"] == sha256_file(model)
@@ -211,7 +212,9 @@ def render_readme(record: dict, config: dict, command_line: str) -> str:
         f"| float32 (the source) | {f32['bleu']} | {f32['lowercase_bleu']} |",
         f"| float16 (this file) | {f16['bleu']} | {f16['lowercase_bleu']} |", "",
         f"Signatures: `{f16['signature']}`; `{f16['lowercase_signature']}`.", "",
-        "Use it:", "", "```bash",
+        f"The file carries that decoding (beam {record['decode']['beam_size']}, alpha "
+        f"{record['decode']['alpha']}) as its defaults, so translating with it needs no options "
+        f"to decode as it was scored:", "", "```bash",
         "echo 'A man in an orange hat.' | python -m annotated.translate "
         "--checkpoint annotated/pretrained/multi30k_en_de.pt", "```", "",
         f"The model was trained on {DATASETS[config['dataset']]}, which its authors distribute "

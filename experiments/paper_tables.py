@@ -1,7 +1,7 @@
 """Tables 1, 2 and 3 (parameter column) of the paper, recomputed from this project's code, with
 the paper's Tables 1, 2 and 4 as published.
 
-    python -m results.paper_tables [--quick] [--reuse-timings] [--out-dir results]
+    python -m experiments.paper_tables [--quick] [--reuse-timings] [--out-dir results]
 
 Writes paper_tables.md (every number with the command that produced it), table1_timings.json
 (the measurements chapter 8 plots) and paper_tables.json (Table 2's numbers, for chapter 8)
@@ -33,9 +33,8 @@ from annotated.attention import attention
 from annotated.base.cli import command
 from annotated.base.errors import DataError
 from annotated.training.flops import training_flops
-from results.common import add_out_dir, check_out_dir, invocation, relative, write_files
+from experiments.common import add_out_dir, check_out_dir, invocation, relative, write_files
 
-HERE = Path(__file__).resolve().parent
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
 MODERN = {"A100 (bf16 dense 312 TFLOPS)": 312e12, "H100 SXM (bf16 dense 989 TFLOPS)": 989e12}
 UTILIZATION = 0.40         # a typical sustained model FLOP utilisation for this model size
@@ -149,7 +148,7 @@ tokenized vs 28.6 sacreBLEU). Expected time: the paper's 12 h (base) and 3.5 day
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.paper_tables",
+    parser = argparse.ArgumentParser(prog="python -m experiments.paper_tables",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small Table 1 grid (seconds)")
     parser.add_argument("--reuse-timings", action="store_true",
@@ -169,7 +168,7 @@ def main(argv=None):
     else:
         timings = measure_table1(args.quick)
     costs = table2_costs()
-    text = render_markdown(timings, costs, invocation("results.paper_tables", argv),
+    text = render_markdown(timings, costs, invocation("experiments.paper_tables", argv),
                            reused=args.reuse_timings, timings_file=relative(timings_file))
     write_files({timings_file: json.dumps(timings, indent=1),
                  args.out_dir / "paper_tables.json": json.dumps(dict(table2=costs), indent=1),

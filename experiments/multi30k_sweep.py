@@ -1,7 +1,7 @@
 """The Multi30k sweep: each choice behind the hour-long English->German model made on the
 validation set (val, 1,014 sentences), never on test2016.
 
-    python -m results.multi30k_sweep --data-dir D [--train] [--max-minutes 60] [--out-dir results]
+    python -m experiments.multi30k_sweep --data-dir D [--train] [--max-minutes 60] [--out-dir results]
 
 1. with --train, trains the CANDIDATES for --max-minutes of wall time each into
    runs/sweep/NAME, one CPU thread per process: two one-process candidates at a time, a
@@ -19,7 +19,7 @@ validation set (val, 1,014 sentences), never on test2016.
    literature's metric) and cased sacreBLEU, and names the best by lowercased val BLEU;
 4. writes multi30k_sweep.md and .json (runs/results by default; a smoke test, --limit, never
    into the committed results/) and prints the one command that scores the chosen model on
-   test2016 (results.multi30k --skip-train).
+   test2016 (experiments.multi30k --skip-train).
 
 A run's val_sweep.json or an earlier multi30k_sweep.json that is damaged is read as absent
 (the run is scored again, with a note), unless it holds the only scores of a run whose folder
@@ -37,27 +37,23 @@ from annotated.base.files import atomic_open
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoints
-from results.common import (ROOT, add_training_arguments, average, check_out_dir, check_run_folder,
-                            first_sentences, invocation, markdown_table, perplexity, read_metrics,
-                            relative, resume_command, score, split_text, train_command,
-                            with_this_python, write_files)
-from results.multi30k import file_stem, trained_checkpoints
+from experiments.common import (ROOT, add_training_arguments, average, check_out_dir,
+                                check_run_folder, first_sentences, invocation, markdown_table,
+                                perplexity, read_metrics, relative, resume_command, score,
+                                split_text, train_command, with_this_python, write_files)
+from experiments.multi30k import file_stem, trained_checkpoints
 
-# name: (preset, overrides, processes). Transformer-tiny (2.6M parameters) with the paper's
-# dropout 0.1 and with the literature's 0.3, and the multi30k preset (7.6M parameters) with 0.3,
-# each one process; then Transformer-tiny as two processes under torchrun, one global batch
-# split between them (chapter 9): the same model and batches, about twice the steps an hour;
-# with those steps, dropout 0.2, and 0.2 with a 1.4 times higher learning rate; and 0.2 with a
-# 6,000-entry vocabulary: the output projection and softmax are more than half of its work, so
-# a step costs about a quarter less, for 5-7% more subwords a sentence; 4,000 entries, cheaper
-# still; and 6,000 with the rate cooled linearly to zero over the last quarter of a step count
-# that fits the hour (cooldown_steps, not in the paper), the alternative to averaging; and 6,000
-# with all text lowercased (lowercase, not in the paper), as the published Multi30k baselines
-# train: the metric ignores case, so the model need not learn it; and that lowercased candidate
-# with the published baseline's learning rate (Wu et al., 2021: a peak of 5e-3 after 2,000
-# warmup steps, then the same inverse square root): 2.5 times our peak, 3.6 times our rate from
-# then on; and the lowercased winner with the published dropout, 0.3: with two processes the
-# hour makes about 40 passes over the training pairs, where one process made 17 and 0.3 lost.
+# name: (preset, overrides, processes). Transformer-tiny with the paper's dropout 0.1 and with
+# the literature's 0.3, and the multi30k preset with 0.3, each one process; then Transformer-tiny
+# as two processes under torchrun, one global batch split between them (chapter 9): the same
+# model and batches, more steps an hour; with those steps, dropout 0.2, and 0.2 with a higher
+# learning rate; 0.2 with a 6,000-entry vocabulary (the output projection and softmax are much
+# of a narrow model's work) and with 4,000; 6,000 with the rate cooled linearly to zero over the
+# last quarter of a step count that fits the hour (cooldown_steps, not in the paper), the
+# alternative to averaging; 6,000 with all text lowercased (lowercase, not in the paper), as the
+# published Multi30k baselines train; that lowercased candidate with the published baseline's
+# learning rate (Wu et al., 2021: a peak of 5e-3 after 2,000 warmup steps); and with the
+# published dropout, 0.3. What each scored is in results/multi30k_sweep.md.
 CANDIDATES = {
     "tiny_p03": ("multi30k_tiny", ["P_drop=0.3"], 1),
     "small_p03": ("multi30k", ["P_drop=0.3", "ckpt_minutes=2.0", "keep_last=10"], 1),
@@ -89,15 +85,13 @@ OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2),
               "tiny_2proc_p02_v6k_lc_seed2": ("tiny_2proc_p02_v6k_lc", 2)}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
 TRAIN_FIRST = "train it first (--train)"                # a run to score is missing
-# (beam size, alpha). The grid first stopped at alpha 1.0, and every candidate was best there,
-# at its edge; so 1.2 and 1.4 joined it. Past 1.4 the shipped model loses on val (40.29 at 1.6,
-# 38.52 at 1.8, beam 4; README), so the grid ends there.
+# (beam size, alpha): the grid of decodings every candidate is scored with on val.
 DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.2, 1.4))
 SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warmup_steps")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.multi30k_sweep",
+    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_sweep",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="train the candidates first")
     parser.add_argument("--max-minutes", type=positive, default=60.0,
@@ -148,7 +142,7 @@ def main(argv=None):
         result["limited"] = first_sentences(len(sources), total, "val")
     write_files({args.out_dir / "multi30k_sweep.json": json.dumps(result, indent=1),
                  args.out_dir / "multi30k_sweep.md": render_markdown(
-                     result, invocation("results.multi30k_sweep", argv))})
+                     result, invocation("experiments.multi30k_sweep", argv))})
     print(f"wrote {args.out_dir / 'multi30k_sweep.md'}\nscore the chosen model on test2016 "
           f"once:\n  {result['best']['test_command']}")
 
@@ -339,7 +333,7 @@ def best(candidates: dict, runs: dict) -> dict:
     name, row = max(((name, row) for name, c in candidates.items() for row in c["rows"]),
                     key=lambda item: item[1]["lowercase_bleu"])
     preset = CANDIDATES[name][0]
-    cmd = (f"python -m results.multi30k --skip-train --config {preset} --run-dir "
+    cmd = (f"python -m experiments.multi30k --skip-train --config {preset} --run-dir "
            f"{relative(runs[name])} --average {row['average']} --beam-size {row['beam']} "
            f"--alpha {row['alpha']} --out-dir results")
     results_file = f"{file_stem(preset, vars(candidate_config(name, [])))}.md"

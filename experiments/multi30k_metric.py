@@ -1,7 +1,7 @@
 """Is our lowercased BLEU the one the Multi30k literature reports? One model's test2016
 translations scored both ways.
 
-    python -m results.multi30k_metric --checkpoint CKPT [--beam-size B] [--alpha A]
+    python -m experiments.multi30k_metric --checkpoint CKPT [--beam-size B] [--alpha A]
         [--data-dir D] [--out-dir results] [--limit N]
 
 We report lowercased BLEU as sacreBLEU -lc with its 13a tokenizer, on detokenized text. The
@@ -24,12 +24,12 @@ from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from annotated.base.cli import at_least, command, path
 from annotated.configs import option
 from annotated.store.checkpoint_file import config_from, load
-from results.common import (add_out_dir, check_out_dir, first_sentences, invocation, markdown_table,
-                            relative, score, split_text, write_files)
+from experiments.common import (add_out_dir, check_out_dir, first_sentences, invocation,
+                                markdown_table, relative, score, split_text, write_files)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.multi30k_metric",
+    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_metric",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", type=path, required=True,
                         help="a Multi30k model (e.g. annotated/pretrained/multi30k_en_de.pt)")
@@ -79,7 +79,7 @@ def main(argv=None):
                              ref_tokens=moses.ref_len, hyp_tokens=moses.sys_len))
     if len(sources) < total:                          # a smoke test (--limit) says so
         result["limited"] = first_sentences(len(sources), total)
-    text = render_markdown(result, invocation("results.multi30k_metric", argv))
+    text = render_markdown(result, invocation("experiments.multi30k_metric", argv))
     write_files({args.out_dir / "multi30k_metric.json": json.dumps(result, indent=1),
                  args.out_dir / "multi30k_metric.md": text})
     print(text)

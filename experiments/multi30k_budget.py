@@ -1,10 +1,10 @@
 """The published Multi30k text-only baseline at its own budget, on one GPU: English->German and
 English->French, every choice made on val, test2016 scored once per final configuration.
 
-    python -m results.multi30k_budget --data-dir D [--train] [--out-dir results] [--device cpu]
+    python -m experiments.multi30k_budget --data-dir D [--train] [--out-dir results] [--device cpu]
 
 The recipe is that of the best published from-scratch text-only result we know of (Wu et al.,
-2021; results.multi30k.PUBLISHED): the Transformer-tiny (the multi30k_tiny preset), 8,000
+2021; results/published.json): the Transformer-tiny (the multi30k_tiny preset), 8,000
 updates of at most 2 x 4,096 tokens (2 GPUs there; one process with max_tokens=8192 here, the
 same global batch), a peak learning rate of 5e-3 after 2,000 warmup steps and then the inverse
 square root (§5.3's schedule with warmup_steps=2000 and lr_factor=2.53), dropout 0.3, lowercased
@@ -40,11 +40,11 @@ from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
 from annotated.store.checkpoint_file import load_model
-from results.common import (DEVICE, ROOT, add_training_arguments, check_out_dir, check_run_folder,
-                            invocation, machine_record, markdown_table, read_metrics, recorded,
-                            split_text, train_command, write_files)
-from results.multi30k import evaluate_run, pair_name
-from results.multi30k_sweep import start, sweep_run, wait_for
+from experiments.common import (DEVICE, ROOT, add_training_arguments, check_out_dir,
+                                check_run_folder, invocation, machine_record, markdown_table,
+                                read_metrics, recorded, split_text, train_command, write_files)
+from experiments.multi30k import evaluate_run, pair_name
+from experiments.multi30k_sweep import start, sweep_run, wait_for
 
 PRESET = "multi30k_tiny"
 BUDGET = ["train_steps=8000", "max_tokens=8192", "warmup_steps=2000", "lr_factor=2.53",
@@ -61,7 +61,7 @@ DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.4))
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.multi30k_budget",
+    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_budget",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="train the candidates first")
     parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "budget",
@@ -126,7 +126,7 @@ def main(argv=None):
                                           args.data_dir, args.limit)
     write_files({args.out_dir / "multi30k_budget.json": json.dumps(result, indent=1) + "\n",
                  args.out_dir / "multi30k_budget.md": render_markdown(
-                     result, invocation("results.multi30k_budget", argv))})
+                     result, invocation("experiments.multi30k_budget", argv))})
     print(f"wrote {args.out_dir / 'multi30k_budget.md'}")
 
 

@@ -1,7 +1,7 @@
 """A real Multi30k model (English->German, or another pair with target_lang=fr ...), trained,
 averaged, decoded and scored with this project's own commands on this machine.
 
-    python -m results.multi30k [--config multi30k] [--max-minutes 60] [--nproc 1]
+    python -m experiments.multi30k [--config multi30k] [--max-minutes 60] [--nproc 1]
         [--data-dir D] [--run-dir runs/CONFIG] [--skip-train] [--average 5] [--beam-size 4]
         [--alpha 0.6] [key=value ...]
 
@@ -21,7 +21,7 @@ never writes into the committed results/.
    (python -m annotated.train; with --nproc N, torchrun runs N processes of it);
 2. averages its last --average checkpoints (python -m annotated.checkpoint average, §6.1);
 3. decodes the full test2016 set (1,000 sentences) with beam search (by default the paper's
-   beam 4 and alpha 0.6; results.multi30k_sweep chooses them on val) and scores it with
+   beam 4 and alpha 0.6; experiments.multi30k_sweep chooses them on val) and scores it with
    sacreBLEU (cased, detokenized; and lowercased, the Multi30k literature's metric; with their
    signatures), then compares on the same model: greedy, alpha 0, the last checkpoint alone;
 4. writes multi30k.md (every number with its command), multi30k.json (for chapter 8) and
@@ -45,15 +45,15 @@ from annotated.configs import apply_overrides, get, option
 from annotated.data.corpus import cache_folder, corpus_files, data_location, load_corpus
 from annotated.inference.search import attention_maps
 from annotated.store.checkpoint_file import checkpoints, config_from, load, load_model, step_in_name
-from results.common import (ROOT, add_training_arguments, average, check_out_dir, check_run_folder,
-                            first_sentences, invocation, markdown_table, perplexity, read_metrics,
-                            score, train, write_files)
+from experiments.common import (ROOT, add_training_arguments, average, check_out_dir,
+                                check_run_folder, first_sentences, invocation, markdown_table,
+                                perplexity, read_metrics, score, train, write_files)
 
 PRESETS = ("multi30k", "multi30k_tiny")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m results.multi30k",
+    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", choices=PRESETS,
                         help="the preset to train (default multi30k); it also names the results "
@@ -114,7 +114,7 @@ def main(argv=None):
         args.out_dir / f"{stem}.json": json.dumps(result, indent=1),
         args.out_dir / f"{stem}_attention.npz": attention_file(args.run_dir / "average.pt",
                                                                result["examples"][:3]),
-        args.out_dir / f"{stem}.md": render_markdown(result, invocation("results.multi30k", argv),
+        args.out_dir / f"{stem}.md": render_markdown(result, invocation("experiments.multi30k", argv),
                                                      sentences)})
     print(f"wrote {args.out_dir / f'{stem}.md'}")
 
@@ -164,16 +164,12 @@ def preset_in_train_json(run: Path) -> str | None:
 
 
 LANGUAGES = {"en": "English", "de": "German", "fr": "French"}
-# Published from-scratch text-only results on test2016, for the pair they were reported on:
-# (system, BLEU, metric, reference length in tokens as the published evaluation log gives it).
-PUBLISHED = {
-    ("en", "de"): [
-        ("Transformer-tiny, text only (Wu et al., 2021, ACL, \"Good for Misconceived Reasons\"): "
-         "4+4 layers, d_model 128, d_ff 256, 4 heads, dropout 0.3, shared 10k BPE, 8,000 updates "
-         "of 4,096 tokens on 2 GPUs, last 10 checkpoints averaged, beam 5", 41.02,
-         "BLEU on lowercased, tokenized text (fairseq's scorer)", 12_103),
-    ],
-}
+# Published from-scratch text-only results on test2016, by language pair, as results/published.json
+# gives them (system, BLEU, metric, reference length in tokens in the published evaluation log).
+PUBLISHED = {tuple(pair.split("-")): [(r["system"], r["bleu"], r["metric"], r["reference_tokens"])
+                                      for r in rows]
+             for pair, rows in json.loads((ROOT / "results" / "published.json").read_text())
+             ["multi30k_test2016"].items()}
 
 
 def file_stem(preset: str, config: dict) -> str:
