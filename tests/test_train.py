@@ -91,6 +91,7 @@ def test_a_training_run_on_a_cpu_keeps_freed_memory(tmp_path, monkeypatch):
     """annotated.training.cpu_memory: glibc keeps each step's large tensors for the next one."""
     calls = []
     monkeypatch.setattr(loop, "keep_freed_memory", lambda: calls.append("kept") or True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)      # a CPU run on any machine
     run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     assert calls == ["kept"]
 

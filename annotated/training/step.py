@@ -58,7 +58,7 @@ def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
     ddp = None
     if distributed.active():
         ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
-                                      else None, forward_sync_buffers=False)
+                                      else None)
     net, loss = ddp or model, label_smoothed_loss
     if config.compile:
         net, loss = torch.compile(net), torch.compile(loss)

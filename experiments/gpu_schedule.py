@@ -1,0 +1,109 @@
+"""The paper's training schedules in wall time on eight of today's GPUs: an estimate from the
+measured steps of benchmarks.gpu_train, beside the paper's own hours on eight P100s (§5.2).
+
+    python -m experiments.gpu_schedule [--timings results/gpu_train.json] [--out-dir results]
+
+Writes gpu_schedule.json (the numbers chapter 8 and the README read) and gpu_schedule.md.
+
+A step of the paper's setup gives each of its 8 GPUs 1/8 of the 25,000-token batch; the
+gradients are then summed across GPUs (DistributedDataParallel overlaps that sum with the
+backward pass). Two estimates bracket the truth:
+
+- from the 1/8 step measured on one GPU: each GPU does exactly this work. The time between
+  GPU kernels (the CPU launching them) is counted in full, the gradient sum not at all;
+- from the full 25,000-token step on one GPU, divided by 8: perfect scaling, as if the small
+  per-GPU batch ran as efficiently as the large one. The optimistic bound.
+
+Neither was measured on eight GPUs; both are labelled estimates wherever they are shown.
+"""
+import argparse
+import json
+from pathlib import Path
+
+from annotated.base.cli import command, path
+from annotated.base.errors import DataError
+from experiments.common import ROOT, add_out_dir, check_out_dir, invocation, relative, write_files
+
+# §5.2: one machine with 8 NVIDIA P100 GPUs.
+PAPER = {"base": {"steps": 100_000, "step_s": 0.4, "hours": 12.0},
+         "big": {"steps": 300_000, "step_s": 1.0, "hours": 3.5 * 24}}
+GPUS = 8
+
+
+def fastest(cases: list[dict], name: str) -> dict:
+    """The faster mode (eager or compiled) of one case of gpu_train.json."""
+    found = [c for c in cases if c["case"] == name]
+    if not found:
+        raise DataError(f"the timings hold no case {name!r}; run python -m benchmarks.gpu_train "
+                        f"--only base big --out results/gpu_train.json on a GPU first")
+    return min(found, key=lambda c: c["step_s"])
+
+
+def estimate(timings: dict) -> dict:
+    """Per model: the paper's schedule, and both estimates of it in hours on 8 such GPUs."""
+    models = {}
+    for name, paper in PAPER.items():
+        share, whole = fastest(timings["cases"], f"{name} 1/{GPUS}"), fastest(timings["cases"], name)
+        hours = {"per_gpu_share": paper["steps"] * share["step_s"] / 3600,
+                 "perfect_scaling": paper["steps"] * whole["step_s"] / GPUS / 3600}
+        models[name] = {"paper_steps": paper["steps"], "paper_step_s": paper["step_s"],
+                        "paper_hours": paper["hours"],
+                        "share_step_s": share["step_s"], "share_compiled": share["compile"],
+                        "full_step_s": whole["step_s"], "full_compiled": whole["compile"],
+                        "hours": {k: round(v, 2) for k, v in hours.items()},
+                        "speedup_over_paper": round(paper["hours"] / hours["per_gpu_share"], 1)}
+    return models
+
+
+def render(record: dict) -> str:
+    m = record["machine"]
+    lines = [f"# The paper's schedules on 8 x {m['gpu']} (an estimate)", "",
+             f"`{record['command']}`, from `{record['timings']}` (measured with "
+             f"`{record['timings_command']}`; torch {m['torch']}, CUDA {m['cuda']}).", "",
+             "Not measured on eight GPUs: the step measured on one GPU, times the paper's steps. "
+             "'Per-GPU share' times one GPU's 1/8 of the batch (gradient sum not counted); "
+             "'perfect scaling' divides the full batch's step by 8.", "",
+             "| model | steps (§5.2) | paper, 8 x P100 | step, 1/8 batch | estimate, per-GPU "
+             "share | estimate, perfect scaling |", "|---|---|---|---|---|---|"]
+    for name, r in record["models"].items():
+        lines.append(f"| {name} | {r['paper_steps']:,} | {r['paper_hours']:g} h "
+                     f"({r['paper_step_s']:g} s/step) | {r['share_step_s'] * 1000:.1f} ms | "
+                     f"{r['hours']['per_gpu_share']:g} h | {r['hours']['perfect_scaling']:g} h |")
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m experiments.gpu_schedule",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timings", type=path, default=ROOT / "results" / "gpu_train.json",
+                        help="benchmarks.gpu_train's output (default results/gpu_train.json)")
+    add_out_dir(parser)
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
+    out_dir = check_out_dir(args.out_dir)
+    try:
+        timings = json.loads(Path(args.timings).read_text())
+    except (OSError, ValueError) as e:
+        raise DataError(f"--timings {args.timings}: cannot read it as JSON ({e}); give the file "
+                        f"python -m benchmarks.gpu_train --out wrote") from None
+    if not timings.get("complete") or "gpu" not in timings.get("machine", {}):
+        raise DataError(f"--timings {args.timings} is not a complete GPU measurement "
+                        f"(\"complete\": true and a GPU named); rerun benchmarks.gpu_train")
+    record = {"command": invocation("experiments.gpu_schedule", argv),
+              "timings": relative(args.timings), "timings_command": timings["command"],
+              "machine": timings["machine"], "gpus": GPUS, "models": estimate(timings)}
+    write_files({out_dir / "gpu_schedule.json": json.dumps(record, indent=1) + "\n",
+                 out_dir / "gpu_schedule.md": render(record)})
+    for name, r in record["models"].items():
+        print(f"{name}: {r['paper_steps']:,} steps, about {r['hours']['per_gpu_share']:g} h "
+              f"(perfect scaling {r['hours']['perfect_scaling']:g} h) on 8 x "
+              f"{record['machine']['gpu']}; the paper: {r['paper_hours']:g} h on 8 x P100")
+    print(f"wrote {relative(out_dir / 'gpu_schedule.json')}, {relative(out_dir / 'gpu_schedule.md')}")
+
+
+if __name__ == "__main__":
+    main()
