@@ -2,9 +2,10 @@
 
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 
-Two implementations that give the same numbers (tests/test_attention.py checks to 1e-12 in
-float64): `attention` spells out the equation and returns the weights, so chapters can draw
-them; `fast_attention` calls PyTorch's fused kernel, which is what training uses.
+Two implementations that give the same numbers (the tests compare them in float64, without a
+mask, with a padding mask and with the causal mask, and in a whole model: they agree to 1e-12):
+`attention` spells out the equation and returns the weights, so chapters can draw them;
+`fast_attention` calls PyTorch's fused kernel, which is what training uses.
 Masks follow annotated.masks: True = attend.
 """
 import math

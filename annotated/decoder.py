@@ -5,7 +5,8 @@ memory), then the feed-forward network; residual + LayerNorm around each.
 `cache` (one dict per layer) lets beam search feed one new token at a time: self-attention
 keeps the keys and values of earlier positions, encoder-decoder attention projects the memory
 once. With a cache the new token may attend to every cached position, so no causal mask is
-needed; the result equals the uncached decoder's last row (tests/test_search.py).
+needed; the result equals the last row of the uncached decoder, which the tests check step
+by step, also after the cached rows are reordered as beam search reorders them.
 """
 from torch import nn
 

@@ -73,14 +73,16 @@ class ModelConfig:
 class EncoderDecoder(nn.Module):
     """The Transformer of `config` (a ModelConfig: N, d_model, d_ff, h, d_k, d_v, the dropout
     rates, the positional encoding), over a vocabulary of src_vocab tokens, and tgt_vocab on
-    the target side (default: the same). tie_embeddings: one matrix for both embeddings and
-    the output layer (§3.4); by default when the two vocabularies have the same size."""
+    the target side (default: the same, one shared vocabulary). tie_embeddings: one matrix for
+    both embeddings and the output layer (§3.4); by default when the vocabulary is shared, that
+    is when no tgt_vocab is given: two vocabularies of equal size are still two vocabularies."""
 
     def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int | None = None,
                  tie_embeddings: bool | None = None):
         super().__init__()
-        c, tgt_vocab = config, src_vocab if tgt_vocab is None else tgt_vocab
-        tie_embeddings = src_vocab == tgt_vocab if tie_embeddings is None else tie_embeddings
+        shared = tgt_vocab is None
+        c, tgt_vocab = config, src_vocab if shared else tgt_vocab
+        tie_embeddings = shared if tie_embeddings is None else tie_embeddings
         if tie_embeddings and src_vocab != tgt_vocab:
             raise ValueError(f"tied embeddings need one shared vocabulary; got "
                              f"src_vocab={src_vocab}, tgt_vocab={tgt_vocab}")

@@ -7,8 +7,8 @@ The h per-head matrices W_i^Q (d_model x d_k) sit side by side in one (d_model x
 linear layer, so all heads are projected in one matrix multiply and then split. d_k and d_v
 are free parameters (Table 3 rows A and B vary them); by default d_k = d_v = d_model / h.
 All four projections carry a bias: the paper's formula shows none and its parameter counts,
-rounded to millions, cannot tell (the base model's biases add up to 67,584), so this is a
-choice, the one torch.nn.MultiheadAttention makes too.
+rounded to millions, cannot tell (the base model's attention biases add up to 36,864), so
+this is a choice, the one torch.nn.MultiheadAttention makes too.
 """
 import torch
 from torch import nn

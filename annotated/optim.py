@@ -39,7 +39,7 @@ def make_optimizer(model, d_model: int, warmup_steps: int, factor: float = 1.0,
     formula at counter + 1 so that the first update uses lrate(step=1). The update is PyTorch's
     fused kernel (one pass over all parameters instead of a dozen elementwise operations a
     tensor): the same update up to rounding, and for a small model a visible part of a step
-    faster (`python -m benchmarks.adam_step` times both).
+    faster.
     """
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9,
                                  fused=True)

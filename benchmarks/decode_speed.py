@@ -53,7 +53,7 @@ class NoEOS(nn.Module):
 def random_model_and_tokenizer(folder, vocab, work_dir):
     files = [folder / "newstest2014.en", folder / "newstest2014.de"]
     tokenizer = train_bpe(files, 16_000, f"{work_dir}/newstest2014-bpe16k.model")
-    model = make_model(vocab, vocab).eval()                          # base: N=6, d_model=512
+    model = make_model(vocab).eval()                          # base: N=6, d_model=512
     model.generator = NoEOS(model.generator)
     return model, tokenizer
 

@@ -1,6 +1,6 @@
 """Re-execute chapters in full mode, rewriting their committed outputs and figures.
 
-    python chapters/regenerate.py [01 05 ...]            # all chapters, or those given
+    python chapters/regenerate.py [01 05 A ...]          # all chapters, or those given (A: the appendix)
     python chapters/regenerate.py --listings [07 08]     # only the source listings
     python chapters/regenerate.py --cells 08:7,8         # only these cells of one chapter
 
@@ -79,15 +79,22 @@ def cell_choice(text: str) -> tuple[str, set[int]]:
     return chapter, chosen
 
 
+def key(notebook: Path) -> str:
+    """What the command line calls a notebook: a chapter's number (06), A for the appendix."""
+    return "A" if notebook.name.startswith("appendix_") else notebook.name[:2]
+
+
 def chosen_notebooks(numbers: list[str]) -> list[Path]:
-    """The notebooks of the chapters `numbers` (all when empty); an unknown number is refused."""
-    notebooks = sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
-    unknown = sorted(set(numbers) - {p.name[:2] for p in notebooks})
+    """The notebooks of the chapters `numbers` (all when empty; A is the appendix); an unknown
+    number is refused."""
+    notebooks = (sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
+                 + sorted(CHAPTERS.glob("appendix_*.ipynb")))
+    unknown = sorted(set(numbers) - {key(p) for p in notebooks})
     if unknown:
         raise DataError(f"no chapter {', '.join(unknown)} in {CHAPTERS.name}/ (it has "
-                        f"{', '.join(p.name[:2] for p in notebooks)}); give chapter numbers such "
-                        f"as 01 06")
-    return [p for p in notebooks if not numbers or p.name[:2] in numbers]
+                        f"{', '.join(key(p) for p in notebooks)}); give chapter numbers such "
+                        f"as 01 06, or A for the appendix")
+    return [p for p in notebooks if not numbers or key(p) in numbers]
 
 
 def check_cells(nb: Path, indices: set[int]) -> None:
@@ -157,7 +164,7 @@ def run_full(nb: Path):
         raise DataError(f"{CHAPTERS.name}/{nb.name} failed in full mode (exit code "
                         f"{done.returncode}; its error is above), so it was not rewritten and "
                         f"no later chapter ran; fix the cause and run `python "
-                        f"chapters/regenerate.py {nb.name[:2]}` again")
+                        f"chapters/regenerate.py {key(nb)}` again")
 
 
 def refresh(nb: Path, chosen):

@@ -14,7 +14,7 @@ PAD = 0
 def tiny(**kw):
     args = dict(N=2, d_model=16, d_ff=32, h=4, P_drop=0.0)
     args.update(kw)
-    return make_model(13, 13, **args).double()
+    return make_model(13, **args).double()             # one shared vocabulary of 13
 
 
 def padded_batch(vocab=13, seed=1):
@@ -147,6 +147,15 @@ def test_padding_keys_get_exactly_zero_weight():
 
 
 # --- weight tying ---
+
+def test_two_vocabularies_of_equal_size_are_not_tied_unless_asked():
+    """Equal sizes are no shared vocabulary: the default ties only one given vocabulary."""
+    model = make_model(13, 13, N=1, d_model=8, d_ff=16, h=2)
+    assert model.tgt_embed is not model.src_embed
+    assert model.generator.weight is not model.src_embed.lut.weight
+    tied = make_model(13, 13, tie_embeddings=True, N=1, d_model=8, d_ff=16, h=2)
+    assert tied.generator.weight is tied.src_embed.lut.weight
+
 
 def test_tied_weights_are_one_tensor_with_one_gradient():
     model = tiny()

@@ -1,7 +1,7 @@
 """The notebook helpers the chapters rely on: show() prints the package's own source,
 save_figure() keeps quick-mode figures out of figures/, agree_with_reference() checks against
 the NumPy reference in one line, and the plotting helpers (draw_heads() lays out attention maps)
-draw what the chapters claim."""
+draw what the chapters claim, with text a page can show legibly."""
 import IPython.display
 import matplotlib
 import matplotlib.pyplot as plt
@@ -13,7 +13,8 @@ from annotated.base.files import atomic_open
 from annotated.notebooks import chapter as notebook
 from annotated.notebooks import plots, training_plots
 from annotated.notebooks.chapter import show
-from annotated.notebooks.plots import draw_heads
+from annotated.notebooks.plots import LEGIBLE_POINTS, draw_heads, draw_query_row
+from annotated.notebooks.training_plots import draw_beam_tree
 from annotated.training.step import evaluate
 
 matplotlib.use("Agg")
@@ -180,9 +181,32 @@ def test_draw_ablation_draws_each_row_against_the_base_and_the_seed_band():
     plt.close(fig)
 
 
+def test_draw_sweep_places_each_run_and_its_gain_from_the_length_penalty():
+    row = lambda average, alpha, bleu: dict(average=average, beam=4, alpha=alpha,
+                                            lowercase_bleu=bleu, bleu=bleu, val_ppl=5.0)
+    run = lambda overrides, rows, processes=1: dict(preset="multi30k_tiny", overrides=overrides,
+                                                     processes=processes, rows=rows)
+    sweep = {"candidates": {"one": run([], [row(5, 0.6, 30.0), row(5, 1.0, 31.0)]),
+                            "two": run(["P_drop=0.2"], [row(1, 0.6, 39.0), row(5, 0.6, 38.0),
+                                                         row(5, 1.4, 38.5)], processes=2)},
+             "other_seed": {"two_seed2": run(["P_drop=0.2", "seed=2"], [row(1, 0.6, 40.0)],
+                                             processes=2)},
+             "second_hour": {"two_2h": run(["P_drop=0.2"], [row(5, 1.0, 41.0)], processes=2)}}
+    assert training_plots.sweep_source(sweep["other_seed"]["two_seed2"],
+                                       sweep["candidates"]) == "two"
+    fig = training_plots.draw_sweep(sweep)
+    best, gains = fig.axes[:2]
+    points = {tuple(line.get_xydata()[0]) for line in best.lines if len(line.get_xydata())}
+    assert points == {(31.0, 1.0), (39.0, 0.0), (40.0, 0.0), (41.0, 0.0)}  # "one" on top
+    assert [t.get_text() for t in best.get_yticklabels()] == ["2", "1"]
+    curves = [line.get_xydata().tolist() for line in gains.lines if line.get_label() in ("1", "2")]
+    assert curves == [[[0.6, 0.0], [1.0, 1.0]], [[0.6, 0.0], [1.4, 0.5]]]  # over alpha 0.6
+    plt.close(fig)
+
+
 def test_parameters_by_component_gives_every_parameter_to_exactly_one_component():
     from annotated.model import count_parameters, make_model
-    model = make_model(11, 11, N=2, d_model=8, d_ff=16, h=2)
+    model = make_model(11, N=2, d_model=8, d_ff=16, h=2)          # one shared vocabulary
     sizes = plots.parameters_by_component(model)
     assert list(sizes) == plots.COMPONENTS and sum(sizes.values()) == count_parameters(model)
     assert sizes["embedding (shared x3)"] == 11 * 8                  # one table, counted once
@@ -226,3 +250,53 @@ def test_attention_layer_costs_of_row_a_are_constant_and_match_the_count_from_sh
         assert r["proj"] + r["attn"] == attention_flops(7, 7, cfg.d_model, cfg.h, cfg.d_k, cfg.d_v)
         assert r["entries"] == cfg.h * 49
     assert len({(r["params"], r["proj"], r["attn"]) for r in table}) == 1
+
+
+def smallest_text_on_the_page(fig, path) -> float:
+    """The smallest text of `fig` (saved as `path`) as a page shows it: its size in points,
+    scaled by 700 pixels over the width of the saved image (a page shows a figure at most about
+    700 pixels wide)."""
+    fig.canvas.draw()
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip()]
+    width = plt.imread(path).shape[1]
+    return min(sizes) * 700 / width
+
+
+def test_draw_query_row_lists_every_key_once_in_order_and_marks_the_query(quick_figures):
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(5), size=(2, 3, 5))          # (layers, heads, queries, keys)
+    pieces = ["a", "b", "c", "d", "e"]
+    fig = draw_query_row(weights, pieces, query=2, title="t", marked=[3])
+    blocks = [ax for ax in fig.axes if ax.images]
+    assert len(blocks) == 2                                      # the keys in two blocks
+    labels = [label for ax in blocks for label in ax.get_yticklabels()]
+    assert [label.get_text() for label in labels] == pieces      # every key once, in order
+    assert labels[2].get_color() == "crimson" and labels[2].get_fontweight() == "bold"
+    assert labels[3].get_fontweight() == "bold" and labels[1].get_fontweight() != "bold"
+    assert [t.get_text() for t in blocks[0].get_xticklabels()] == ["1", "2", "3"] * 2
+    first = blocks[0].images[0].get_array()                      # (keys of block 0, layers*heads)
+    assert np.allclose(first[:3], weights[:, :, 2, :3].reshape(6, 3).T)
+    path = notebook.save_figure(fig, "query")
+    assert smallest_text_on_the_page(fig, path) >= LEGIBLE_POINTS
+
+
+def test_draw_beam_tree_boxes_every_live_prefix_and_the_answer_apart(quick_figures):
+    from annotated.data.tokenizer import EOS
+    from annotated.inference.search import Hypothesis
+    live = [[[5], [6]], [[5, 7], [6, 8]], [[5, 7, 9], [6, 8, 9]]]   # K = 2, three steps
+    scores = [[-0.1, -2.0], [-0.5, -2.5], [-3.0, -4.0]]
+    best = Hypothesis([5, 7, EOS], -1.0, -0.8)                      # ends after 3 tokens
+    draw_beam_tree(live, scores, best, lambda t: "EOS" if t == EOS else f"w{t}", "t",
+                   save_as="beam")
+    fig = plt.gcf()
+    (ax,) = fig.axes
+    boxes = [t for t in ax.texts if t.get_bbox_patch() is not None]
+    texts = [t.get_text() for t in boxes]
+    assert len(boxes) == 1 + 6 + 1                                 # BOS, 3 steps x 2, the answer
+    assert "w9\n-3.00" in texts and "w8\n-2.50" in texts and "EOS\n-1.00\nscore -0.80" in texts
+    fig.canvas.draw()
+    extents = [t.get_bbox_patch().get_window_extent() for t in boxes]
+    assert not any(a.overlaps(b) for i, a in enumerate(extents) for b in extents[i + 1:])
+    assert smallest_text_on_the_page(fig, quick_figures / "beam.png") >= LEGIBLE_POINTS
+

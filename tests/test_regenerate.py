@@ -93,3 +93,9 @@ def test_a_chapter_that_fails_in_full_mode_is_one_line_naming_it(regenerate, cap
     assert code == 1 and message.startswith("error: chapters/06_training.ipynb failed in full "
                                             "mode (exit code 1; its error is above)")
     assert regenerate.ran == ["06_training.ipynb"]          # chapter 9 did not start
+
+
+def test_the_appendix_is_chosen_as_a(regenerate):
+    chosen = regenerate.chosen_notebooks(["A", "08"])
+    assert [p.name for p in chosen] == ["08_results.ipynb", "appendix_experiment_log.ipynb"]
+    assert len(regenerate.chosen_notebooks([])) == 10

@@ -48,7 +48,7 @@ def make_batches(lengths, max_tokens: int, seed: int, epoch: int) -> list[list[i
     # Shuffle first so that pairs of equal length meet different neighbours every epoch, then
     # sort stably by the longer side (the one the budget binds on), then by source and target
     # length: a batch holds one stretch of this order. (Sorting by the source alone would leave
-    # the targets of a batch unequal: `python -m benchmarks.padding` measures both.)
+    # the targets of a batch unequal, and pad them more.)
     shuffled = rng.permutation(len(lengths))
     src, tgt = lengths[shuffled, 0], lengths[shuffled, 1]
     longer = np.maximum(src, tgt)

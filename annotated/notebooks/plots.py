@@ -1,8 +1,8 @@
 """The figures of the model's chapters (1-5: attention, masks, positions, the full model; chapter
 8 draws its trained heads with `draw_heads` too), each drawn by one call from its chapter and
-saved with `save_figure` under a stable name. Each function takes the numbers the chapter
-computed with the package: the chapter shows how they were computed, this module how they are
-drawn."""
+saved with `save_figure` under a stable name. Each
+function takes the numbers the chapter computed with the package: the chapter shows how they
+were computed, this module how they are drawn."""
 from annotated.notebooks.chapter import entropy, save_figure
 
 # ---- Chapter 1: why divide by sqrt(d_k) ----
@@ -172,24 +172,55 @@ def draw_heads(weights, rows: list[str], columns: list[str], title: str, vmax: f
     return fig
 
 
-def draw_query_row(weights, pieces: list[str], query: int, title: str):
-    """One query's attention in every layer and head, as the paper's Figures 3-5 draw it: a
-    heat map with one row per (layer, head) of `weights` (layers, heads, n, n) and one column
-    per key piece, the query's own column marked. Returns the figure."""
+#: The smallest text a figure of these chapters may have, in points at 100 dots per inch, per 700
+#: pixels of its width: a page shows a figure at most about 700 pixels wide, so text drawn at
+#: this size or larger stays at least 9 points tall on the page.
+LEGIBLE_POINTS = 9.0
+
+
+def draw_query_row(weights, pieces: list[str], query: int, title: str, marked=(),
+                   columns: int = 2):
+    """One query's attention in every layer and head, the question of the paper's Figures
+    3-5: `weights` (layers, heads, n, n), its row `query` drawn as one column per (layer, head)
+    and one row per key piece, the pieces listed top to bottom in `columns` blocks side by side
+    (like a newspaper's columns), so that every piece is a horizontal label. The query's own
+    piece is marked in red, the pieces `marked` (indices) in bold. Drawn 7 inches wide with
+    10-point text, so that it stays legible at a page's width. Returns the figure."""
     import matplotlib.pyplot as plt
     import numpy as np
     layers, heads, n, _ = weights.shape
-    rows = np.asarray(weights)[:, :, query, :].reshape(layers * heads, n)   # (layers*heads, n)
-    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.22 * layers * heads), layout="constrained")
-    image = ax.imshow(rows, cmap="viridis", vmin=0, vmax=1, aspect="auto")
-    ax.set_xticks(range(n), pieces, rotation=90, fontsize=8)
-    ax.get_xticklabels()[query].set(color="crimson", fontweight="bold")
-    ax.set_yticks(range(layers * heads),
-                  [f"layer {l + 1}, head {i + 1}" for l in range(layers) for i in range(heads)],
-                  fontsize=8)
-    ax.axvline(query, color="crimson", lw=0.8, ls=":")
-    fig.colorbar(image, ax=ax, shrink=0.8, pad=0.01, label="attention weight")
-    ax.set_title(title, fontsize=10)
+    rows = np.asarray(weights)[:, :, query, :].reshape(layers * heads, n).T   # (n, layers*heads)
+    per_block = -(-n // columns)                                   # key pieces per block
+    font = 10
+    fig, axes = plt.subplots(1, columns, figsize=(7, 1.9 + 0.19 * per_block),
+                             layout="constrained", squeeze=False)
+    axes = axes[0]
+    for b, ax in enumerate(axes):
+        keys = range(b * per_block, min(n, (b + 1) * per_block))
+        block = np.full((per_block, layers * heads), np.nan)        # a short last block: blank
+        block[:len(keys)] = rows[list(keys)]
+        image = ax.imshow(block, cmap="viridis", vmin=0, vmax=1, aspect="auto",
+                          interpolation="nearest")
+        ax.set_yticks(range(len(keys)), [pieces[j] for j in keys], fontsize=font)
+        for label, j in zip(ax.get_yticklabels(), keys):
+            if j == query:
+                label.set(color="crimson", fontweight="bold")
+            elif j in marked:
+                label.set(fontweight="bold")
+        ax.set_xticks(range(layers * heads), [str(i + 1) for _ in range(layers)
+                                              for i in range(heads)], fontsize=font)
+        ax.set_xlabel("head", fontsize=font)
+        ax.tick_params(length=2, pad=2)
+        for l in range(1, layers):                                  # white lines between layers
+            ax.axvline(l * heads - 0.5, color="white", lw=1.5)
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([l * heads + (heads - 1) / 2 for l in range(layers)],
+                       [f"layer {l + 1}" for l in range(layers)], fontsize=font)
+        top.tick_params(length=0)
+    bar = fig.colorbar(image, ax=axes, orientation="horizontal", shrink=0.6, aspect=40)
+    bar.set_label("attention weight", fontsize=font)
+    bar.ax.tick_params(labelsize=font)
+    fig.suptitle(title, fontsize=font)
     return fig
 
 

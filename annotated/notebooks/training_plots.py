@@ -1,6 +1,7 @@
-"""The figures of chapters 6 to 9 (training, beam search, results, engineering), each drawn by
-one call from its chapter and saved with `save_figure` under a stable name (`draw_ablation`
-returns its figure, which the chapter saves)."""
+"""The figures of chapters 6 to 9 (training, beam search, results, engineering) and of the
+appendix (the experiment log), each drawn by one call from its notebook and saved with
+`save_figure` under a stable name (`draw_ablation` and `draw_sweep` return their figure, which
+the notebook saves)."""
 from annotated.notebooks.chapter import save_figure
 
 # ---- Chapter 6 (training, §5) ----
@@ -136,22 +137,25 @@ def plot_training_run(metrics: dict, floor: float, save_as: str):
 
 def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best, label,
                    title: str, save_as: str):
-    """Chapter 7's beam: `live[t-1]` the live prefixes after t tokens (best first) with their
-    log P `scores[t-1]`, each linked to its parent; the path of `best` (a Hypothesis) in red,
-    ending in its last token with log P and score. `label(token)` names a token."""
+    """Chapter 7's beam, read from the top down: row t holds the live prefixes after t tokens
+    (`live[t-1]`, best first, with their log P `scores[t-1]`), each linked to its parent; the
+    path of `best` (a Hypothesis) in red, ending in a box of its own beside the beam, with its
+    last token, log P and score. `label(token)` names a token. Drawn 7 inches wide with
+    10-point text, so that it stays legible at a page's width."""
     import matplotlib.pyplot as plt
     from annotated.data.tokenizer import EOS
-    K = len(live[0])
-    fig, ax = plt.subplots(figsize=(10, 5.6))
+    K, T = len(live[0]), len(live)
+    font = 10
+    fig, ax = plt.subplots(figsize=(7, 1.4 + 0.56 * (T + 1)))
 
     def box(x, y, text, color="black", **style):
-        ax.text(x, y, text, ha="center", va="center", fontsize=7, zorder=2, color=color,
-                bbox=dict(boxstyle="round", **style))
+        ax.text(x, y, text, ha="center", va="center", fontsize=font, zorder=2, color=color,
+                linespacing=1.1, bbox=dict(boxstyle="round,pad=0.25", **style))
 
     position = {(): (0, 0)}                             # prefix -> (x, y) of its node, BOS at 0
     for t, (step, step_scores) in enumerate(zip(live, scores), start=1):
         for rank, (prefix, score) in enumerate(zip(step, step_scores)):
-            position[tuple(prefix)] = x, y = t, -rank
+            position[tuple(prefix)] = x, y = rank, -t
             parent = position[tuple(prefix[:-1])]
             on_path = best.tokens[:t] == prefix
             ax.plot([parent[0], x], [parent[1], y], color="tab:red" if on_path else "0.75",
@@ -159,19 +163,23 @@ def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best,
             box(x, y, f"{label(prefix[-1])}\n{score:.2f}", fc="mistyrose" if on_path else "white",
                 ec="tab:red" if on_path else "0.6")
     end = position[tuple(best.tokens[:-1])]
-    ax.plot([end[0], end[0] + 1], [end[1], end[1]], color="tab:red", lw=2, zorder=1)
+    answer = (K, -len(best.tokens))                     # the answer: a column of its own
+    ax.plot([end[0], answer[0]], [end[1], answer[1]], color="tab:red", lw=2, zorder=1)
     last = best.tokens[-1]
     ending = label(last) if last == EOS else f"{label(last)} (length limit)"
-    box(end[0] + 1, end[1], f"{ending}\n{best.log_prob:.2f}\nscore {best.score:.2f}",
-        color="white", fc="tab:red", ec="tab:red")
+    box(*answer, f"{ending}\n{best.log_prob:.2f}\nscore {best.score:.2f}", color="white",
+        fc="tab:red", ec="tab:red")
     box(0, 0, "BOS", fc="0.9")
-    ax.set_xlim(-0.6, len(live) + 1.6)
-    ax.set_ylim(-K + 0.4, 0.6)
-    ax.set_xticks(range(len(live) + 2))
-    ax.set_yticks([-r for r in range(K)], [f"rank {r + 1}" for r in range(K)])
-    ax.set_xlabel("output tokens so far, t")
-    ax.set_title(title, fontsize=10)
-    for side in ("top", "right", "left"):
+    ax.set_xlim(-0.6, K + 0.6)
+    ax.set_ylim(-max(T, len(best.tokens)) - 0.6, 0.5)
+    ax.xaxis.tick_top()
+    ax.set_xticks(range(K + 1), [f"rank {r + 1}" for r in range(K)] + ["answer"], fontsize=font)
+    ax.set_yticks([-t for t in range(max(T, len(best.tokens)) + 1)],
+                  [str(t) for t in range(max(T, len(best.tokens)) + 1)], fontsize=font)
+    ax.set_ylabel("output tokens so far, t", fontsize=font)
+    ax.tick_params(length=0)
+    ax.set_title(title, fontsize=font)
+    for side in ("bottom", "right", "left", "top"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()
     save_figure(fig, save_as)
@@ -299,6 +307,76 @@ def draw_ablation(table: dict, base: str = "base"):
     axes[0].set(xlabel="% change in perplexity from the base row (lower is better)")
     axes[1].set(xlabel="BLEU points from the base row (higher is better)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
+    return fig
+
+
+# ---- The appendix (experiment log) ----
+
+def sweep_source(run: dict, candidates: dict) -> str:
+    """The candidate that a run outside the sweep (experiments.multi30k_sweep's "second_hour"
+    and "other_seed") repeats or continues: the one with its preset, processes and overrides,
+    a seed override aside."""
+    def key(r):
+        return (r["preset"], r.get("processes", 1),
+                sorted(o for o in r["overrides"] if not o.startswith("seed=")))
+    found = [name for name, c in candidates.items() if key(c) == key(run)]
+    if len(found) != 1:
+        raise ValueError(f"expected one candidate with the run's settings {key(run)}, found "
+                         f"{found or 'none'}")
+    return found[0]
+
+
+def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: int = 4):
+    """The appendix's sweep figure from experiments.multi30k_sweep's JSON: every candidate's
+    best validation lowercased BLEU in the order tried, the runs that repeat one with another
+    seed or continue it past the hour beside it (left); and each candidate's gain from the
+    length penalty over alpha = 0.6, for the average of `average` checkpoints and beam `beam`
+    (right). `labels` gives each candidate a short name (default: 1, 2, ... in the order
+    tried, as the appendix's table numbers them)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    candidates = sweep["candidates"]
+    names = list(candidates)
+    labels = labels or {name: str(i) for i, name in enumerate(names, start=1)}
+    y = {name: i for i, name in enumerate(names[::-1])}             # the first tried at the top
+    best = lambda run: max(r["lowercase_bleu"] for r in run["rows"])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 1.6 + 0.3 * len(names)), layout="constrained")
+    ax = axes[0]
+    for processes, color in ((1, "tab:gray"), (2, "tab:blue")):
+        mine = [n for n in names if candidates[n].get("processes", 1) == processes]
+        ax.plot([best(candidates[n]) for n in mine], [y[n] for n in mine], "o", color=color,
+                label=f"candidate, {processes} process{'es' if processes > 1 else ''}")
+    for group, marker, what in (("other_seed", "x", "the same, another seed"),
+                                ("second_hour", "^", "the same, continued past the hour")):
+        runs = sweep.get(group, {})
+        ax.plot([best(r) for r in runs.values()],
+                [y[sweep_source(r, candidates)] for r in runs.values()], marker, color="k",
+                ls="none", label=what)
+    ax.set_yticks(list(y.values()), [labels[n] for n in y])
+    ax.set(xlabel="best validation BLEU (lowercased)", ylabel="candidate",
+           title="Each candidate at its best")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="center left")
+    ax = axes[1]
+    colors = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 7]   # 7: grey
+    for k, name in enumerate(names):
+        rows = {r["alpha"]: r["lowercase_bleu"] for r in candidates[name]["rows"]
+                if r["average"] == average and r["beam"] == beam}
+        if 0.6 not in rows:
+            continue
+        alphas = sorted(rows)
+        lowercased = any(o == "lowercase=true" for o in candidates[name]["overrides"])
+        one = candidates[name].get("processes", 1) == 1
+        ax.plot(alphas, [rows[a] - rows[0.6] for a in alphas], marker="o", ms=3, lw=1,
+                ls="--" if lowercased else "-", label=labels[name],
+                color="tab:gray" if one else colors[k % len(colors)])
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set(xlabel=r"length penalty $\alpha$", ylabel="validation BLEU gained over alpha 0.6",
+           title=f"Average of {average} checkpoints, beam {beam}; dashed: lowercased")
+    ax.grid(alpha=0.3)
+    ax.legend(title="candidate", fontsize=7, title_fontsize=7, ncol=2, loc="upper left")
+    for a in axes:
+        a.title.set_fontsize(9)
     return fig
 
 
