@@ -2,12 +2,29 @@
 
 Each notebook is checked first (a JSON notebook that nbformat's schema accepts, opening with a
 markdown cell that holds its title), so that a damaged one is named in one line rather than in
-a traceback from Sphinx. The notebooks are staged in a temporary folder, where three things are
-added to the copies only: a download link and an estimate of the reading time under each
-chapter's title, and the tag `hide-input` on cells that only draw a figure, which myst-nb shows
-folded in a <details> element; the staged index page gets the whole book's reading time. Sphinx
-then renders the stage with book/conf.py, and the committed notebooks are copied to the site's
-notebooks/ folder, which the download links point to.
+a traceback from Sphinx. The notebooks are staged in a temporary folder, where the copies
+only (never the committed notebooks) get: download links (the notebook, and the project's
+zip) and an estimate of the reading time under each chapter's title; the tag `hide-input` on
+cells that only draw a figure, which myst-nb shows folded in a <details> element; each figure's
+caption (the `**Figure C.K.**` paragraph of the markdown cell after it, see CAPTION) set as the
+figure's caption and as the image's alt text, with a generic alt text for a figure that has
+none yet; and on the path above each listing that show() printed, a link to its module's page
+of the API reference and to its highlighted source. The staged index page gets the whole
+book's reading time and, unless book/index.md lists it, a toctree entry for the API reference
+(book/api/index.md, its list of modules filled in, and one page per module that autodoc
+writes from the docstrings). Sphinx then renders the stage with book/conf.py, the committed
+notebooks are copied to the site's notebooks/ folder, and the zip of the project's tracked
+files (`git ls-files`; skipped, with a note, outside a git checkout) to its top, which the
+download links point to.
+
+The reading time is calibrated, not guessed: a careful first-time reader needed about 7.5 to
+8 hours for the nine chapters, where rates of 200 words and 20 lines of code a minute, printed
+outputs not counted, gave 4.9. Such a reader works through the prose with its equations at
+about 140 words a minute (not the 200-250 of plain prose), reads each line of code against
+the equation it computes at about 14 lines a minute, checks the printed numbers and tables
+against what the text claims at about 20 lines a minute, and spends about a minute on each
+figure with its caption. At these rates the chapters as they stood then came to 7.6 hours;
+tests/test_book.py checks that the whole book stays near that.
 
 The site is built in a temporary folder and moved into the output folder only when the build
 has succeeded, so a failed or interrupted build leaves the previous site as it was. The output
@@ -22,20 +39,25 @@ against what is there) comes before the first change; the swap then moves the ol
 into a temporary folder inside the output folder, moves the new ones in, and on any failure or
 Ctrl-C puts the old ones back.
 """
+import ast
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
+import zipfile
 from pathlib import Path, PurePosixPath
 
 import nbformat
 from sphinx.cmd.build import build_main
 
 from annotated.base.errors import DataError
+from book import explorer
 
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
@@ -46,14 +68,36 @@ MANIFEST = ".book-files"                  # in the output folder: the files the 
 #: further line is `<sha256 of the file>  <its path inside the output folder>`.
 MANIFEST_HEADER = "# python -m book build wrote these files here: sha256, two spaces, path"
 ASIDE = ".book-old-"                      # prefix of the folder the old files wait in
-#: The rates behind the reading-time estimate: technical prose, code (the chapters' cells and
-#: the package source they show) read line by line, and a look at each figure.
-WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE, MINUTES_PER_FIGURE = 200, 20, 0.5
+#: The rates behind the reading-time estimate (see the module docstring for why these):
+#: technical prose, code (the chapters' cells and the package source they show) read line by
+#: line, printed outputs and tables checked against the text, and a look at each figure.
+WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 140, 14
+OUTPUT_LINES_PER_MINUTE, MINUTES_PER_FIGURE = 20, 1.0
+#: A figure's caption: a paragraph of the markdown cell right after the figure's cell that
+#: begins `**Figure C.K.** ` (C the chapter's number, or a letter for an appendix; K from 1).
+CAPTION = re.compile(r"\*\*Figure (([1-9]\d*|[A-Z])\.([1-9]\d*))\.\*\*\s+\S")
+#: The first line of a listing shown by annotated.notebooks.chapter.show(): the file's path.
+LISTING = re.compile(r"`((?:annotated|reference_numpy)(?:/\w+)*\.py)`")
+#: The packages of the API reference (api/ in the site), read from the checkout's source.
+API_PACKAGES = ("annotated", "reference_numpy")
+#: The project's tracked files, for a reader who runs the chapters offline (site root).
+PROJECT_ZIP = "annotated-transformer.zip"
 
 
 def chapters() -> list[Path]:
     """The chapter notebooks, in reading order."""
     return sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def appendices() -> list[Path]:
+    """The appendix notebooks (the experiment log), after the chapters."""
+    return sorted(CHAPTERS.glob("appendix_*.ipynb"))
+
+
+def pages() -> list[Path]:
+    """The book's own markdown pages (start, glossary, ...), staged as they are; the index and
+    the explorer's page are staged with numbers filled in."""
+    return sorted(p for p in BOOK.glob("*.md") if p.name not in ("index.md", explorer.PAGE))
 
 
 def draws_only(cell: dict) -> bool:
@@ -68,21 +112,254 @@ def draws_only(cell: dict) -> bool:
 
 
 def reading(nb: dict) -> tuple[float, str]:
-    """Estimated minutes to read a chapter (prose, code, shown source and figures at the rates
-    above; printed outputs not counted), and the counts behind them, in words."""
+    """Estimated minutes to read a chapter (prose, code, shown source, printed outputs and
+    figures at the rates above), and the counts behind them, in words. A markdown output that
+    holds a code block is shown source (code); any other (a table) is printed output, as are
+    streams and plain-text results."""
     def lines(text) -> int:
         return len("".join(text).splitlines())
     cells = nb["cells"]
     words = sum(len("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
     outputs = [o for c in cells for o in c.get("outputs", [])]
-    code = (sum(lines(c["source"]) for c in cells if c["cell_type"] == "code")
-            + sum(lines(o["data"]["text/markdown"]) for o in outputs
-                  if "text/markdown" in o.get("data", {})))
-    figures = sum("image/png" in o.get("data", {}) for o in outputs)
+    code = sum(lines(c["source"]) for c in cells if c["cell_type"] == "code")
+    printed = figures = 0
+    for o in outputs:
+        data = o.get("data", {})
+        if is_figure(o):
+            figures += 1
+        elif "text/markdown" in data:
+            shown = lines(data["text/markdown"])
+            if "```" in "".join(data["text/markdown"]):
+                code += shown
+            else:
+                printed += shown
+        elif o.get("output_type") == "stream":
+            printed += lines(o.get("text", ""))
+        elif "text/plain" in data:
+            printed += lines(data["text/plain"])
     minutes = (words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
-               + figures * MINUTES_PER_FIGURE)
-    return minutes, (f"{words:,} words, {code:,} lines of code, {figures} "
-                     f"figure{'s' if figures != 1 else ''}")
+               + printed / OUTPUT_LINES_PER_MINUTE + figures * MINUTES_PER_FIGURE)
+    return minutes, (f"{words:,} words, {code:,} lines of code, {printed:,} lines of output, "
+                     f"{figures} figure{'s' if figures != 1 else ''}")
+
+
+def is_figure(output: dict) -> bool:
+    """True for an output that shows an image."""
+    return (output.get("output_type") in ("display_data", "execute_result")
+            and any(m.startswith("image/") for m in output.get("data", {})))
+
+
+def paragraphs(cell: dict | None) -> list[str]:
+    """The paragraphs of a markdown cell (none for any other cell, or for no cell)."""
+    if not cell or cell.get("cell_type") != "markdown":
+        return []
+    return [p.strip() for p in re.split(r"\n[ \t]*\n", "".join(cell["source"])) if p.strip()]
+
+
+def figures(nb: dict) -> list[dict]:
+    """Every figure of a chapter, in order: the cell and the output that show it, and its
+    caption, or None. The captions of a cell's figures are the caption paragraphs (see
+    CAPTION) of the markdown cell right after it, in order, one per figure."""
+    found, cells = [], nb["cells"]
+    for i, cell in enumerate(cells):
+        shown = [j for j, o in enumerate(cell.get("outputs", [])) if is_figure(o)]
+        after = cells[i + 1] if i + 1 < len(cells) else None
+        captions = [p for p in paragraphs(after) if CAPTION.match(p)]
+        for k, j in enumerate(shown):
+            caption = captions[k] if k < len(captions) else None
+            found.append({"cell": i, "output": j, "caption": caption,
+                          "number": CAPTION.match(caption).group(1) if caption else None})
+    return found
+
+
+def chapter_label(path: Path) -> str:
+    """The chapter's number as its figures are numbered: '3' for 03_*.ipynb, 'A' for the
+    appendix."""
+    return "A" if path.name.startswith("appendix_") else str(int(path.name[:2]))
+
+
+def caption_problems(nb: dict, label: str) -> list[str]:
+    """What is wrong with a chapter's figure captions, one line each: numbers not 1, 2, 3...
+    in order, or a caption that follows no figure (or one more than its cell draws). A figure
+    without a caption is no problem here (see figures())."""
+    cells = nb["cells"]
+    written = [(i, CAPTION.match(p).group(1)) for i, c in enumerate(cells)
+               for p in paragraphs(c) if CAPTION.match(p)]
+    problems = [f"cell {i}: caption 'Figure {number}' where 'Figure {label}.{k}' comes next"
+                for k, (i, number) in enumerate(written, start=1) if number != f"{label}.{k}"]
+    attached = {f["number"] for f in figures(nb) if f["caption"]}
+    problems += [f"cell {i}: caption 'Figure {number}' follows no figure of its own (each "
+                 f"caption goes in the markdown cell right after the cell that draws it)"
+                 for i, number in written if number not in attached]
+    return problems
+
+
+#: LaTeX as plain text, where MathJax does not reach: an image's alt text, a page's <title>.
+#: Any other command loses its backslash.
+LATEX_TEXT = {r"\infty": "∞", r"\sqrt": "√", r"\cdot": "·", r"\times": "×", r"\le": "≤",
+              r"\leq": "≤", r"\ge": "≥", r"\geq": "≥", r"\ne": "≠", r"\neq": "≠",
+              r"\approx": "≈", r"\to": "→", r"\rightarrow": "→", r"\in": "∈", r"\sum": "Σ",
+              r"\alpha": "α", r"\beta": "β", r"\epsilon": "ε", r"\varepsilon": "ε",
+              r"\mathrm": "", r"\text": "", r"\operatorname": "", r"\mathbf": "",
+              r"\left": "", r"\right": "", r"\,": " ", r"\;": " ", r"\!": ""}
+
+
+def plain_math(latex: str) -> str:
+    """LaTeX math as plain text: `-\\infty` is '−∞', `\\sqrt{d_k}` is '√d_k'."""
+    text = re.sub(r"\\[A-Za-z]+|\\[,;!]", lambda m: LATEX_TEXT.get(m[0], m[0][1:]), latex)
+    return text.replace("{", "").replace("}", "").replace("-", "−")
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown (a caption) as plain text, for an image's alt text: math by plain_math, links
+    as their text, no emphasis or code marks."""
+    text = re.sub(r"\$\$?(.+?)\$\$?", lambda m: plain_math(m[1]), markdown, flags=re.S)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return " ".join(re.sub(r"[*`]", "", text).split())
+
+
+def stage_figures(nb: dict, label: str) -> None:
+    """In a staged chapter: each figure in a cell of its own (the cell's other outputs, before
+    and after it, in cells of their own; the code shows once, in the first), with its caption
+    as the figure's caption and as the image's alt text, and the caption paragraphs taken out
+    of the markdown cell after it. A figure without a caption gets a generic alt text."""
+    found = figures(nb)
+    used = {}                                  # the caption cell: the captions taken from it
+    for figure in found:
+        if figure["caption"]:
+            used.setdefault(figure["cell"] + 1, []).append(figure["caption"])
+    cells = []
+    for i, cell in enumerate(nb["cells"]):
+        if i in used:
+            text = "".join(cell["source"])
+            for caption in used[i]:
+                text = text.replace(caption, "", 1)
+            if not text.strip():
+                continue
+            cell = {**cell, "source": re.sub(r"\n{3,}", "\n\n", text).strip("\n")}
+        mine = {f["output"]: f for f in found if f["cell"] == i}
+        if not mine:
+            cells.append(cell)
+            continue
+        pieces, pending = [], []
+        for j, output in enumerate(cell["outputs"]):
+            if j in mine:
+                pieces += [(pending, None)] if pending else []
+                pieces.append(([output], mine[j]))
+                pending = []
+            else:
+                pending.append(output)
+        pieces += [(pending, None)] if pending else []
+        for k, (outputs, figure) in enumerate(pieces):
+            piece = json.loads(json.dumps({**cell, "outputs": outputs}))
+            if k:                       # myst-nb skips a cell with no source: a comment
+                piece.update(source="# continued", id=f"{cell.get('id', i)}-{k}")
+                piece["metadata"]["tags"] = ["remove-input"]
+            if figure:
+                options = piece["metadata"].setdefault("mystnb", {})
+                caption = figure["caption"]
+                options["image"] = {"alt": plain_text(caption) if caption
+                                    else f"Figure from chapter {label}"}
+                if caption:
+                    options["figure"] = {"caption": caption, "name":
+                                         "figure-" + figure["number"].replace(".", "-")}
+            cells.append(piece)
+    nb["cells"] = cells
+
+
+def link_listings(nb: dict, modules: set[str]) -> None:
+    """In a staged chapter: the path above each listing that show() printed links to its
+    module's page of the API reference (at the function or class shown, if public) and to
+    its highlighted source."""
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("data", {}).get("text/markdown", ""))
+            first, _, rest = text.partition("\n")
+            found = LISTING.fullmatch(first.strip())
+            module = found and found.group(1)[:-3].replace("/", ".").removesuffix(".__init__")
+            if module not in modules:
+                continue
+            top = re.match(r"```python\n(?:@.*\n)*(?:async def|def|class) (\w+)", rest)
+            name = top.group(1) if top and not top.group(1).startswith("_") else None
+            page = f"api/{module}.html" + (f"#{module}.{name}" if name else "")
+            source = f"_modules/{module.replace('.', '/')}.html" + (f"#{name}" if name else "")
+            output["data"]["text/markdown"] = (
+                f'<a class="listing-api" href="{page}" title="{module} in the API reference">'
+                f'<code>{found.group(1)}</code></a> '
+                f'<a class="listing-source" href="{source}">(highlighted source)</a>\n{rest}')
+
+
+def api_modules() -> list[str]:
+    """Every module of API_PACKAGES, from the checkout's files (none imported here)."""
+    modules = []
+    for package in API_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if all((ROOT.joinpath(*parts[:n]) / "__init__.py").is_file()
+                   for n in range(1, len(parts))):
+                modules.append(".".join(parts).removesuffix(".__init__"))
+    return sorted(set(modules))
+
+
+def summary(module: str) -> str:
+    """The first sentence of a module's docstring, read from its file, as markdown text (code
+    in backticks stays code; no other markup)."""
+    path = ROOT.joinpath(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    sentence = re.match(r"(.+?[.:;])(?=\s+[A-Z(`]|$)", first)
+    text = (sentence[1] if sentence else first).rstrip(":;")
+    parts = re.split(r"(`[^`]*`)", text)                 # code spans, at the odd places
+    return "".join(part if k % 2 else re.sub(r"([\\*_\[\]$<>|{}#])", r"\\\1", part)
+                   for k, part in enumerate(parts))
+
+
+def stage_api(src: Path, modules: list[str]) -> None:
+    """The API reference in the stage: book/api/index.md with its list of modules filled in
+    (a link and the first line of each module's docstring), and a page per module that
+    autodoc fills from the docstrings. The module pages are linked from that list, not from
+    a toctree, so that the navigation of every page stays short."""
+    (src / "api").mkdir(exist_ok=True)
+    lists = "".join(f"\n## {package}\n\n" + "".join(
+        f"- {{doc}}`{m} <{m}>`: {summary(m)}\n" for m in modules if m.split(".")[0] == package)
+        for package in API_PACKAGES)
+    index = (BOOK / "api" / "index.md").read_text(encoding="utf-8")
+    (src / "api" / "index.md").write_text(index.replace("<!-- modules -->", lists),
+                                          encoding="utf-8")
+    for module in modules:                    # reStructuredText, which autodoc writes
+        (src / "api" / f"{module}.rst").write_text(
+            f":orphan:\n\n{module}\n{'=' * len(module)}\n\n.. automodule:: {module}\n",
+            encoding="utf-8")
+
+
+def project_zip(dest: Path) -> int | None:
+    """Write the project's tracked files (`git ls-files`, as they are in the working tree)
+    into the zip `dest`, under one folder, the same bytes for the same files; return its size
+    in bytes, or None, with a note, when the project is not a git checkout."""
+    try:
+        top = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        if Path(top).resolve() != ROOT.resolve():
+            raise ValueError(f"the checkout is {top}")
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"],
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, ValueError, subprocess.CalledProcessError) as e:
+        why = e.stderr.strip() if isinstance(e, subprocess.CalledProcessError) else e
+        print(f"note: {ROOT} is not a git checkout ({why}), so the site has no download of "
+              f"the project; the chapters' notebooks are still there", file=sys.stderr)
+        return None
+    folder = PROJECT_ZIP.removesuffix(".zip")
+    with zipfile.ZipFile(dest, "w") as archive:
+        for name in sorted(n for n in listed.split("\0") if n):
+            path = ROOT / name
+            if not path.is_file():                       # deleted, not yet committed
+                continue
+            info = zipfile.ZipInfo(f"{folder}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = (0o100000 | (path.stat().st_mode & 0o777)) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes(), compresslevel=9)
+    return dest.stat().st_size
 
 
 def notebook_problem(nb) -> str | None:
@@ -121,13 +398,18 @@ def read_chapter(src: Path) -> dict:
     return nb
 
 
-def stage_notebook(src: Path, dest: Path) -> float:
-    """Copy one chapter to `dest` with its download link, its reading time and its figure cells
-    folded; return the reading time in minutes."""
+def stage_notebook(src: Path, dest: Path, modules=frozenset(), project: int | None = None
+                   ) -> float:
+    """Copy one chapter to `dest` with its download links (the project's zip too, if it is
+    `project` bytes, not None), its reading time, its figure cells folded, its figures
+    captioned (stage_figures) and its listings linked to the API reference's `modules`; return
+    the reading time in minutes."""
     nb = read_chapter(src)
     minutes, counts = reading(nb)
+    whole = (f', or <a href="{PROJECT_ZIP}" download>the whole project ({PROJECT_ZIP}, '
+             f'{project / 1e6:.1f} MB)</a> to run it offline' if project is not None else "")
     link = (f'\n\n<p class="download-notebook"><a href="notebooks/{src.name}" download>'
-            f'Download this chapter as a Jupyter notebook ({src.name})</a></p>\n'
+            f'Download this chapter as a Jupyter notebook ({src.name})</a>{whole}</p>\n'
             f'<p class="reading-time">About {minutes:.0f} minutes to read ({counts}).</p>\n')
     first = nb["cells"][0]
     lines = "".join(first["source"]).split("\n", 1)      # the title, then the rest
@@ -136,6 +418,8 @@ def stage_notebook(src: Path, dest: Path) -> float:
         if draws_only(cell):
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
             tags.append("hide-input")
+    stage_figures(nb, chapter_label(src))
+    link_listings(nb, set(modules))
     dest.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     return minutes
 
@@ -375,22 +659,37 @@ def build(out: Path = DEFAULT_OUT) -> Path:
         site = Path(tmp) / "site"
         src = Path(tmp) / "src"
         src.mkdir()
-        total = sum(stage_notebook(nb, src / nb.name) for nb in chapters())
+        project = project_zip(Path(tmp) / PROJECT_ZIP)
+        modules = api_modules()
+        stage_api(src, modules)
+        total = sum(stage_notebook(nb, src / nb.name, modules, project) for nb in chapters())
+        for nb in appendices():
+            stage_notebook(nb, src / nb.name, modules, project)
+        for page in pages():
+            shutil.copy(page, src / page.name)
         index = (BOOK / "index.md").read_text(encoding="utf-8")
+        if "api/index" not in index:                 # the API reference, after the chapters
+            index += "\n```{toctree}\n:caption: Reference\n:maxdepth: 1\n\napi/index\n```\n"
         (src / "index.md").write_text(index.replace("<!-- reading time -->", (
             f"Reading all {len(chapters())} chapters takes about {total / 60:.1f} hours at "
-            f"{WORDS_PER_MINUTE} words of prose or {CODE_LINES_PER_MINUTE} lines of code a "
-            f"minute and {MINUTES_PER_FIGURE * 60:.0f} seconds a figure; each chapter gives its "
-            f"own estimate under its title.")),
+            f"{WORDS_PER_MINUTE} words of prose, {CODE_LINES_PER_MINUTE} lines of code or "
+            f"{OUTPUT_LINES_PER_MINUTE} lines of printed output a minute and "
+            f"{MINUTES_PER_FIGURE * 60:.0f} seconds a figure; each chapter gives its own "
+            f"estimate under its title.")),
             encoding="utf-8")
+        explorer.stage(src)                     # the attention explorer's page
         args = ["-b", "html", "-q", "-W", "--keep-going", "-c", str(BOOK),
                 "-d", str(Path(tmp) / "doctrees"), str(src), str(site)]
         if sphinx(args) != 0:
             raise DataError("Sphinx could not build the site (its messages are above); the "
                             "site that was there, if any, is unchanged")
+        if (site / explorer.PAGE.replace(".md", ".html")).is_file():
+            explorer.write_data(site)           # its weights, beside the page
         (site / "notebooks").mkdir()
-        for nb in chapters():
+        for nb in chapters() + appendices():
             shutil.copy(nb, site / "notebooks" / nb.name)
+        if project is not None:
+            os.replace(Path(tmp) / PROJECT_ZIP, site / PROJECT_ZIP)
         out.mkdir(exist_ok=True)
         install(site, out, before)
     return out / "index.html"

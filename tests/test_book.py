@@ -1,12 +1,20 @@
 """The chapters' website (`python -m book build`): built from the committed notebooks into a
 temporary folder, then every page opened in headless Chromium over http on 127.0.0.1.
 
-Per page the browser test asserts: no console error, no request that leaves the site, no math
-left as raw `$...$` or unrendered `\\(...\\)`, no MathJax error, no equation wider than the
-column (at 1280 pixels), every image loaded, every internal link (and its #fragment) found;
-chapters also have rendered math, a folded figure cell, a download link and a 'next' link to
-the next chapter. It saves a screenshot of each page's top in build/screenshots/ (ignored by
-git) and is skipped when no Chromium or chromedriver is here.
+Per page (every page at the site's top, and a sample of the API reference's pages and of its
+highlighted source) the browser test asserts: no console error, no request that leaves the
+site, no math left as raw `$...$` or unrendered `\\(...\\)`, none in the <title> or the
+navigation either, no MathJax error, no equation wider than the column (at 1280 pixels), every
+image loaded and described by its alt text (not a file name), every internal link (and its
+#fragment) found; chapters also have rendered math, a folded figure cell, download links (the
+notebook and the project's zip) and a 'next' link to the next chapter. A click on a figure
+opens it larger, and Escape closes it. It saves a screenshot of each page's top in
+build/screenshots/ (ignored by git), and of a figure opened, and is skipped when no Chromium or
+chromedriver is here.
+
+Without a browser: the figures' captions (numbered 1, 2, 3... in each chapter, one for each
+figure), the staged notebooks (figures captioned, listings linked to the API reference), the
+project's zip (`git ls-files`, or a note outside a git checkout) and the reading time.
 """
 import functools
 import hashlib
@@ -61,8 +69,22 @@ return {
     .filter(e => e.scrollWidth > e.clientWidth + 1).length,
   next: (document.querySelector('a.right-next') || {}).href || null,
   folded_cells: document.querySelectorAll('details.hide.above-input').length,
+  title: document.title,
+  navigation: (() => {
+    const nav = document.querySelector('.bd-sidebar-primary');
+    if (!nav) return '';
+    const copy = nav.cloneNode(true);
+    copy.querySelectorAll('mjx-container, script').forEach(e => e.remove());
+    return copy.textContent;
+  })(),
+  alts: [...document.images].map(i => [i.getAttribute('src'), i.getAttribute('alt')]),
+  figure_links: document.querySelectorAll('a.figure-link > img').length,
 };
 """
+# A sample of the API reference and of its highlighted source (all are built; a few are opened).
+API_PAGES = ["api/index.html", "api/annotated.multihead.html",
+             "api/annotated.inference.search.html", "api/reference_numpy.attention.html",
+             "_modules/annotated/multihead.html"]
 
 
 @pytest.fixture(scope="module")
@@ -87,19 +109,175 @@ def test_site_has_every_chapter_and_its_notebook(site):
     for chapter in CHAPTERS:
         copy = site / "notebooks" / f"{chapter}.ipynb"
         assert copy.read_bytes() == (ROOT / "chapters" / f"{chapter}.ipynb").read_bytes()
+    for page in API_PAGES:
+        assert (site / page).is_file(), f"{page} is missing"
+    assert "api/index.html" in (site / "index.html").read_text(encoding="utf-8")
 
 
-def test_reading_time_counts_prose_code_shown_source_and_figures():
-    from book.build import reading
+@pytest.mark.slow
+def test_the_site_offers_the_project_as_a_zip_of_its_tracked_files(site):
+    """The zip holds every tracked file (as the working tree has it), and each chapter links
+    it beside its notebook."""
+    import zipfile
+    from book.build import PROJECT_ZIP
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True,
+                             text=True, check=True).stdout.split("\0")
+    present = sorted(name for name in tracked if name and (ROOT / name).is_file())
+    with zipfile.ZipFile(site / PROJECT_ZIP) as archive:
+        names = archive.namelist()
+        assert names == [f"annotated-transformer/{name}" for name in present]
+        assert archive.read("annotated-transformer/chapters/01_scaled_dot_product_attention"
+                            ".ipynb") == (ROOT / "chapters" / f"{CHAPTERS[0]}.ipynb").read_bytes()
+    for chapter in CHAPTERS:
+        page = (site / f"{chapter}.html").read_text(encoding="utf-8")
+        assert f'<a href="{PROJECT_ZIP}" download>' in page
+
+
+def test_outside_a_git_checkout_the_zip_is_skipped_with_a_note(tmp_path, monkeypatch, capsys):
+    from book import build
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    assert build.project_zip(tmp_path / "project.zip") is None
+    assert not (tmp_path / "project.zip").exists()
+    assert "is not a git checkout" in capsys.readouterr().err
+
+
+def test_reading_time_counts_prose_code_shown_source_output_and_figures():
+    from book.build import (CODE_LINES_PER_MINUTE, MINUTES_PER_FIGURE, OUTPUT_LINES_PER_MINUTE,
+                            WORDS_PER_MINUTE, reading)
     figure = {"output_type": "display_data", "data": {"image/png": "", "text/plain": ""}}
-    listing = {"output_type": "display_data", "data": {"text/markdown": ["a\n", "b\n"]}}
-    printed = {"output_type": "stream", "name": "stdout", "text": ["not counted\n"] * 50}
+    listing = {"output_type": "display_data",
+               "data": {"text/markdown": ["`annotated/x.py`\n", "```python\n", "a\n", "```"]}}
+    table = {"output_type": "display_data", "data": {"text/markdown": ["| a |\n", "|---|\n"]}}
+    printed = {"output_type": "stream", "name": "stdout", "text": ["counted\n"] * 50}
+    result = {"output_type": "execute_result", "data": {"text/plain": ["1\n", "2"]}}
     nb = {"cells": [{"cell_type": "markdown", "source": ["word " * 300]},
                     {"cell_type": "code", "source": ["x = 1\n"] * 8, "outputs": [listing, printed]},
+                    {"cell_type": "code", "source": ["t"], "outputs": [table, result]},
                     {"cell_type": "code", "source": ["draw()"], "outputs": [figure, figure]}]}
     minutes, counts = reading(nb)
-    assert counts == "300 words, 11 lines of code, 2 figures"
-    assert minutes == 300 / 200 + 11 / 20 + 2 * 0.5
+    assert counts == "300 words, 14 lines of code, 54 lines of output, 2 figures"
+    assert minutes == (300 / WORDS_PER_MINUTE + 14 / CODE_LINES_PER_MINUTE
+                       + 54 / OUTPUT_LINES_PER_MINUTE + 2 * MINUTES_PER_FIGURE)
+
+
+def test_the_whole_book_reads_in_about_7_5_to_8_hours():
+    """The rates are calibrated on a careful first-time reader, who needed 7.5-8 hours for
+    the chapters; a chapter that grows or shrinks a lot shows here."""
+    from book.build import chapters, read_chapter, reading
+    hours = sum(reading(read_chapter(path))[0] for path in chapters()) / 60
+    assert 7.0 <= hours <= 8.5, f"the chapters now read in {hours:.1f} hours"
+
+
+def chapter_notebook(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+CHAPTER_PATHS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", CHAPTER_PATHS, ids=lambda p: p.stem[:2])
+def test_figure_captions_are_numbered_in_order_one_per_figure(path):
+    """Each caption `**Figure C.K.**` follows its figure, numbered 1, 2, 3... in the chapter."""
+    from book.build import caption_problems, chapter_label
+    assert caption_problems(chapter_notebook(path), chapter_label(path)) == []
+
+
+def test_every_figure_has_a_caption():
+    from book.build import figures
+    missing = [f"{path.name}, cell {f['cell']}" for path in CHAPTER_PATHS
+               for f in figures(chapter_notebook(path)) if f["caption"] is None]
+    assert not missing, f"{len(missing)} figures without a caption: " + "; ".join(missing)
+
+
+def image(n: int = 0) -> dict:
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"image/png": f"iVBO{n}", "text/plain": ["<Figure>"]}}
+
+
+def stream(text: str) -> dict:
+    return {"output_type": "stream", "name": "stdout", "text": [text]}
+
+
+def test_staging_captions_each_figure_and_keeps_the_rest_of_the_caption_cell():
+    from book.build import caption_problems, figures, stage_figures
+    first = "**Figure 3.1.** The weights of $\\sqrt{d_k}$ heads, in `code`."
+    second = "**Figure 3.2.** The second panel."
+    nb = {"cells": [
+        cell("markdown", source="# Chapter 3 · Title"),
+        {**cell("code", outputs=[stream("a\n"), image(1), stream("b\n"), image(2)]), "id": "two"},
+        cell("markdown", source=f"{first}\n\n{second}\n\nMore prose, kept."),
+        {**cell("code", outputs=[image(3)]), "id": "bare"},
+        cell("markdown", source="Prose that is no caption.")]}
+    assert caption_problems(nb, "3") == []
+    assert [f["number"] for f in figures(nb)] == ["3.1", "3.2", None]
+    stage_figures(nb, "3")
+    shown = [(c.get("id"), [o["output_type"][:6] for o in c.get("outputs", [])],
+              c["metadata"].get("tags"), c["metadata"].get("mystnb")) for c in nb["cells"]]
+    assert shown[1:6] == [
+        ("two", ["stream"], None, None),
+        ("two-1", ["displa"], ["remove-input"],
+         {"image": {"alt": "Figure 3.1. The weights of √d_k heads, in code."},
+          "figure": {"caption": first, "name": "figure-3-1"}}),
+        ("two-2", ["stream"], ["remove-input"], None),
+        ("two-3", ["displa"], ["remove-input"],
+         {"image": {"alt": "Figure 3.2. The second panel."},
+          "figure": {"caption": second, "name": "figure-3-2"}}),
+        ("c1markdown", [], None, None)]
+    assert nb["cells"][5]["source"] == "More prose, kept."
+    assert shown[6] == ("bare", ["displa"], None, {"image": {"alt": "Figure from chapter 3"}})
+    assert all(c["source"] for c in nb["cells"])            # myst-nb skips an empty cell
+
+
+@pytest.mark.parametrize("second, after, words", [
+    ("**Figure 2.3.** Two.", [], "cell 4: caption 'Figure 2.3' where 'Figure 2.2' comes next"),
+    ("**Figure 2.2.** Two.", ["Prose."], "cell 5: caption 'Figure 2.2' follows no figure"),
+    ("**Figure 1.2.** Two.", [], "cell 4: caption 'Figure 1.2' where 'Figure 2.2' comes next")])
+def test_a_caption_out_of_order_or_without_a_figure_is_named(second, after, words):
+    from book.build import caption_problems
+    nb = {"cells": [cell("markdown", source="# T"), cell("code", outputs=[image()]),
+                    cell("markdown", source="**Figure 2.1.** One."),
+                    cell("code", outputs=[image(1)]),
+                    *[cell("markdown", source=text) for text in after],
+                    cell("markdown", source=second)]}
+    problems = caption_problems(nb, "2")
+    assert any(p.startswith(words) for p in problems), problems
+
+
+def test_math_is_plain_text_in_alt_texts_and_titles():
+    from book.build import plain_text
+    assert plain_text("**Figure 2.1.** Why $-\\infty$, with $\\sqrt{d_k}$ [here](x.md).") == (
+        "Figure 2.1. Why −∞, with √d_k here.")
+
+
+def test_a_listing_links_its_module_page_and_its_source():
+    from book.build import link_listings
+    listing = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [
+        "`annotated/multihead.py`\n", "```python\n", "@decorated\n", "class MultiHeadAttention:\n",
+        "    pass\n", "```"]}}
+    private = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown":
+               "`annotated/inference/search.py`\n```python\nclass _NextToken:\n```"}}
+    table = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": "| a |"}}
+    nb = {"cells": [cell("code", outputs=[listing, private, table])]}
+    link_listings(nb, {"annotated.multihead", "annotated.inference.search"})
+    text = [o["data"]["text/markdown"] for o in nb["cells"][0]["outputs"]]
+    assert text[0].startswith(
+        '<a class="listing-api" href="api/annotated.multihead.html#annotated.multihead.'
+        'MultiHeadAttention" title="annotated.multihead in the API reference"><code>annotated/'
+        'multihead.py</code></a> <a class="listing-source" href="_modules/annotated/multihead.'
+        'html#MultiHeadAttention">(highlighted source)</a>\n```python\n@decorated\n')
+    assert 'href="api/annotated.inference.search.html"' in text[1]      # no private anchor
+    assert text[2] == "| a |"
+
+
+@pytest.mark.slow
+def test_every_listing_of_a_chapter_links_the_api_reference(site):
+    from book.build import LISTING
+    for path in CHAPTER_PATHS:
+        shown = sum(bool(LISTING.fullmatch("".join(o["data"]["text/markdown"]).split("\n")[0]))
+                    for c in chapter_notebook(path)["cells"] for o in c.get("outputs", [])
+                    if "text/markdown" in o.get("data", {}))
+        page = (site / f"{path.stem}.html").read_text(encoding="utf-8")
+        assert page.count('class="listing-api"') == shown, path.name
 
 
 @pytest.fixture
@@ -131,6 +309,7 @@ def fake_sphinx(monkeypatch):
                 return 2
         return site["code"]
     monkeypatch.setattr(book_build, "build_main", build_main)
+    monkeypatch.setattr(book_build, "project_zip", lambda dest: None)   # seconds, tested apart
     return book_build, site
 
 
@@ -403,7 +582,8 @@ def test_a_sound_notebook_passes_the_check_and_outputs_without_data_are_no_figur
     assert notebook_problem(nb) is None and draws_only(nb["cells"][1])
     bare = cell("code", outputs=[{"output_type": "display_data"}])
     assert not draws_only(bare)
-    assert reading({"cells": [bare]})[1] == "0 words, 1 lines of code, 0 figures"
+    assert reading({"cells": [bare]})[1] == ("0 words, 1 lines of code, 0 lines of output, "
+                                             "0 figures")
 
 
 def test_every_chapter_page_and_the_index_give_a_reading_time(site):
@@ -417,7 +597,8 @@ def test_every_chapter_page_and_the_index_give_a_reading_time(site):
 def test_site_names_no_network_resource(site):
     """No page or stylesheet points a script, style, font or image at another host."""
     remote = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""")
-    for path in pages(site) + sorted(site.rglob("*.css")):
+    for path in sorted(p for p in site.rglob("*.html") if "_static" not in p.parts) + \
+            sorted(site.rglob("*.css")):
         text = path.read_text(encoding="utf-8", errors="replace")
         text = re.sub(r"<a\s[^>]*>", "", text)     # plain links to read elsewhere are allowed
         assert not remote.search(text), f"{path.relative_to(site)} loads {remote.search(text)[0]}"
@@ -520,16 +701,30 @@ def page_problems(name: str, facts: dict, server: str) -> list[str]:
                         f"{facts['wide_math']} equations wider than the column")
     problems += [f"broken link {problem}" for link in set(facts["links"])
                  if link.startswith(server) and (problem := check_link(link))]
+    problems += [f"raw math in the {where}: {text.strip()[:80]!r}"
+                 for where, text in [("<title>", facts["title"]),
+                                     ("navigation", facts["navigation"])]
+                 if re.search(r"\$|\\\(|\\\[", text)]
+    problems += [f"image {src} has {'no alt text' if not alt else f'the alt text {alt!r}'}"
+                 for src, alt in facts["alts"] if not alt or not alt.strip()
+                 or re.fullmatch(r"\S*[0-9a-f]{16,}\S*|\S+\.(png|svg|jpe?g|gif)", alt.strip())]
     stem = name.removesuffix(".html")
     if stem in CHAPTERS:
+        from book.build import PROJECT_ZIP
         following = CHAPTERS.index(stem) + 1
         expected = CHAPTERS[following] + ".html" if following < len(CHAPTERS) else None
         next_page = facts["next"] and urlsplit(facts["next"]).path.lstrip("/")
+        # the last chapter's 'next' leads past the chapters (the appendix, the API reference)
+        wrong_next = (next_page != expected if expected
+                      else next_page in {f"{c}.html" for c in CHAPTERS})
         problems += [message for failed, message in [
             (facts["rendered_math"] == 0, "no math rendered"),
             (facts["folded_cells"] == 0, "no figure cell folded"),
             (server + f"notebooks/{stem}.ipynb" not in facts["links"], "no download link"),
-            (next_page != expected, f"'next' goes to {next_page}, not {expected}")] if failed]
+            (server + PROJECT_ZIP not in facts["links"], "no link to the project's zip"),
+            (facts["figure_links"] < len(facts["alts"]), "a figure that is no link to its file"),
+            (wrong_next, f"'next' goes to {next_page}, not "
+                         f"{expected or 'a page after the chapters'}")] if failed]
     return [f"{name}: {problem}" for problem in problems]
 
 
@@ -537,11 +732,51 @@ def page_problems(name: str, facts: dict, server: str) -> list[str]:
 def test_every_page_in_a_browser(site, server, browser):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     problems = []
-    for path in pages(site):
-        facts = visit(browser, server + path.name)
-        browser.save_screenshot(str(SCREENSHOTS / f"{path.stem}.png"))
-        problems += page_problems(path.name, facts, server)
-        if path.name == "index.html":
+    for name in [path.name for path in pages(site)] + API_PAGES:
+        facts = visit(browser, server + name)
+        browser.save_screenshot(str(SCREENSHOTS / f"{name[:-5].replace('/', '_')}.png"))
+        problems += page_problems(name, facts, server)
+        if name == "index.html":
             first = urlsplit(facts["next"] or "").path.lstrip("/")
-            assert first == f"{CHAPTERS[0]}.html", f"index: 'next' goes to {first}"
+            assert first == "start.html", f"index: 'next' goes to {first}"
     assert not problems, "\n".join(problems)
+
+
+# The first figure of the page: its width on the page, where it links, and its top on screen.
+FIRST_FIGURE_JS = """
+const img = document.querySelector('a.figure-link > img');
+img.scrollIntoView({block: 'center'});
+const caption = img.closest('figure')?.querySelector('figcaption .caption-text');
+return {width: img.getBoundingClientRect().width, href: img.parentElement.href,
+        caption: caption ? caption.textContent.trim() : ''};
+"""
+# The figure opened at full size, once its image has loaded (null if none is open).
+OPENED_JS = """
+const done = arguments[arguments.length - 1];
+const view = document.querySelector('.figure-view');
+if (!view) { done(null); return; }
+const img = view.querySelector('img');
+const report = () => done({src: img.src, width: img.getBoundingClientRect().width,
+                           caption: view.innerText, focused: document.activeElement === view});
+img.complete ? report() : (img.onload = img.onerror = report);
+"""
+
+
+@pytest.mark.slow
+def test_a_click_on_a_figure_opens_it_larger_and_escape_closes_it(site, server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    visit(browser, server + f"{CHAPTERS[0]}.html")
+    figure = browser.execute_script(FIRST_FIGURE_JS)
+    browser.save_screenshot(str(SCREENSHOTS / "figure-in-page.png"))
+    browser.find_element(By.CSS_SELECTOR, "a.figure-link > img").click()
+    opened = browser.execute_async_script(OPENED_JS)
+    browser.save_screenshot(str(SCREENSHOTS / "figure-opened.png"))
+    assert opened, "a click on the figure opened nothing"
+    assert opened["src"] == figure["href"] and opened["focused"]
+    assert opened["width"] > figure["width"] * 1.1, (opened, figure)
+    assert opened["caption"].startswith(figure["caption"][:12]), (opened, figure)
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    assert browser.execute_async_script(OPENED_JS) is None, "Escape left the figure open"
+    assert browser.current_url == server + f"{CHAPTERS[0]}.html"

@@ -12,3 +12,60 @@ window.addEventListener("load", () => {
     });
   });
 });
+
+// Each figure of a chapter is a link to its image file (book/conf.py adds it). A click opens
+// the image at full size over the page, with its caption; a click anywhere, or Escape, closes
+// it and returns to the figure. Nothing is fetched but the image itself, so this works when
+// the site is opened from the disk (file://) too. Without JavaScript the link opens the file.
+document.addEventListener("DOMContentLoaded", () => {
+  let view = null;
+  let opener = null;
+  const close = () => {
+    if (!view) return;
+    view.remove();
+    view = null;
+    if (opener) opener.focus();
+  };
+  const open = (link) => {
+    close();
+    opener = link;
+    const small = link.querySelector("img");
+    view = document.createElement("div");
+    view.className = "figure-view";
+    view.setAttribute("role", "dialog");
+    view.setAttribute("aria-modal", "true");
+    view.setAttribute("aria-label", small.alt);
+    view.tabIndex = -1;
+    const large = document.createElement("img");
+    large.src = link.href;
+    large.alt = small.alt;
+    view.append(large);
+    const caption = link.closest("figure")?.querySelector("figcaption .caption-text");
+    if (caption) {
+      const text = document.createElement("p");
+      text.append(caption.cloneNode(true));
+      view.append(text);
+    }
+    const hint = document.createElement("p");
+    hint.className = "figure-view-hint";
+    hint.textContent = "Click anywhere or press Escape to close.";
+    view.append(hint);
+    view.addEventListener("click", close);
+    document.body.append(view);
+    view.focus();
+  };
+  document.querySelectorAll("a.figure-link").forEach((link) => {
+    link.title = "Open this figure at full size";
+    link.addEventListener("click", (event) => {
+      if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+      event.preventDefault();
+      open(link);
+    });
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && view) {
+      event.preventDefault();
+      close();
+    }
+  });
+});
