@@ -1,4 +1,8 @@
-"""`python -m book build [--out DIR]`: build the chapters' website (default build/site/)."""
+"""`python -m book build [--out DIR]`: build the chapters' website (default build/site/).
+`python -m book translations [--add-missing]`: list what the translations lack (exit 1 if
+anything): English with no translation, translations whose English has changed since (with the
+difference), translations of English that is gone; --add-missing appends an empty unit for each
+piece of English that has none, for a translator to fill in."""
 import sys
 
 # torch and Sphinx take seconds to import, before @command can turn Ctrl-C into its one line
@@ -7,6 +11,7 @@ try:
     import time
 
     from annotated.base.cli import command, path
+    from book import i18n
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)
@@ -15,7 +20,10 @@ except KeyboardInterrupt:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m book", description=__doc__)
-    parser.add_argument("command", choices=["build"], help="build the static site")
+    parser.add_argument("command", choices=["build", "translations"],
+                        help="build the static site, or check the translations")
+    parser.add_argument("--add-missing", action="store_true",
+                        help="translations: add an empty unit for each untranslated piece")
     parser.add_argument("--out", type=path, default=DEFAULT_OUT,
                         help=f"output folder: empty, missing, or a site built here before, whose "
                              f"files (those that build wrote, as it wrote them) are replaced "
@@ -26,10 +34,29 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    if args.command == "translations":
+        return translations(args.add_missing)
     start = time.time()
     index = build(args.out)
     print(f"built {index} in {time.time() - start:.0f} s; open it in a browser "
           f"(it needs no network)")
+
+
+def translations(add: bool) -> None:
+    """Print every missing, stale or orphaned unit of every language; exit 1 if there is one."""
+    problems = 0
+    for lang in i18n.LANGUAGES:
+        for source in i18n.sources():
+            if add and (n := i18n.add_missing(source, lang)):
+                print(f"{i18n.translation_file(source, lang).relative_to(i18n.ROOT)}: "
+                      f"{n} empty unit(s) added")
+            report = i18n.check(source, lang)
+            for line in report.missing + report.stale + report.orphans:
+                print(line)
+            problems += len(report.missing) + len(report.stale) + len(report.orphans)
+    print(f"{problems} translation problem(s)" if problems else "every translation is up to date")
+    if problems:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ import nbformat
 from sphinx.cmd.build import build_main
 
 from annotated.base.errors import DataError
-from book import explorer
+from book import explorer, i18n
 
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
@@ -73,9 +73,48 @@ ASIDE = ".book-old-"                      # prefix of the folder the old files w
 #: line, printed outputs and tables checked against the text, and a look at each figure.
 WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 140, 14
 OUTPUT_LINES_PER_MINUTE, MINUTES_PER_FIGURE = 20, 1.0
+#: Chinese prose: a translation of 140 English words runs to about 240 characters, read in the
+#: same minute.
+CJK_CHARS_PER_MINUTE = 240
+HANZI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+#: What the build writes into the pages, in each language of the site; the English edition is
+#: at the site's top, each other language in a folder of its own (its name, e.g. zh/).
+TEXT = {
+    "en": {"counts": lambda words, code, printed, figures: (
+               f"{words:,} words, {code:,} lines of code, {printed:,} lines of output, "
+               f"{_plural(figures, 'figure')}"),
+           "notebook": "Download this chapter as a Jupyter notebook ({name})",
+           "project": ", or {link}the whole project ({zip}, {mb:.1f} MB)</a> to run it offline",
+           "minutes": "About {minutes:.0f} minutes to read ({counts}).",
+           "figure": "Figure from chapter {label}",
+           "reference": "Reference",
+           "sphinx": {},
+           "total": ("Reading all {n} chapters takes about {hours:.1f} hours at {words} words "
+                     "of prose, {code} lines of code or {printed} lines of printed output a "
+                     "minute and {figure:.0f} seconds a figure; each chapter gives its own "
+                     "estimate under its title.")},
+    "zh": {"counts": lambda words, code, printed, figures: (
+               f"{words:,} 字，{code:,} 行代码，{printed:,} 行输出，{figures} 幅图"),
+           "notebook": "下载本章的 Jupyter 笔记本（{name}）",
+           "project": "，或下载{link}整个项目（{zip}，{mb:.1f} MB）</a>，离线运行",
+           "minutes": "阅读约需 {minutes:.0f} 分钟（{counts}）。",
+           "figure": "第 {label} 章的图",
+           "reference": "参考",
+           "sphinx": {"language": i18n.LANGUAGES["zh"], "nb_code_prompt_show": "显示代码",
+                      "nb_code_prompt_hide": "隐藏代码"},
+           "total": ("读完全部 {n} 章约需 {hours:.1f} 小时：每分钟读 {chars} 个汉字的正文、"
+                     "{code} 行代码或 {printed} 行打印输出，每幅图 {figure:.0f} 秒；"
+                     "每章标题下给出该章的估计。")},
+}
 #: A figure's caption: a paragraph of the markdown cell right after the figure's cell that
 #: begins `**Figure C.K.** ` (C the chapter's number, or a letter for an appendix; K from 1).
-CAPTION = re.compile(r"\*\*Figure (([1-9]\d*|[A-Z])\.([1-9]\d*))\.\*\*\s+\S")
+CAPTION = re.compile(r"\*\*(?:Figure|图) (([1-9]\d*|[A-Z])\.([1-9]\d*))\.\*\*\s+\S")
 #: The first line of a listing shown by annotated.notebooks.chapter.show(): the file's path.
 LISTING = re.compile(r"`((?:annotated|reference_numpy)(?:/\w+)*\.py)`")
 #: The packages of the API reference (api/ in the site), read from the checkout's source.
@@ -111,15 +150,18 @@ def draws_only(cell: dict) -> bool:
                for o in outputs)
 
 
-def reading(nb: dict) -> tuple[float, str]:
+def reading(nb: dict, lang: str = "en") -> tuple[float, str]:
     """Estimated minutes to read a chapter (prose, code, shown source, printed outputs and
-    figures at the rates above), and the counts behind them, in words. A markdown output that
-    holds a code block is shown source (code); any other (a table) is printed output, as are
-    streams and plain-text results."""
+    figures at the rates above), and the counts behind them, in words of `lang`. A markdown
+    output that holds a code block is shown source (code); any other (a table) is printed
+    output, as are streams and plain-text results. Chinese prose is counted in characters
+    (CJK_CHARS_PER_MINUTE), the Latin words between them as words."""
     def lines(text) -> int:
         return len("".join(text).splitlines())
     cells = nb["cells"]
-    words = sum(len("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    hanzi = len(HANZI.findall(prose))
+    words = len(HANZI.sub(" ", prose).split())
     outputs = [o for c in cells for o in c.get("outputs", [])]
     code = sum(lines(c["source"]) for c in cells if c["cell_type"] == "code")
     printed = figures = 0
@@ -137,10 +179,10 @@ def reading(nb: dict) -> tuple[float, str]:
             printed += lines(o.get("text", ""))
         elif "text/plain" in data:
             printed += lines(data["text/plain"])
-    minutes = (words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
-               + printed / OUTPUT_LINES_PER_MINUTE + figures * MINUTES_PER_FIGURE)
-    return minutes, (f"{words:,} words, {code:,} lines of code, {printed:,} lines of output, "
-                     f"{figures} figure{'s' if figures != 1 else ''}")
+    minutes = (words / WORDS_PER_MINUTE + hanzi / CJK_CHARS_PER_MINUTE
+               + code / CODE_LINES_PER_MINUTE + printed / OUTPUT_LINES_PER_MINUTE
+               + figures * MINUTES_PER_FIGURE)
+    return minutes, TEXT[lang]["counts"](words + hanzi, code, printed, figures)
 
 
 def is_figure(output: dict) -> bool:
@@ -218,7 +260,7 @@ def plain_text(markdown: str) -> str:
     return " ".join(re.sub(r"[*`]", "", text).split())
 
 
-def stage_figures(nb: dict, label: str) -> None:
+def stage_figures(nb: dict, label: str, generic: str = TEXT["en"]["figure"]) -> None:
     """In a staged chapter: each figure in a cell of its own (the cell's other outputs, before
     and after it, in cells of their own; the code shows once, in the first), with its caption
     as the figure's caption and as the image's alt text, and the caption paragraphs taken out
@@ -259,7 +301,7 @@ def stage_figures(nb: dict, label: str) -> None:
                 options = piece["metadata"].setdefault("mystnb", {})
                 caption = figure["caption"]
                 options["image"] = {"alt": plain_text(caption) if caption
-                                    else f"Figure from chapter {label}"}
+                                    else generic.format(label=label)}
                 if caption:
                     options["figure"] = {"caption": caption, "name":
                                          "figure-" + figure["number"].replace(".", "-")}
@@ -315,7 +357,7 @@ def summary(module: str) -> str:
                    for k, part in enumerate(parts))
 
 
-def stage_api(src: Path, modules: list[str]) -> None:
+def stage_api(src: Path, modules: list[str], lang: str = "en") -> None:
     """The API reference in the stage: book/api/index.md with its list of modules filled in
     (a link and the first line of each module's docstring), and a page per module that
     autodoc fills from the docstrings. The module pages are linked from that list, not from
@@ -324,7 +366,8 @@ def stage_api(src: Path, modules: list[str]) -> None:
     lists = "".join(f"\n## {package}\n\n" + "".join(
         f"- {{doc}}`{m} <{m}>`: {summary(m)}\n" for m in modules if m.split(".")[0] == package)
         for package in API_PACKAGES)
-    index = (BOOK / "api" / "index.md").read_text(encoding="utf-8")
+    page = BOOK / "api" / "index.md"
+    index = page.read_text(encoding="utf-8") if lang == "en" else i18n.translated_page(page, lang)
     (src / "api" / "index.md").write_text(index.replace("<!-- modules -->", lists),
                                           encoding="utf-8")
     for module in modules:                    # reStructuredText, which autodoc writes
@@ -398,19 +441,24 @@ def read_chapter(src: Path) -> dict:
     return nb
 
 
-def stage_notebook(src: Path, dest: Path, modules=frozenset(), project: int | None = None
-                   ) -> float:
-    """Copy one chapter to `dest` with its download links (the project's zip too, if it is
-    `project` bytes, not None), its reading time, its figure cells folded, its figures
-    captioned (stage_figures) and its listings linked to the API reference's `modules`; return
-    the reading time in minutes."""
+def stage_notebook(src: Path, dest: Path, modules=frozenset(), project: int | None = None,
+                   lang: str = "en") -> float:
+    """Copy one chapter to `dest`, in `lang` (i18n.translated_notebook), with its download
+    links (the project's zip too, if it is `project` bytes, not None), its reading time, its
+    figure cells folded, its figures captioned (stage_figures) and its listings linked to the
+    API reference's `modules`; return the reading time in minutes."""
     nb = read_chapter(src)
-    minutes, counts = reading(nb)
-    whole = (f', or <a href="{PROJECT_ZIP}" download>the whole project ({PROJECT_ZIP}, '
-             f'{project / 1e6:.1f} MB)</a> to run it offline' if project is not None else "")
+    if lang != "en":
+        nb = i18n.translated_notebook(nb, src, lang)
+    text, up = TEXT[lang], "" if lang == "en" else "../"
+    minutes, counts = reading(nb, lang)
+    whole = (text["project"].format(link=f'<a href="{up}{PROJECT_ZIP}" download>',
+                                    zip=PROJECT_ZIP, mb=project / 1e6)
+             if project is not None else "")
     link = (f'\n\n<p class="download-notebook"><a href="notebooks/{src.name}" download>'
-            f'Download this chapter as a Jupyter notebook ({src.name})</a>{whole}</p>\n'
-            f'<p class="reading-time">About {minutes:.0f} minutes to read ({counts}).</p>\n')
+            f'{text["notebook"].format(name=src.name)}</a>{whole}</p>\n'
+            f'<p class="reading-time">{text["minutes"].format(minutes=minutes, counts=counts)}'
+            f'</p>\n')
     first = nb["cells"][0]
     lines = "".join(first["source"]).split("\n", 1)      # the title, then the rest
     first["source"] = lines[0] + link + (lines[1] if len(lines) > 1 else "")
@@ -418,7 +466,7 @@ def stage_notebook(src: Path, dest: Path, modules=frozenset(), project: int | No
         if draws_only(cell):
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
             tags.append("hide-input")
-    stage_figures(nb, chapter_label(src))
+    stage_figures(nb, chapter_label(src), text["figure"])
     link_listings(nb, set(modules))
     dest.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     return minutes
@@ -649,47 +697,71 @@ def sphinx(args: list[str]) -> int:
     return code
 
 
+def stage_index(src: Path, total: float, lang: str) -> None:
+    """The index page in `lang` with the whole book's reading time, and a toctree entry for the
+    API reference unless the page lists it."""
+    index = (BOOK / "index.md").read_text(encoding="utf-8") if lang == "en" else \
+        i18n.translated_page(BOOK / "index.md", lang)
+    if "api/index" not in index:                 # the API reference, after the chapters
+        index += (f"\n```{{toctree}}\n:caption: {TEXT[lang]['reference']}\n:maxdepth: 1\n\n"
+                  f"api/index\n```\n")
+    total_text = TEXT[lang]["total"].format(
+        n=len(chapters()), hours=total / 60, words=WORDS_PER_MINUTE, chars=CJK_CHARS_PER_MINUTE,
+        code=CODE_LINES_PER_MINUTE, printed=OUTPUT_LINES_PER_MINUTE,
+        figure=MINUTES_PER_FIGURE * 60)
+    (src / "index.md").write_text(index.replace("<!-- reading time -->", total_text),
+                                  encoding="utf-8")
+
+
+def render(lang: str, tmp: Path, modules: list[str], project: int | None) -> Path:
+    """Stage and render the whole book in `lang` into a folder of `tmp`; return the folder."""
+    src = tmp / f"src-{lang}"
+    site = tmp / ("site" if lang == "en" else f"site-{lang}")     # the English edition: the top
+    src.mkdir()
+    stage_api(src, modules, lang)
+    total = sum(stage_notebook(nb, src / nb.name, modules, project, lang) for nb in chapters())
+    for nb in appendices():
+        stage_notebook(nb, src / nb.name, modules, project, lang)
+    for page in pages():
+        (src / page.name).write_text(page.read_text(encoding="utf-8") if lang == "en" else
+                                     i18n.translated_page(page, lang), encoding="utf-8")
+    stage_index(src, total, lang)
+    explorer.stage(src, lang)                   # the attention explorer's page
+    args = ["-b", "html", "-q", "-W", "--keep-going", "-c", str(BOOK),
+            "-d", str(tmp / f"doctrees-{lang}"), str(src), str(site)]
+    for name, value in TEXT[lang]["sphinx"].items():    # Sphinx's own words in this language
+        args[:0] = ["-D", f"{name}={value}"]
+    if sphinx(args) != 0:
+        raise DataError("Sphinx could not build the site (its messages are above); the "
+                        "site that was there, if any, is unchanged")
+    if (site / explorer.PAGE.replace(".md", ".html")).is_file():
+        explorer.write_data(site)               # its weights, beside the page
+    (site / "notebooks").mkdir()
+    for nb in chapters() + appendices():        # the notebooks in this language, to download
+        if lang == "en":
+            shutil.copy(nb, site / "notebooks" / nb.name)
+        else:
+            translated = i18n.translated_notebook(read_chapter(nb), nb, lang)
+            (site / "notebooks" / nb.name).write_text(
+                json.dumps(translated, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return site
+
+
 def build(out: Path = DEFAULT_OUT) -> Path:
-    """Render every chapter into `out` (see the module docstring) and return the path of its
-    index.html."""
+    """Render the book into `out` (see the module docstring), the English edition at the top
+    and each translation in a folder of its own (zh/), and return the path of its index.html."""
     out = Path(out).expanduser().resolve()
     before = check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".book-", dir=out.parent) as tmp:
-        site = Path(tmp) / "site"
-        src = Path(tmp) / "src"
-        src.mkdir()
-        project = project_zip(Path(tmp) / PROJECT_ZIP)
+        tmp = Path(tmp)
+        project = project_zip(tmp / PROJECT_ZIP)
         modules = api_modules()
-        stage_api(src, modules)
-        total = sum(stage_notebook(nb, src / nb.name, modules, project) for nb in chapters())
-        for nb in appendices():
-            stage_notebook(nb, src / nb.name, modules, project)
-        for page in pages():
-            shutil.copy(page, src / page.name)
-        index = (BOOK / "index.md").read_text(encoding="utf-8")
-        if "api/index" not in index:                 # the API reference, after the chapters
-            index += "\n```{toctree}\n:caption: Reference\n:maxdepth: 1\n\napi/index\n```\n"
-        (src / "index.md").write_text(index.replace("<!-- reading time -->", (
-            f"Reading all {len(chapters())} chapters takes about {total / 60:.1f} hours at "
-            f"{WORDS_PER_MINUTE} words of prose, {CODE_LINES_PER_MINUTE} lines of code or "
-            f"{OUTPUT_LINES_PER_MINUTE} lines of printed output a minute and "
-            f"{MINUTES_PER_FIGURE * 60:.0f} seconds a figure; each chapter gives its own "
-            f"estimate under its title.")),
-            encoding="utf-8")
-        explorer.stage(src)                     # the attention explorer's page
-        args = ["-b", "html", "-q", "-W", "--keep-going", "-c", str(BOOK),
-                "-d", str(Path(tmp) / "doctrees"), str(src), str(site)]
-        if sphinx(args) != 0:
-            raise DataError("Sphinx could not build the site (its messages are above); the "
-                            "site that was there, if any, is unchanged")
-        if (site / explorer.PAGE.replace(".md", ".html")).is_file():
-            explorer.write_data(site)           # its weights, beside the page
-        (site / "notebooks").mkdir()
-        for nb in chapters() + appendices():
-            shutil.copy(nb, site / "notebooks" / nb.name)
+        site = render("en", tmp, modules, project)
+        for lang in i18n.LANGUAGES:
+            os.replace(render(lang, tmp, modules, project), site / lang)
         if project is not None:
-            os.replace(Path(tmp) / PROJECT_ZIP, site / PROJECT_ZIP)
+            os.replace(tmp / PROJECT_ZIP, site / PROJECT_ZIP)
         out.mkdir(exist_ok=True)
         install(site, out, before)
     return out / "index.html"

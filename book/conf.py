@@ -40,6 +40,15 @@ autodoc_inherit_docstrings = False        # torch's own docstrings are not this 
 add_module_names = False                  # the page already names the module
 python_display_short_literal_types = True
 
+# Chinese pages are indexed for search by jieba's word splitter; its start-up chatter is muted.
+try:
+    import logging
+
+    import jieba
+    jieba.setLogLevel(logging.WARNING)
+except ImportError:                       # the English edition builds without it
+    pass
+
 html_theme = "sphinx_book_theme"
 html_title = project
 html_favicon = "favicon.svg"              # else browsers ask for a missing /favicon.ico
@@ -102,9 +111,19 @@ def plain_page_title(app, pagename, templatename, context, doctree):
         context["title"] = plain_title(context["title"])
 
 
+def chinese_search_stemmer():
+    """Sphinx 9.0's Chinese search stems the Latin words of a page with the English stemmer,
+    whose script it ships, but names the stemmer after the language (ChineseStemmer), which
+    no script defines: every Chinese page then logs a script error. Name the one it ships."""
+    from sphinx.search import zh
+    if zh.SearchChinese.js_stemmer_rawcode == "english-stemmer.js":
+        zh.SearchChinese.language_name = "English"
+
+
 def setup(app):
     """MathJax on every page: chapter 2's title, in every page's navigation, holds math."""
     app.set_html_assets_policy("always")
+    chinese_search_stemmer()
     app.connect("autodoc-process-docstring", escape_docstring)
     app.connect("doctree-resolved", link_figures)
     app.connect("html-page-context", plain_page_title)

@@ -48,6 +48,7 @@ from annotated.data.tokenizer import BOS, EOS, UNK
 from annotated.inference.search import attention_maps, beam_search, source_batch
 from annotated.model import count_parameters
 from annotated.store.checkpoint_file import load_model
+from book import i18n
 
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
@@ -201,16 +202,17 @@ def data_text() -> str:
     return text
 
 
-def stage(src: Path) -> None:
-    """Put the page into the staged Sphinx source `src`, its numbers filled in from the
-    checkpoint's settings (so that the prose states only what the data holds)."""
+def stage(src: Path, lang: str = "en") -> None:
+    """Put the page, in `lang`, into the staged Sphinx source `src`, its numbers filled in from
+    the checkpoint's settings (so that the prose states only what the data holds)."""
     model, config, tokenizer = load_model(CHECKPOINT)
     count = sum(1 for _ in read_lines(SENTENCES))
     values = {"N": config.N, "h": config.h, "d_model": config.d_model,
               "vocab": f"{tokenizer.vocab_size:,}", "beam": config.beam_size,
               "alpha": config.alpha, "count": count, "last": count - 1,
               "featured": len(FEATURED)}
-    text = (BOOK / PAGE).read_text(encoding="utf-8")
+    text = (BOOK / PAGE).read_text(encoding="utf-8") if lang == "en" else \
+        i18n.translated_page(BOOK / PAGE, lang)
     for name, value in values.items():
         text = text.replace("{{" + name + "}}", str(value))
     if "{{" in text:

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
@@ -35,6 +36,7 @@ from urllib.parse import urldefrag, urlsplit
 import pytest
 
 from annotated.base.errors import DataError
+from book import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -292,7 +294,7 @@ def ctrl_c():
 @pytest.fixture
 def fake_sphinx(monkeypatch):
     """book.build with Sphinx replaced by a stand-in that writes `pages` (or fails): the
-    output folder's handling without a real build."""
+    output folder's handling without a real build, of the English edition alone."""
     from book import build as book_build
     site = {"pages": ["index.html", "01.html"], "code": 0, "interrupt": None}
 
@@ -310,6 +312,8 @@ def fake_sphinx(monkeypatch):
         return site["code"]
     monkeypatch.setattr(book_build, "build_main", build_main)
     monkeypatch.setattr(book_build, "project_zip", lambda dest: None)   # seconds, tested apart
+    monkeypatch.setattr(book_build.i18n, "LANGUAGES", {})      # one edition: the real build's
+    # second edition is checked on the real site below
     return book_build, site
 
 
@@ -708,19 +712,23 @@ def page_problems(name: str, facts: dict, server: str) -> list[str]:
     problems += [f"image {src} has {'no alt text' if not alt else f'the alt text {alt!r}'}"
                  for src, alt in facts["alts"] if not alt or not alt.strip()
                  or re.fullmatch(r"\S*[0-9a-f]{16,}\S*|\S+\.(png|svg|jpe?g|gif)", alt.strip())]
-    stem = name.removesuffix(".html")
-    if stem in CHAPTERS:
+    folder, _, stem = name.removesuffix(".html").rpartition("/")     # zh/01_... : zh edition
+    folder = f"{folder}/" if folder in i18n.LANGUAGES else None
+    if stem in CHAPTERS and folder is not None or stem in CHAPTERS and name == f"{stem}.html":
+        folder = folder or ""
         from book.build import PROJECT_ZIP
         following = CHAPTERS.index(stem) + 1
-        expected = CHAPTERS[following] + ".html" if following < len(CHAPTERS) else None
+        expected = (f"{folder}{CHAPTERS[following]}.html" if following < len(CHAPTERS)
+                    else None)
         next_page = facts["next"] and urlsplit(facts["next"]).path.lstrip("/")
         # the last chapter's 'next' leads past the chapters (the appendix, the API reference)
         wrong_next = (next_page != expected if expected
-                      else next_page in {f"{c}.html" for c in CHAPTERS})
+                      else next_page in {f"{folder}{c}.html" for c in CHAPTERS})
         problems += [message for failed, message in [
             (facts["rendered_math"] == 0, "no math rendered"),
             (facts["folded_cells"] == 0, "no figure cell folded"),
-            (server + f"notebooks/{stem}.ipynb" not in facts["links"], "no download link"),
+            (server + f"{folder}notebooks/{stem}.ipynb" not in facts["links"],
+             "no download link"),
             (server + PROJECT_ZIP not in facts["links"], "no link to the project's zip"),
             (facts["figure_links"] < len(facts["alts"]), "a figure that is no link to its file"),
             (wrong_next, f"'next' goes to {next_page}, not "
@@ -740,6 +748,50 @@ def test_every_page_in_a_browser(site, server, browser):
             first = urlsplit(facts["next"] or "").path.lstrip("/")
             assert first == "start.html", f"index: 'next' goes to {first}"
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_every_chinese_page_in_a_browser_and_the_language_switch_both_ways(site, server,
+                                                                           browser):
+    """The Chinese edition (zh/): every page opens clean, is marked as Chinese, and its switch
+    leads to the same page in English, whose switch leads back; the glyphs come from a CJK
+    font on this machine (the screenshots in build/screenshots/ are looked at by a person)."""
+    from selenium.webdriver.common.by import By
+    fonts = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+    assert fonts.strip(), "no CJK font here: apt-get install fonts-wqy-microhei"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for path in sorted((site / "zh").glob("*.html")):
+        name = f"zh/{path.name}"
+        facts = visit(browser, server + name)
+        browser.save_screenshot(str(SCREENSHOTS / f"zh_{path.stem}.png"))
+        problems += page_problems(name, facts, server)
+        lang = browser.execute_script("return document.documentElement.lang")
+        switch = browser.find_element(By.CSS_SELECTOR, "a.language-switch")
+        problems += [f"{name}: {p}" for failed, p in [
+            (not lang.startswith("zh"), f"marked as {lang!r}"),
+            (switch.get_attribute("href") != server + path.name,
+             f"the switch leads to {switch.get_attribute('href')}")] if failed]
+    assert not problems, "\n".join(problems)
+    assert {p.name for p in (site / "zh").glob("*.html")} == {p.name for p in pages(site)}
+    visit(browser, server + "01_scaled_dot_product_attention.html")
+    browser.find_element(By.CSS_SELECTOR, "a.language-switch").click()
+    assert browser.current_url == server + "zh/01_scaled_dot_product_attention.html"
+    assert "缩放点积注意力" in browser.title
+    browser.find_element(By.CSS_SELECTOR, "a.language-switch").click()
+    assert browser.current_url == server + "01_scaled_dot_product_attention.html"
+
+
+@pytest.mark.slow
+def test_the_chinese_search_finds_chinese_words(site, server, browser):
+    """Sphinx's search of the Chinese edition (its index split into words by jieba) finds the
+    chapter of a Chinese term."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    browser.get(server + "zh/search.html?q=" + urllib.parse.quote("掩码"))     # masks
+    found = WebDriverWait(browser, 20).until(lambda d: d.execute_script(
+        "const r = document.querySelectorAll('#search-results li a');"
+        "return r.length ? Array.from(r, a => a.getAttribute('href')) : null;"))
+    assert any("02_masking" in href for href in found), found
 
 
 # The first figure of the page: its width on the page, where it links, and its top on screen.

@@ -85,3 +85,11 @@ def test_the_shipped_model_carries_the_decoding_it_was_scored_with():
     config = load(MULTI30K_EN_DE)["config"]
     decode = json.loads(MULTI30K_EN_DE.with_suffix(".json").read_text())["decode"]
     assert (config["beam_size"], config["alpha"]) == (decode["beam_size"], decode["alpha"])
+
+
+def test_the_chinese_readme_gives_the_same_two_commands():
+    def commands(text):
+        return [line for line in text.splitlines() if line.startswith(("python", "# ("))]
+    english = commands((ROOT / "README.md").read_text())
+    assert len(english) == 4
+    assert commands((ROOT / "README.zh-CN.md").read_text(encoding="utf-8"))[:4] == english

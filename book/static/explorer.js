@@ -18,11 +18,48 @@
   const N = data.model.N, H = data.model.h, LEVELS = data.levels;
   const TOP = 5;                                  // attended keys listed for a hovered row
   const FONT_PX = 13;
-  const NAMES = {
-    encoder: "Encoder self-attention",
-    decoder: "Decoder self-attention (masked)",
-    cross: "Encoder-decoder attention",
+  // The words the explorer writes, in the page's language (the <html lang>).
+  const ZH = document.documentElement.lang.startsWith("zh");
+  const T = ZH ? {
+    names: { encoder: "编码器自注意力", decoder: "解码器自注意力（带掩码）",
+             cross: "编码器-解码器注意力" },
+    head: (h) => `头 ${h}`, of: (i, n) => `${i} / ${n}`, allHeads: "该层所有头",
+    which: (list) => (list.length > 1 ? `全部 ${H} 个头` : `第 ${list[0]} 个头（共 ${H} 个）`),
+    axes: { encoder: ["英文片段", "英文片段"],
+            decoder: ["解码器位置（译文，前面加一个起始词元）", "同样的位置"],
+            cross: ["解码器位置（译文，前面加一个起始词元）", "英文片段"] },
+    caption: (name, layer, which, what, keys) =>
+      `${name}，第 ${layer} 层（共 ${N} 层），${which}。行：${what}；列：${keys}。` +
+      "把鼠标停在某一行上，或让它的标签获得焦点，即可列出它最大的几个权重。",
+    table: (name, layer, head) => `${name}，第 ${layer} 层，头 ${head}：` +
+      "每行一个查询，每列一个键；短横线表示被掩码的键（权重为 0）。",
+    corner: "查询 \\ 键",
+    row: (i, token) => `第 ${i} 行，“${token}”`,
+    predicts: (next) => `（这个位置预测“${next}”）`,
+    hover: (text) => `${text}：它最关注的键及其权重。`,
+    sentence: (n) => `句子 ${n}（英文）`, translation: "模型的译文（德文）",
+  } : {
+    names: { encoder: "Encoder self-attention", decoder: "Decoder self-attention (masked)",
+             cross: "Encoder-decoder attention" },
+    head: (h) => `Head ${h}`, of: (i, n) => `${i} of ${n}`, allHeads: "all heads of the layer",
+    which: (list) => (list.length > 1 ? `all ${H} heads` : `head ${list[0]} of ${H}`),
+    axes: { encoder: ["English pieces", "English pieces"],
+            decoder: ["decoder positions (the translation, after a start token)",
+                      "the same positions"],
+            cross: ["decoder positions (the translation, after a start token)",
+                    "English pieces"] },
+    caption: (name, layer, which, what, keys) =>
+      `${name}, layer ${layer} of ${N}, ${which}. Rows: ${what}; columns: ${keys}. ` +
+      "Hover over a row, or focus its label, to list its largest weights.",
+    table: (name, layer, head) => `${name}, layer ${layer}, head ${head}: ` +
+      "one row per query, one column per key; a dash is a masked key (weight 0).",
+    corner: "query \\ key",
+    row: (i, token) => `Row ${i}, “${token}”`,
+    predicts: (next) => ` (this position predicts “${next}”)`,
+    hover: (text) => `${text}: the keys it attends to most, with their weights.`,
+    sentence: (n) => `Sentence ${n} (English)`, translation: "The model's translation (German)",
   };
+  const NAMES = T.names;
   const bytes = Uint8Array.from(atob(data.weights), (c) => c.charCodeAt(0));
   const state = { sentence: data.featured[0], kind: "encoder", layer: 1, head: "1", row: null };
 
@@ -143,21 +180,14 @@
       const box = document.createElement("figure");
       box.className = "explorer-head";
       const title = document.createElement("figcaption");
-      title.textContent = `Head ${head}`;
+      title.textContent = T.head(head);
       box.appendChild(title);
       box.appendChild(grid(s, head, cell));
       figure.appendChild(box);
     }
-    const which = list.length > 1 ? `all ${H} heads` : `head ${list[0]} of ${H}`;
-    const [what, keys] = {
-      encoder: ["English pieces", "English pieces"],
-      decoder: ["decoder positions (the translation, after a start token)",
-                "the same positions"],
-      cross: ["decoder positions (the translation, after a start token)", "English pieces"],
-    }[state.kind];
+    const [what, keys] = T.axes[state.kind];
     $("explorer-caption").textContent =
-      `${NAMES[state.kind]}, layer ${state.layer} of ${N}, ${which}. Rows: ${what}; ` +
-      `columns: ${keys}. Hover over a row, or focus its label, to list its largest weights.`;
+      T.caption(NAMES[state.kind], state.layer, T.which(list), what, keys);
     drawTables(s, rows, cols, list);
     highlight(state.row !== null && state.row < rows.length ? state.row : 0);
   }
@@ -172,11 +202,10 @@
       table.className = "explorer-table";
       table.dataset.head = head;
       const caption = table.createCaption();
-      caption.textContent = `${NAMES[state.kind]}, layer ${state.layer}, head ${head}: ` +
-        "one row per query, one column per key; a dash is a masked key (weight 0).";
+      caption.textContent = T.table(NAMES[state.kind], state.layer, head);
       const headRow = table.createTHead().insertRow();
       const corner = document.createElement("th");
-      corner.textContent = "query \\ key";
+      corner.textContent = T.corner;
       headRow.appendChild(corner);
       cols.forEach((token) => {
         const th = document.createElement("th");
@@ -209,9 +238,9 @@
     panel.textContent = "";
     const title = document.createElement("p");
     title.className = "explorer-hover-title";
-    let text = `Row ${i}, “${rows[i]}”`;
-    if (state.kind !== "encoder") text += ` (this position predicts “${s.next[i]}”)`;
-    title.textContent = `${text}: the keys it attends to most, with their weights.`;
+    let text = T.row(i, rows[i]);
+    if (state.kind !== "encoder") text += T.predicts(s.next[i]);
+    title.textContent = T.hover(text);
     panel.appendChild(title);
     for (const svg of root.querySelectorAll("svg.explorer-grid")) {
       const head = +svg.dataset.head, cell = +svg.dataset.cell;
@@ -231,7 +260,7 @@
       line.dataset.head = head;
       const name = document.createElement("span");
       name.className = "explorer-hover-name";
-      name.textContent = `Head ${head}:`;
+      name.textContent = `${T.head(head)}${ZH ? "：" : ":"}`;
       line.appendChild(name);
       const list = document.createElement("ol");
       for (const [q, j] of top) {
@@ -268,9 +297,9 @@
   const other = option(sentenceSelect, "other", "");
   other.hidden = true;
   for (const i of data.featured) option(sentenceSelect, i, `${i}: ${clip(data.sentences[i].source, 70)}`);
-  for (let l = 1; l <= N; l++) option(layerSelect, l, `${l} of ${N}`);
-  for (let h = 1; h <= H; h++) option(headSelect, h, `${h} of ${H}`);
-  option(headSelect, "all", "all heads of the layer");
+  for (let l = 1; l <= N; l++) option(layerSelect, l, T.of(l, N));
+  for (let h = 1; h <= H; h++) option(headSelect, h, T.of(h, H));
+  option(headSelect, "all", T.allHeads);
   indexBox.max = last;
 
   function showPair() {
@@ -278,12 +307,12 @@
     const pair = $("explorer-pair");
     pair.textContent = "";
     for (const [label, text, lang] of [
-      [`Sentence ${state.sentence} (English)`, s.source, "en"],
-      ["The model's translation (German)", s.translation, "de"],
+      [T.sentence(state.sentence), s.source, "en"],
+      [T.translation, s.translation, "de"],
     ]) {
       const p = document.createElement("p");
       const b = document.createElement("strong");
-      b.textContent = `${label}: `;
+      b.textContent = ZH ? `${label}：` : `${label}: `;
       const t = document.createElement("span");
       t.lang = lang;
       t.textContent = text;

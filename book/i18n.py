@@ -1,0 +1,222 @@
+"""Translations of the book, kept in step with the English.
+
+Each English page has one translation file per language, book/<lang>/<name>.md: a chapter
+chapters/NN_name.ipynb has book/zh/NN_name.md, a page book/start.md has book/zh/start.md. The
+file is a list of units, each the translation of one piece of English, which it quotes:
+
+    === cell 5a1e8d9b ===            a chapter's markdown cell, by its cell id
+    --- en ---
+    the English text this unit translates, exactly as it was then
+    --- zh ---
+    the translation
+
+    === block ===                    a page's block: a paragraph, heading, list or directive
+    --- en ---
+    ...
+
+A unit is *stale* when the English it quotes is no longer the English of its cell (or, for a
+page, no longer one of its blocks), *missing* when English text has no unit, and the files say
+exactly what changed: `python -m book translations` prints, for each stale unit, the difference
+between the English it translated and the English now. MyST-NB cannot translate notebooks
+through Sphinx's gettext catalogues, so the translated chapters are made here instead: the
+English notebook with each markdown cell replaced by its translation, every code cell and
+output untouched (translated_notebook).
+"""
+import copy
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotated.base.errors import DataError
+
+BOOK = Path(__file__).resolve().parent
+ROOT = BOOK.parent
+CHAPTERS = ROOT / "chapters"
+LANGUAGES = {"zh": "zh_CN"}               # our folder name -> Sphinx's language code
+HEADER = re.compile(r"^=== (cell [0-9a-zA-Z_-]+|block) ===$")
+EN, TARGET = "--- en ---", "--- {lang} ---"
+
+
+@dataclass
+class Unit:
+    key: str                 # "cell <id>" or "block"
+    en: str                  # the English it translates, as it was
+    text: str                # the translation
+    line: int                # where the unit starts in its file, for messages
+
+
+def read_units(path: Path, lang: str) -> list[Unit]:
+    """The units of a translation file, in order; a malformed file is one DataError naming the
+    file, the line and what was expected there."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    units, i, target = [], 0, TARGET.format(lang=lang)
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        header = HEADER.match(lines[i])
+        if not header:
+            raise DataError(f"{path}:{i + 1}: expected a unit header ('=== cell ID ===' or "
+                            f"'=== block ==='), found {lines[i][:60]!r}")
+        if i + 1 >= len(lines) or lines[i + 1] != EN:
+            raise DataError(f"{path}:{i + 2}: expected '{EN}' after the unit header")
+        try:
+            mid = lines.index(target, i + 2)
+        except ValueError:
+            raise DataError(f"{path}:{i + 1}: this unit has no '{target}' line") from None
+        end = next((j for j in range(mid + 1, len(lines)) if HEADER.match(lines[j])),
+                   len(lines))
+        units.append(Unit(header.group(1), "\n".join(lines[i + 2:mid]).strip("\n"),
+                          "\n".join(lines[mid + 1:end]).strip("\n"), i + 1))
+        i = end
+    return units
+
+
+def write_units(path: Path, units: list[Unit], lang: str) -> None:
+    """Write a translation file (the format read_units reads)."""
+    parts = [f"=== {u.key} ===\n{EN}\n{u.en}\n{TARGET.format(lang=lang)}\n{u.text}\n"
+             for u in units]
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+def source_units(source: Path) -> list[tuple[str, str]]:
+    """The English pieces of a chapter or page that need a translation: (key, text)."""
+    if source.suffix == ".ipynb":
+        import nbformat
+        nb = nbformat.read(source, as_version=4)
+        return [(f"cell {c['id']}", c["source"].strip("\n")) for c in nb.cells
+                if c.cell_type == "markdown" and c["source"].strip()]
+    return [("block", block) for block in page_blocks(source.read_text(encoding="utf-8"))
+            if translatable(block)]
+
+
+def page_blocks(text: str) -> list[str]:
+    """A markdown page cut into blocks at blank lines, a fenced block (``` ... ```) whole."""
+    blocks, current, fence = [], [], None
+    for line in text.split("\n"):
+        opening = re.match(r"^(`{3,}|:{3,})", line)
+        if fence is None and opening:
+            fence = opening.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        if not line.strip() and fence is None:
+            if current:
+                blocks.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if current:
+        blocks.append("\n".join(current))
+    return blocks
+
+
+def translatable(block: str) -> bool:
+    """False for what stays as it is in every language: code, and blocks made only of labels
+    (`(name)=`), comments, raw HTML or front matter. A label line before a paragraph is kept
+    in the translation as it is."""
+    lines = [line for line in block.split("\n") if line.strip()]
+    if re.match(r"^`{3,}\s*[A-Za-z]", lines[0]):          # ```python, ```bash: code
+        return False
+    keep = re.compile(r"^(\(.+\)=$|<!--.*-->$|</?(div|script|link|p|canvas|svg)\b|---$)")
+    return not all(keep.match(line.strip()) for line in lines)
+
+
+def translation_file(source: Path, lang: str) -> Path:
+    """book/<lang>/<name>.md; a page in a folder of book/ is named with its folder
+    (book/api/index.md -> api_index.md)."""
+    if source.parent != BOOK and source.is_relative_to(BOOK):
+        return BOOK / lang / f"{source.parent.name}_{source.stem}.md"
+    return BOOK / lang / f"{source.stem}.md"
+
+
+@dataclass
+class Report:
+    missing: list[str]       # English with no unit
+    stale: list[str]         # units whose English changed, each with its difference
+    orphans: list[str]       # units whose English is gone
+
+    def ok(self) -> bool:
+        return not (self.missing or self.stale or self.orphans)
+
+
+def check(source: Path, lang: str) -> Report:
+    """Compare a page's English with its translation file."""
+    where = translation_file(source, lang)
+    english = source_units(source)
+    units = read_units(where, lang) if where.exists() else []
+    name = where.relative_to(ROOT)
+    missing, stale, orphans = [], [], []
+    by_cell = {u.key: u for u in units if u.key != "block"}
+    blocks = {u.en: u for u in units if u.key == "block"}
+    used = set()
+    for key, text in english:
+        unit = by_cell.get(key) if key != "block" else blocks.get(text)
+        if unit is None or not unit.text.strip():
+            if key == "block":
+                missing.append(f"{name}: no translation of the block {short(text)}")
+            else:
+                missing.append(f"{name}: no translation of {key} {short(text)}")
+            continue
+        used.add(id(unit))
+        if unit.en != text:
+            diff = "\n".join(difflib.unified_diff(unit.en.split("\n"), text.split("\n"),
+                                                  "translated", "English now", lineterm="", n=1))
+            stale.append(f"{name}:{unit.line}: {key}: the English changed since it was "
+                         f"translated:\n{diff}")
+    for unit in units:
+        if id(unit) not in used and unit.text.strip() and (unit.key == "block" or unit.en):
+            if unit.key != "block" and unit.key in dict(english):
+                continue                                   # counted as stale above
+            orphans.append(f"{name}:{unit.line}: {unit.key} translates English that is no "
+                           f"longer there: {short(unit.en)}")
+    return Report(missing, stale, orphans)
+
+
+def short(text: str, n: int = 60) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= n else flat[:n] + "...")
+
+
+def translated_notebook(nb: dict, source: Path, lang: str) -> dict:
+    """The chapter `nb` (as JSON) in `lang`: each markdown cell replaced by its unit's
+    translation (English where there is none yet, which `check` reports); code cells and their
+    outputs exactly as they are."""
+    where = translation_file(source, lang)
+    units = {u.key: u.text for u in read_units(where, lang)} if where.exists() else {}
+    out = copy.deepcopy(nb)
+    for cell in out["cells"]:
+        text = units.get(f"cell {cell.get('id')}")
+        if cell["cell_type"] == "markdown" and text:
+            cell["source"] = text
+    out["metadata"]["language"] = LANGUAGES[lang]
+    return out
+
+
+def translated_page(source: Path, lang: str) -> str:
+    """A markdown page in `lang`: each translatable block replaced by its translation."""
+    where = translation_file(source, lang)
+    units = {u.en: u.text for u in read_units(where, lang) if u.key == "block" and u.text} \
+        if where.exists() else {}
+    return "\n\n".join(units.get(block, block) if translatable(block) else block
+                       for block in page_blocks(source.read_text(encoding="utf-8"))) + "\n"
+
+
+def sources() -> list[Path]:
+    """Every English page that has a translation: the chapters, then the book's pages."""
+    return (sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")) + sorted(CHAPTERS.glob("appendix_*.ipynb"))
+            + sorted(p for p in BOOK.glob("*.md")) + [BOOK / "api" / "index.md"])
+
+
+def add_missing(source: Path, lang: str) -> int:
+    """Append a unit with empty translation for each missing piece of English (for a
+    translator to fill in); return how many."""
+    where = translation_file(source, lang)
+    units = read_units(where, lang) if where.exists() else []
+    have = {u.key for u in units if u.key != "block"} | {u.en for u in units if u.key == "block"}
+    new = [Unit(key, text, "", 0) for key, text in source_units(source)
+           if (text if key == "block" else key) not in have]
+    if new:
+        where.parent.mkdir(exist_ok=True)
+        write_units(where, units + new, lang)
+    return len(new)

@@ -1,0 +1,130 @@
+"""The Chinese edition is kept in step with the English: every piece of English prose has a
+translation that quotes the English it translates, as it is now; a translated chapter has the
+English chapter's code and outputs exactly; and a change to the English is reported as stale,
+with the difference, until its translation is revisited."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from annotated.base.errors import DataError
+from book import i18n
+
+SOURCES = i18n.sources()
+CHAPTERS = [p for p in SOURCES if p.suffix == ".ipynb"]
+
+
+def name(path) -> str:
+    return path.name
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=name)
+def test_every_english_piece_has_an_up_to_date_translation(source):
+    report = i18n.check(source, "zh")
+    assert report.ok(), "\n".join(report.missing + report.stale + report.orphans)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=name)
+def test_a_translated_chapter_has_the_english_code_and_outputs_exactly(chapter):
+    english = json.loads(chapter.read_text(encoding="utf-8"))
+    chinese = i18n.translated_notebook(english, chapter, "zh")
+    assert [c.get("id") for c in chinese["cells"]] == [c.get("id") for c in english["cells"]]
+    for en, zh in zip(english["cells"], chinese["cells"]):
+        if en["cell_type"] == "code":
+            assert zh == en
+        else:
+            assert re.search(r"[\u4e00-\u9fff]", "".join(zh["source"])), \
+                f"{chapter.name}: cell {en.get('id')} is not translated"
+    nbformat.validate(nbformat.from_dict(chinese))
+
+
+def protected(text: str) -> list[str]:
+    """What a translation keeps as it is: display and inline math, code (not directives, whose
+    captions are translated), inline code, and the target of each cross-reference role (its
+    link text is translated), whitespace normalised."""
+    found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`>]+)>`", text)]
+    text = re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text)
+    for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
+                    r"\$[^$]+\$"):
+        if not pattern.startswith("```\\{"):
+            found += re.findall(pattern, text, re.S)
+        text = re.sub(pattern, " ", text, flags=re.S)
+    return [" ".join(piece.split()) for piece in found]
+
+
+def test_every_unit_keeps_its_english_code_math_and_link_targets():
+    slips = []
+    for source in SOURCES:
+        for unit in i18n.read_units(i18n.translation_file(source, "zh"), "zh"):
+            flat = " ".join(unit.text.split())
+            slips += [f"{source.name}:{unit.line}: {piece[:70]}" for piece in protected(unit.en)
+                      if piece not in flat]
+    assert not slips, "\n".join(slips[:30])
+
+
+@pytest.fixture
+def copy_of_chapter_one(tmp_path, monkeypatch):
+    """Chapter 1 and its translation in a scratch book, the module pointed at it."""
+    chapters, book = tmp_path / "chapters", tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    chapters.mkdir()
+    chapter = next(p for p in CHAPTERS if p.name.startswith("01_"))
+    shutil.copy(chapter, chapters / chapter.name)
+    shutil.copy(i18n.translation_file(chapter, "zh"), book / "zh" / f"{chapter.stem}.md")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    return chapters / chapter.name
+
+
+def test_an_english_edit_makes_its_translation_stale_until_it_is_revisited(copy_of_chapter_one):
+    path = copy_of_chapter_one
+    assert i18n.check(path, "zh").ok()
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown" and "softmax" in c.source)
+    cell.source = cell.source.replace("softmax", "soft-max", 1)
+    nbformat.write(nb, path)
+    report = i18n.check(path, "zh")
+    assert len(report.stale) == 1 and not report.missing and not report.orphans
+    assert f"cell {cell.id}" in report.stale[0]
+    assert "-" in report.stale[0] and "+" in report.stale[0] and "soft-max" in report.stale[0]
+    units = i18n.read_units(i18n.translation_file(path, "zh"), "zh")
+    for unit in units:                          # the translator revisits the unit
+        if unit.key == f"cell {cell.id}":
+            unit.en = cell.source.strip("\n")
+    i18n.write_units(i18n.translation_file(path, "zh"), units, "zh")
+    assert i18n.check(path, "zh").ok()
+
+
+def test_a_new_english_cell_is_missing_and_a_removed_one_orphaned(copy_of_chapter_one):
+    path = copy_of_chapter_one
+    nb = nbformat.read(path, as_version=4)
+    gone = nb.cells.pop(2 if nb.cells[2].cell_type == "markdown" else 0)
+    nb.cells.append(nbformat.v4.new_markdown_cell("A new paragraph."))
+    nbformat.write(nb, path)
+    report = i18n.check(path, "zh")
+    assert len(report.missing) == 1 and "A new paragraph." in report.missing[0]
+    assert len(report.orphans) == 1 and f"cell {gone.id}" in report.orphans[0]
+    assert i18n.add_missing(path, "zh") == 1
+    assert len(i18n.check(path, "zh").missing) == 1          # added, but still empty
+
+
+def test_a_damaged_translation_file_is_one_line_naming_the_file_and_line(tmp_path):
+    path = tmp_path / "broken.md"
+    path.write_text("a stray line\n=== cell abc ===\n--- en ---\nHello\n--- zh ---\n你好\n",
+                    encoding="utf-8")
+    with pytest.raises(DataError, match=r"broken\.md:1: expected a unit header"):
+        i18n.read_units(path, "zh")
+    path.write_text("=== block ===\nno en line\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"broken\.md:2: expected '--- en ---'"):
+        i18n.read_units(path, "zh")
+
+
+def test_the_translations_command_lists_nothing_and_exits_0():
+    done = subprocess.run([sys.executable, "-m", "book", "translations"], capture_output=True,
+                          text=True, cwd=i18n.ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "every translation is up to date"
