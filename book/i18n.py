@@ -146,31 +146,43 @@ def check(source: Path, lang: str) -> Report:
     english = source_units(source)
     units = read_units(where, lang) if where.exists() else []
     name = where.relative_to(ROOT)
-    missing, stale, orphans = [], [], []
+    report = Report([], [], [])
+    cells = [(key, text) for key, text in english if key != "block"]
     by_cell = {u.key: u for u in units if u.key != "block"}
-    blocks = {u.en: u for u in units if u.key == "block"}
-    used = set()
-    for key, text in english:
-        unit = by_cell.get(key) if key != "block" else blocks.get(text)
-        if unit is None or not unit.text.strip():
-            if key == "block":
-                missing.append(f"{name}: no translation of the block {short(text)}")
-            else:
-                missing.append(f"{name}: no translation of {key} {short(text)}")
-            continue
-        used.add(id(unit))
-        if unit.en != text:
-            diff = "\n".join(difflib.unified_diff(unit.en.split("\n"), text.split("\n"),
-                                                  "translated", "English now", lineterm="", n=1))
-            stale.append(f"{name}:{unit.line}: {key}: the English changed since it was "
-                         f"translated:\n{diff}")
-    for unit in units:
-        if id(unit) not in used and unit.text.strip() and (unit.key == "block" or unit.en):
-            if unit.key != "block" and unit.key in dict(english):
-                continue                                   # counted as stale above
-            orphans.append(f"{name}:{unit.line}: {unit.key} translates English that is no "
-                           f"longer there: {short(unit.en)}")
-    return Report(missing, stale, orphans)
+    for key, text in cells:
+        _compare(by_cell.get(key), key, text, name, report)
+    known = {key for key, _ in cells}
+    report.orphans += [f"{name}:{u.line}: {u.key} translates a cell that is no longer there: "
+                       f"{short(u.en)}" for u in by_cell.values() if u.key not in known]
+    _check_blocks([text for key, text in english if key == "block"],
+                  [u for u in units if u.key == "block"], name, report)
+    return report
+
+
+def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> None:
+    """One piece of English against the unit that translates it (or none)."""
+    if unit is None or not unit.text.strip():
+        report.missing.append(f"{name}: no translation of {key} {short(text)}")
+    elif unit.en != text:
+        diff = "\n".join(difflib.unified_diff(unit.en.split("\n"), text.split("\n"),
+                                              "translated", "English now", lineterm="", n=1))
+        report.stale.append(f"{name}:{unit.line}: {key}: the English changed since it was "
+                            f"translated:\n{diff}")
+
+
+def _check_blocks(blocks: list[str], units: list[Unit], name, report: Report) -> None:
+    """A page's blocks against its units, aligned in order: a block changed in place is its
+    unit gone stale (with the difference), a new block is missing, a unit whose block is gone
+    is an orphan."""
+    matcher = difflib.SequenceMatcher(None, [u.en for u in units], blocks, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        pairs = list(zip(units[i1:i2], blocks[j1:j2])) if op in ("equal", "replace") else []
+        for unit, block in pairs:
+            _compare(unit, "block", block, name, report)
+        for block in blocks[j1 + len(pairs):j2]:
+            _compare(None, "block", block, name, report)
+        report.orphans += [f"{name}:{u.line}: block translates English that is no longer "
+                           f"there: {short(u.en)}" for u in units[i1 + len(pairs):i2]]
 
 
 def short(text: str, n: int = 60) -> str:

@@ -128,3 +128,21 @@ def test_the_translations_command_lists_nothing_and_exits_0():
                           text=True, cwd=i18n.ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "every translation is up to date"
+
+
+def test_a_page_paragraph_changed_in_place_is_stale_with_its_difference(tmp_path, monkeypatch):
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    page = book / "slips.md"
+    shutil.copy(i18n.BOOK / "slips.md", page)
+    shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    assert i18n.check(page, "zh").ok()
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace("## ", "## Slip: ", 1) + "\nA closing paragraph.\n",
+                    encoding="utf-8")
+    report = i18n.check(page, "zh")
+    assert len(report.stale) == 1 and "+## Slip: " in report.stale[0]
+    assert len(report.missing) == 1 and "A closing paragraph." in report.missing[0]
+    assert not report.orphans
