@@ -72,6 +72,31 @@ def test_figures_go_where_regenerate_says_and_never_over_the_committed_ones_othe
     plt.close(fig)
 
 
+def test_save_figure_refuses_a_figure_whose_text_a_page_shows_below_nine_pixels(
+        monkeypatch, tmp_path):
+    """A page shows a figure at most 700 px wide: text of s points in a figure W px wide shows
+    at s * 100/72 * min(1, 700/W) px. 6 points on a 12-inch canvas is about 5 px there: refused,
+    naming the figure, its smallest text and that size, nothing written; 11 points on 7 inches
+    is about 15 px: saved."""
+    monkeypatch.setenv(notebook.FIGURES_ENV, str(tmp_path))
+    wide, ax = plt.subplots(figsize=(12, 3))
+    ax.set_title("the title", fontsize=11)
+    ax.tick_params(labelsize=6)
+    with pytest.raises(ValueError, match=r"figure 'wide' .* smallest text, '[^']+' at 6 pt, "
+                                         r"shows at [4-6]\.\d px .* at least 9 px"):
+        notebook.save_figure(wide, "wide")
+    assert not (tmp_path / "wide.png").exists()
+    narrow, ax = plt.subplots(figsize=(7, 3))
+    ax.set(title="the title", xlabel="x", ylabel="y")
+    for text in [ax.title, ax.xaxis.label, ax.yaxis.label]:
+        text.set_fontsize(11)
+    ax.tick_params(labelsize=11)
+    assert notebook.save_figure(narrow, "narrow").is_file()
+    px, points, _, width = notebook.smallest_text(narrow)
+    assert points == 11 and width <= 700 and px > 15
+    plt.close("all")
+
+
 def test_training_settings_table_reads_the_presets_and_adam():
     text = notebook.training_settings_table().data
     rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}

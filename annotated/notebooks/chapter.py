@@ -1,13 +1,14 @@
 """What the chapters need besides figures: show a piece of the package's source (one source
 of truth: chapters display the code, never redefine it), pick a section out of a results file,
 check results against reference_numpy in one line, measure how spread out attention weights
-are (entropy), save figures under stable names, read the switch between the quick and the full
-form of the chapters, do the bookkeeping of chapters 2 and 3's experiments (our layer's weights
-in PyTorch's, which outputs a changed token moves, row A's measured costs), and build chapter
-6's table of the paper's training settings and chapter 5's parameter table. The figures
-themselves are drawn by `annotated.notebooks.plots` (the model, chapters 1-5) and
-`annotated.notebooks.training_plots` (training, decoding and results, chapters 6-9), one call per
-figure.
+are (entropy), save figures under stable names (refusing any whose text a page would show too
+small to read; the one text size of the figures is set here), read the switch between the
+quick and the full form of the chapters, do the bookkeeping of chapters 2 and 3's experiments
+(our layer's weights in PyTorch's, which outputs a changed token moves, row A's measured
+costs), and build chapter 6's table of the paper's training settings and chapter 5's
+parameter table. The figures themselves are drawn by `annotated.notebooks.plots` (the model,
+chapters 1-5) and `annotated.notebooks.training_plots` (training, decoding and results,
+chapters 6-9), one call per figure.
 
 Quick mode is the default: training cells train tiny models on the Multi30k sample shipped
 with the package, so the chapters run offline in about a minute, whatever data location is
@@ -80,13 +81,110 @@ def entropy(p):
     return -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(-1)   # 0 log 0 = 0, any dtype
 
 
+# ---- Figures: one text size, legible at a page's width, saved under stable names ----
+
+#: Figures are saved at this many pixels per inch: a text of s points is s * DPI / 72 pixels
+#: tall in the file.
+DPI = 100
+#: The widest a page shows a figure, in pixels: the text column. A wider figure is scaled down
+#: to it, and its text with it.
+COLUMN_PX = 700
+#: The rule every saved figure meets: no text smaller than this many pixels on the page, its
+#: size in points * DPI / 72 * min(1, COLUMN_PX / the figure's width in pixels).
+SMALLEST_TEXT_PX = 9.0
+#: The size in points of every text of the book's figures (titles, labels, ticks, legends,
+#: notes), set in one place: FIGURE_STYLE gives it to matplotlib (the helpers decorated with
+#: `styled` draw under it) and the helpers that size a text themselves read it. WIDE is the
+#: width in inches of a figure that spans the page: 10 points in it show at
+#: 10 * 100/72 * 700/900 = 10.8 pixels, with room to spare over the rule.
+FONT_POINTS = 10
+WIDE = 9.0
+FIGURE_STYLE = {"font.size": FONT_POINTS, "axes.titlesize": FONT_POINTS,
+                "axes.labelsize": FONT_POINTS, "xtick.labelsize": FONT_POINTS,
+                "ytick.labelsize": FONT_POINTS, "legend.fontsize": FONT_POINTS,
+                "legend.title_fontsize": FONT_POINTS, "figure.titlesize": FONT_POINTS}
+
+
+def legible_points(width: float) -> float:
+    """The smallest text, in points, that the rule allows in a figure `width` inches wide."""
+    return SMALLEST_TEXT_PX * 72 / DPI * max(1.0, width * DPI / COLUMN_PX)
+
+
+def styled(draw):
+    """Decorator of the figure helpers: draw under FIGURE_STYLE (and draw a returned figure once
+    before leaving it, so that its tick labels take the style's size, not the reader's)."""
+    import functools
+
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
+        with plt.rc_context(FIGURE_STYLE):
+            result = draw(*args, **kwargs)
+            if isinstance(result, Figure):
+                result.canvas.draw()
+        return result
+    return drawn
+
+
+def text_on_the_page(fig) -> tuple[list[tuple[float, str]], float]:
+    """What a page shows of `fig` saved by save_figure: every text it draws, as (points,
+    text), and its width in pixels after the tight crop. The figure is drawn to find them, so
+    that only texts that appear count (tick labels included), each once per line."""
+    if not hasattr(fig.canvas, "get_renderer"):          # a figure made without pyplot
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    texts = []
+    draw_text = renderer.draw_text
+
+    def record(gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if s.strip():
+            texts.append((prop.get_size_in_points(), s))
+        return draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    renderer.draw_text = record
+    try:
+        fig.draw(renderer)
+    finally:
+        del renderer.draw_text
+    import matplotlib
+    box = fig.get_tightbbox(renderer).padded(matplotlib.rcParams["savefig.pad_inches"])
+    return texts, box.width * DPI
+
+
+def smallest_text(fig) -> tuple[float, float, str, float]:
+    """The smallest text of `fig` on the page: (its size in pixels at COLUMN_PX, in points, the
+    text, the saved figure's width in pixels)."""
+    texts, width = text_on_the_page(fig)
+    if not texts:
+        return float("inf"), float("inf"), "", width
+    points, text = min(texts, key=lambda t: t[0])
+    return points * DPI / 72 * min(1.0, COLUMN_PX / width), points, text, width
+
+
+def check_legible(fig, name: str) -> None:
+    """Refuse a figure with any text smaller than SMALLEST_TEXT_PX pixels on the page."""
+    px, points, text, width = smallest_text(fig)
+    if px < SMALLEST_TEXT_PX:
+        raise ValueError(
+            f"figure {name!r} is not legible on the page: its smallest text, {text!r} at "
+            f"{points:g} pt, shows at {px:.1f} px when the figure ({width:.0f} px wide after the "
+            f"tight crop) is scaled to a {COLUMN_PX} px column; the rule is at least "
+            f"{SMALLEST_TEXT_PX:g} px (points * {DPI}/72 * min(1, {COLUMN_PX}/width)). Draw its "
+            f"text larger or the figure narrower (see FONT_POINTS and WIDE in "
+            f"annotated/notebooks/chapter.py).")
+
+
 def save_figure(fig, name: str):
     """Write `<name>.png` into ANNOTATED_FIGURES (or the scratch folder), with deterministic
-    bytes (no timestamp metadata), and return its path."""
+    bytes (no timestamp metadata), and return its path; refuse it first (check_legible) if any
+    of its texts would show smaller than SMALLEST_TEXT_PX on a page COLUMN_PX wide."""
+    check_legible(fig, name)
     folder = Path(os.environ.get(FIGURES_ENV) or SCRATCH_FIGURES)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
-    fig.savefig(path, dpi=100, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     return path
 
 

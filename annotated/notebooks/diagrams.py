@@ -13,10 +13,12 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path
 
+from annotated.notebooks.chapter import FONT_POINTS, styled
+
 #: Fill colour of each kind of block, shared by both figures.
 COLOURS = {"attention": "#f8cfa0", "feed-forward": "#b8d6f2", "norm": "#f6eaa6",
            "embedding": "#dcc8ee", "linear": "#c9e6c0", "softmax": "#f3b9b9", "step": "#e4e4e4"}
-TITLE, NOTE = 11, 10                        # font sizes in points: block titles, notes under them
+TITLE, NOTE = FONT_POINTS + 1, FONT_POINTS  # font sizes in points: block titles, notes under them
 LINE = 0.21                                 # inches between two lines of text in a block
 INK, GREY = "#222222", "#555555"
 FRAME_PAD = 0.15                            # inches between a stack's last block and its frame
@@ -141,6 +143,7 @@ DECODER_LAYER = [("Masked multi-head\nself-attention", ATTENTION_NOTE, "attentio
                  FEED_FORWARD]
 
 
+@styled
 def draw_transformer():
     """Figure 1 of the paper: the encoder (left) and decoder (right) stacks with their inputs,
     the encoder output feeding every decoder layer, and the output layers on top."""
@@ -232,6 +235,7 @@ def _multi_head(ax, equation_y):
     _title(ax, "Multi-head attention", "§3.2.2 · MultiHeadAttention")
 
 
+@styled
 def draw_attention():
     """Figure 2 of the paper: scaled dot-product attention (left) and multi-head attention
     (right), whose middle block runs h copies of the left panel side by side."""

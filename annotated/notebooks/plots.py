@@ -3,16 +3,18 @@
 saved with `save_figure` under a stable name. Each
 function takes the numbers the chapter computed with the package: the chapter shows how they
 were computed, this module how they are drawn."""
-from annotated.notebooks.chapter import entropy, save_figure
+from annotated.notebooks.chapter import (FONT_POINTS, WIDE, entropy, legible_points, save_figure,
+                                         styled)
 
 # ---- Chapter 1: why divide by sqrt(d_k) ----
 
+@styled
 def plot_softmax_saturation(unscaled, scaled, d_k: int, save_as: str):
     """Chapter 1's weights of one query (1, keys), unscaled and scaled, side by side, each
     titled with its largest weight and entropy."""
     import matplotlib.pyplot as plt
     n_keys = unscaled.shape[-1]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 3.2), sharey=True)
     for ax, w, title, color in [(axes[0], unscaled, r"unscaled: softmax$(q K^\top)$", "tab:red"),
                                 (axes[1], scaled, r"scaled: softmax$(q K^\top/\sqrt{d_k})$",
                                  "tab:blue")]:
@@ -25,13 +27,14 @@ def plot_softmax_saturation(unscaled, scaled, d_k: int, save_as: str):
     save_figure(fig, save_as)
 
 
+@styled
 def plot_scaling_vs_dk(widths: list[int], stats: dict, n_keys: int, save_as: str):
     """Chapter 1's three panels against d_k for {"unscaled": rows, "scaled": rows} (each row a
     dict of var, entropy, grad): the scores' variance, the weights' entropy and the median
     gradient reaching the scores, the paper's d_k = 64 marked."""
     import math
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(10, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(WIDE, 3.4))
     style = {"unscaled": dict(color="tab:red", marker="o", label=r"$q\cdot k$"),
              "scaled": dict(color="tab:blue", marker="s", label=r"$q\cdot k/\sqrt{d_k}$")}
     for name in ("unscaled", "scaled"):
@@ -44,13 +47,14 @@ def plot_scaling_vs_dk(widths: list[int], stats: dict, n_keys: int, save_as: str
     for ax in axes:
         ax.set_xlabel("$d_k$")
         ax.axvline(64, color="gray", lw=0.8, alpha=0.5)
-    axes[1].legend(fontsize=8)
+    axes[1].legend()
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
 # ---- Chapter 2: masks ----
 
+@styled
 def plot_padded_batch_masks(src, tgt_in, src_mask, tgt_mask, itos: list[str], save_as: str):
     """Chapter 2's masks of a padded batch, one column per sentence: the encoder's key mask
     (batch, 1, 1, seq) broadcast over the queries to a square (top), and the decoder's
@@ -60,12 +64,12 @@ def plot_padded_batch_masks(src, tgt_in, src_mask, tgt_mask, itos: list[str], sa
 
     def draw(ax, m, labels, title):
         ax.imshow(np.asarray(m, dtype=float), cmap="Greys", vmin=-0.15, vmax=1.3)
-        ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=8)
-        ax.set_yticks(range(len(labels)), labels, fontsize=8)
-        ax.set_title(title, fontsize=9)
+        ax.set_xticks(range(len(labels)), labels, rotation=90)
+        ax.set_yticks(range(len(labels)), labels)
+        ax.set_title(title)
 
     batch = src.size(0)
-    fig, axes = plt.subplots(2, batch, figsize=(10, 6), squeeze=False)
+    fig, axes = plt.subplots(2, batch, figsize=(WIDE, 6), squeeze=False)
     for b in range(batch):
         enc = src_mask[b, 0].expand(src.size(1), src.size(1))       # the same keys for every query
         draw(axes[0, b], enc, [itos[t] for t in src[b]], f"encoder self-attention, sentence {b}")
@@ -79,28 +83,31 @@ def plot_padded_batch_masks(src, tgt_in, src_mask, tgt_mask, itos: list[str], sa
     save_figure(fig, save_as)
 
 
+@styled
 def plot_output_changes(change: dict, labels: list[str], save_as: str):
     """Chapter 2's leftward-flow figure: for each {name: (T changed tokens j, T outputs i)}
     matrix, log10 of how far decoder output i moved when token j changed; exact zeros white."""
     import matplotlib.pyplot as plt
     import numpy as np
     T = len(labels)
-    fig, axes = plt.subplots(1, len(change), figsize=(10, 4.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(change), figsize=(WIDE, 4.6), squeeze=False,
+                             layout="constrained")
     axes = axes[0]
     cmap = plt.get_cmap("viridis").with_extremes(bad="white")   # exact zeros drawn white
     for ax, (name, c) in zip(axes, change.items()):
         shown = np.ma.masked_equal(np.asarray(c), 0.0)
         im = ax.imshow(np.ma.log10(shown), cmap=cmap, vmin=-2, vmax=0.5)
-        ax.set_xticks(range(T), labels, rotation=90, fontsize=8)
-        ax.set_yticks(range(T), labels, fontsize=8)
+        ax.set_xticks(range(T), labels, rotation=90)
+        ax.set_yticks(range(T), labels if ax is axes[0] else [])   # the same tokens: once
         ax.set_xlabel("decoder output at position i")
-        ax.set_title(name, fontsize=10)
+        ax.set_title(name)
     axes[0].set_ylabel("input token j that was changed")
     fig.colorbar(im, ax=axes, shrink=0.8, label=r"$\log_{10}$ max |change of output i|, white = 0")
-    fig.suptitle("Change one target token, watch which decoder outputs move", y=0.98)
+    fig.suptitle("Change one target token, watch which decoder outputs move")
     save_figure(fig, save_as)
 
 
+@styled
 def plot_causal_mask(mask, save_as: str):
     """Chapter 2's causal mask (1, 1, n, n) on its own: dark = query i may attend to key j."""
     import matplotlib.pyplot as plt
@@ -111,10 +118,11 @@ def plot_causal_mask(mask, save_as: str):
     ax.set_yticks(range(n))
     ax.set_xlabel("key position j")
     ax.set_ylabel("query position i")
-    ax.set_title(f"subsequent_mask({n}): dark = may attend ($j \\leq i$)", fontsize=10)
+    ax.set_title(f"subsequent_mask({n}): dark = may attend ($j \\leq i$)")
     save_figure(fig, save_as)
 
 
+@styled
 def plot_mask_leak(offsets, leaks: dict, save_as: str):
     """Chapter 2's leak figure: the weight on the blocked keys against the open keys' typical
     score, one line per {fill: leak}. Lines that are all 0 coincide, so each gets its own
@@ -127,57 +135,77 @@ def plot_mask_leak(offsets, leaks: dict, save_as: str):
     for k, ((name, leak), style) in enumerate(zip(leaks.items(), styles)):
         ax.plot(offsets, leak, lw=1.8, markersize=6, markevery=(12 * k, 60), markerfacecolor="none",
                 label=f"fill {name}", **style)
-    ax.set_xlabel("typical score of the open keys", fontsize=11)
-    ax.set_ylabel("weight on blocked keys", fontsize=11)
-    ax.set_title("A finite fill value leaks once the real scores come near it", fontsize=12)
-    ax.tick_params(labelsize=10)
+    ax.set_xlabel("typical score of the open keys")
+    ax.set_ylabel("weight on blocked keys")
+    ax.set_title("A finite fill value leaks once the real scores come near it")
     ax.set_ylim(-0.08, 1.08)
-    ax.legend(fontsize=10, loc="center left", framealpha=0.95)
+    ax.legend(loc="center left", framealpha=0.95)
     save_figure(fig, save_as)
 
 
 # ---- Chapter 3 (and 8): attention weights head by head, Table 3 row A ----
 
+@styled
 def draw_heads(weights, rows: list[str], columns: list[str], title: str, vmax: float = 1.0,
                wrap: int | None = None, size: float = 2.0):
     """Heat maps of attention weights (layers, heads, queries, keys): each layer's heads side
-    by side (`wrap` per line of panels, each `size` inches), layers one under another, every
-    panel on the same colour scale 0..vmax. A label gets 0.8 of its row's height, up to 10 pt: for
-    labels of 8 pt or more, choose size >= len(rows) / 7.2 inches (and keep the figure at most
-    about 10 inches wide, so that a page shows it near full size)."""
+    by side (`wrap` per line of panels, each up to `size` inches wide), layers one under
+    another, every panel on the same colour scale 0..vmax, the colour bar underneath. The
+    figure is at most WIDE inches wide, so that a page shows it near full size: the panels
+    shrink to fit, and their labels with them (a label gets 0.85 of its row, up to FONT_POINTS);
+    where that would make the labels smaller than a page shows legibly, fewer panels go on a
+    line."""
     import matplotlib.pyplot as plt
     layers, heads = weights.shape[:2]
+    n = max(len(rows), len(columns))
+    char = 0.6 / 72                                         # inches per character and point
+    left = 0.2 + char * FONT_POINTS * max(map(len, rows)) + (0.3 if layers > 1 else 0)
+    smallest = 1.05 * legible_points(WIDE)                  # with a margin for the crop
     wrap = wrap or heads
+    while True:                                            # fewer panels a line if need be
+        panel = min(size, (WIDE - left) / wrap)             # a panel's width, inches
+        fontsize = min(FONT_POINTS, 0.85 * panel * 72 / n)  # points: 72 per inch
+        if fontsize >= smallest or wrap == 1:
+            break
+        wrap -= 1
     lines = -(-heads // wrap)                               # lines of panels per layer
-    # tick labels as large as the rows of a panel allow (points: 72 per inch), at most 10 pt
-    fontsize = min(10.0, 0.8 * size * 72 / max(len(rows), len(columns)))
-    aspect = len(rows) / len(columns)                       # a panel's height / width
+    height = panel * len(rows) / len(columns)               # a panel's height: square cells
+    title_lines = 1 + len(title) // int(WIDE / (char * FONT_POINTS))
+    below = 0.25 + char * fontsize * max(map(len, columns)) + 0.5   # x labels, colour bar
     fig, axes = plt.subplots(layers * lines, wrap, squeeze=False, layout="constrained",
-                             figsize=(size * wrap, size * aspect * layers * lines + 0.9))
+                             figsize=(min(WIDE, left + panel * wrap),
+                                      (height + 0.3) * layers * lines + below
+                                      + 0.2 * title_lines))
     for l in range(layers):
         for i in range(heads):
             r, c = l * lines + i // wrap, i % wrap
             ax = axes[r, c]
-            image = ax.imshow(weights[l, i], cmap="viridis", vmin=0, vmax=vmax)
+            image = ax.imshow(weights[l, i], cmap="viridis", vmin=0, vmax=vmax, aspect="auto",
+                              interpolation="nearest")
             ax.set_xticks(range(len(columns)), columns if r == layers * lines - 1 else [],
                           rotation=90, fontsize=fontsize)
             ax.set_yticks(range(len(rows)), rows if c == 0 else [], fontsize=fontsize)
             if l == 0 or lines > 1:
-                ax.set_title(f"head {i + 1}", fontsize=9)
+                ax.set_title(f"head {i + 1}")
+        for ax in axes[l * lines + (heads - 1) // wrap, heads % wrap or wrap:]:
+            ax.axis("off")                                  # a short last line: no panels
         if layers > 1:
-            axes[l * lines, 0].annotate(f"layer {l + 1}", (-0.9, 0.5), xycoords="axes fraction",
-                                        rotation=90, va="center", fontsize=9)
-    fig.colorbar(image, ax=axes, shrink=0.5, pad=0.01, label="attention weight")
-    fig.suptitle(title, fontsize=10)
+            axes[l * lines, 0].set_ylabel(f"layer {l + 1}")
+    grid = (height + 0.3) * layers * lines              # inches: pad and bar are fractions of it
+    fig.colorbar(image, ax=axes, orientation="horizontal", shrink=0.5, aspect=40,
+                 pad=0.15 / grid, fraction=0.15 / grid, label="attention weight")
+    fig.suptitle(title, wrap=True)
     return fig
 
 
-#: The smallest text a figure of these chapters may have, in points at 100 dots per inch, per 700
-#: pixels of its width: a page shows a figure at most about 700 pixels wide, so text drawn at
-#: this size or larger stays at least 9 points tall on the page.
+#: What the figures read at a glance (chapter 3's query strips, chapter 7's beam tree: 7 inches
+#: wide, FONT_POINTS) keep, beyond the rule every figure meets (`chapter.SMALLEST_TEXT_PX`,
+#: checked by save_figure): text of at least this many points per 700 pixels of the figure's
+#: width, so that it stays at least 9 points tall on a page that shows it 700 pixels wide.
 LEGIBLE_POINTS = 9.0
 
 
+@styled
 def draw_query_row(weights, pieces: list[str], query: int, title: str, marked=(),
                    columns: int = 2):
     """One query's attention in every layer and head, the question of the paper's Figures
@@ -191,7 +219,7 @@ def draw_query_row(weights, pieces: list[str], query: int, title: str, marked=()
     layers, heads, n, _ = weights.shape
     rows = np.asarray(weights)[:, :, query, :].reshape(layers * heads, n).T   # (n, layers*heads)
     per_block = -(-n // columns)                                   # key pieces per block
-    font = 10
+    font = FONT_POINTS
     fig, axes = plt.subplots(1, columns, figsize=(7, 1.9 + 0.19 * per_block),
                              layout="constrained", squeeze=False)
     axes = axes[0]
@@ -224,6 +252,7 @@ def draw_query_row(weights, pieces: list[str], query: int, title: str, marked=()
     return fig
 
 
+@styled
 def plot_heads_constant_cost(table: list[dict], n_tokens: int, save_as: str):
     """Chapter 3's Table 3 row A figure: for each row of `table` (dicts with row, h, proj,
     attn, entries, bleu, ppl) the matrix-product FLOPs and attention weights h n^2 of one layer
@@ -232,27 +261,26 @@ def plot_heads_constant_cost(table: list[dict], n_tokens: int, save_as: str):
     import numpy as np
     base = next(r for r in table if r["row"] == "base")
     x, hs = np.arange(len(table)), [r["h"] for r in table]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 3.6))
     flops = [(r["proj"] + r["attn"]) / (base["proj"] + base["attn"]) for r in table]
     axes[0].bar(x - 0.2, flops, 0.4, label="matrix-product FLOPs")
     axes[0].bar(x + 0.2, [r["entries"] / base["entries"] for r in table], 0.4,
                 label=r"attention weights, $h\,n^2$")
     axes[0].set_xticks(x, [f"{r['row']}\nh={r['h']}" for r in table])
     axes[0].set_ylabel("relative to base")
-    axes[0].set_title(f"one layer, n = {n_tokens}: same compute, more weight maps", fontsize=9)
-    axes[0].legend(fontsize=8, loc="upper left")
+    axes[0].set_title(f"one layer, n = {n_tokens}: same compute, more weight maps")
+    axes[0].legend(loc="upper left")
     axes[1].plot(hs, [r["bleu"] for r in table], "o-", label="BLEU (left axis)")
     axes[1].set_xscale("log", base=2)
     axes[1].set_xticks(hs, [str(v) for v in hs])
     axes[1].set(xlabel="heads h  (d_k = d_v = 512 / h)", ylabel="BLEU, newstest2013",
                 title="the paper's Table 3, row A (reported, not measured here)")
-    axes[1].title.set_fontsize(9)
     ppl_axis = axes[1].twinx()
     ppl_axis.plot(hs, [r["ppl"] for r in table], "s--", color="tab:red",
                   label="perplexity (right axis)")
     ppl_axis.set_ylabel("perplexity", color="tab:red")
     handles = axes[1].get_legend_handles_labels()[0] + ppl_axis.get_legend_handles_labels()[0]
-    axes[1].legend(handles, [line.get_label() for line in handles], fontsize=8, ncol=2,
+    axes[1].legend(handles, [line.get_label() for line in handles], ncol=2,
                    loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.tight_layout()
     save_figure(fig, save_as)
@@ -260,6 +288,7 @@ def plot_heads_constant_cost(table: list[dict], n_tokens: int, save_as: str):
 
 # ---- Chapter 4: positional encoding ----
 
+@styled
 def plot_pe_curves(pe, save_as: str, fast_dims=(0, 1), slow_dims=(64, 128, 256), fast_len=25):
     """Chapter 4's curves of a sinusoid table (positions, d_model): the fastest pair's sine
     and cosine over `fast_len` positions (top), slower pairs' sines over all of them (bottom),
@@ -268,7 +297,7 @@ def plot_pe_curves(pe, save_as: str, fast_dims=(0, 1), slow_dims=(64, 128, 256),
     import matplotlib.pyplot as plt
     d_model = pe.shape[1]
     wavelength = lambda dim: 2 * math.pi * 10000 ** (2 * (dim // 2) / d_model)
-    fig, (fast, slow) = plt.subplots(2, 1, figsize=(10, 6))
+    fig, (fast, slow) = plt.subplots(2, 1, figsize=(WIDE, 6.6))
     for dim, marker in zip(fast_dims, ["o-", "s--"]):
         kind = "sin" if dim % 2 == 0 else "cos"
         fast.plot(pe[:fast_len, dim], marker, markersize=4,
@@ -277,15 +306,17 @@ def plot_pe_curves(pe, save_as: str, fast_dims=(0, 1), slow_dims=(64, 128, 256),
     for dim in slow_dims:
         slow.plot(pe[:, dim], label=f"dim {dim} (sin, pair {dim // 2}, wavelength {wavelength(dim):.1f})")
     slow.set_title(f"Slower pairs over {len(pe)} positions")
-    for ax in (fast, slow):
+    for ax in (fast, slow):                     # the legend in two columns above the curves
         ax.set_xlabel("position")
         ax.set_ylabel("PE(position, dim)")
-        ax.set_ylim(-1.15, 1.7)
-        ax.legend(loc="upper center", ncol=3, fontsize=8, framealpha=0.9)
+        ax.set_ylim(-1.15, 1.75 if ax is fast else 2.3)
+        ax.set_yticks([-1, -0.5, 0, 0.5, 1])
+        ax.legend(loc="upper center", ncol=2, framealpha=0.9)
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
+@styled
 def plot_pe_heatmap(pe, save_as: str):
     """Chapter 4's heat map of a sinusoid table (positions, d_model): the sines (columns 2i)
     above the cosines (2i+1), one column per pair i. Each entry is exactly 2 x 1 pixels with
@@ -305,17 +336,17 @@ def plot_pe_heatmap(pe, save_as: str):
         ax = fig.add_axes([left / fig_w, bottom_px / fig_h, w_px / fig_w, h_px / fig_h])
         im = ax.imshow(np.asarray(columns), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto",
                        interpolation="nearest")
-        ax.set_title(f"{title}, d_model = {d_model}", fontsize=11)
-        ax.set_ylabel("position", fontsize=11)
-        ax.tick_params(labelsize=10)
+        ax.set_title(f"{title}, d_model = {d_model}")
+        ax.set_ylabel("position")
         axes.append(ax)
-    axes[1].set_xlabel("pair index i (frequency falls to the right)", fontsize=11)
+    axes[1].set_xlabel("pair index i (frequency falls to the right)")
     cax = fig.add_axes([(left + w_px + 15) / fig_w, bottom / fig_h, 12 / fig_w,
                         (2 * h_px + gap) / fig_h])
-    fig.colorbar(im, cax=cax).ax.tick_params(labelsize=10)
+    fig.colorbar(im, cax=cax)
     save_figure(fig, save_as)
 
 
+@styled
 def plot_wavelengths(wavelength, save_as: str):
     """Chapter 4's wavelength of each pair i on a log scale, between the paper's ends of the
     range, 2 pi and 10000 * 2 pi (dotted)."""
@@ -334,6 +365,7 @@ def plot_wavelengths(wavelength, save_as: str):
     save_figure(fig, save_as)
 
 
+@styled
 def plot_pe_rotation(R_k, pe, k: int, pairs: list[int], starts: list[int], save_as: str):
     """Chapter 4's rotation figure: the matrix R_k (left), and for each of `pairs` the points
     (cos, sin) of a sinusoid table's rows on the unit circle, coloured by position, with the
@@ -342,7 +374,7 @@ def plot_pe_rotation(R_k, pe, k: int, pairs: list[int], starts: list[int], save_
     import matplotlib.pyplot as plt
     import torch
     positions, d_model = len(pe) - k, pe.shape[1]
-    fig, axes = plt.subplots(1, 1 + len(pairs), figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 1 + len(pairs), figsize=(WIDE, 3.6))
     axes[0].imshow(R_k, cmap="RdBu_r", vmin=-1, vmax=1)
     axes[0].set_title(f"R_{k}, d_model = {len(R_k)}")
     axes[0].set_xlabel("output dimension")
@@ -356,10 +388,10 @@ def plot_pe_rotation(R_k, pe, k: int, pairs: list[int], starts: list[int], save_
         for start in starts:
             ax.annotate("", xy=(cos_[start + k], sin_[start + k]), xytext=(cos_[start], sin_[start]),
                         arrowprops=dict(arrowstyle="->", color="crimson", lw=1.5))
-            ax.text(1.12 * cos_[start], 1.12 * sin_[start], str(start), fontsize=8, ha="center",
+            ax.text(1.12 * cos_[start], 1.12 * sin_[start], str(start), ha="center",
                     va="center")
         omega = 10000 ** (-2 * i / d_model)
-        ax.set_title(f"pair {i}: turns {k} x {omega:.3f} rad per shift of {k}", fontsize=9)
+        ax.set_title(f"pair {i}: turns {k} x {omega:.3f} rad\nper shift of {k}")
         ax.set_xlabel("cos(pos \u00b7 \u03c9)  = PE(pos, 2i+1)")
         ax.set_ylabel("sin(pos \u00b7 \u03c9)  = PE(pos, 2i)")
         ax.set_aspect("equal")
@@ -369,11 +401,12 @@ def plot_pe_rotation(R_k, pe, k: int, pairs: list[int], starts: list[int], save_
     save_figure(fig, save_as)
 
 
+@styled
 def plot_pe_dot_products(gram, offsets, by_offset, save_as: str):
     """Chapter 4's dot products PE(p) . PE(q) of all pairs of positions (left: constant along
     each diagonal), and the same as the function `by_offset` of the offset p - q (right)."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 4))
     im = axes[0].imshow(gram, cmap="viridis")
     axes[0].set_title("PE(p) \u00b7 PE(q): constant along diagonals")
     axes[0].set_xlabel("q")
@@ -389,18 +422,19 @@ def plot_pe_dot_products(gram, offsets, by_offset, save_as: str):
 
 # ---- Chapter 5: the full model ----
 
+@styled
 def plot_normalised_token(normed: dict, save_as: str):
     """Chapter 5's LayerNorm-vs-BatchNorm figure: for each {norm: {batch: outputs}} the
     normalised features of the first token of the same sentence, one line per batch it sat in."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(normed), figsize=(10, 3.6), sharey=True)
+    fig, axes = plt.subplots(1, len(normed), figsize=(WIDE, 3.6), sharey=True)
     for ax, (kind, outputs) in zip(axes, normed.items()):
         for (label, o), style in zip(outputs.items(), ["o-", "s--", "^:"]):
             ax.plot(o[0], style, label=label, markersize=6, alpha=0.85)
         ax.set_title(f"{kind}: first token of sentence A")
         ax.set_xlabel("feature")
     axes[0].set_ylabel("normalised value")
-    axes[-1].legend(fontsize=8)
+    axes[-1].legend()
     fig.tight_layout()
     save_figure(fig, save_as)
 
@@ -425,6 +459,7 @@ def parameters_by_component(model) -> dict[str, int]:
     return sizes
 
 
+@styled
 def plot_parameters_by_component(sizes: dict, model: str, save_as: str):
     """Chapter 5's bar chart of {component: parameters} (the COMPONENTS, every one of them),
     in millions: encoder blue, decoder orange, LayerNorms grey, the embedding green."""
@@ -439,7 +474,7 @@ def plot_parameters_by_component(sizes: dict, model: str, save_as: str):
                           "tab:orange" if "decoder" in k else "tab:green" for k in order])
     for bar, v in zip(bars, values):
         ax.text(bar.get_width() + 0.2, bar.get_y() + bar.get_height() / 2, f"{v:.2f}M",
-                va="center", fontsize=9)
+                va="center")
     ax.set_xlabel("parameters (millions)")
     ax.set_xlim(0, max(values) * 1.15)
     ax.set_title(f"{model}: {sum(sizes.values()) / 1e6:.2f}M parameters by component")

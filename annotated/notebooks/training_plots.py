@@ -2,10 +2,11 @@
 appendix (the experiment log), each drawn by one call from its notebook and saved with
 `save_figure` under a stable name (`draw_ablation` and `draw_sweep` return their figure, which
 the notebook saves)."""
-from annotated.notebooks.chapter import save_figure
+from annotated.notebooks.chapter import FONT_POINTS, WIDE, save_figure, styled
 
 # ---- Chapter 6 (training, §5) ----
 
+@styled
 def plot_token_batching(lengths, batchings: dict, max_tokens: int, save_as: str):
     """Chapter 6's batching figure for {name: batches}: one point per batch (pairs against
     longest side), and the share of padding of each way of batching."""
@@ -13,7 +14,7 @@ def plot_token_batching(lengths, batchings: dict, max_tokens: int, save_as: str)
     import numpy as np
     from annotated.data.batching import padding_fraction
     L = np.asarray(lengths)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1.6, 1]})
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 4), gridspec_kw={"width_ratios": [1.6, 1]})
     ax = axes[0]
     for (name, batches), marker in zip(batchings.items(), "ox+"):
         sizes = np.array([(len(b), L[b].max()) for b in batches])      # (pairs, longest side)
@@ -24,7 +25,7 @@ def plot_token_batching(lengths, batchings: dict, max_tokens: int, save_as: str)
            yscale="log", title="One point per batch of one epoch")
     ax.set_yticks([25, 50, 100, 200, 400], ["25", "50", "100", "200", "400"])
     ax.minorticks_off()
-    ax.legend(fontsize=8)
+    ax.legend(loc="lower left")                     # the empty corner, below the curve
     ax = axes[1]
     fractions = [padding_fraction(lengths, b) for b in batchings.values()]
     x = np.arange(len(fractions))
@@ -33,17 +34,18 @@ def plot_token_batching(lengths, batchings: dict, max_tokens: int, save_as: str)
     ax.set_xticks(x, list(batchings))
     ax.set(ylabel="share of tensor positions that are padding", ylim=(0, 1),
            title="Padding over one epoch")
-    ax.legend(fontsize=8)
+    ax.legend()
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
+@styled
 def plot_label_smoothing(q, y: int, grid, curves: dict, floors: dict, V: int, save_as: str):
     """Chapter 6's label-smoothing figure: the smoothed target `q` for the token `y`, and the
     loss at one position against p(y) for each {eps_ls: curve}, its floor H(q) dotted."""
     import matplotlib.pyplot as plt
     from annotated.data.tokenizer import PAD
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1, 1.3]})
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 3.8), gridspec_kw={"width_ratios": [1, 1.3]})
     ax = axes[0]
     colors = ["tab:gray" if c == PAD else "tab:red" if c == y else "tab:blue"
               for c in range(len(q))]
@@ -53,7 +55,7 @@ def plot_label_smoothing(q, y: int, grid, curves: dict, floors: dict, V: int, sa
            title=rf"Smoothed target for y = {y}, $\epsilon_{{ls}}$ = 0.1, V = {len(q)}")
     other = next(c for c in range(len(q)) if c not in (PAD, y) and q[c] > 0)
     for c in (y, other):
-        ax.text(c, q[c] + 0.01, f"{q[c]:.2f}", ha="center", fontsize=8)
+        ax.text(c, q[c] + 0.01, f"{q[c]:.2f}", ha="center")
     ax = axes[1]
     for eps_ls, curve in curves.items():
         ax.plot(grid, curve, label=rf"$\epsilon_{{ls}}$ = {eps_ls}")
@@ -62,22 +64,23 @@ def plot_label_smoothing(q, y: int, grid, curves: dict, floors: dict, V: int, sa
     ax.set(xlabel="p(y), the probability the model gives the correct token",
            ylabel="loss at this position (nats)", ylim=(0, 5),
            title=f"The loss is smallest at p(y) = 1 - eps (dots), V = {V:,}")
-    ax.legend(fontsize=8)
+    ax.legend(loc="upper left")
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
+@styled
 def plot_lr_schedules(steps, curves: dict, peaks: dict, runs: dict, save_as: str):
     """Chapter 6's schedule figure: the paper's {name: rates at `steps`} with their
     {name: (step, peak)}, and this project's {name: (d_model, warmup, factor, steps)} runs."""
     import matplotlib.pyplot as plt
     import numpy as np
     from annotated.optim import noam_rate
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 4.4))
     for name, curve in curves.items():
         axes[0].plot(steps, curve, label=name)
     for at, peak in peaks.values():
-        axes[0].annotate(f"{peak:.2e}", (at, peak), xytext=(at + 6000, peak * 1.02), fontsize=8,
+        axes[0].annotate(f"{peak:.2e}", (at, peak), xytext=(at + 6000, peak * 1.02),
                          arrowprops=dict(arrowstyle="-", lw=0.5))
     axes[0].set(title="The paper's schedule (§5.3), warmup_steps = 4000", xlabel="training step")
     for name, (d_model, warmup, factor, total) in runs.items():
@@ -87,17 +90,19 @@ def plot_lr_schedules(steps, curves: dict, peaks: dict, runs: dict, save_as: str
     axes[1].set(title="This project's small runs", xlabel="fraction of the run's steps")
     for ax in axes:
         ax.set_ylabel("learning rate")
-        ax.legend(fontsize=8)
+    axes[0].legend()
+    axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.18))   # long names: below
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
+@styled
 def plot_adam_on_noise(ratios, moves: dict, save_as: str):
     """Chapter 6's warmup figure: Adam's mean |update| / learning rate over the first 300
     steps, and the mean |update| of every step for each {schedule: moves}."""
     import matplotlib.pyplot as plt
     import numpy as np
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 3.6))
     axes[0].plot(range(1, 301), ratios[:300])
     axes[0].set(ylim=(0, 1.05), xlabel="step", ylabel="mean |update| / learning rate",
                 title=r"Adam ($\beta_2$ = 0.98) on a pure-noise gradient")
@@ -105,11 +110,13 @@ def plot_adam_on_noise(ratios, moves: dict, save_as: str):
         axes[1].plot(np.arange(1, len(move) + 1), move, label=name)
     axes[1].set(xscale="log", yscale="log", xlabel="step (log scale)",
                 ylabel="mean |update| per parameter", title="How far each step moves the weights")
-    axes[1].legend(fontsize=8)
+    axes[1].set_ylim(top=10 * max(move.max() for move in moves.values()))   # room above
+    axes[1].legend(loc="upper right")               # the lines for the legend
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
+@styled
 def plot_training_run(metrics: dict, floor: float, save_as: str):
     """Chapter 6's training-run figure from `read_metrics`: the smoothed loss and -log p(y)
     per target token (train and valid) above the floor H(q), and the learning rate."""
@@ -117,16 +124,17 @@ def plot_training_run(metrics: dict, floor: float, save_as: str):
     import numpy as np
     train, valid = metrics["train"], metrics["valid"]
     at = lambda log, key: [e[key] for e in log]
-    fig, (ax, ax_lr) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1.6, 1]})
+    fig, (ax, ax_lr) = plt.subplots(1, 2, figsize=(WIDE, 4), gridspec_kw={"width_ratios": [1.6, 1]})
     ax.plot(at(train, "step"), at(train, "loss"), label="train: smoothed loss")
     ax.plot(at(train, "step"), at(train, "nll"), label="train: $-\\log p(y)$")
     ax.plot(at(valid, "step"), at(valid, "loss"), "o-", label="valid: smoothed loss")
     ax.plot(at(valid, "step"), np.log(at(valid, "ppl")), "s--",
             label="valid: $-\\log p(y)$ = log perplexity")
     ax.axhline(floor, color="k", ls=":", lw=1, label="floor of the smoothed loss, H(q)")
-    ax.set(xlabel="step", ylabel="nats per target token", ylim=(0, None),
+    highest = max(max(at(train, "loss")), max(at(train, "nll")), floor)
+    ax.set(xlabel="step", ylabel="nats per target token", ylim=(0, 1.5 * highest),
            title="Loss per target token")
-    ax.legend(fontsize=8)
+    ax.legend(loc="upper right")                   # in the room left above the curves
     ax_lr.plot(at(train, "step"), at(train, "lr"))
     ax_lr.set(xlabel="step", ylabel="learning rate", title="Learning rate (§5.3), as logged")
     fig.tight_layout()
@@ -135,6 +143,7 @@ def plot_training_run(metrics: dict, floor: float, save_as: str):
 
 # ---- Chapter 7 (beam search) ----
 
+@styled
 def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best, label,
                    title: str, save_as: str):
     """Chapter 7's beam, read from the top down: row t holds the live prefixes after t tokens
@@ -145,7 +154,7 @@ def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best,
     import matplotlib.pyplot as plt
     from annotated.data.tokenizer import EOS
     K, T = len(live[0]), len(live)
-    font = 10
+    font = FONT_POINTS
     fig, ax = plt.subplots(figsize=(7, 1.4 + 0.56 * (T + 1)))
 
     def box(x, y, text, color="black", **style):
@@ -185,12 +194,13 @@ def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best,
     save_figure(fig, save_as)
 
 
+@styled
 def plot_length_vs_alpha(alphas, beam_sizes, length_ratio: dict, bleu: dict, sentences: int,
                          save_as: str):
     """Chapter 7's sweep: output length / reference length and sacreBLEU against alpha, one line
     per beam size, from {(beam, alpha): value}; the paper's 0.6 dashed."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 3.8))
     for k in beam_sizes:
         axes[0].plot(alphas, [length_ratio[k, a] for a in alphas], "o-", label=f"beam {k}")
         axes[1].plot(alphas, [bleu[k, a] for a in alphas], "o-", label=f"beam {k}")
@@ -200,14 +210,16 @@ def plot_length_vs_alpha(alphas, beam_sizes, length_ratio: dict, bleu: dict, sen
     for ax in axes:
         ax.axvline(0.6, color="0.6", lw=0.8, ls="--")
         ax.set_xlabel(r"length penalty $\alpha$ (dashed: the paper's 0.6)")
-        ax.legend(fontsize=8)
-    fig.suptitle(f"The first {sentences} Multi30k test sentences", fontsize=10)
+    axes[0].legend(loc="upper left")                # short outputs: the corner stays empty
+    axes[1].legend()
+    fig.suptitle(f"The first {sentences} Multi30k test sentences")
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
 # ---- Chapter 8 (results) ----
 
+@styled
 def plot_learning_curves(train_log: list[dict], valid_log: list[dict], loss_floor: float,
                          ppl_at_optimum: float, eps_ls: float, title: str, save_as: str):
     """Chapter 8's curves of a run's metrics.jsonl lines: the smoothed loss above its floor
@@ -218,7 +230,7 @@ def plot_learning_curves(train_log: list[dict], valid_log: list[dict], loss_floo
     t_steps = np.array([m["step"] for m in train_log])
     v_steps = np.array([m["step"] for m in valid_log])
     clock = (np.r_[0, t_steps], np.r_[0, [m["elapsed"] / 60 for m in train_log]])  # step, min
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 4))
     for ax, key, mark, what in [(axes[0], "loss", loss_floor, "floor"),
                                (axes[1], "ppl", ppl_at_optimum, "at the smoothed optimum")]:
         ax.plot(t_steps, [m[key] for m in train_log], lw=1, label="train (dropout on)")
@@ -229,25 +241,27 @@ def plot_learning_curves(train_log: list[dict], valid_log: list[dict], loss_floo
         top = ax.secondary_xaxis("top", functions=(lambda s: np.interp(s, *clock),
                                                    lambda m: np.interp(m, *clock[::-1])))
         top.set_xticks(np.arange(0, clock[1][-1], 10))
-        top.set_xlabel("minutes of training", fontsize=8)
-        ax.legend(fontsize=8)
+        top.set_xlabel("minutes of training")
+        ax.legend()
     axes[0].set_ylabel("label-smoothed loss (nats per token)")
     axes[1].set_ylabel("perplexity per BPE token")
     axes[1].set_yscale("log")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title)
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
+@styled
 def plot_table1_crossover(timings: dict, save_as: str):
     """Chapter 8's Table 1 measurement (experiments.paper_tables' timings): milliseconds per call of
     self-attention and of a recurrent layer against n for each width d (left), and their ratio
     against n / d beside the FLOP ratio n / d (right)."""
+    import itertools
     import matplotlib.pyplot as plt
     import numpy as np
     rows = timings["rows"]
     widths = sorted({r["d"] for r in rows})
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 4.6))
     for color, d in zip(plt.cm.viridis(np.linspace(0, 0.8, len(widths))), widths):
         mine = sorted((r for r in rows if r["d"] == d), key=lambda r: r["n"])
         n = np.array([r["n"] for r in mine])
@@ -269,16 +283,17 @@ def plot_table1_crossover(timings: dict, save_as: str):
                 title="below 1: self-attention is faster")
     kinds = [plt.Line2D([], [], color="k", marker="o", label="self-attention"),
              plt.Line2D([], [], color="k", marker="s", ls="--", label="recurrent")]
-    axes[0].legend(handles=axes[0].get_legend_handles_labels()[0] + kinds, fontsize=7,
-                   loc="lower right")
-    axes[1].legend(fontsize=7)
-    for ax in axes:
-        ax.title.set_fontsize(9)
-    fig.suptitle(f"Table 1 measured: batch 2, {timings['threads']} CPU threads", fontsize=10)
+    lines = axes[0].get_legend_handles_labels()[0]  # one per width: the legend's first row,
+    columns = itertools.zip_longest(lines, kinds)   # the two kinds its second (by columns)
+    axes[0].legend(handles=[h for column in columns for h in column if h is not None],
+                   ncol=len(lines), loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below
+    axes[1].legend()
+    fig.suptitle(f"Table 1 measured: batch 2, {timings['threads']} CPU threads")
     fig.tight_layout()
     save_figure(fig, save_as)
 
 
+@styled
 def draw_ablation(table: dict, base: str = "base"):
     """Table 3 at small scale beside the paper's: for every row of `table` (experiments.table3_small's
     JSON) but the base row's seeds, the change from row `base` in perplexity (percent) and BLEU
@@ -289,7 +304,7 @@ def draw_ablation(table: dict, base: str = "base"):
     seeds = [r for r in table.values() if r["paper_row"] == "base"]
     rows = [name for name, r in table.items() if r["paper_row"] != "base"]
     y = np.arange(len(rows))[::-1]                                  # the first row at the top
-    fig, axes = plt.subplots(1, 2, figsize=(10, 1.2 + 0.36 * len(rows)), sharey=True,
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 1.2 + 0.36 * len(rows)), sharey=True,
                              layout="constrained")
     for ax, key in zip(axes, ("ppl", "bleu")):
         def change(values, of):                   # perplexity in percent, BLEU in points
@@ -304,8 +319,8 @@ def draw_ablation(table: dict, base: str = "base"):
         ax.axvline(0, color="k", lw=0.8)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, [f"{table[r]['paper_row']}  {r.split(': ')[1]}" for r in rows])
-    axes[0].set(xlabel="% change in perplexity from the base row (lower is better)")
-    axes[1].set(xlabel="BLEU points from the base row (higher is better)")
+    axes[0].set(xlabel="% change in perplexity from the base row\n(lower is better)")
+    axes[1].set(xlabel="BLEU points from the base row\n(higher is better)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
@@ -326,6 +341,7 @@ def sweep_source(run: dict, candidates: dict) -> str:
     return found[0]
 
 
+@styled
 def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: int = 4):
     """The appendix's sweep figure from experiments.multi30k_sweep's JSON: every candidate's
     best validation lowercased BLEU in the order tried, the runs that repeat one with another
@@ -333,6 +349,7 @@ def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: 
     length penalty over alpha = 0.6, for the average of `average` checkpoints and beam `beam`
     (right). `labels` gives each candidate a short name (default: 1, 2, ... in the order
     tried, as the appendix's table numbers them)."""
+    import itertools
     import matplotlib.pyplot as plt
     import numpy as np
     candidates = sweep["candidates"]
@@ -340,7 +357,7 @@ def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: 
     labels = labels or {name: str(i) for i, name in enumerate(names, start=1)}
     y = {name: i for i, name in enumerate(names[::-1])}             # the first tried at the top
     best = lambda run: max(r["lowercase_bleu"] for r in run["rows"])
-    fig, axes = plt.subplots(1, 2, figsize=(10, 1.6 + 0.3 * len(names)), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 1.6 + 0.3 * len(names)), layout="constrained")
     ax = axes[0]
     for processes, color in ((1, "tab:gray"), (2, "tab:blue")):
         mine = [n for n in names if candidates[n].get("processes", 1) == processes]
@@ -356,7 +373,7 @@ def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: 
     ax.set(xlabel="best validation BLEU (lowercased)", ylabel="candidate",
            title="Each candidate at its best")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="center left")
+    ax.legend(loc="center left")
     ax = axes[1]
     colors = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 7]   # 7: grey
     for k, name in enumerate(names):
@@ -374,14 +391,18 @@ def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: 
     ax.set(xlabel=r"length penalty $\alpha$", ylabel="validation BLEU gained over alpha 0.6",
            title=f"Average of {average} checkpoints, beam {beam}; dashed: lowercased")
     ax.grid(alpha=0.3)
-    ax.legend(title="candidate", fontsize=7, title_fontsize=7, ncol=2, loc="upper left")
-    for a in axes:
-        a.title.set_fontsize(9)
+    handles = ax.get_legend_handles_labels()[0]     # below the panel, in two rows: the
+    half = -(-len(handles) // 2)                     # lines fill it (matplotlib fills columns)
+    columns = itertools.zip_longest(handles[:half], handles[half:])
+    ax.legend(handles=[h for column in columns for h in column if h is not None],
+              title="candidate", ncol=half, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              handlelength=1.5, columnspacing=1.0)
     return fig
 
 
 # ---- Chapter 9 (engineering) ----
 
+@styled
 def plot_shards(lengths, batch: list[int], placements: list[tuple[int, int]], save_as: str):
     """Chapter 9's figure: one global batch cut by `shard` for each (world_size, accum_steps),
     piece k drawn as long as its target tokens, coloured by the process that computes it."""
@@ -390,20 +411,22 @@ def plot_shards(lengths, batch: list[int], placements: list[tuple[int, int]], sa
     from annotated.data.batching import shard
     L = np.asarray(lengths)
     colors = plt.get_cmap("tab10").colors
-    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.7 * len(placements)))
+    fig, ax = plt.subplots(figsize=(WIDE, 0.9 + 0.9 * len(placements)))
     for row, (world, accum) in enumerate(placements):
+        ax.text(0, row - 0.34, f"{world} process{'es' if world > 1 else ''} x {accum} "
+                f"micro-batch{'es' if accum > 1 else ''}", va="bottom")   # above its bar
         left = 0
         for k in range(world * accum):              # piece k: process k % world, micro k // world
             rank, micro = k % world, k // world
             width = int(L[shard(batch, rank, world, accum)[micro], 1].sum())
             ax.barh(row, width, left=left, height=0.6, color=colors[rank % 10], edgecolor="white")
             ax.text(left + width / 2, row, f"process {rank}\nmicro {micro}", ha="center",
-                    va="center", fontsize=7, color="white")
+                    va="center", color="white")
             left += width
-    ax.set_yticks(range(len(placements)),
-                  [f"{w} process{'es' if w > 1 else ''} x {a} micro-batch{'es' if a > 1 else ''}"
-                   for w, a in placements])
-    ax.invert_yaxis()
+    ax.set_yticks([])
+    ax.set_ylim(len(placements) - 0.6, -0.8)        # the first placement at the top
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
     ax.set(xlabel="target tokens of the global batch, piece by piece",
            title="One global batch, the same pieces, computed in different places")
     fig.tight_layout()
