@@ -4,11 +4,9 @@ import json
 import os
 import platform
 import shlex
-import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +15,7 @@ import torch
 
 from annotated.base.cli import path
 from annotated.base.errors import DataError
+from annotated.base.signals import signals_held
 from annotated.base.files import remove_stale_temporaries, temporary_beside
 from annotated.configs import merged
 from annotated.data.corpus import cache_folder, corpus_files, data_location, read_parallel
@@ -162,28 +161,6 @@ def _naming(path: Path):
         yield
     except OSError as e:
         raise OSError(e.errno, f"{e.strerror or e}; {UNCHANGED}", str(path)) from e
-
-
-@contextmanager
-def signals_held(signals=(signal.SIGINT, signal.SIGTERM)):
-    """Hold Ctrl-C and SIGTERM back during a short phase that must not stop halfway: they are
-    blocked (signal.pthread_sigmask) and, in the main thread, one that another thread receives
-    is only recorded; either takes effect when the phase ends."""
-    caught = []
-    main = threading.current_thread() is threading.main_thread()
-    kept = {s: signal.getsignal(s) for s in signals} if main else {}
-    kept = {s: handler for s, handler in kept.items() if handler is not None}
-    for s in kept:
-        signal.signal(s, lambda number, frame: caught.append(number))
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)   # a pending one is recorded now
-        for s, handler in kept.items():
-            signal.signal(s, handler)
-        for number in dict.fromkeys(caught):
-            signal.raise_signal(number)
 
 
 def invocation(module: str, argv=None) -> str:

@@ -220,3 +220,21 @@ def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_
         torch.set_num_threads(threads)
     assert checkpoint_file.load(out / "ckpt_0000004.pt")["step"] == 4
     assert not list(out.glob(".ckpt_*.tmp"))                         # the half file is gone
+
+
+def test_ctrl_c_during_a_checkpoint_write_waits_for_the_whole_file(tmp_path, monkeypatch):
+    """torch.save's writer is C++: Ctrl-C raised inside it would abort the process. It is held
+    until the file is complete and in place, then stops the program as usual."""
+    real_save = torch.save
+
+    def save_pressing_ctrl_c(obj, f):
+        signal.raise_signal(signal.SIGINT)               # pressed half way through the write
+        real_save(obj, f)
+    monkeypatch.setattr(checkpoint_file.torch, "save", save_pressing_ctrl_c)
+    path = tmp_path / "ckpt_0000001.pt"
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint_file.atomic_save({"step": 1, "w": torch.ones(3)}, path)
+    monkeypatch.undo()
+    assert checkpoint_file.header(path)["step"] == 1      # whole and in place
+    assert checkpoint_file.SEAL in path.read_bytes()[-200:]     # sealed
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]

@@ -57,6 +57,7 @@ import torch
 
 from annotated.base.errors import CheckpointError, ConfigError, DeviceError
 from annotated.base.files import atomic_open
+from annotated.base.signals import signals_held
 from annotated.configs import SHAPE, Config
 from annotated.data.tokenizer import Tokenizer
 
@@ -117,8 +118,9 @@ class _Sealer:
 
 def atomic_save(obj, path) -> None:
     """torch.save `obj` to `path`, sealed (see the module docstring), so that `path` is always
-    either the old file or the new one."""
-    with atomic_open(path) as f:      # temporary file, fsync, os.replace (annotated.base.files)
+    either the old file or the new one. Ctrl-C and SIGTERM wait until the file is written: an
+    exception raised inside torch.save's writer, which is C++, aborts the process."""
+    with signals_held(), atomic_open(path) as f:    # temporary file, fsync, os.replace
         sealer = _Sealer(f)
         try:
             torch.save(obj, sealer)
