@@ -7,4 +7,5 @@ it.
     settings fields that carry their rule and their role beside them, and their checks
     cli      the convention every command follows: main(argv=None), one `error: ...` line
     threads  how many CPU threads a model of a given size runs on (the commands decide)
+    signals  Ctrl-C and SIGTERM held back while a file that must be whole is written
 """
