@@ -727,9 +727,8 @@ def page_problems(name: str, facts: dict, server: str) -> list[str]:
                  for src, alt in facts["alts"] if not alt or not alt.strip()
                  or re.fullmatch(r"\S*[0-9a-f]{16,}\S*|\S+\.(png|svg|jpe?g|gif)", alt.strip())]
     folder, _, stem = name.removesuffix(".html").rpartition("/")     # zh/01_... : zh edition
-    folder = f"{folder}/" if folder in i18n.LANGUAGES else None
-    if stem in CHAPTERS and folder is not None or stem in CHAPTERS and name == f"{stem}.html":
-        folder = folder or ""
+    if stem in CHAPTERS and folder in ("", *i18n.LANGUAGES):          # a chapter's page
+        folder = f"{folder}/" if folder else ""
         from book.build import PROJECT_ZIP
         following = CHAPTERS.index(stem) + 1
         expected = (f"{folder}{CHAPTERS[following]}.html" if following < len(CHAPTERS)
