@@ -30,8 +30,10 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def machine_record() -> dict:
-    """The machine a GPU measurement was made on: GPU, its memory, torch, CUDA and cuDNN."""
-    record = {"torch": torch.__version__, "python": platform.python_version()}
+    """The machine a measurement was made on: its CPU and cores, torch; with a GPU, the GPU,
+    its memory, CUDA and cuDNN."""
+    record = {"torch": torch.__version__, "python": platform.python_version(),
+              "cpu": cpu_name(), "cores": os.cpu_count()}
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         record.update(gpu=torch.cuda.get_device_name(0),
@@ -39,6 +41,17 @@ def machine_record() -> dict:
                       multiprocessors=props.multi_processor_count, cuda=torch.version.cuda,
                       cudnn=torch.backends.cudnn.version())
     return record
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def write_files(files: dict) -> None:
@@ -280,10 +293,13 @@ def train_command(preset: str, out: Path, *, max_minutes: float | None = None,
     return cmd + merged(overrides)
 
 
-def resume_command(out: Path, *, max_minutes: float, data_dir=None, nproc: int = 1) -> list[str]:
-    """The command line that continues the run in `out` (`--resume`) for max_minutes more."""
-    cmd = [*launcher(nproc), "-m", "annotated.train", "--run-dir", relative(out), "--resume",
-           "--max-minutes", str(max_minutes)]
+def resume_command(out: Path, *, max_minutes: float | None = None, data_dir=None,
+                   nproc: int = 1) -> list[str]:
+    """The command line that continues the run in `out` (`--resume`), for max_minutes more if
+    given."""
+    cmd = [*launcher(nproc), "-m", "annotated.train", "--run-dir", relative(out), "--resume"]
+    if max_minutes is not None:
+        cmd += ["--max-minutes", str(max_minutes)]
     return cmd + (["--data-dir", str(data_dir)] if data_dir else [])
 
 

@@ -104,7 +104,7 @@ def main(argv=None):
                                   if not p.startswith(sys.prefix))    # not this .venv's python
     LOG.parent.mkdir(parents=True, exist_ok=True)
     LOG.write_text("")
-    result = {"commands": {}, "machine": {**machine_record(), "cpus": os.cpu_count()}}
+    result = {"commands": {}, "machine": machine_record()}
     for mark, line in commands().items():
         print(f"timing {mark}: {line['install']} && {line['run']}", flush=True)
         result["commands"][mark] = {**line, **measure(mark, line, env)}

@@ -1,29 +1,34 @@
-"""The published Multi30k text-only baseline at its own budget, on one GPU: English->German and
+"""The published Multi30k text-only baseline at its own budget: English->German and
 English->French, every choice made on val, test2016 scored once per final configuration.
 
-    python -m experiments.multi30k_budget --data-dir D [--train] [--out-dir results] [--device cpu]
+    python -m experiments.multi30k_budget --data-dir D [--train] [--only NAME ...]
+        [--max-minutes M] [--device cpu [--nproc 2]] [--out-dir results]
 
 The recipe is that of the best published from-scratch text-only result we know of (Wu et al.,
 2021; results/published.json): the Transformer-tiny (the multi30k_tiny preset), 8,000
-updates of at most 2 x 4,096 tokens (2 GPUs there; one process with max_tokens=8192 here, the
-same global batch), a peak learning rate of 5e-3 after 2,000 warmup steps and then the inverse
-square root (§5.3's schedule with warmup_steps=2000 and lr_factor=2.53), dropout 0.3, lowercased
-text, the last 10 checkpoints averaged (one an epoch there, about 50 updates; here one every 50
-updates) and beam search. The candidates vary what the published recipe may not carry over to
-our tokenizer and code: dropout and the vocabulary size.
+updates of at most 2 x 4,096 tokens (2 GPUs there; here one global batch of max_tokens=8192,
+however many processes share it), a peak learning rate of 5e-3 after 2,000 warmup steps and
+then the inverse square root (§5.3's schedule with warmup_steps=2000 and lr_factor=2.53),
+dropout 0.3, lowercased text, the last 10 checkpoints averaged (one an epoch there, about 50
+updates; here one every 50 updates) and beam search. The candidates vary what the published
+recipe may not carry over to our tokenizer and code: dropout and the vocabulary size.
 
-1. with --train, trains every CANDIDATE for English->German and, beside it, its English->French
-   twin (target_lang=fr), all at once on the one GPU, a process each;
+1. with --train, trains every CANDIDATE (or those --only names) for English->German and its
+   English->French twin (target_lang=fr). On a GPU all at once, a process each; on the CPU
+   (--device cpu) one after another, each as --nproc processes under torchrun sharing one
+   global batch. A run begun earlier is resumed (--resume, which continues exactly); one at
+   train_steps is left as it is. With --max-minutes, training stops after that many minutes
+   of this command, and the same command again goes on from there: a budget longer than a
+   session is trained over several;
 2. scores each English->German candidate on val: its last 1, 5 and 10 checkpoints averaged
    (§6.1), each decoded with every (beam, alpha) of DECODINGS; the best lowercased val BLEU wins;
 3. scores the winner on test2016 once, and its English->French twin with the very same
    averaging and decoding (nothing is chosen on French);
-4. times beam search (beam 4) on the GPU and on one CPU thread of the same machine;
+4. times beam search (beam 4) on the device, and on one CPU thread of the same machine;
 5. writes multi30k_budget.md and .json (runs/results by default; a smoke test, --limit, never
-   into the committed results/) with the GPU, torch and CUDA versions and every command.
+   into the committed results/) with the machine, torch (and CUDA) versions and every command.
 
-Without a GPU it refuses to start, unless --device cpu says to run on the CPU anyway (a smoke
-test with tiny overrides: dataset=multi30k_sample train_steps=2 ...).
+Without a GPU it refuses to start unless --device cpu says to train on the CPU: hours a run.
 """
 import argparse
 import json
@@ -34,16 +39,17 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import at_least, command, path
-from annotated.base.errors import DeviceError
+from annotated.base.cli import at_least, command, path, positive
+from annotated.base.errors import CheckpointError, DeviceError
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
-from annotated.store.checkpoint_file import load_model
+from annotated.store.checkpoint_file import checkpoints, load_model, step_in_name
 from experiments.common import (DEVICE, ROOT, add_training_arguments, check_out_dir,
                                 check_run_folder, invocation, machine_record, markdown_table,
-                                read_metrics, recorded, split_text, train_command, write_files)
-from experiments.multi30k import evaluate_run, pair_name
+                                read_metrics, recorded, resume_command, split_text,
+                                train_command, write_files)
+from experiments.multi30k import PUBLISHED, evaluate_run, pair_name
 from experiments.multi30k_sweep import start, sweep_run, wait_for
 
 PRESET = "multi30k_tiny"
@@ -54,6 +60,7 @@ CANDIDATES = {                        # name: overrides beyond BUDGET (the prese
     "published": ["P_drop=0.3"],
     "p02": ["P_drop=0.2"],
     "p03_v6k": ["P_drop=0.3", "vocab_size=6000"],
+    "p02_v6k": ["P_drop=0.2", "vocab_size=6000"],   # best on val in the CPU-hour sweep
 }
 TARGETS = ("de", "fr")
 AVERAGES = (1, 5, 10)
@@ -63,28 +70,41 @@ DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.4))
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_budget",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train", action="store_true", help="train the candidates first")
+    parser.add_argument("--train", action="store_true",
+                        help="train the candidates first (resuming runs begun earlier)")
+    parser.add_argument("--only", nargs="+", choices=list(CANDIDATES), metavar="NAME",
+                        help=f"train and score only these candidates (default: all of "
+                             f"{', '.join(CANDIDATES)})")
+    parser.add_argument("--max-minutes", type=positive, default=None,
+                        help="with --train: stop training after this many minutes; the same "
+                             "command again goes on from there")
+    parser.add_argument("--nproc", type=at_least(1), default=None,
+                        help="with --device cpu: processes a run, one global batch (default 2)")
     parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "budget",
                         help="where the runs are (default runs/budget)")
     parser.add_argument("--limit", type=at_least(3), default=None,
                         help="score only the first N sentences (a smoke test)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
-                        help="cpu only to run it on a machine without a GPU, with tiny "
-                             "overrides (a smoke test); by default a GPU is required")
+                        help="cpu to train and score on a machine without a GPU, one run "
+                             "after another (hours each); by default a GPU is required")
     add_training_arguments(parser, "override fields of every run (a smoke test: "
                                    "dataset=multi30k_sample train_steps=20 ...)")
-    return parser.parse_intermixed_args(argv)
+    args = parser.parse_intermixed_args(argv)
+    if args.nproc is not None and args.device != "cpu":
+        parser.error("--nproc: only with --device cpu (on a GPU every run is one process)")
+    args.nproc = args.nproc or 2
+    return args
 
 
 def check_device(device: str) -> None:
-    """Refuse to start without a GPU unless asked (--device cpu): with --train this starts
-    every run at once at the published budget, which a CPU would take days over."""
+    """Refuse to start without a GPU unless asked (--device cpu): a run at the published budget
+    takes hours on a CPU."""
     gpu = torch.cuda.is_available()
     if device == "cuda" and not gpu:
-        raise DeviceError(f"no CUDA GPU here: this script trains and scores "
+        raise DeviceError(f"no CUDA GPU here: this script trains and scores up to "
                           f"{len(CANDIDATES) * len(TARGETS)} runs at the published budget on one "
-                          f"GPU; to run it on the CPU anyway (a smoke test with tiny overrides), "
-                          f"add --device cpu")
+                          f"GPU; to train on the CPU instead (hours a run; --max-minutes to "
+                          f"spread it over several calls), add --device cpu")
     if device == "cpu" and gpu:
         raise DeviceError("--device cpu: this machine has a CUDA GPU, which the training runs "
                           "use whatever --device says; leave out --device")
@@ -104,14 +124,27 @@ def main(argv=None):
     check_device(args.device)
     check_run_folder(args.runs_dir, "--runs-dir")
     check_out_dir(args.out_dir, args.limit)
-    config = apply_overrides(get(PRESET), overrides(next(iter(CANDIDATES)), "de", args.overrides))
+    names = args.only or list(CANDIDATES)
+    config = apply_overrides(get(PRESET), overrides(names[0], "de", args.overrides))
     sources, references = split_text(config, args.data_dir, "valid")     # the data, checked
-    result = {"machine": machine_record(), "budget": BUDGET, "preset": PRESET}
+    runs = {f"{name}_en_{target}": (name, target) for name in names for target in TARGETS}
+    if args.train:
+        train_runs(args, runs)
+    short = {key: steps for key, (name, target) in runs.items()
+             if (steps := trained_steps(args, name, target)) < config.train_steps}
+    if short:
+        progress = ", ".join(f"{key} at step {steps:,}" for key, steps in short.items())
+        if args.train and args.max_minutes:
+            print(f"stopped after --max-minutes {args.max_minutes:g}: {progress} of "
+                  f"{config.train_steps:,}; the same command again goes on from there")
+            return
+        raise CheckpointError(f"{progress} of train_steps={config.train_steps:,} in "
+                          f"{args.runs_dir}: train them to the end first (--train)")
+    result = {"machine": machine_record(), "budget": BUDGET, "preset": PRESET,
+              "training": training_record(args, runs)}
     if len(sources) > (args.limit or len(sources)):       # a smoke test (--limit) says so
         result["limited"] = f"the first {args.limit:,} sentences of val and of test2016"
-    if args.train:
-        result["training"] = train_all(args)
-    result["candidates"] = sweep_all(args, sources[:args.limit], references[:args.limit])
+    result["candidates"] = sweep_all(args, names, sources[:args.limit], references[:args.limit])
     name, row = max(((n, r) for n, c in result["candidates"].items() for r in c["rows"]),
                     key=lambda item: item[1]["lowercase_bleu"])
     result["best"] = {"candidate": name, **row}
@@ -130,35 +163,72 @@ def main(argv=None):
     print(f"wrote {args.out_dir / 'multi30k_budget.md'}")
 
 
-def train_all(args) -> dict:
-    """Every candidate and its French twin at once, a process each on the GPU; returns each
-    run's command and wall time (the runs share the GPU, so each one's time is longer than
-    it would be alone)."""
-    procs, runs, begun, record = {}, {}, time.time(), {}
-    for name in CANDIDATES:
-        for target in TARGETS:
-            key = f"{name}_en_{target}"
-            runs[key] = run_dir(args.runs_dir, name, target)
-            cmd = train_command(PRESET, runs[key], data_dir=args.data_dir,
-                                overrides=overrides(name, target, args.overrides))
-            procs[key] = start(key, runs[key], cmd)
-            record[key] = {"command": recorded(cmd)}
-    wait_for(procs, runs)
-    for key, run in runs.items():
-        trained = [m for m in read_metrics(run) if m["split"] == "train"]
-        record[key].update(steps=trained[-1]["step"],
-                           training_minutes=round(trained[-1]["elapsed"] / 60, 1))
-    record["all_minutes"] = round((time.time() - begun) / 60, 1)
+def trained_steps(args, name: str, target: str) -> int:
+    """The step of a run's newest checkpoint; 0 for a run not begun."""
+    found = checkpoints(run_dir(args.runs_dir, name, target))
+    return step_in_name(found[-1]) if found else 0
+
+
+def run_command(args, name: str, target: str, max_minutes: float | None) -> list[str]:
+    """The command that trains a run: fresh, or --resume where it has a checkpoint; on the
+    CPU as args.nproc processes of one thread each (one global batch)."""
+    run = run_dir(args.runs_dir, name, target)
+    nproc = args.nproc if args.device == "cpu" else 1
+    if checkpoints(run):
+        cmd = resume_command(run, max_minutes=max_minutes, data_dir=args.data_dir, nproc=nproc)
+    else:
+        cmd = train_command(PRESET, run, max_minutes=max_minutes, data_dir=args.data_dir,
+                            overrides=overrides(name, target, args.overrides), nproc=nproc)
+    return cmd + (["--threads", "1"] if args.device == "cpu" else [])
+
+
+def train_runs(args, runs: dict) -> None:
+    """Train every run short of train_steps (--max-minutes limits this call): on a GPU all at
+    once, a process each; on the CPU one after another, each filling the cores."""
+    config = apply_overrides(get(PRESET), merged(BUDGET, args.overrides))
+    todo = {key: spec for key, spec in runs.items()
+            if trained_steps(args, *spec) < config.train_steps}
+    folders = {key: run_dir(args.runs_dir, *spec) for key, spec in todo.items()}
+    if args.device == "cuda":
+        wait_for({key: start(key, folders[key], run_command(args, *spec, args.max_minutes))
+                  for key, spec in todo.items()}, folders)
+        return
+    begun, left = time.monotonic(), args.max_minutes
+    for key, spec in todo.items():
+        wait_for({key: start(key, folders[key], run_command(args, *spec, left))}, folders)
+        if left is not None:
+            left = args.max_minutes - (time.monotonic() - begun) / 60
+            if left <= 0:                        # the time is spent: the next call goes on
+                return
+
+
+def training_record(args, runs: dict) -> dict:
+    """How the runs trained, from their folders: each one's command (as begun), steps and
+    minutes of training (summed over the calls that resumed it)."""
+    how = ("all at once on the GPU, a process each" if args.device == "cuda" else
+           f"one after another on the CPU, each as {args.nproc} processes (torchrun) of one "
+           f"thread, resumed across calls where --max-minutes stopped them")
+    record = {"how": how, "runs": {}}
+    for key, (name, target) in runs.items():
+        trained = [m for m in read_metrics(run_dir(args.runs_dir, name, target))
+                   if m["split"] == "train"]
+        fresh = train_command(PRESET, run_dir(args.runs_dir, name, target),
+                              data_dir=args.data_dir, overrides=overrides(name, target,
+                                                                          args.overrides),
+                              nproc=args.nproc if args.device == "cpu" else 1)
+        record["runs"][key] = {"command": recorded(fresh), "steps": trained[-1]["step"],
+                               "training_minutes": round(trained[-1]["elapsed"] / 60, 1)}
     return record
 
 
-def sweep_all(args, sources, references) -> dict:
-    """The val sweep of every English->German candidate on these val sentences, one process
-    each (they share the GPU)."""
+def sweep_all(args, names, sources, references) -> dict:
+    """The val sweep of these English->German candidates on these val sentences, one process
+    each (they share the device)."""
+    nproc = args.nproc if args.device == "cpu" else 1
     jobs = {name: (name, apply_overrides(get(PRESET), overrides(name, "de", args.overrides)),
                    run_dir(args.runs_dir, name, "de"), sources, references, args.data_dir,
-                   (PRESET, overrides(name, "de", args.overrides), 1), DECODINGS, AVERAGES)
-            for name in CANDIDATES}
+                   (PRESET, overrides(name, "de", args.overrides), nproc), DECODINGS, AVERAGES)
+            for name in names}
     spawn = multiprocessing.get_context("spawn")         # CUDA cannot be forked
     with ProcessPoolExecutor(len(jobs), mp_context=spawn) as pool:
         futures = {name: pool.submit(sweep_run, *job) for name, job in jobs.items()}
@@ -167,38 +237,42 @@ def sweep_all(args, sources, references) -> dict:
 
 def decode_speed(checkpoint: Path, data_dir, limit) -> dict:
     """Sentences a second of beam 4 on test2016 (English->German): on this device with two
-    batch sizes, and on one CPU thread of the same machine."""
+    batch sizes, and on one CPU thread of the same machine (the CPU's own rows on a CPU)."""
     model, config, tokenizer = load_model(checkpoint, map_location="cpu")
     sources = load_corpus(config, data_dir=data_dir, log=lambda *_: None).test_src[:limit]
-    speeds = {}
-    for device, batch_tokens in [(DEVICE, 2000), (DEVICE, 16000), ("cpu", 2000)]:
+    speeds, threads = {}, torch.get_num_threads()
+    torch.set_num_threads(1)                           # one thread: this model is small
+    for device, batch_tokens in dict.fromkeys([(DEVICE, 2000), (DEVICE, 16000), ("cpu", 2000)]):
         model = model.to(device)
         translate_lines(model, tokenizer, sources[:50], beam_size=4, batch_tokens=batch_tokens)
         start = time.perf_counter()
         translate_lines(model, tokenizer, sources, beam_size=4, batch_tokens=batch_tokens)
         speeds[f"{device}, {batch_tokens} source tokens a batch"] = round(
             len(sources) / (time.perf_counter() - start), 1)
+    torch.set_num_threads(threads)
     return speeds
 
 
 def render_markdown(result: dict, command_line: str) -> str:
-    m, b = result["machine"], result["best"]
-    lines = ["# Multi30k at the published budget, on one GPU", "",
-             f"Written by `{command_line}` (do not edit by hand).", "",
+    m, b, t = result["machine"], result["best"], result["training"]
+    machine = (f"{m['gpu']}, torch {m['torch']}, CUDA {m['cuda']}" if "gpu" in m else
+               f"no GPU: {m['cpu']}, {m['cores']} cores, torch {m['torch']}")
+    published = ", ".join(f"{system.split(':')[0]}: {bleu} ({metric})"
+                          for system, bleu, metric, _ in PUBLISHED[("en", "de")])
+    lines = [f"# Multi30k at the published budget, on {'one GPU' if 'gpu' in m else 'a CPU'}",
+             "", f"Written by `{command_line}` (do not edit by hand).", "",
              *([f"A smoke test (--limit): every score below is on {result['limited']} only.",
                 ""] if result.get("limited") else []),
-             f"Machine: {m.get('gpu', 'no GPU')}, torch {m['torch']}, CUDA {m.get('cuda')}.", "",
+             f"Machine: {machine}.", "",
              f"Every run: `{PRESET}` with `{' '.join(BUDGET)}`, and the candidate's own "
              f"settings. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the Multi30k "
-             f"literature's metric); cased is sacreBLEU's default.", ""]
-    if "training" in result:
-        t = result["training"]
-        lines += [f"All {len(t) - 1} runs trained at once on the GPU in {t['all_minutes']} "
-                  f"minutes of wall time.", ""]
-        lines += markdown_table(["run", "steps", "minutes", "command"],
-                                [[k, v["steps"], v["training_minutes"], f"`{v['command']}`"]
-                                 for k, v in t.items() if k != "all_minutes"])
-        lines += [""]
+             f"literature's metric); cased is sacreBLEU's default. Published English->German "
+             f"test2016 at this budget: {published}.", "",
+             f"The runs trained {t['how']}; minutes are each run's own training time.", ""]
+    lines += markdown_table(["run", "steps", "minutes", "command"],
+                            [[k, v["steps"], v["training_minutes"], f"`{v['command']}`"]
+                             for k, v in t["runs"].items()])
+    lines += [""]
     lines += ["## English->German candidates on val", ""]
     lines += markdown_table(
         ["candidate", "overrides", "checkpoints averaged", "val PPL", "beam", "alpha",

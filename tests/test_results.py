@@ -401,21 +401,25 @@ def test_every_committed_multi30k_bleu_comes_with_lowercased_bleu():
             assert "|case:lc|" in record.get("lowercase_signature", "|case:lc|"), path.name
 
 
-def test_budget_trains_both_pairs_at_once_chooses_on_german_val_and_scores_test_once(
+def test_budget_trains_both_pairs_chooses_on_german_val_and_scores_test_once(
         tmp_path, monkeypatch):
-    """experiments.multi30k_budget, tiny: every candidate and its French twin trained side by side;
-    the winner is the best German val row; test2016 scored for the winner's two runs only, with
-    the winner's averaging and decoding; decoding speed measured."""
+    """experiments.multi30k_budget, tiny, on the CPU: every candidate and its French twin
+    trained; the winner is the best German val row; test2016 scored for the winner's two runs
+    only, with the winner's averaging and decoding; decoding speed measured."""
     monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.3"], "b": ["P_drop=0.0"]})
     monkeypatch.setattr(multi30k_budget, "AVERAGES", (1, 2))
     monkeypatch.setattr(multi30k_budget, "DECODINGS", ((4, 0.6), (5, 1.0)))
     monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
     out, runs = tmp_path / "out", tmp_path / "runs"
-    run(multi30k_budget, "--train", "--device", "cpu", "--runs-dir", runs, "--limit", 4,
-        "--out-dir", out, *TINY, "train_steps=2", "ckpt_every=1", "warmup_steps=1")
+    run(multi30k_budget, "--train", "--device", "cpu", "--nproc", 1, "--runs-dir", runs,
+        "--limit", 4, "--out-dir", out, *TINY, "train_steps=2", "ckpt_every=1",
+        "warmup_steps=1")
     result = json.loads((out / "multi30k_budget.json").read_text())
-    assert sorted(result["training"]) == ["a_en_de", "a_en_fr", "all_minutes", "b_en_de", "b_en_fr"]
-    assert all(result["training"][k]["steps"] == 2 for k in ("a_en_de", "b_en_fr"))
+    trained = result["training"]["runs"]
+    assert sorted(trained) == ["a_en_de", "a_en_fr", "b_en_de", "b_en_fr"]
+    assert all(trained[k]["steps"] == 2 for k in trained)
+    assert "one after another on the CPU" in result["training"]["how"]
+    assert result["machine"]["cores"] >= 1 and result["machine"]["cpu"]
     rows = {name: c["rows"] for name, c in result["candidates"].items()}
     assert set(rows) == {"a", "b"} and all(len(r) == 4 for r in rows.values())   # 2 x 2 grid
     best = result["best"]
@@ -426,5 +430,39 @@ def test_budget_trains_both_pairs_at_once_chooses_on_german_val_and_scores_test_
         assert scored["config"]["P_drop"] == (0.3 if best["candidate"] == "a" else 0.0)
         first = next(iter(scored["test2016"]))
         assert first.startswith(f"beam {best['beam']}, alpha {best['alpha']}")
-    assert len(result["decode_speed"]) >= 2 and all(v > 0 for v in result["decode_speed"].values())
+    assert len(result["decode_speed"]) == 2 and all(v > 0 for v in result["decode_speed"].values())
     assert "Best on val: **" in (out / "multi30k_budget.md").read_text()
+
+
+def test_budget_on_the_cpu_stops_at_max_minutes_and_goes_on_where_it_stopped(
+        tmp_path, monkeypatch, capsys):
+    """--max-minutes stops training and writes no results; the same command again resumes
+    the run begun (--resume), starts the rest, and ends with every run at train_steps,
+    the resumed one exactly as a run trained in one go."""
+    monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.1"]})
+    monkeypatch.setattr(multi30k_budget, "AVERAGES", (1,))
+    monkeypatch.setattr(multi30k_budget, "DECODINGS", ((4, 0.6),))
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    args = ["--train", "--device", "cpu", "--nproc", 1, "--runs-dir", runs, "--limit", 4,
+            "--out-dir", out, *TINY, "train_steps=6", "ckpt_every=1", "warmup_steps=1"]
+    run(multi30k_budget, *args, "--max-minutes", 1e-9)      # stops after the first step
+    said = capsys.readouterr().out
+    assert "stopped after --max-minutes" in said and "a_en_de at step" in said
+    assert "the same command again goes on" in said and not out.exists()
+    assert not (runs / "a_en_fr").exists()                # no time was left to start it
+    stopped_at = multi30k_budget.trained_steps(multi30k_budget.parse_args(
+        [str(a) for a in args]), "a", "de")
+    assert stopped_at == 1
+    run(multi30k_budget, *args)
+    assert "--resume" in capsys.readouterr().out
+    trained = json.loads((out / "multi30k_budget.json").read_text())["training"]["runs"]
+    assert trained["a_en_de"]["steps"] == trained["a_en_fr"]["steps"] == 6
+    multi30k_budget.main([str(a) for a in ["--device", "cpu", "--runs-dir", tmp_path / "again",
+                                           "--train", "--nproc", 1, "--limit", 4, "--out-dir",
+                                           tmp_path / "out2", *TINY, "train_steps=6",
+                                           "ckpt_every=1", "warmup_steps=1"]])
+    for target in ("de", "fr"):
+        resumed = load(runs / f"a_en_{target}" / "ckpt_0000006.pt")["model"]
+        whole = load(tmp_path / "again" / f"a_en_{target}" / "ckpt_0000006.pt")["model"]
+        assert all(resumed[name].equal(tensor) for name, tensor in whole.items()), target

@@ -464,3 +464,26 @@ def test_the_budget_script_without_a_gpu_refuses_unless_asked(tmp_path, capsys, 
                   tmp_path / "out", *TINY, capsys=capsys)
     assert err.startswith("error: no CUDA GPU here") and "--device cpu" in err
     assert everything_under(tmp_path) == set()
+
+
+def test_the_budget_script_scores_no_run_short_of_its_steps(tmp_path, capsys, monkeypatch):
+    """A run stopped part way (--max-minutes) is not scored as if it were done: one line
+    naming each run's step and the fix, and no results."""
+    monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.1"]})
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    runs = tmp_path / "runs"
+    run(multi30k_budget, "--train", "--device", "cpu", "--nproc", 1, "--runs-dir", runs,
+        "--max-minutes", 1e-9, "--limit", 3, "--out-dir", tmp_path / "out", *TINY,
+        "train_steps=4")
+    capsys.readouterr()
+    err = refused(multi30k_budget, "--device", "cpu", "--runs-dir", runs, "--limit", 3,
+                  "--out-dir", tmp_path / "out", *TINY, "train_steps=4", capsys=capsys)
+    assert "a_en_de at step 1, a_en_fr at step 0 of train_steps=4" in err
+    assert "(--train)" in err and not (tmp_path / "out").exists()
+
+
+def test_the_budget_script_takes_nproc_only_for_the_cpu(tmp_path, capsys):
+    err = refused(multi30k_budget, "--nproc", 2, "--runs-dir", tmp_path / "runs", code=2,
+                  capsys=capsys)
+    assert "--nproc: only with --device cpu" in err
+    assert everything_under(tmp_path) == set()
