@@ -274,6 +274,10 @@ def render_markdown(result: dict, command_line: str) -> str:
                              for k, v in t["runs"].items()])
     lines += [""]
     lines += ["## English->German candidates on val", ""]
+    left_out = [name for name in CANDIDATES if name not in result["candidates"]]
+    if left_out:
+        lines += [f"Trained and scored: {', '.join(result['candidates'])} (--only); not trained "
+                  f"here: {', '.join(left_out)}.", ""]
     lines += markdown_table(
         ["candidate", "overrides", "checkpoints averaged", "val PPL", "beam", "alpha",
          "val lowercased BLEU", "val cased sacreBLEU"],

@@ -438,14 +438,15 @@ def test_budget_on_the_cpu_stops_at_max_minutes_and_goes_on_where_it_stopped(
         tmp_path, monkeypatch, capsys):
     """--max-minutes stops training and writes no results; the same command again resumes
     the run begun (--resume), starts the rest, and ends with every run at train_steps,
-    the resumed one exactly as a run trained in one go."""
-    monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.1"]})
+    the resumed one exactly as a run trained in one go; --only trains one candidate of two."""
+    monkeypatch.setattr(multi30k_budget, "CANDIDATES", {"a": ["P_drop=0.1"], "b": []})
     monkeypatch.setattr(multi30k_budget, "AVERAGES", (1,))
     monkeypatch.setattr(multi30k_budget, "DECODINGS", ((4, 0.6),))
     monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
     out, runs = tmp_path / "out", tmp_path / "runs"
-    args = ["--train", "--device", "cpu", "--nproc", 1, "--runs-dir", runs, "--limit", 4,
-            "--out-dir", out, *TINY, "train_steps=6", "ckpt_every=1", "warmup_steps=1"]
+    tiny = [*TINY, "train_steps=6", "ckpt_every=1", "warmup_steps=1"]
+    args = ["--train", "--device", "cpu", "--only", "a", "--nproc", 1, "--runs-dir", runs,
+            "--limit", 4, "--out-dir", out, *tiny]
     run(multi30k_budget, *args, "--max-minutes", 1e-9)      # stops after the first step
     said = capsys.readouterr().out
     assert "stopped after --max-minutes" in said and "a_en_de at step" in said
@@ -457,11 +458,11 @@ def test_budget_on_the_cpu_stops_at_max_minutes_and_goes_on_where_it_stopped(
     run(multi30k_budget, *args)
     assert "--resume" in capsys.readouterr().out
     trained = json.loads((out / "multi30k_budget.json").read_text())["training"]["runs"]
+    assert sorted(trained) == ["a_en_de", "a_en_fr"] and not (runs / "b_en_de").exists()
     assert trained["a_en_de"]["steps"] == trained["a_en_fr"]["steps"] == 6
-    multi30k_budget.main([str(a) for a in ["--device", "cpu", "--runs-dir", tmp_path / "again",
-                                           "--train", "--nproc", 1, "--limit", 4, "--out-dir",
-                                           tmp_path / "out2", *TINY, "train_steps=6",
-                                           "ckpt_every=1", "warmup_steps=1"]])
+    assert "(--only); not trained here: b." in (out / "multi30k_budget.md").read_text()
+    run(multi30k_budget, "--train", "--device", "cpu", "--only", "a", "--nproc", 1,
+        "--runs-dir", tmp_path / "again", "--limit", 4, "--out-dir", tmp_path / "out2", *tiny)
     for target in ("de", "fr"):
         resumed = load(runs / f"a_en_{target}" / "ckpt_0000006.pt")["model"]
         whole = load(tmp_path / "again" / f"a_en_{target}" / "ckpt_0000006.pt")["model"]
