@@ -79,7 +79,8 @@ def parse_args(argv=None):
                         help="with --train: stop training after this many minutes; the same "
                              "command again goes on from there")
     parser.add_argument("--nproc", type=at_least(1), default=None,
-                        help="with --device cpu: processes a run, one global batch (default 2)")
+                        help="with --device cpu: processes a run, one global batch (default 2; "
+                             "on a GPU every run is one process)")
     parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "budget",
                         help="where the runs are (default runs/budget)")
     parser.add_argument("--limit", type=at_least(3), default=None,
@@ -92,7 +93,9 @@ def parse_args(argv=None):
     args = parser.parse_intermixed_args(argv)
     if args.nproc is not None and args.device != "cpu":
         parser.error("--nproc: only with --device cpu (on a GPU every run is one process)")
-    args.nproc = args.nproc or 2
+    if args.max_minutes is not None and not args.train:
+        parser.error("--max-minutes: only with --train (it limits the training)")
+    args.nproc = args.nproc or (2 if args.device == "cpu" else 1)
     return args
 
 
@@ -129,17 +132,17 @@ def main(argv=None):
     sources, references = split_text(config, args.data_dir, "valid")     # the data, checked
     runs = {f"{name}_en_{target}": (name, target) for name in names for target in TARGETS}
     if args.train:
-        train_runs(args, runs)
+        train_runs(args, runs, config.train_steps)
     short = {key: steps for key, (name, target) in runs.items()
              if (steps := trained_steps(args, name, target)) < config.train_steps}
     if short:
         progress = ", ".join(f"{key} at step {steps:,}" for key, steps in short.items())
-        if args.train and args.max_minutes:
+        if args.max_minutes:
             print(f"stopped after --max-minutes {args.max_minutes:g}: {progress} of "
                   f"{config.train_steps:,}; the same command again goes on from there")
             return
         raise CheckpointError(f"{progress} of train_steps={config.train_steps:,} in "
-                          f"{args.runs_dir}: train them to the end first (--train)")
+                              f"{args.runs_dir}: train them to the end first (--train)")
     result = {"machine": machine_record(), "budget": BUDGET, "preset": PRESET,
               "training": training_record(args, runs)}
     if len(sources) > (args.limit or len(sources)):       # a smoke test (--limit) says so
@@ -173,21 +176,19 @@ def run_command(args, name: str, target: str, max_minutes: float | None) -> list
     """The command that trains a run: fresh, or --resume where it has a checkpoint; on the
     CPU as args.nproc processes of one thread each (one global batch)."""
     run = run_dir(args.runs_dir, name, target)
-    nproc = args.nproc if args.device == "cpu" else 1
     if checkpoints(run):
-        cmd = resume_command(run, max_minutes=max_minutes, data_dir=args.data_dir, nproc=nproc)
+        cmd = resume_command(run, max_minutes=max_minutes, data_dir=args.data_dir,
+                             nproc=args.nproc)
     else:
         cmd = train_command(PRESET, run, max_minutes=max_minutes, data_dir=args.data_dir,
-                            overrides=overrides(name, target, args.overrides), nproc=nproc)
+                            overrides=overrides(name, target, args.overrides), nproc=args.nproc)
     return cmd + (["--threads", "1"] if args.device == "cpu" else [])
 
 
-def train_runs(args, runs: dict) -> None:
+def train_runs(args, runs: dict, train_steps: int) -> None:
     """Train every run short of train_steps (--max-minutes limits this call): on a GPU all at
     once, a process each; on the CPU one after another, each filling the cores."""
-    config = apply_overrides(get(PRESET), merged(BUDGET, args.overrides))
-    todo = {key: spec for key, spec in runs.items()
-            if trained_steps(args, *spec) < config.train_steps}
+    todo = {key: spec for key, spec in runs.items() if trained_steps(args, *spec) < train_steps}
     folders = {key: run_dir(args.runs_dir, *spec) for key, spec in todo.items()}
     if args.device == "cuda":
         wait_for({key: start(key, folders[key], run_command(args, *spec, args.max_minutes))
@@ -213,9 +214,8 @@ def training_record(args, runs: dict) -> dict:
         trained = [m for m in read_metrics(run_dir(args.runs_dir, name, target))
                    if m["split"] == "train"]
         fresh = train_command(PRESET, run_dir(args.runs_dir, name, target),
-                              data_dir=args.data_dir, overrides=overrides(name, target,
-                                                                          args.overrides),
-                              nproc=args.nproc if args.device == "cpu" else 1)
+                              data_dir=args.data_dir,
+                              overrides=overrides(name, target, args.overrides), nproc=args.nproc)
         record["runs"][key] = {"command": recorded(fresh), "steps": trained[-1]["step"],
                                "training_minutes": round(trained[-1]["elapsed"] / 60, 1)}
     return record
@@ -224,10 +224,10 @@ def training_record(args, runs: dict) -> dict:
 def sweep_all(args, names, sources, references) -> dict:
     """The val sweep of these English->German candidates on these val sentences, one process
     each (they share the device)."""
-    nproc = args.nproc if args.device == "cpu" else 1
     jobs = {name: (name, apply_overrides(get(PRESET), overrides(name, "de", args.overrides)),
                    run_dir(args.runs_dir, name, "de"), sources, references, args.data_dir,
-                   (PRESET, overrides(name, "de", args.overrides), nproc), DECODINGS, AVERAGES)
+                   (PRESET, overrides(name, "de", args.overrides), args.nproc), DECODINGS,
+                   AVERAGES)
             for name in names}
     spawn = multiprocessing.get_context("spawn")         # CUDA cannot be forked
     with ProcessPoolExecutor(len(jobs), mp_context=spawn) as pool:

@@ -482,8 +482,12 @@ def test_the_budget_script_scores_no_run_short_of_its_steps(tmp_path, capsys, mo
     assert "(--train)" in err and not (tmp_path / "out").exists()
 
 
-def test_the_budget_script_takes_nproc_only_for_the_cpu(tmp_path, capsys):
+def test_the_budget_script_takes_nproc_only_for_the_cpu_max_minutes_only_to_train(tmp_path,
+                                                                                 capsys):
     err = refused(multi30k_budget, "--nproc", 2, "--runs-dir", tmp_path / "runs", code=2,
                   capsys=capsys)
     assert "--nproc: only with --device cpu" in err
+    err = refused(multi30k_budget, "--max-minutes", 5, "--device", "cpu", "--runs-dir",
+                  tmp_path / "runs", code=2, capsys=capsys)
+    assert "--max-minutes: only with --train" in err
     assert everything_under(tmp_path) == set()
