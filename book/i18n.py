@@ -123,9 +123,11 @@ def translatable(block: str) -> bool:
 
 
 def translation_file(source: Path, lang: str) -> Path:
-    """book/<lang>/<name>.md; a page in a folder of book/ is named with its folder
-    (book/api/index.md -> api_index.md)."""
-    if source.parent != BOOK and source.is_relative_to(BOOK):
+    """book/<lang>/<name>.md; a page in a folder of book/ or of chapters/ is named with its
+    folder (book/api/index.md -> api_index.md, chapters/solutions/02_masking.ipynb ->
+    solutions_02_masking.md)."""
+    if source.parent not in (BOOK, CHAPTERS) and (source.is_relative_to(BOOK) or
+                                                  source.is_relative_to(CHAPTERS)):
         return BOOK / lang / f"{source.parent.name}_{source.stem}.md"
     return BOOK / lang / f"{source.stem}.md"
 
@@ -193,7 +195,7 @@ def short(text: str, n: int = 60) -> str:
 def translated_notebook(nb: dict, source: Path, lang: str) -> dict:
     """The chapter `nb` (as JSON) in `lang`: each markdown cell replaced by its unit's
     translation (English where there is none yet, which `check` reports); code cells and their
-    outputs exactly as they are."""
+    outputs as they are, but for the exercises (exercise_language)."""
     where = translation_file(source, lang)
     units = {u.key: u.text for u in read_units(where, lang)} if where.exists() else {}
     out = copy.deepcopy(nb)
@@ -201,8 +203,23 @@ def translated_notebook(nb: dict, source: Path, lang: str) -> dict:
         text = units.get(f"cell {cell.get('id')}")
         if cell["cell_type"] == "markdown" and text:
             cell["source"] = text
+        if cell["cell_type"] == "code":
+            exercise_language(cell, lang)
     out["metadata"]["language"] = LANGUAGES[lang]
     return out
+
+
+def exercise_language(cell: dict, lang: str) -> None:
+    """An exercise's code cell in `lang`: the checker that the exercises' setup cell makes
+    speaks `lang`, and each check's output shows its line in `lang`, which the output carries
+    in its metadata (annotated.exercises.show)."""
+    if "exercise-setup" in cell.get("metadata", {}).get("tags", []):
+        text = "".join(cell["source"])
+        cell["source"] = text.replace('checker("en")', f'checker("{lang}")')
+    for output in cell.get("outputs", []):
+        said = output.get("metadata", {}).get("exercise", {})
+        if lang in said and "text/plain" in output.get("data", {}):
+            output["data"]["text/plain"] = said[lang]
 
 
 def translated_page(source: Path, lang: str) -> str:
@@ -217,6 +234,7 @@ def translated_page(source: Path, lang: str) -> str:
 def sources() -> list[Path]:
     """Every English page that has a translation: the chapters, then the book's pages."""
     return (sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")) + sorted(CHAPTERS.glob("appendix_*.ipynb"))
+            + sorted(CHAPTERS.glob("solutions/[0-9][0-9]_*.ipynb"))
             + sorted(p for p in BOOK.glob("*.md")) + [BOOK / "api" / "index.md"])
 
 

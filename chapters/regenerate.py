@@ -1,6 +1,7 @@
 """Re-execute chapters in full mode, rewriting their committed outputs and figures.
 
-    python chapters/regenerate.py [01 05 A ...]          # all chapters, or those given (A: the appendix)
+    python chapters/regenerate.py [01 05 A S02 ...]      # all notebooks, or those given (A: the
+                                                         # appendix, S02: chapter 2's solutions)
     python chapters/regenerate.py --listings [07 08]     # only the source listings
     python chapters/regenerate.py --cells 08:7,8         # only these cells of one chapter
 
@@ -80,20 +81,24 @@ def cell_choice(text: str) -> tuple[str, set[int]]:
 
 
 def key(notebook: Path) -> str:
-    """What the command line calls a notebook: a chapter's number (06), A for the appendix."""
+    """What the command line calls a notebook: a chapter's number (06), A for the appendix,
+    S06 for the solutions to chapter 6's exercises."""
+    if notebook.parent.name == "solutions":
+        return "S" + notebook.name[:2]
     return "A" if notebook.name.startswith("appendix_") else notebook.name[:2]
 
 
 def chosen_notebooks(numbers: list[str]) -> list[Path]:
-    """The notebooks of the chapters `numbers` (all when empty; A is the appendix); an unknown
-    number is refused."""
+    """The notebooks of the chapters `numbers` (all when empty; A is the appendix, S06 the
+    solutions to chapter 6's exercises); an unknown number is refused."""
     notebooks = (sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
-                 + sorted(CHAPTERS.glob("appendix_*.ipynb")))
+                 + sorted(CHAPTERS.glob("appendix_*.ipynb"))
+                 + sorted(CHAPTERS.glob("solutions/[0-9][0-9]_*.ipynb")))
     unknown = sorted(set(numbers) - {key(p) for p in notebooks})
     if unknown:
         raise DataError(f"no chapter {', '.join(unknown)} in {CHAPTERS.name}/ (it has "
                         f"{', '.join(key(p) for p in notebooks)}); give chapter numbers such "
-                        f"as 01 06, or A for the appendix")
+                        f"as 01 06, A for the appendix, or S06 for chapter 6's solutions")
     return [p for p in notebooks if not numbers or key(p) in numbers]
 
 
@@ -101,7 +106,7 @@ def check_cells(nb: Path, indices: set[int]) -> None:
     """Refuse --cells indices that `nb` does not have, or that are not code cells, before
     anything runs (refresh copies outputs of code cells only)."""
     cells = nbformat.read(nb, as_version=4).cells
-    where = f"{CHAPTERS.name}/{nb.name}"
+    where = nb.relative_to(CHAPTERS.parent).as_posix()
     missing = sorted(i for i in indices if i >= len(cells))
     if missing:
         raise DataError(f"{where} has cells 0 to {len(cells) - 1}, not "
@@ -124,7 +129,8 @@ def main(argv=None):
         check_data_location()
     for nb in notebooks:
         start = time.time()
-        print(f"running {nb.name}{' (listings)' if args.listings else ''} ...", flush=True)
+        print(f"running {nb.relative_to(CHAPTERS).as_posix()}"
+              f"{' (listings)' if args.listings else ''} ...", flush=True)
         if args.cells:
             refresh(nb, lambda i, cell: i in args.cells[1])
         elif args.listings:
@@ -161,7 +167,7 @@ def run_full(nb: Path):
                            "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1",
                            str(nb)], env=env)
     if done.returncode != 0:
-        raise DataError(f"{CHAPTERS.name}/{nb.name} failed in full mode (exit code "
+        raise DataError(f"{nb.relative_to(CHAPTERS.parent).as_posix()} failed in full mode (exit code "
                         f"{done.returncode}; its error is above), so it was not rewritten and "
                         f"no later chapter ran; fix the cause and run `python "
                         f"chapters/regenerate.py {key(nb)}` again")
@@ -175,7 +181,7 @@ def refresh(nb: Path, chosen):
     os.environ.pop("ANNOTATED_FULL", None)
     os.environ.setdefault("MPLBACKEND", "Agg")
     NotebookClient(scratch, timeout=None,
-                   resources={"metadata": {"path": str(CHAPTERS)}}).execute()
+                   resources={"metadata": {"path": str(nb.parent)}}).execute()
     changed = 0
     for i, (old, new) in enumerate(zip(committed.cells, scratch.cells)):
         if old.cell_type == "code" and chosen(i, old) and old.outputs != new.outputs:

@@ -95,7 +95,9 @@ def test_a_chapter_that_fails_in_full_mode_is_one_line_naming_it(regenerate, cap
     assert regenerate.ran == ["06_training.ipynb"]          # chapter 9 did not start
 
 
-def test_the_appendix_is_chosen_as_a(regenerate):
-    chosen = regenerate.chosen_notebooks(["A", "08"])
-    assert [p.name for p in chosen] == ["08_results.ipynb", "appendix_experiment_log.ipynb"]
-    assert len(regenerate.chosen_notebooks([])) == 10
+def test_the_appendix_is_chosen_as_a_and_a_chapters_solutions_as_s(regenerate):
+    chosen = regenerate.chosen_notebooks(["A", "08", "S02"])
+    assert [p.relative_to(ROOT / "chapters").as_posix() for p in chosen] == [
+        "08_results.ipynb", "appendix_experiment_log.ipynb", "solutions/02_masking.ipynb"]
+    every = regenerate.chosen_notebooks([])
+    assert len(every) == 10 + len(list((ROOT / "chapters" / "solutions").glob("*.ipynb")))

@@ -1,0 +1,76 @@
+"""The chapters' exercises, checked: the learner writes a function, one call checks it.
+
+    from annotated.exercises import checker
+    check = checker("en")              # checker("zh"): the messages in Chinese
+    check("2.1", causal_mask)          # one line: passed, or what is wrong, and a hint
+
+Each chapter's coding exercises are defined in a module of their own (`ch01` ... `ch09`):
+the cases, the right answer (from reference_numpy/ where it has one, else from the package),
+the hint and the slips each check recognises. `core` runs a check; `grade` executes
+students' notebooks and runs the checks they called (`python -m annotated.exercises grade
+NOTEBOOK...`). Nothing here imports the solutions, which are notebooks of their own in
+chapters/solutions/.
+
+In a notebook, a check's line is shown as an output that carries the line in every language
+of the book (in its metadata, under "exercise"), so that the book's translated notebooks show
+it in their own language without running anything again.
+"""
+import importlib
+
+from annotated.exercises.core import Exercise, Result, run
+from annotated.exercises.messages import MESSAGES
+
+CHAPTERS = [f"ch{n:02d}" for n in range(1, 10)]
+#: The function each exercise was last checked with in this process, by exercise id: what
+#: the grader checks once a student's notebook has run.
+CHECKED: dict[str, object] = {}
+
+
+def exercises() -> dict[str, Exercise]:
+    """Every coding exercise of the book, by its id ("2.1"), in the book's order."""
+    found = {}
+    for name in CHAPTERS:
+        module = importlib.import_module(f"annotated.exercises.{name}")
+        found.update({e.id: e for e in module.EXERCISES})
+    return found
+
+
+def result_of(exercise_id: str, fn) -> Result:
+    """The check of `fn` as the exercise `exercise_id`, its message in every language."""
+    found = exercises()
+    if exercise_id not in found:
+        raise KeyError(f"no coding exercise {exercise_id!r}; the book has "
+                       f"{', '.join(found)}")
+    return run(found[exercise_id], fn)
+
+
+def checker(lang: str = "en"):
+    """`check(exercise_id, fn)` with its messages in `lang` ("en" or "zh")."""
+    if lang not in MESSAGES:
+        raise ValueError(f"no messages in {lang!r}; the book has {', '.join(MESSAGES)}")
+
+    def check(exercise_id: str, fn) -> None:
+        """Check `fn` as exercise `exercise_id` and show one line saying how it went."""
+        result = result_of(exercise_id, fn)
+        CHECKED[exercise_id] = fn
+        show(result, lang)
+    return check
+
+
+def show(result: Result, lang: str) -> None:
+    """Print the result's line in `lang`; in a notebook, as an output whose metadata holds it
+    in every language."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(result.message(lang))
+        return
+    display({"text/plain": result.message(lang)}, raw=True,
+            metadata={"exercise": {"id": result.id, "status": result.status,
+                                   **result.messages}})
+
+
+check = checker("en")

@@ -1,0 +1,3 @@
+"""Chapter 1's coding exercises."""
+
+EXERCISES = []

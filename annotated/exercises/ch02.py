@@ -1,0 +1,184 @@
+"""Chapter 2's coding exercises: the causal mask, the padding mask, attention under a mask."""
+import numpy as np
+import torch
+
+from annotated.exercises.core import Case, Exercise, Slip, Text
+from reference_numpy import attention as np_attention
+from reference_numpy import masks as np_masks
+
+
+def tokens(rows: list[list[int]]) -> torch.Tensor:
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+# ---- 2.1 the causal mask ----
+
+def causal_cases() -> list[Case]:
+    return [Case(Text(f"size {n}", f"长度 {n}"), (n,)) for n in (4, 1, 7, 12)]
+
+
+def causal_answer(size):
+    return torch.from_numpy(np_masks.subsequent_mask(size))
+
+
+CAUSAL = Exercise(
+    id="2.1", function="causal_mask",
+    topic=Text("the causal mask", "因果掩码"),
+    cases=causal_cases, answer=causal_answer,
+    hint=Text("query i may attend to the keys j with j <= i (§3.2.3), itself included; True "
+              "means attend, and the mask broadcasts against scores (batch, h, q_len, k_len).",
+              "查询 i 可以关注满足 j <= i 的键 j（§3.2.3），包括它自己；True 表示可以关注；"
+              "掩码要能与分数 (batch, h, q_len, k_len) 广播。"),
+    slips=(
+        Slip(Text("Your mask opens the keys after each query: the future leaks.",
+                  "你的掩码让每个查询看到了它之后的键：未来的信息泄漏了。"),
+             lambda size: torch.ones(size, size, dtype=torch.bool).triu()[None, None],
+             "slip-future-leak"),
+        Slip(Text("Your mask is True where a key is blocked: this book's convention is True = "
+                  "attend (nn.MultiheadAttention uses the opposite).",
+                  "你的掩码在被屏蔽的键处为 True：本书的约定是 True 表示可以关注"
+                  "（nn.MultiheadAttention 的约定正相反）。"),
+             lambda size: ~torch.ones(size, size, dtype=torch.bool).tril()[None, None],
+             "slip-future-leak"),
+        Slip(Text("Your mask hides each position from itself: the diagonal must be open, or "
+                  "the first query has no key at all.",
+                  "你的掩码让每个位置看不到它自己：对角线必须是开放的，否则第一个查询一个键也没有。"),
+             lambda size: torch.ones(size, size, dtype=torch.bool).tril(-1)[None, None]),
+        Slip(Text("Your mask has no batch and head axes: give it the shape (1, 1, size, size).",
+                  "你的掩码缺少批次轴和头轴：它的形状应为 (1, 1, size, size)。"),
+             lambda size: torch.ones(size, size, dtype=torch.bool).tril()),
+    ))
+
+
+# ---- 2.2 the padding mask ----
+
+PAD = 0
+
+
+def padding_cases() -> list[Case]:
+    return [
+        Case(Text("three sentences, two padded", "三个句子，其中两个有填充"),
+             (tokens([[5, 6, 7, 2], [5, 6, 2, 0], [8, 2, 0, 0]]), PAD)),
+        Case(Text("a batch of one, no padding", "批次中只有一个句子，没有填充"),
+             (tokens([[9, 4, 2]]), PAD)),
+        Case(Text("an odd length, padding id 1", "奇数长度，填充的编号为 1"),
+             (tokens([[4, 5, 6, 7, 2], [4, 2, 1, 1, 1]]), 1)),
+        Case(Text("a row that is all padding", "一整行都是填充"),
+             (tokens([[4, 5, 2], [0, 0, 0]]), PAD)),
+    ]
+
+
+def padding_answer(batch, pad):
+    return torch.from_numpy(np_masks.padding_mask(batch.numpy(), pad))
+
+
+PADDING = Exercise(
+    id="2.2", function="key_mask",
+    topic=Text("the padding mask", "填充掩码"),
+    cases=padding_cases, answer=padding_answer,
+    hint=Text("a key may be attended to when it is a real token, not padding; the mask of "
+              "(batch, seq) tokens has the shape (batch, 1, 1, seq), one row shared by every "
+              "head and every query.",
+              "一个键只要是真实词元而不是填充，就可以被关注；(batch, seq) 词元的掩码形状为 "
+              "(batch, 1, 1, seq)：所有头、所有查询共用同一行。"),
+    slips=(
+        Slip(Text("Your mask is True at the padding: this book's convention is True = attend.",
+                  "你的掩码在填充处为 True：本书的约定是 True 表示可以关注。"),
+             lambda t, pad: (t == pad)[:, None, None, :]),
+        Slip(Text("Your mask blocks query rows, not key columns: padding must get no weight as a "
+                  "key, so the sequence axis goes last, (batch, 1, 1, seq).",
+                  "你的掩码屏蔽的是查询所在的行，而不是键所在的列：填充作为键时不能得到权重，"
+                  "所以序列轴应放在最后，即 (batch, 1, 1, seq)。"),
+             lambda t, pad: (t != pad)[:, None, :, None]),
+        Slip(Text("Your mask compares the tokens with 0, not with `pad`.",
+                  "你的掩码把词元与 0 比较，而不是与 `pad` 比较。"),
+             lambda t, pad: (t != 0)[:, None, None, :]),
+        Slip(Text("Your mask has no head and query axes: give it the shape (batch, 1, 1, seq).",
+                  "你的掩码缺少头轴和查询轴：它的形状应为 (batch, 1, 1, seq)。"),
+             lambda t, pad: t != pad),
+    ))
+
+
+# ---- 2.3 attention under a mask ----
+
+def masked_cases() -> list[Case]:
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()[None, None]
+    padded = torch.tensor([True, True, True, False, False])[None, None, None]
+    q, k, v = randn(2, 2, 5, 4, seed=1), randn(2, 2, 5, 4, seed=2), randn(2, 2, 5, 3, seed=3)
+    # Open scores of about -12,000 and -2e10, below the common fills -1e4 and -1e9: only
+    # -inf keeps the blocked keys at zero weight.
+    one_q = torch.ones(1, 1, 1, 4, dtype=torch.float64)
+    near_k = -6000 + randn(1, 1, 5, 4, seed=4)                     # scores q.k/2 ~ -12,000
+    far_k = torch.full((1, 1, 5, 4), -1e10, dtype=torch.float64)   # scores -2e10
+    return [
+        Case(Text("the causal mask, float64", "因果掩码，float64"), (q, k, v, causal)),
+        Case(Text("a padding mask, float32", "填充掩码，float32"),
+             (q.float(), k.float(), v.float(), padded)),
+        Case(Text("a batch of one, odd length 3", "批次中只有一个句子，奇数长度 3"),
+             (q[:1, :, :3], k[:1, :, :3], v[:1, :, :3], causal[..., :3, :3])),
+        Case(Text("open scores near -12,000", "开放的分数约为 -12,000"),
+             (one_q, near_k, v[:1, :1], padded)),
+        Case(Text("open scores far below -1e9", "开放的分数远低于 -1e9"),
+             (one_q, far_k, v[:1, :1], padded)),
+        Case(Text("float16", "float16"), (q.half(), k.half(), v.half(), causal)),
+    ]
+
+
+def masked_answer(q, k, v, mask):
+    dtype = q.dtype
+    out, cache = np_attention.attention_forward(
+        q.double().numpy(), k.double().numpy(), v.double().numpy(), mask.numpy())
+    return torch.from_numpy(out).to(dtype), torch.from_numpy(cache[0]).to(dtype)
+
+
+def filled(fill: float, scale: bool = True, inverted: bool = False):
+    """Attention whose blocked scores are filled with `fill` (a slip unless -inf)."""
+    def attend(q, k, v, mask):
+        scores = q @ k.transpose(-2, -1) / (q.size(-1) ** 0.5 if scale else 1.0)
+        weights = scores.masked_fill(mask if inverted else ~mask, fill).softmax(-1)
+        return weights @ v, weights
+    return attend
+
+
+def masked_after_softmax(q, k, v, mask):
+    weights = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1) * mask
+    return weights @ v, weights
+
+
+FINITE = Text("Your code fills the blocked scores with a finite number (such as -1e9 or -1e4): a "
+              "blocked key keeps some weight whenever the open scores come near it, and in "
+              "float16 the number may not even be stored. Fill with -inf.",
+              "你的代码用有限数（例如 -1e9 或 -1e4）填充被屏蔽的分数：只要开放的分数接近它，"
+              "被屏蔽的键就会留下一些权重；在 float16 中这个数甚至可能无法表示。请用 -inf 填充。")
+
+
+MASKED = Exercise(
+    id="2.3", function="masked_attention",
+    topic=Text("attention under a mask", "带掩码的注意力"),
+    cases=masked_cases, answer=masked_answer,
+    hint=Text("blocked scores must get exactly zero weight after the softmax, however large or "
+              "small the open scores are (§3.2.3); mask the scores, then take the softmax.",
+              "无论开放的分数多大或多小，被屏蔽的分数在 softmax 之后都必须恰好得到零权重"
+              "（§3.2.3）；先对分数加掩码，再取 softmax。"),
+    slips=(
+        Slip(FINITE, filled(-1e9), "slip-finite-mask"),
+        Slip(FINITE, filled(-1e4), "slip-finite-mask"),
+        Slip(Text("Your code fills the keys the mask opens: in this book True means attend, so "
+                  "fill where the mask is False (~mask).",
+                  "你的代码填充的是掩码开放的键：本书中 True 表示可以关注，所以应在掩码为 False "
+                  "的地方（~mask）填充。"),
+             filled(float("-inf"), inverted=True), "slip-future-leak"),
+        Slip(Text("Your code zeroes the weights after the softmax: the rows no longer sum to 1.",
+                  "你的代码在 softmax 之后才把权重置零：每行的和不再是 1。"),
+             masked_after_softmax),
+        Slip(Text("Your scores are not divided by sqrt(d_k).",
+                  "你的分数没有除以 sqrt(d_k)。"),
+             filled(float("-inf"), scale=False)),
+    ))
+
+
+EXERCISES = [CAUSAL, PADDING, MASKED]

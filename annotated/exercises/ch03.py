@@ -1,0 +1,3 @@
+"""Chapter 3's coding exercises."""
+
+EXERCISES = []

@@ -1,0 +1,3 @@
+"""Chapter 4's coding exercises."""
+
+EXERCISES = []

@@ -1,0 +1,3 @@
+"""Chapter 5's coding exercises."""
+
+EXERCISES = []

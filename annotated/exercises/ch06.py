@@ -1,0 +1,3 @@
+"""Chapter 6's coding exercises."""
+
+EXERCISES = []

@@ -1,0 +1,3 @@
+"""Chapter 7's coding exercises."""
+
+EXERCISES = []

@@ -1,0 +1,3 @@
+"""Chapter 8's coding exercises."""
+
+EXERCISES = []

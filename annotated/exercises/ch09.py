@@ -1,0 +1,3 @@
+"""Chapter 9's coding exercises."""
+
+EXERCISES = []

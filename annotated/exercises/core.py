@@ -1,0 +1,267 @@
+"""How an exercise is checked: the learner's function against the right answer, case by case.
+
+An `Exercise` names the function the learner writes, a list of cases (fixed, random with a
+fixed seed, and adversarial: odd lengths, a batch of one, all-padding rows, float64, the edge
+of a dtype), the right answer for a case (from reference_numpy/ where it has one, else from
+the package), a hint that points to the idea, and the slips it recognises: wrong answers
+written out, so that a learner's answer equal to one of them is named ("your heads were
+merged without moving the head axis back").
+
+`run(exercise, fn, lang)` calls `fn` on each case in turn (on copies, so nothing it does to
+its arguments carries over), stops at the first case whose answer is wrong, and returns a
+`Result` whose message is one line: passed, not attempted yet (the stub still raises
+NotImplementedError), or the failing case, what was expected and what came back, the slip
+if one matches, and the hint. Every text a learner reads is a `Text`, one string per
+language.
+"""
+import copy
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from annotated.exercises.messages import MESSAGES
+
+
+@dataclass(frozen=True)
+class Text:
+    """One text in every language of the book."""
+    en: str
+    zh: str
+
+    def __call__(self, lang: str, **values) -> str:
+        return getattr(self, lang).format(**values)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of the learner's function: its arguments, and how the message names it."""
+    label: Text
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A wrong answer the check recognises. `wrong` computes what the mistaken code returns
+    for a case's arguments; `page` is the slip's anchor on the book's Common slips page, or
+    None for a slip that only this exercise meets."""
+    says: Text
+    wrong: Callable
+    page: str | None = None
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str                          # "2.1": chapter 2, exercise 1
+    function: str                    # the name of the function the learner writes
+    topic: Text
+    cases: Callable[[], list[Case]]  # made afresh for each check, from fixed seeds
+    answer: Callable                 # the right result for a case's arguments
+    hint: Text
+    slips: tuple[Slip, ...] = ()
+    compare: Callable | None = None  # (expected, got) -> a problem (Text, values) or None
+
+
+@dataclass(frozen=True)
+class Result:
+    id: str
+    status: str                      # "passed", "failed" or "not attempted"
+    messages: dict[str, str]         # the one line the learner reads, in every language
+    cases: int                       # the cases that ran (all of them when passed)
+
+    def message(self, lang: str = "en") -> str:
+        return self.messages[lang]
+
+
+# ---- comparing an answer with the expected one ----
+
+#: (rtol, atol) by dtype: what two correct implementations that add up in another order
+#: still share.
+TOLERANCE = {np.dtype(np.float64): (1e-7, 1e-9), np.dtype(np.float32): (1e-4, 1e-5),
+             np.dtype(np.float16): (1e-2, 1e-2)}
+
+
+def as_array(x) -> np.ndarray | None:
+    """A tensor, array or number as a NumPy array (None for anything else)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu()
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
+        return np.asarray(x)
+    return None
+
+
+def kind(dtype: np.dtype) -> str:
+    return "bool" if dtype == np.bool_ else "float" if dtype.kind == "f" else \
+        "int" if dtype.kind in "iu" else str(dtype)
+
+
+def compare(expected, got, lang: str) -> str | None:
+    """What differs between `got` and `expected`, one phrase in `lang`, or None if they agree:
+    the type, the number of values returned, the shape, the dtype, or the first entry off."""
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            n = len(got) if isinstance(got, (tuple, list)) else 1
+            return MESSAGES[lang]["count"].format(expected=len(expected), got=n)
+        for i, (e, g) in enumerate(zip(expected, got)):
+            problem = compare(e, g, lang)
+            if problem:
+                return MESSAGES[lang]["returned"].format(i=i + 1, n=len(expected), problem=problem)
+        return None
+    want, have = as_array(expected), as_array(got)
+    if have is None:
+        return MESSAGES[lang]["type"].format(got=type(got).__name__)
+    if want.shape != have.shape:
+        return MESSAGES[lang]["shape"].format(expected=tuple(want.shape), got=tuple(have.shape))
+    if kind(want.dtype) != kind(have.dtype) or (kind(want.dtype) == "float" and want.ndim and
+                                                want.dtype != have.dtype):
+        return MESSAGES[lang]["dtype"].format(expected=want.dtype, got=have.dtype)
+    return first_difference(want, have, lang)
+
+
+def first_difference(want: np.ndarray, have: np.ndarray, lang: str) -> str | None:
+    """The first entry where `have` is off `want` (beyond TOLERANCE), or None."""
+    if kind(want.dtype) == "float":
+        rtol, atol = TOLERANCE.get(want.dtype, TOLERANCE[np.dtype(np.float32)])
+        with np.errstate(invalid="ignore", over="ignore"):
+            off = ~np.isclose(have.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                              atol=atol, equal_nan=True)
+    else:
+        off = have != want
+    if not off.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(off)[0]) if want.ndim else ()
+    template = MESSAGES[lang]["value_at" if where else "value"]
+    return template.format(where=list(where), expected=entry(want[where]), got=entry(have[where]))
+
+
+def entry(x) -> str:
+    x = x.item() if hasattr(x, "item") else x
+    return f"{x:.6g}" if isinstance(x, float) else str(x)
+
+
+# ---- running a check ----
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the learner's function fared: its status, the cases that ran and, when it failed,
+    the case, what it returned (or the error it raised) and what was expected."""
+    status: str                      # passed, failed, not attempted, not callable, own
+    n: int
+    case: Case | None = None
+    got: Any = None
+    expected: Any = None
+
+
+def call(fn, case: Case):
+    """fn on copies of the case's arguments, so that nothing it does to them carries over."""
+    return fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+
+
+def outcome(exercise: Exercise, fn) -> Outcome:
+    """Call `fn` on each case in turn; the first wrong case ends the check."""
+    if not callable(fn):
+        return Outcome("not callable", 0, got=fn)
+    if from_the_package(fn):
+        return Outcome("own", 0, got=fn)
+    cases = exercise.cases()
+    for n, case in enumerate(cases, start=1):
+        try:
+            got = call(fn, case)
+        except NotImplementedError as error:
+            if n == 1:
+                return Outcome("not attempted", 0)
+            return Outcome("failed", n, case, error)
+        except Exception as error:  # the learner's code: any error is a finding, not a crash
+            return Outcome("failed", n, case, error)
+        expected = call(exercise.answer, case)
+        if (exercise.compare or compare)(expected, got, "en"):
+            return Outcome("failed", n, case, got, expected)
+    return Outcome("passed", len(cases))
+
+
+def from_the_package(fn) -> bool:
+    """True for a function of the package or of reference_numpy (the exercises' own modules
+    aside): what a learner might hand in instead of their own."""
+    module = getattr(fn, "__module__", None) or ""
+    return module.split(".")[0] in ("annotated", "reference_numpy") and \
+        not module.startswith("annotated.exercises")
+
+
+def run(exercise: Exercise, fn) -> Result:
+    """Check `fn` as `exercise`: the result, with its one-line message in every language."""
+    found = outcome(exercise, fn)
+    status = found.status if found.status in ("passed", "not attempted") else "failed"
+    return Result(exercise.id, status, {lang: describe(exercise, found, lang)
+                                        for lang in MESSAGES}, found.n)
+
+
+def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
+    """The one line that says how the check went, in `lang`."""
+    say = MESSAGES[lang]
+    head = say["head"].format(id=exercise.id, topic=exercise.topic(lang))
+    if found.status == "passed":
+        return head + say["passed"].format(n=found.n)
+    if found.status == "not attempted":
+        return head + say["stub"].format(name=exercise.function)
+    if found.status == "not callable":
+        return head + say["not_callable"].format(name=exercise.function,
+                                                 got=type(found.got).__name__)
+    if found.status == "own":
+        return head + say["own"].format(name=exercise.function, module=found.got.__module__)
+    label = found.case.label(lang)
+    if isinstance(found.got, Exception):
+        what = say["raised"].format(case=label, error=one_line(found.got),
+                                    where=your_line(found.got, lang))
+    else:
+        problem = (exercise.compare or compare)(found.expected, found.got, lang)
+        what = say["case"].format(case=label, problem=problem)
+    slip = matching_slip(exercise, found.case, found.got, lang)
+    hint = say["hint"].format(hint=exercise.hint(lang))
+    return head + what + (say["sep"] + slip if slip else "") + say["sep"] + hint
+
+
+def matching_slip(exercise: Exercise, case: Case, got, lang: str) -> str | None:
+    """The slip whose wrong answer the learner's answer equals on this case, named; `got` is
+    what the learner's function returned, or the error it raised, which a slip matches by
+    raising the same error."""
+    for slip in exercise.slips:
+        try:
+            wrong = slip.wrong(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+        except Exception as error:
+            wrong = error
+        if same_outcome(wrong, got, lang):
+            named = slip.says(lang)
+            if slip.page:
+                named += MESSAGES[lang]["sep"] + MESSAGES[lang]["page"]
+            return named
+    return None
+
+
+def same_outcome(a, b, lang: str) -> bool:
+    """True when two calls ended alike: equal results, or the same error."""
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        return isinstance(a, Exception) and isinstance(b, Exception) and \
+            one_line(a) == one_line(b)
+    return compare(a, b, lang) is None
+
+
+def one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:160]}" if text else type(error).__name__
+
+
+def your_line(error: BaseException, lang: str) -> str:
+    """Where in the learner's code the error came from: the last frame outside this package
+    and outside torch and NumPy, if any."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not any(part in f.filename for part in ("/torch/", "/numpy/", "annotated/"))]
+    if not frames:
+        return ""
+    code = (frames[-1].line or "").strip()[:60]
+    return MESSAGES[lang]["line_code" if code else "line"].format(line=frames[-1].lineno,
+                                                                   code=code)
+

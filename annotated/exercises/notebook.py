@@ -1,0 +1,49 @@
+"""Where the exercises sit in a notebook: read from the cells, as the book writes them.
+
+A chapter lists its exercises under `## Exercises`, one heading each:
+
+    ### Exercise 2.1 · The causal mask *(coding)*
+
+with the kind in italics: *(coding)*, *(predict, then run)* or *(derive)*. A coding exercise's
+code cell defines the function and calls `check("2.1", causal_mask)`. A solutions notebook
+(chapters/solutions/) has one `## Exercise 2.1 · The causal mask` section per exercise.
+The grader, the website and the tests read the notebooks through these functions.
+"""
+import re
+from dataclasses import dataclass
+
+KINDS = ("coding", "predict, then run", "derive")
+HEADING = re.compile(r"^(#{2,3}) Exercise (\d+)\.(\d+) · (.+?)(?: \*\((.+?)\)\*)?\s*$",
+                     re.M)
+CHECK = re.compile(r"""^\s*check\(\s*["'](\d+\.\d+)["']\s*,\s*([A-Za-z_]\w*)\s*\)""", re.M)
+
+
+@dataclass(frozen=True)
+class Listed:
+    id: str           # "2.1"
+    title: str        # "The causal mask"
+    kind: str | None  # one of KINDS in a chapter; None in a solutions notebook
+    cell: int         # the index of the markdown cell that holds the heading
+
+
+def source(cell) -> str:
+    text = cell["source"]
+    return text if isinstance(text, str) else "".join(text)
+
+
+def listed(nb: dict) -> list[Listed]:
+    """The exercises a notebook (as JSON) lists under their headings, in order."""
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        for match in HEADING.finditer(source(cell)):
+            found.append(Listed(f"{match[2]}.{match[3]}", match[4].strip(), match[5], i))
+    return found
+
+
+def checks(nb: dict) -> dict[str, str]:
+    """{exercise id: the name of the function checked} for every `check(...)` call of the
+    notebook's code cells."""
+    return {m[1]: m[2] for cell in nb["cells"] if cell["cell_type"] == "code"
+            for m in CHECK.finditer(source(cell))}

@@ -1,0 +1,256 @@
+"""The exercises: every chapter ends with 4 to 8 of them, at least two of which are coding
+exercises checked against reference_numpy; every check passes its solution, names each slip it
+knows when a wrong answer makes it, says "not attempted yet" to an untouched stub, and never
+imports the solutions; every exercise has a worked solution kept apart from the chapter."""
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from annotated.exercises import CHECKED, checker, exercises, result_of
+from annotated.exercises.core import Case, Exercise, Slip, Text, run
+from annotated.exercises.messages import MESSAGES
+from annotated.exercises.notebook import KINDS, checks, listed, source
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+EXERCISES = exercises()
+LANGS = list(MESSAGES)
+
+
+def notebook(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def solutions_of(chapter: Path) -> Path:
+    return chapter.parent / "solutions" / chapter.name
+
+
+def solved_functions(chapter: Path) -> dict:
+    """The names a chapter's solutions notebook defines, its code cells run in order."""
+    namespace = {}
+    for cell in notebook(solutions_of(chapter))["cells"]:
+        if cell["cell_type"] == "code":
+            exec(compile(source(cell), f"{solutions_of(chapter).name}", "exec"), namespace)
+    return namespace
+
+
+def coding(chapter: Path) -> list:
+    number = str(int(chapter.name[:2]))
+    return [e for id_, e in EXERCISES.items() if id_.split(".")[0] == number]
+
+
+def chapter_of(exercise) -> Path:
+    return CHAPTERS[int(exercise.id.split(".")[0]) - 1]
+
+
+def ids(x):
+    return x.name if isinstance(x, Path) else x.id
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+# ---- the chapters ----
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_each_chapter_ends_with_four_to_eight_exercises_numbered_in_order(chapter):
+    nb = notebook(chapter)
+    found = listed(nb)
+    number = int(chapter.name[:2])
+    assert 4 <= len(found) <= 8, f"{chapter.name} has {len(found)} exercises"
+    assert [e.id for e in found] == [f"{number}.{k}" for k in range(1, len(found) + 1)]
+    assert all(e.kind in KINDS for e in found), [e.kind for e in found]
+    assert sum(e.kind == "coding" for e in found) >= 2
+    headings = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown"
+                and re.search(r"^## ", source(c), re.M)]
+    last = source(nb["cells"][headings[-1]])
+    assert re.search(r"^## Exercises\s*$", last, re.M), f"{chapter.name}: the last section " \
+        f"is not 'Exercises'"
+    assert not any("Things to try" in source(c) for c in nb["cells"])
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_each_coding_exercise_is_a_stub_whose_committed_check_says_not_attempted(chapter):
+    nb = notebook(chapter)
+    coded = [e.id for e in listed(nb) if e.kind == "coding"]
+    called = checks(nb)
+    assert sorted(coded) == sorted(e.id for e in coding(chapter)) == sorted(called)
+    for cell in nb["cells"]:
+        found = [m for m in checks({"cells": [cell]}) if cell["cell_type"] == "code"]
+        if not found:
+            continue
+        exercise = EXERCISES[found[0]]
+        assert called[exercise.id] == exercise.function
+        assert re.search(rf"def {exercise.function}\(", source(cell))
+        assert "raise NotImplementedError" in source(cell)
+        statuses = [o.get("metadata", {}).get("exercise", {}).get("status")
+                    for o in cell["outputs"]]
+        assert statuses == ["not attempted"], (exercise.id, statuses)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_a_predict_exercise_keeps_its_answer_folded(chapter):
+    nb = notebook(chapter)
+    found = listed(nb)
+    for e in found:
+        if e.kind != "predict, then run":
+            continue
+        answer = nb["cells"][e.cell + 1]
+        assert answer["cell_type"] == "code", f"{e.id}: no prepared cell after the question"
+        assert "hide-output" in answer["metadata"].get("tags", [])
+        assert answer["metadata"].get("jupyter", {}).get("outputs_hidden") is True
+        assert answer["outputs"], f"{e.id}: the prepared cell has no committed answer"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_every_exercise_has_a_worked_solution_under_the_same_title(chapter):
+    asked = {e.id: e.title for e in listed(notebook(chapter))}
+    solved = {e.id: e.title for e in listed(notebook(solutions_of(chapter)))}
+    assert solved == asked
+
+
+# ---- the checks ----
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_every_solution_passes_its_check(chapter):
+    namespace = solved_functions(chapter)
+    for exercise in coding(chapter):
+        result = result_of(exercise.id, namespace[exercise.function])
+        assert result.status == "passed", result.message()
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES.values()), ids=ids)
+def test_every_known_slip_fails_with_its_own_message_in_every_language(exercise):
+    assert len(exercise.slips) >= 2, f"{exercise.id} knows fewer than two wrong answers"
+    for slip in exercise.slips:
+        result = run(exercise, slip.wrong)
+        assert result.status == "failed", f"{exercise.id}: {slip.says.en!r} passes its check"
+        for lang in LANGS:
+            message = result.message(lang)
+            assert slip.says(lang) in message, (lang, message)
+            assert exercise.hint(lang) in message and "\n" not in message
+            assert (MESSAGES[lang]["page"] in message) == (slip.page is not None)
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES.values()), ids=ids)
+def test_an_untouched_stub_is_not_attempted_yet_and_names_its_function(exercise):
+    result = result_of(exercise.id, stub)
+    assert result.status == "not attempted"
+    for lang in LANGS:
+        assert f"`{exercise.function}`" in result.message(lang)
+        assert exercise.topic(lang) in result.message(lang)
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES.values()), ids=ids)
+def test_every_check_runs_the_same_cases_every_time(exercise):
+    first, again = exercise.cases(), exercise.cases()
+    assert [c.label for c in first] == [c.label for c in again]
+    assert len({c.label.en for c in first}) == len(first), "two cases share a label"
+    solution = solved_functions(chapter_of(exercise))[exercise.function]
+    assert run(exercise, solution) == run(exercise, solution)
+
+
+def test_the_checks_never_import_the_solutions():
+    package = ROOT / "annotated" / "exercises"
+    for path in package.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not [n for n in names if "solution" in n or n.startswith("chapters")], path.name
+        assert "solutions/" not in path.read_text(encoding="utf-8").replace(
+            "chapters/solutions/", ""), path.name
+
+
+# ---- the messages, on an exercise made here ----
+
+def doubled(x):
+    return [2 * v for v in x]
+
+
+TOY = Exercise(
+    id="0.1", function="double", topic=Text("doubling", "加倍"),
+    cases=lambda: [Case(Text("three numbers", "三个数"), (list_of(1.0, 2.0, 3.0),)),
+                   Case(Text("one number", "一个数"), (list_of(5.0),))],
+    answer=lambda x: tensor(doubled(x)),
+    hint=Text("twice each entry", "每个数乘以二"),
+    slips=(Slip(Text("You squared.", "你求了平方。"), lambda x: tensor([v * v for v in x])),
+           Slip(Text("You added one.", "你加了一。"), lambda x: tensor([v + 1 for v in x]),
+                "slip-scale")))
+
+
+def list_of(*values):
+    return list(values)
+
+
+def tensor(values):
+    import torch
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def test_a_right_answer_passes_every_case():
+    result = run(TOY, lambda x: tensor(doubled(x)))
+    assert result.status == "passed" and result.cases == 2
+    assert "2" in result.message("en") and "2" in result.message("zh")
+
+
+def test_a_wrong_answer_names_the_case_what_was_expected_and_what_came_back():
+    result = run(TOY, lambda x: tensor([3 * v for v in x]))
+    message = result.message("en")
+    assert result.status == "failed" and result.cases == 1
+    assert "three numbers" in message and "2" in message and "3" in message
+    assert "twice each entry" in message
+    assert "三个数" in result.message("zh") and "每个数乘以二" in result.message("zh")
+
+
+def test_a_known_slip_is_named_and_a_slip_on_the_book_page_points_there():
+    squared = run(TOY, lambda x: tensor([v * v for v in x]))
+    assert "You squared." in squared.message() and MESSAGES["en"]["page"] not in squared.message()
+    plus_one = run(TOY, lambda x: tensor([v + 1 for v in x]))
+    assert "You added one." in plus_one.message() and MESSAGES["en"]["page"] in plus_one.message()
+
+
+def test_a_wrong_shape_or_dtype_is_said_before_any_value():
+    import torch
+    shape = run(TOY, lambda x: tensor(doubled(x))[None])
+    assert "(3,)" in shape.message() and "(1, 3)" in shape.message()
+    dtype = run(TOY, lambda x: tensor(doubled(x)).float())
+    assert "float64" in dtype.message() and "float32" in dtype.message()
+    kind = run(TOY, lambda x: torch.tensor(doubled(x)).long())
+    assert "int64" in kind.message()
+
+
+def test_an_error_in_the_learners_code_is_a_finding_with_its_line_not_a_crash():
+    def double(x):
+        return tensor(doubled(x))[7]
+    result = run(TOY, double)
+    assert result.status == "failed"
+    assert "IndexError" in result.message() and "three numbers" in result.message()
+    assert "line" in result.message() and "\n" not in result.message()
+
+
+def test_a_stub_says_not_attempted_and_a_non_function_says_what_it_is():
+    assert run(TOY, stub).status == "not attempted"
+    assert "not attempted" in run(TOY, stub).message()
+    result = run(TOY, 3)
+    assert result.status == "failed" and "int" in result.message()
+
+
+def test_the_packages_own_function_is_not_an_answer():
+    from annotated.masks import padding_mask
+    result = result_of("2.2", padding_mask)
+    assert result.status == "failed" and "annotated.masks" in result.message()
+
+
+def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys):
+    checker("zh")("2.1", stub)
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and "尚未作答" in printed
+    assert CHECKED["2.1"] is stub
+    with pytest.raises(ValueError, match="fr"):
+        checker("fr")
+    with pytest.raises(KeyError, match="9.99"):
+        result_of("9.99", stub)
