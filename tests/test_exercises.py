@@ -249,7 +249,7 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
     checker("zh")("2.1", stub)
     printed = capsys.readouterr().out
     assert printed.count("\n") == 1 and "尚未作答" in printed
-    assert CHECKED["2.1"] is stub
+    assert CHECKED["2.1"].status == "not attempted"
     with pytest.raises(ValueError, match="fr"):
         checker("fr")
     with pytest.raises(KeyError, match="9.99"):

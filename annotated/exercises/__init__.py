@@ -21,9 +21,9 @@ from annotated.exercises.core import Exercise, Result, run
 from annotated.exercises.messages import MESSAGES
 
 CHAPTERS = [f"ch{n:02d}" for n in range(1, 10)]
-#: The function each exercise was last checked with in this process, by exercise id: what
-#: the grader checks once a student's notebook has run.
-CHECKED: dict[str, object] = {}
+#: The last result of each exercise checked in this process, by exercise id: what the grader
+#: reads once a student's notebook has run.
+CHECKED: dict[str, Result] = {}
 
 
 def exercises() -> dict[str, Exercise]:
@@ -52,7 +52,7 @@ def checker(lang: str = "en"):
     def check(exercise_id: str, fn) -> None:
         """Check `fn` as exercise `exercise_id` and show one line saying how it went."""
         result = result_of(exercise_id, fn)
-        CHECKED[exercise_id] = fn
+        CHECKED[exercise_id] = result
         show(result, lang)
     return check
 
@@ -71,6 +71,13 @@ def show(result: Result, lang: str) -> None:
     display({"text/plain": result.message(lang)}, raw=True,
             metadata={"exercise": {"id": result.id, "status": result.status,
                                    **result.messages}})
+
+
+def grading_report(ids: list[str]) -> dict[str, dict]:
+    """For the grader: the last result of each exercise of `ids` checked in this process, its
+    status and its line in every language; "not run" for one that no check reached."""
+    return {i: {"status": CHECKED[i].status, **CHECKED[i].messages} if i in CHECKED
+            else {"status": "not run"} for i in ids}
 
 
 check = checker("en")

@@ -1,0 +1,174 @@
+"""Grade students' notebooks: run each one, and every check it calls, and print a table.
+
+    python -m annotated.exercises grade NOTEBOOK... [--json] [--timeout S] [--cell-timeout S]
+
+Each notebook runs in a process of its own (annotated.exercises.run_notebook): in a fresh
+kernel, in its own folder, in the chapters' quick form, with no network. A cell that raises is
+noted and the run goes on; a cell that runs past --cell-timeout seconds is interrupted and the
+run goes on; a notebook that is still running after --timeout seconds is stopped. The table
+has one row a notebook: how many of its exercises passed, each exercise's status (passed,
+failed, not attempted, not run: its check never ran), and a note on anything that went wrong.
+A file that is not a notebook, a kernel that dies or a notebook that runs out of time gets a
+one-line note in its row; the other notebooks are graded all the same. --json prints the
+rows as JSON instead, with each check's line in every language, for a course's gradebook.
+
+The exit code is 0 when every notebook was graded, 1 when one could not be (its row says why),
+and 2 for a wrong argument.
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import unicodedata
+from pathlib import Path
+
+from annotated.base.cli import command, path, positive, show
+from annotated.exercises.messages import MESSAGES
+from annotated.exercises.notebook import checks
+
+MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"}
+#: Seconds a stopped notebook's process gets to shut its kernel down before it is killed.
+GRACE = 10
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m annotated.exercises",
+                                     description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    grade = commands.add_parser("grade", help="run students' notebooks and grade their exercises")
+    grade.add_argument("notebooks", nargs="+", type=path, metavar="NOTEBOOK")
+    grade.add_argument("--json", action="store_true", help="print the rows as JSON")
+    grade.add_argument("--timeout", type=positive, default=900,
+                       help="seconds a whole notebook may run (default 900)")
+    grade.add_argument("--cell-timeout", type=positive, default=300,
+                       help="seconds one cell may run before it is interrupted (default 300)")
+    grade.add_argument("--lang", choices=list(MESSAGES), default="en",
+                       help="the language of the table's notes (default en)")
+    return parser.parse_args(argv)
+
+
+@command
+def main(argv=None):
+    args = parse_args(argv)
+    rows = [grade(notebook, args) for notebook in args.notebooks]
+    show(json.dumps(rows, ensure_ascii=False, indent=1) if args.json else table(rows, args.lang))
+    if not all(row["graded"] for row in rows):
+        raise SystemExit(1)
+
+
+def notebook_problem(notebook: Path) -> tuple[dict | None, str | None]:
+    """The notebook, or why it is not one."""
+    import nbformat
+    try:
+        nb = nbformat.read(notebook, as_version=4)
+        nbformat.validate(nb)
+    except OSError as e:
+        return None, e.strerror or str(e)
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except Exception as e:            # nbformat's reader raises whatever its parser met
+        return None, " ".join(str(e).split())[:160] or type(e).__name__
+    return nb, None
+
+
+def grade(notebook: Path, args) -> dict:
+    """One notebook's row of the table."""
+    say = MESSAGES[args.lang]
+    row = {"notebook": str(notebook), "graded": False, "passed": 0, "total": 0,
+           "exercises": {}, "errors": [], "note": None}
+    nb, problem = notebook_problem(notebook)
+    if problem:
+        row["note"] = say["not_notebook"].format(problem=problem)
+        return row
+    ids = sorted(checks(nb), key=lambda i: tuple(int(n) for n in i.split(".")))
+    if not ids:
+        row["note"] = say["no_exercises"]
+        return row
+    report = execute(notebook, args)
+    row["total"] = len(ids)
+    row["errors"] = report.get("errors", [])
+    if report.get("results") is None:
+        what, detail = report["problem"]
+        row["note"] = say["notes_sep"].join(filter(None, [
+            say["not_graded"].format(why=say[what].format(detail=detail)),
+            cell_note(row["errors"], args, say)]))
+        return row
+    row["exercises"] = report["results"]
+    row["passed"] = sum(r["status"] == "passed" for r in row["exercises"].values())
+    row["graded"] = True
+    row["note"] = cell_note(row["errors"], args, say) or None
+    return row
+
+
+def cell_note(errors: list[dict], args, say: dict) -> str:
+    """What went wrong in the cells, in a few words: cells stopped, cells that raised."""
+    stopped = [e["cell"] for e in errors if e["stopped"]]
+    raised = [e for e in errors if not e["stopped"]]
+    notes = [say["cell_stopped"].format(cells=", ".join(map(str, stopped)),
+                                        seconds=args.cell_timeout)] if stopped else []
+    if raised:
+        notes.append(say["cell_raised"].format(n=len(raised), cell=raised[0]["cell"],
+                                               error=raised[0]["error"]))
+    return say["notes_sep"].join(notes)
+
+
+def execute(notebook: Path, args) -> dict:
+    """Run the notebook in a process of its own group; what it reported, or a note saying why
+    it could not."""
+    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
+        report = Path(tmp) / "report.json"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "annotated.exercises.run_notebook", str(notebook),
+             str(report), str(args.cell_timeout)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True, text=True)
+        try:
+            _, stderr = process.communicate(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            stop(process)
+            return {"problem": ["timeout", f"{args.timeout:g}"]}
+        if report.is_file():
+            return json.loads(report.read_text(encoding="utf-8"))
+        last = [line for line in stderr.strip().split("\n") if line.strip()][-1:] or ["?"]
+        return {"problem": ["crashed", last[0][:160]]}
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a notebook's process group: first politely (its kernel shuts down), then not."""
+    for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.communicate(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def width(text: str) -> int:
+    """Columns the text takes in a terminal: two for a Chinese character."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def padded(text: str, columns: int) -> str:
+    return text + " " * (columns - width(text))
+
+
+def table(rows: list[dict], lang: str) -> str:
+    """The rows as a text table: notebook, passed, each exercise's mark, the note."""
+    say = MESSAGES[lang]
+    passed = [say["graded"].format(passed=r["passed"], total=r["total"]) if r["graded"] else "-"
+              for r in rows]
+    names, counts = (max(map(width, column)) for column in ([r["notebook"] for r in rows], passed))
+    lines = []
+    for r, count in zip(rows, passed):
+        marks = "  ".join(f"{i} {MARKS[e['status']]}" for i, e in r["exercises"].items())
+        lines.append("  ".join(part for part in (padded(r["notebook"], names),
+                                                 padded(count, counts), marks, r["note"] or "")
+                               if part).rstrip())
+    return "\n".join(lines + [say["legend"]])

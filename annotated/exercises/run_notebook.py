@@ -1,0 +1,116 @@
+"""Run one student's notebook for the grader, in a process of its own, and write what it did.
+
+    python -m annotated.exercises.run_notebook NOTEBOOK REPORT.json CELL_TIMEOUT
+
+The grader (annotated.exercises.grade) starts this in a new process group and kills the group
+if the whole notebook takes too long, so that a notebook that hangs its kernel stops nothing
+but itself. Here the notebook runs top to bottom in a fresh kernel, in its own folder, in the
+chapters' quick form, with no network: a first cell refuses every connection that leaves the
+machine. A cell that raises does not stop the run; a cell that runs longer than CELL_TIMEOUT
+seconds is interrupted and the run goes on. A last cell then asks the kernel for the result of
+every check the notebook called (annotated.exercises.grading_report). REPORT.json gets those
+results, the cells that raised, and the cells that were stopped.
+"""
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import nbformat
+
+#: Run first in the student's kernel: a connection to anything but this machine is refused.
+NO_NETWORK = '''\
+import socket as _socket
+def _local(host):
+    return host in ("127.0.0.1", "::1", "localhost", "", None)
+def _refuse(what):
+    raise OSError(f"the grader runs notebooks without a network ({what})")
+def _connect(self, address, *rest, _connect=_socket.socket.connect, _local=_local,
+             _refuse=_refuse, _inet=(_socket.AF_INET, _socket.AF_INET6)):
+    if self.family in _inet and not _local(address[0]):
+        _refuse(address[0])
+    return _connect(self, address, *rest)
+def _getaddrinfo(host, *rest, _getaddrinfo=_socket.getaddrinfo, _local=_local, _refuse=_refuse):
+    if not _local(host if isinstance(host, str) else None):
+        _refuse(host)
+    return _getaddrinfo(host, *rest)
+_socket.socket.connect, _socket.getaddrinfo = _connect, _getaddrinfo
+del _socket, _local, _refuse, _connect, _getaddrinfo'''
+REPORT = '''\
+import json as _json
+from annotated.exercises import grading_report as _grading_report
+print({marker!r} + _json.dumps(_grading_report({ids!r})))'''
+MARKER = "@@annotated-exercises@@"
+TIMED_OUT = "CellTimeoutError"
+
+
+def prepared(nb, ids: list[str]):
+    """The student's notebook between the no-network cell and the report cell."""
+    first = nbformat.v4.new_code_cell(NO_NETWORK)
+    last = nbformat.v4.new_code_cell(REPORT.format(marker=MARKER, ids=ids))
+    nb.cells = [first, *nb.cells, last]
+    return nb
+
+
+def cell_errors(nb, stopped_cells: set[int]) -> list[dict]:
+    """Every student cell (numbered from 1, in order) that raised, or that ran too long and was
+    stopped (`stopped_cells`, by their index in the prepared notebook)."""
+    found = []
+    for number, cell in enumerate(nb.cells[1:-1], start=1):
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        stopped = number in stopped_cells
+        if stopped:
+            found.append({"cell": number, "stopped": True, "error": TIMED_OUT})
+        elif errors:
+            found.append({"cell": number, "stopped": False, "error": f"{errors[0]['ename']}: "
+                          f"{' '.join(str(errors[0]['evalue']).split())[:120]}".rstrip(": ")})
+    return found
+
+
+def results(nb) -> tuple[dict | None, list | None]:
+    """The report cell's results, or None and why it printed none: [what, detail], what a
+    key of annotated.exercises.messages."""
+    for output in nb.cells[-1].get("outputs", []):
+        if MARKER in output.get("text", ""):
+            return json.loads(output["text"].split(MARKER, 1)[1]), None
+        if output.get("output_type") == "error":
+            return None, ["report_failed",
+                          f"{output['ename']}: {' '.join(str(output['evalue']).split())[:120]}"]
+    return None, ["unfinished", ""]
+
+
+def main(path: str, report: str, cell_timeout: float) -> None:
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    from annotated.exercises.notebook import checks
+    nb = nbformat.read(path, as_version=4)
+    ids = sorted(checks(nb))
+    nb = prepared(nb, ids)
+    os.environ.pop("ANNOTATED_FULL", None)               # the chapters' quick form
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    client = NotebookClient(
+        nb, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+        error_on_timeout={"ename": TIMED_OUT, "evalue": f"stopped after {cell_timeout:g} s",
+                          "traceback": []},
+        resources={"metadata": {"path": str(Path(path).resolve().parent)}})
+    stopped = set()
+
+    def note_timeout(cell, cell_index, execute_reply):
+        if execute_reply and execute_reply["content"].get("ename") == TIMED_OUT:
+            stopped.add(cell_index)
+    client.on_cell_executed = note_timeout
+    try:
+        client.execute()
+        found, problem = results(nb)
+    except DeadKernelError as e:
+        found, problem = None, ["kernel_died", " ".join(str(e).split())[:120]]
+    Path(report).write_text(json.dumps({"ids": ids, "results": found, "problem": problem,
+                                        "errors": cell_errors(nb, stopped)}), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    # Stopped by the grader: leave through Python, so that the kernel is shut down too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    main(sys.argv[1], sys.argv[2], float(sys.argv[3]))

@@ -1,0 +1,113 @@
+"""The teacher's grading command: it runs students' notebooks, each in a process of its own,
+and grades every exercise each one checks. A notebook that raises, loops, kills its kernel or
+is not a notebook at all gets a clear line in the table, never a traceback, and never stops
+the others from being graded."""
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.slow           # each notebook starts a kernel
+
+SETUP = 'import math\nimport torch\nfrom annotated.exercises import checker\ncheck = checker("en")'
+MASK = ('def causal_mask(size):\n'
+        '    return torch.ones(size, size, dtype=torch.bool).tril()[None, None]\n'
+        'check("2.1", causal_mask)')
+KEY = 'def key_mask(tokens, pad):\n    return (tokens != pad)[:, None, None, :]\ncheck("2.2", key_mask)'
+KEY_STUB = 'def key_mask(tokens, pad):\n    raise NotImplementedError\ncheck("2.2", key_mask)'
+ATTENTION = ('def masked_attention(q, k, v, mask):\n'
+             '    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n'
+             '    w = s.masked_fill(~mask, {fill}).softmax(-1)\n'
+             '    return w @ v, w\n'
+             'check("2.3", masked_attention)')
+
+
+def write(folder, name, cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, folder / name)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A class's notebooks, graded in one run: (exit code, JSON rows by name, the table)."""
+    folder = tmp_path_factory.mktemp("class")
+    write(folder, "a_correct.ipynb", [SETUP, MASK, KEY, ATTENTION.format(fill='float("-inf")')])
+    write(folder, "b_half_done.ipynb", [SETUP, MASK, KEY_STUB, ATTENTION.format(fill="-1e9")])
+    write(folder, "c_raises.ipynb", [SETUP, MASK, 'raise ValueError("my mistake")', KEY])
+    write(folder, "d_loops.ipynb", [SETUP, MASK, "while True:\n    pass", KEY])
+    write(folder, "e_dies.ipynb", [SETUP, MASK, "import os\nos._exit(3)", KEY])
+    write(folder, "f_no_network.ipynb", [
+        SETUP, 'import urllib.request\nurllib.request.urlopen("http://example.com")', MASK])
+    (folder / "g_not_json.ipynb").write_text("{ this is not JSON", encoding="utf-8")
+    notebooks = sorted(str(p) for p in folder.iterdir())
+    command = [sys.executable, "-m", "annotated.exercises", "grade", *notebooks,
+               "--cell-timeout", "30", "--timeout", "300"]
+    as_json = subprocess.run(command + ["--json"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL)
+    rows = {row["notebook"].rsplit("/", 1)[-1].split("_")[0]: row
+            for row in json.loads(as_json.stdout)}
+    as_table = subprocess.run(command[:4] + [notebooks[-1], str(folder / "missing.ipynb")],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    return as_json.returncode, rows, as_table
+
+
+def statuses(row) -> dict:
+    return {i: e["status"] for i, e in row["exercises"].items()}
+
+
+def test_a_correct_notebook_passes_every_exercise(graded):
+    _, rows, _ = graded
+    assert rows["a"]["graded"] and (rows["a"]["passed"], rows["a"]["total"]) == (3, 3)
+    assert rows["a"]["note"] is None
+
+
+def test_a_half_done_notebook_gets_its_stubs_and_its_wrong_answers_told_apart(graded):
+    _, rows, _ = graded
+    assert statuses(rows["b"]) == {"2.1": "passed", "2.2": "not attempted", "2.3": "failed"}
+    assert "-1e9" in rows["b"]["exercises"]["2.3"]["en"] and rows["b"]["exercises"]["2.3"]["zh"]
+
+
+def test_a_cell_that_raises_is_noted_and_the_rest_still_graded(graded):
+    _, rows, _ = graded
+    assert statuses(rows["c"]) == {"2.1": "passed", "2.2": "passed"}
+    assert "cell 3" in rows["c"]["note"] and "my mistake" in rows["c"]["note"]
+
+
+def test_a_loop_is_stopped_at_the_cell_timeout_and_the_rest_still_graded(graded):
+    _, rows, _ = graded
+    assert statuses(rows["d"]) == {"2.1": "passed", "2.2": "passed"}
+    assert "3" in rows["d"]["note"] and "30 s" in rows["d"]["note"]
+
+
+def test_a_dead_kernel_and_a_file_that_is_not_a_notebook_are_one_line_each(graded):
+    code, rows, table = graded
+    assert not rows["e"]["graded"] and "kernel died" in rows["e"]["note"]
+    assert not rows["g"]["graded"] and "not a notebook" in rows["g"]["note"]
+    assert code == 1                       # some notebooks could not be graded
+    assert table.returncode == 1 and "Traceback" not in table.stdout + table.stderr
+    lines = table.stdout.strip().split("\n")
+    assert len(lines) == 3 and "not a notebook" in lines[0] and "missing.ipynb" in lines[1]
+    assert "No such file" in lines[1]
+
+
+def test_a_notebook_cannot_reach_the_network(graded):
+    _, rows, _ = graded
+    assert statuses(rows["f"]) == {"2.1": "passed"}
+    assert "without a network" in rows["f"]["note"]
+
+
+def test_a_class_that_all_ran_exits_0(tmp_path):
+    write(tmp_path, "one.ipynb", [SETUP, MASK])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "one.ipynb"), "--lang", "zh"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and "通过 1 / 1" in done.stdout
+
+
+def test_a_wrong_argument_is_one_line_and_exit_code_2():
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "x.ipynb",
+                           "--timeout", "-1"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--timeout" in done.stderr and "Traceback" not in done.stderr
