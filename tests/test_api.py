@@ -11,7 +11,8 @@ import annotated
 PAPER = {"attention", "masks", "multihead", "feedforward", "positional", "embeddings",
          "sublayer", "encoder", "decoder", "model", "loss", "optim", "configs"}
 COMMANDS = {"train", "translate", "evaluate", "checkpoint"}
-SUBPACKAGES = {"base", "data", "store", "training", "inference", "notebooks", "pretrained"}
+SUBPACKAGES = {"base", "data", "store", "training", "inference", "notebooks", "exercises",
+               "pretrained"}
 
 
 def test_the_top_level_is_the_paper_the_commands_and_the_subpackages():
@@ -46,5 +47,7 @@ def test_every_subpackage_imports_and_documents_its_modules():
     for package in SUBPACKAGES:
         module = importlib.import_module(f"annotated.{package}")
         for info in pkgutil.iter_modules(module.__path__):
+            if info.name == "__main__":               # `python -m annotated.<package>`
+                continue
             importlib.import_module(f"annotated.{package}.{info.name}")
             assert f"    {info.name}" in module.__doc__, (package, info.name)

@@ -4,13 +4,26 @@
     check = checker("en")              # checker("zh"): the messages in Chinese
     check("2.1", causal_mask)          # one line: passed, or what is wrong, and a hint
 
-Each chapter's coding exercises are defined in a module of their own (`ch01` ... `ch09`):
-the cases, the right answer (from reference_numpy/ where it has one, else from the package),
-the hint and the slips each check recognises. `core` runs a check; `grade` executes
-students' notebooks and runs the checks they called (`python -m annotated.exercises grade
-NOTEBOOK...`). Nothing here imports the solutions, which are notebooks of their own in
-chapters/solutions/.
+    core         how a check runs: the cases, the right answer, the comparison, the slips
+    messages     the words of every check's line and of the grader's table, per language
+    notebook     where the exercises sit in a chapter or a solutions notebook
+    grade        `python -m annotated.exercises grade NOTEBOOK...`: a teacher's grading
+    run_notebook one student's notebook run for the grader, in a process of its own
+    ch01         chapter 1's coding exercises: attention, its softmax and its backward
+    ch02         chapter 2's: the masks, attention under a mask
+    ch03         chapter 3's: splitting and merging heads, the multi-head layer
+    ch04         chapter 4's: the sinusoids and their rotation
+    ch05         chapter 5's: the feed-forward network, the sublayer, the embeddings
+    ch06         chapter 6's: the schedule, label smoothing, the loss and its gradient
+    ch07         chapter 7's: the length penalty, a step of beam search
+    ch08         chapter 8's: BLEU and perplexity
+    ch09         chapter 9's: averaging checkpoints, accumulating gradients
 
+Each chapter's module gives, for each of its coding exercises, the cases, the right answer
+(from reference_numpy/ where it has one, else from the package), the hint, and the slips the
+check recognises.
+
+Nothing here imports the solutions, which are notebooks of their own in chapters/solutions/.
 In a notebook, a check's line is shown as an output that carries the line in every language
 of the book (in its metadata, under "exercise"), so that the book's translated notebooks show
 it in their own language without running anything again.
