@@ -30,9 +30,10 @@ from book.project import PROJECT_ZIP
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 CHAPTERS = ROOT / "chapters"
-#: The reading rates of the estimate, a minute each: technical prose with its equations, code
-#: read line by line (the chapters' cells and the package source they show), printed outputs
-#: and tables checked against the text, a look at a figure with its caption.
+#: The rates of the reading-time estimate: words of technical prose (with its equations), lines
+#: of code (the chapters' cells and the package source they show, each read against what it
+#: computes) and lines of printed output or tables checked against the text, a minute; and the
+#: minutes a figure with its caption takes.
 WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 140, 14
 OUTPUT_LINES_PER_MINUTE, MINUTES_PER_FIGURE = 20, 1.0
 #: Chinese prose, read at the pace of the English: about what 140 English words translate to.
