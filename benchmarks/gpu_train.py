@@ -43,7 +43,7 @@ from annotated.base.cli import at_least, command, path
 from annotated.base.errors import DeviceError
 from annotated.base.files import atomic_open, check_output
 from benchmarks.train_throughput import training_step
-from experiments.common import machine_record
+from experiments.machine import machine_record
 
 VOCAB = 37_000
 PAPER_BATCH = 25_000                 # tokens a side per step (§5.1)

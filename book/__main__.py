@@ -11,7 +11,7 @@ try:
     import time
 
     from annotated.base.cli import command, path
-    from book import i18n
+    from book import i18n, languages
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)
@@ -45,7 +45,7 @@ def main(argv=None):
 def translations(add: bool) -> None:
     """Print every missing, stale or orphaned unit of every language; exit 1 if there is one."""
     problems = 0
-    for lang in i18n.LANGUAGES:
+    for lang in languages.TRANSLATIONS:
         for source in i18n.sources():
             if add and (n := i18n.add_missing(source, lang)):
                 print(f"{i18n.translation_file(source, lang).relative_to(i18n.ROOT)}: "

@@ -2,8 +2,10 @@
 
 The notebooks are rendered with their committed outputs (myst-nb, never executed); MathJax is
 served from the site itself (sphinx-mathjax-offline), so that no page asks the network for
-anything. The API reference (api/, staged by book/build.py) is autodoc's reading of the
-package's docstrings, with viewcode's highlighted source of every module (_modules/).
+anything. The API reference (api/, staged by book/project.py) is autodoc's reading of the
+package's docstrings, with viewcode's highlighted source of every module (_modules/). Each
+edition's language is its module in book/languages/: the build passes its SPHINX settings
+(`-D language=zh_CN ...`), and what else Sphinx needs for it is that module's sphinx_setup.
 
 Three hooks below: the docstrings, written as plain text, are escaped so that reStructuredText
 reads them as written (a `*` or a trailing `_` is no markup); each figure of a chapter links its
@@ -20,7 +22,8 @@ from sphinx.util.osutil import relative_uri
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))             # autodoc reads this checkout's package
 
-from book.build import plain_math  # noqa: E402  (the same plain text as the figures' alt)
+from book import languages  # noqa: E402
+from book.figures import plain_math  # noqa: E402  (the same plain text as the figures' alt)
 
 project = "The Annotated Transformer, checked"
 author = "The Annotated Transformer authors"
@@ -39,15 +42,6 @@ autodoc_typehints = "signature"
 autodoc_inherit_docstrings = False        # torch's own docstrings are not this package's
 add_module_names = False                  # the page already names the module
 python_display_short_literal_types = True
-
-# Chinese pages are indexed for search by jieba's word splitter; its start-up chatter is muted.
-try:
-    import logging
-
-    import jieba
-    jieba.setLogLevel(logging.WARNING)
-except ImportError:                       # the English edition builds without it
-    pass
 
 html_theme = "sphinx_book_theme"
 html_title = project
@@ -111,19 +105,18 @@ def plain_page_title(app, pagename, templatename, context, doctree):
         context["title"] = plain_title(context["title"])
 
 
-def chinese_search_stemmer():
-    """Sphinx 9.0's Chinese search stems the Latin words of a page with the English stemmer,
-    whose script it ships, but names the stemmer after the language (ChineseStemmer), which
-    no script defines: every Chinese page then logs a script error. Name the one it ships."""
-    from sphinx.search import zh
-    if zh.SearchChinese.js_stemmer_rawcode == "english-stemmer.js":
-        zh.SearchChinese.language_name = "English"
+def language_setup(app, config):
+    """What Sphinx needs for this edition's language beyond its settings, if its module in
+    book/languages/ says (sphinx_setup)."""
+    words = languages.of_sphinx(config.language)
+    if hasattr(words, "sphinx_setup"):
+        words.sphinx_setup(app)
 
 
 def setup(app):
     """MathJax on every page: chapter 2's title, in every page's navigation, holds math."""
     app.set_html_assets_policy("always")
-    chinese_search_stemmer()
+    app.connect("config-inited", language_setup)
     app.connect("autodoc-process-docstring", escape_docstring)
     app.connect("doctree-resolved", link_figures)
     app.connect("html-page-context", plain_page_title)

@@ -211,8 +211,7 @@ def stage(src: Path, lang: str = "en") -> None:
               "vocab": f"{tokenizer.vocab_size:,}", "beam": config.beam_size,
               "alpha": config.alpha, "count": count, "last": count - 1,
               "featured": len(FEATURED)}
-    text = (BOOK / PAGE).read_text(encoding="utf-8") if lang == "en" else \
-        i18n.translated_page(BOOK / PAGE, lang)
+    text = i18n.page_text(BOOK / PAGE, lang)
     for name, value in values.items():
         text = text.replace("{{" + name + "}}", str(value))
     if "{{" in text:

@@ -1,6 +1,7 @@
 """Translations of the book, kept in step with the English.
 
-Each English page has one translation file per language, book/<lang>/<name>.md: a chapter
+Each English page has one translation file per language of book/languages/ but English,
+book/<lang>/<name>.md: a chapter
 chapters/NN_name.ipynb has book/zh/NN_name.md, a page book/start.md has book/zh/start.md. The
 file is a list of units, each the translation of one piece of English, which it quotes:
 
@@ -29,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annotated.base.errors import DataError
+from book import languages
 
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 CHAPTERS = ROOT / "chapters"
-LANGUAGES = {"zh": "zh_CN"}               # our folder name -> Sphinx's language code
 HEADER = re.compile(r"^=== (cell [0-9a-zA-Z_-]+|block) ===$")
 EN, TARGET = "--- en ---", "--- {lang} ---"
 
@@ -205,7 +206,7 @@ def translated_notebook(nb: dict, source: Path, lang: str) -> dict:
             cell["source"] = text
         if cell["cell_type"] == "code":
             exercise_language(cell, lang)
-    out["metadata"]["language"] = LANGUAGES[lang]
+    out["metadata"]["language"] = languages.ALL[lang].SPHINX["language"]
     return out
 
 
@@ -220,6 +221,13 @@ def exercise_language(cell: dict, lang: str) -> None:
         said = output.get("metadata", {}).get("exercise", {})
         if lang in said and "text/plain" in output.get("data", {}):
             output["data"]["text/plain"] = said[lang]
+
+
+def page_text(source: Path, lang: str) -> str:
+    """A markdown page of the book in `lang`: as written for English, else translated_page."""
+    if lang == languages.ENGLISH:
+        return source.read_text(encoding="utf-8")
+    return translated_page(source, lang)
 
 
 def translated_page(source: Path, lang: str) -> str:

@@ -22,7 +22,9 @@ from pathlib import Path
 
 from annotated.base.cli import command, path
 from annotated.base.errors import DataError
-from experiments.common import ROOT, add_out_dir, check_out_dir, invocation, relative, write_files
+from annotated.base.files import write_files
+from experiments.commands import invocation
+from experiments.folders import ROOT, add_out_dir, check_out_dir, relative
 
 # §5.2: one machine with 8 NVIDIA P100 GPUs.
 PAPER = {"base": {"steps": 100_000, "step_s": 0.4, "hours": 12.0},

@@ -19,8 +19,11 @@ import time
 from pathlib import Path
 
 from annotated.base.cli import command
-from experiments.common import (ROOT, add_out_dir, check_out_dir, invocation, machine_record,
-                                markdown_table, write_files)
+from annotated.base.files import write_files
+from experiments.commands import invocation
+from experiments.folders import ROOT, add_out_dir, check_out_dir
+from experiments.machine import machine_record
+from experiments.report import markdown_table
 
 README = ROOT / "README.md"
 

@@ -39,15 +39,16 @@ from pathlib import Path
 import numpy as np
 
 from annotated.base.cli import at_least, command, path, positive
-from annotated.base.errors import CheckpointError, DataError
-from annotated.base.files import atomic_open
+from annotated.base.errors import DataError
+from annotated.base.files import atomic_open, write_files
 from annotated.configs import apply_overrides, get, option
-from annotated.data.corpus import cache_folder, corpus_files, data_location, load_corpus
+from annotated.data.corpus import cache_folder, corpus_files, data_location
 from annotated.inference.search import attention_maps
 from annotated.store.checkpoint_file import checkpoints, config_from, load, load_model, step_in_name
-from experiments.common import (ROOT, add_training_arguments, average, check_out_dir,
-                                check_run_folder, first_sentences, invocation, markdown_table,
-                                perplexity, read_metrics, score, train, write_files)
+from experiments.commands import invocation, train
+from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
+from experiments.report import PUBLISHED, file_stem, markdown_table, pair_name
+from experiments.scoring import evaluate_run, trained_checkpoints
 
 PRESETS = ("multi30k", "multi30k_tiny")
 
@@ -161,104 +162,6 @@ def preset_in_train_json(run: Path) -> str | None:
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     return name if name in PRESETS else None
-
-
-LANGUAGES = {"en": "English", "de": "German", "fr": "French"}
-# Published from-scratch text-only results on test2016, by language pair, as results/published.json
-# gives them (system, BLEU, metric, reference length in tokens in the published evaluation log).
-PUBLISHED = {tuple(pair.split("-")): [(r["system"], r["bleu"], r["metric"], r["reference_tokens"])
-                                      for r in rows]
-             for pair, rows in json.loads((ROOT / "results" / "published.json").read_text())
-             ["multi30k_test2016"].items()}
-
-
-def file_stem(preset: str, config: dict) -> str:
-    """The preset's name for English->German, the paper's pair (multi30k, multi30k_tiny);
-    multi30k_en_fr and so on for other pairs; _lowercase after it for a lowercased run."""
-    pair = (config["source_lang"], config["target_lang"])
-    stem = preset if pair == ("en", "de") else f"{preset}_{pair[0]}_{pair[1]}"
-    return stem + ("_lowercase" if config.get("lowercase") else "")
-
-
-def pair_name(config: dict) -> str:
-    return "->".join(LANGUAGES.get(config[k], config[k]) for k in ("source_lang", "target_lang"))
-
-
-SCORE_A_RUN = "give --run-dir of a trained run, or train one (leave out --skip-train)"
-
-
-def trained_checkpoints(run: Path, fix: str = SCORE_A_RUN) -> list[Path]:
-    """The checkpoints of the run to score; an error naming the folder and `fix` (what the
-    calling command offers) if there are none."""
-    found = checkpoints(run)
-    if not found:
-        what = "holds no checkpoint" if run.is_dir() else "does not exist"
-        raise CheckpointError(f"the run folder {run} {what}; {fix}")
-    return found
-
-
-def evaluate_run(run: Path, n_average: int, beam: dict, data_dir, limit) -> tuple[dict, int]:
-    """Average the run's last checkpoints (n_average, or all it has if fewer: the results say
-    how many), then score them on test2016 and val: the contents of multi30k.json, and how
-    many test sentences were scored."""
-    found = trained_checkpoints(run)
-    last = found[-1]
-    config = config_from(load(last), last)               # what the run trained
-    corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
-    if n_average > len(found):
-        print(f"{run} holds {len(found)} checkpoints, not --average {n_average}: averaging "
-              f"those {len(found)}", flush=True)
-        n_average = len(found)
-    result = {}
-    if (run / "train.json").is_file():                  # how the run was made
-        result["train"] = json.loads((run / "train.json").read_text())
-    result["metrics"] = read_metrics(run)
-    averaged, average_cmd = average(run, n_average)
-    result["average"] = {"command": average_cmd,
-                         "checkpoints": [p.name for p in found[-n_average:]]}
-    result["config"] = {k: v for k, v in vars(config).items() if not k.startswith("paper_")}
-    src, ref = corpus.test_src[:limit], corpus.test_ref[:limit]
-    if len(src) < len(corpus.test_src):
-        result["limited"] = first_sentences(len(src), len(corpus.test_src))
-    scores = decode_test(averaged, n_average, last, src, ref, beam)
-    result["test2016"] = {k: {kk: vv for kk, vv in v.items() if kk != "hypotheses"}
-                          for k, v in scores.items()}
-    result["reference_mean_words"] = mean_words(ref)
-    result["valid"] = {"last": perplexity(last, corpus.valid)}
-    if n_average > 1:
-        result["valid"] = {"averaged": perplexity(averaged, corpus.valid), **result["valid"]}
-    paper = next(iter(scores.values()))["hypotheses"]
-    result["examples"] = [dict(source=s, reference=r, translation=h)
-                          for s, r, h in zip(src[:8], ref[:8], paper)]
-    return result, len(src)
-
-
-def decode_test(averaged: Path, n_average: int, last: Path, src, ref, beam: dict) -> dict:
-    """The averaged model decoded with `beam` (first), then greedy, alpha 0 and the last
-    checkpoint (with n_average 1 the last checkpoint is the model, and that row is not
-    repeated): each one's scores, mean output length and hypotheses."""
-    k, alpha = beam["beam_size"], beam["alpha"]
-    paper = " (the paper's setting)" if (k, alpha) == (4, 0.6) else ""
-    chosen = f"average of {n_average}" if n_average > 1 else f"last checkpoint ({last.name})"
-    which = "averaged" if n_average > 1 else "last checkpoint"
-    runs = {
-        f"beam {k}, alpha {alpha}, {chosen}{paper}": (averaged, beam),
-        f"greedy, {which}": (averaged, dict(beam, greedy=True)),
-        f"beam {k}, alpha 0, {which}": (averaged, dict(beam, alpha=0.0)),
-    }
-    if n_average > 1:                     # what averaging (§6.1) added on test2016
-        runs[f"beam {k}, alpha {alpha}, last checkpoint ({last.name})"] = (last, beam)
-    scores = {}
-    for name, (ckpt, decode) in runs.items():
-        s = score(ckpt, src, ref, **decode)
-        s["mean_output_words"] = mean_words(s["hypotheses"])
-        scores[name] = s
-        print(f"{name}: sacreBLEU {s['bleu']}  ({s['signature']})", flush=True)
-    return scores
-
-
-def mean_words(lines) -> float:
-    return round(float(np.mean([len(line.split()) for line in lines])), 2)
 
 
 def attention_file(checkpoint: Path, examples: list[dict]) -> bytes:

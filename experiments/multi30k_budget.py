@@ -41,16 +41,18 @@ import torch
 
 from annotated.base.cli import at_least, command, path, positive
 from annotated.base.errors import CheckpointError, DeviceError
+from annotated.base.files import write_files
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
 from annotated.store.checkpoint_file import checkpoints, load_model, step_in_name
-from experiments.common import (DEVICE, ROOT, add_training_arguments, check_out_dir,
-                                check_run_folder, invocation, machine_record, markdown_table,
-                                read_metrics, recorded, resume_command, split_text,
-                                train_command, write_files)
-from experiments.multi30k import PUBLISHED, evaluate_run, pair_name
-from experiments.multi30k_sweep import start, sweep_run, wait_for
+from annotated.training.run_dir import read_metrics
+from experiments.commands import (invocation, recorded, resume_command, start, train_command,
+                                  wait_for)
+from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
+from experiments.machine import machine_record
+from experiments.report import PUBLISHED, markdown_table, pair_name
+from experiments.scoring import DEVICE, evaluate_run, split_text, sweep_run
 
 PRESET = "multi30k_tiny"
 BUDGET = ["train_steps=8000", "max_tokens=8192", "warmup_steps=2000", "lr_factor=2.53",
@@ -211,8 +213,7 @@ def training_record(args, runs: dict) -> dict:
            f"thread, resumed across calls where --max-minutes stopped them")
     record = {"how": how, "runs": {}}
     for key, (name, target) in runs.items():
-        trained = [m for m in read_metrics(run_dir(args.runs_dir, name, target))
-                   if m["split"] == "train"]
+        trained = read_metrics(run_dir(args.runs_dir, name, target), "train")
         fresh = train_command(PRESET, run_dir(args.runs_dir, name, target),
                               data_dir=args.data_dir,
                               overrides=overrides(name, target, args.overrides), nproc=args.nproc)

@@ -22,10 +22,13 @@ from sacrebleu.metrics import BLEU
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
 from annotated.base.cli import at_least, command, path
+from annotated.base.files import write_files
 from annotated.configs import option
 from annotated.store.checkpoint_file import config_from, load
-from experiments.common import (add_out_dir, check_out_dir, first_sentences, invocation,
-                                markdown_table, relative, score, split_text, write_files)
+from experiments.commands import invocation
+from experiments.folders import add_out_dir, check_out_dir, relative
+from experiments.report import first_sentences, markdown_table
+from experiments.scoring import score, split_text
 
 
 def parse_args(argv=None):

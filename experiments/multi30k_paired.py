@@ -19,12 +19,14 @@ from pathlib import Path
 
 from annotated.base.cli import at_least, command, path
 from annotated.base.errors import DataError
+from annotated.base.files import write_files
 from annotated.configs import option
 from annotated.inference.bleu import paired_bootstrap
 from annotated.store.checkpoint_file import config_from, load
-from experiments.common import (add_out_dir, check_out_dir, first_sentences, invocation,
-                                markdown_table, relative, score, split_text, write_files)
-from experiments.multi30k import PUBLISHED
+from experiments.commands import invocation
+from experiments.folders import add_out_dir, check_out_dir, relative
+from experiments.report import PUBLISHED, first_sentences, markdown_table
+from experiments.scoring import score, split_text
 
 SPLITS = {"valid": "val", "test": "test2016"}
 METRICS = {"lowercased BLEU": True, "sacreBLEU (cased)": False}      # name: lowercase

@@ -28,20 +28,19 @@ is gone: then it is an error naming it. The data location is checked before any 
 import argparse
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 from annotated.base.cli import at_least, command, path, positive
 from annotated.base.errors import DataError
-from annotated.base.files import atomic_open
+from annotated.base.files import write_files
 from annotated.configs import apply_overrides, get, merged
-from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoints
-from experiments.common import (ROOT, add_training_arguments, average, check_out_dir,
-                                check_run_folder, first_sentences, invocation, markdown_table,
-                                perplexity, read_metrics, relative, resume_command, score,
-                                split_text, train_command, with_this_python, write_files)
-from experiments.multi30k import file_stem, trained_checkpoints
+from experiments.commands import invocation, resume_command, start, train_command, wait_for
+from experiments.folders import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
+                                 relative)
+from experiments.report import file_stem, first_sentences, markdown_table
+from experiments.scoring import (SHOWN, TRAIN_FIRST, entry_problem, split_text, sweep_run,
+                                 trained_checkpoints)
 
 # name: (preset, overrides, processes). Transformer-tiny with the paper's dropout 0.1 and with
 # the literature's 0.3, and the multi30k preset with 0.3, each one process; then Transformer-tiny
@@ -84,10 +83,8 @@ SECOND_HOUR = {"tiny_2proc_p02_v6k_2h": "tiny_2proc_p02_v6k"}
 OTHER_SEED = {"tiny_2proc_p02_v6k_seed2": ("tiny_2proc_p02_v6k", 2),
               "tiny_2proc_p02_v6k_lc_seed2": ("tiny_2proc_p02_v6k_lc", 2)}
 AVERAGES = (1, 5, 10)                                   # 1: the last checkpoint alone
-TRAIN_FIRST = "train it first (--train)"                # a run to score is missing
 # (beam size, alpha): the grid of decodings every candidate is scored with on val.
 DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.2, 1.4))
-SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warmup_steps")
 
 
 def parse_args(argv=None):
@@ -129,11 +126,13 @@ def main(argv=None):
             train_second_hour(name, runs, args.max_minutes, args.data_dir)
     if args.only:
         for name in args.only:
-            sweep_run(name, configs[name], runs[name], sources, references, args.data_dir)
+            sweep_run(name, configs[name], runs[name], sources, references, args.data_dir,
+                      spec(name), DECODINGS, AVERAGES)
         return
     recorded = recorded_candidates(args.out_dir / "multi30k_sweep.json", runs)
     scored = {name: recorded.get(name) or sweep_run(
-        name, configs[name], runs[name], sources, references, args.data_dir) for name in names}
+        name, configs[name], runs[name], sources, references, args.data_dir, spec(name),
+        DECODINGS, AVERAGES) for name in names}
     result = {"candidates": {name: scored[name] for name in CANDIDATES},
               "second_hour": {name: scored[name] for name in SECOND_HOUR},
               "other_seed": {name: scored[name] for name in OTHER_SEED}}
@@ -205,22 +204,6 @@ def train_second_hour(name: str, runs: dict, max_minutes: float, data_dir):
     wait_for({name: start(name, run, cmd)}, runs)
 
 
-def start(name: str, run: Path, cmd: list[str]) -> subprocess.Popen:
-    """Start one training command, its output in RUNS_DIR/NAME.log."""
-    print("+ " + " ".join(cmd), flush=True)
-    run.parent.mkdir(parents=True, exist_ok=True)
-    log = open(run.parent / f"{name}.log", "w")
-    return subprocess.Popen(with_this_python(cmd), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-
-
-def wait_for(procs: dict, runs: dict):
-    """Wait for every started training; one error naming the logs of those that failed."""
-    failed = [name for name, p in procs.items() if p.wait() != 0]
-    if failed:
-        raise ChildProcessError(f"training failed for {', '.join(failed)}; see "
-                                f"{', '.join(str(runs[n].parent / f'{n}.log') for n in failed)}")
-
-
 def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
     """The entries an earlier sweep recorded for candidates whose run folder is gone (the runs
     are large and not kept): their scores stand as recorded. A damaged file is no loss while
@@ -250,81 +233,6 @@ def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
         print(f"{name}: {relative(runs[name])} is gone; keeping the scores recorded in "
               f"{relative(sweep_json)}")
     return found
-
-
-# What a run's entry holds (multi30k_sweep.json, val_sweep.json), and each of its rows.
-ENTRY = ("preset", "overrides", "steps", "minutes", "config", "rows")
-ROW = ("average", "val_ppl", "beam", "alpha", "lowercase_bleu", "bleu")
-
-
-def entry_problem(entry) -> str | None:
-    """What an entry read back from a file lacks, or None if it has all the sweep reads."""
-    if not isinstance(entry, dict) or any(k not in entry for k in ENTRY):
-        return f"an entry without {', '.join(ENTRY)}"
-    if not isinstance(entry["rows"], list) or not all(
-            isinstance(r, dict) and all(k in r for k in ROW) for r in entry["rows"]):
-        return f"rows without {', '.join(ROW)}"
-    return None
-
-
-def kept_scores(kept: Path, key: dict) -> dict:
-    """The rows a run's val_sweep.json keeps, by (average, beam, alpha), if they were scored
-    with `key` (the same newest checkpoint and val sentences); a damaged file is treated as
-    absent (the run is scored again, with a note)."""
-    if not kept.is_file():
-        return {}
-    try:
-        old = json.loads(kept.read_text())
-        if old["key"] != key:
-            return {}
-        problem = entry_problem(old["entry"])
-    except (ValueError, KeyError, TypeError) as e:
-        problem = f"{type(e).__name__}: {e}"
-    if problem:
-        print(f"{relative(kept)} is damaged ({problem}); scoring the run again", flush=True)
-        return {}
-    return {(r["average"], r["beam"], r["alpha"]): r for r in old["entry"]["rows"]}
-
-
-def sweep_run(name: str, config, run: Path, sources, references, data_dir,
-              made=None, decodings=None, averages=None) -> dict:
-    """One run: how it trained, and val perplexity and BLEU for every averaging and decoding;
-    kept in the run folder (val_sweep.json) and reused while the run's newest checkpoint and
-    the val sentences are the same: only an averaging or decoding not scored yet is scored.
-    made: (preset, overrides, processes) of the run (default: the candidate `name`'s);
-    decodings, averages: the (beam, alpha) grid and the numbers of checkpoints averaged
-    (default DECODINGS and AVERAGES)."""
-    found = trained_checkpoints(run, TRAIN_FIRST)
-    kept, key = run / "val_sweep.json", {"newest": found[-1].name, "sentences": len(sources)}
-    done = kept_scores(kept, key)
-    trained = [m for m in read_metrics(run) if m["split"] == "train"]
-    preset, overrides, nproc = made or spec(name)
-    decodings, averages = decodings or DECODINGS, averages or AVERAGES
-    entry = {"preset": preset, "overrides": overrides, "processes": nproc,
-             "steps": trained[-1]["step"],
-             "minutes": round(trained[-1]["elapsed"] / 60, 1), "checkpoints": len(found),
-             "config": {k: getattr(config, k) for k in SHOWN}}
-    grid = [(n, beam, alpha) for n in averages if n <= len(found) for beam, alpha in decodings]
-    print(f"{name}: {sum(g in done for g in grid)} of {len(grid)} scores kept in "
-          f"{relative(kept)}", flush=True)
-    valid = None
-    for n in [n for n in averages if n <= len(found)]:
-        todo = [(beam, alpha) for beam, alpha in decodings if (n, beam, alpha) not in done]
-        if todo:
-            valid = valid or load_corpus(config, data_dir=data_dir, log=lambda *_: None).valid
-            ckpt = found[-1] if n == 1 else average(run, n, run / f"average_{n}.pt")[0]
-            ppl = perplexity(ckpt, valid)["ppl"]
-        for beam, alpha in todo:
-            s = score(ckpt, sources, references, beam_size=beam, alpha=alpha, max_extra=50,
-                      batch_tokens=2000)
-            done[n, beam, alpha] = dict(average=n, val_ppl=ppl, beam=beam, alpha=alpha,
-                                        lowercase_bleu=s["lowercase_bleu"], bleu=s["bleu"])
-            print(f"{name}, average of {n}, beam {beam}, alpha {alpha}: val lowercased BLEU "
-                  f"{s['lowercase_bleu']}, cased {s['bleu']}", flush=True)
-    entry["rows"] = [done[g] for g in grid]
-    with atomic_open(kept, "w") as f:
-        f.write(json.dumps({"key": key, "entry": entry}, indent=1))
-    return entry
 
 
 def best(candidates: dict, runs: dict) -> dict:

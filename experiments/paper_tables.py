@@ -32,8 +32,10 @@ from annotated import configs
 from annotated.attention import attention
 from annotated.base.cli import command
 from annotated.base.errors import DataError
+from annotated.base.files import write_files
 from annotated.training.flops import training_flops
-from experiments.common import add_out_dir, check_out_dir, invocation, relative, write_files
+from experiments.commands import invocation
+from experiments.folders import add_out_dir, check_out_dir, relative
 
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
 MODERN = {"A100 (bf16 dense 312 TFLOPS)": 312e12, "H100 SXM (bf16 dense 989 TFLOPS)": 989e12}

@@ -29,14 +29,15 @@ from pathlib import Path
 
 from annotated.base.cli import at_least, command, path
 from annotated.base.errors import DataError
-from annotated.base.files import sha256_file
+from annotated.base.files import sha256_file, write_files
 from annotated.configs import option
 from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
 from annotated.store.checkpoint_file import atomic_save, config_from, half, load, load_model
-from experiments.common import (ROOT, check_out_dir, committed_folder, first_sentences, invocation,
-                                recorded, relative, score, write_files)
-from experiments.multi30k import pair_name
+from experiments.commands import invocation, recorded
+from experiments.folders import ROOT, check_out_dir, committed_folder, relative
+from experiments.report import first_sentences, pair_name
+from experiments.scoring import score
 
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
 EXAMPLES = 8

@@ -16,7 +16,8 @@ import json
 from annotated.base.cli import command
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open
-from experiments.common import ROOT, markdown_table
+from experiments.folders import ROOT
+from experiments.report import markdown_table
 
 README = ROOT / "README.md"
 RESULTS = ROOT / "results"

@@ -32,13 +32,15 @@ from pathlib import Path
 
 from annotated.base.cli import at_least, command, path
 from annotated.base.errors import DataError
-from annotated.base.files import atomic_open
+from annotated.base.files import atomic_open, write_files
 from annotated.configs import PRESETS, apply_overrides, get
 from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoint_name, config_from, load
-from experiments.common import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
-                                first_sentences, invocation, markdown_table, read_metrics, recorded,
-                                rounded, score, train, train_command, write_files)
+from annotated.training.run_dir import read_metrics
+from experiments.commands import invocation, recorded, train, train_command
+from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
+from experiments.report import first_sentences, markdown_table
+from experiments.scoring import rounded, score
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
              eval_every=10_000, ckpt_every=10_000, ckpt_minutes=10_000, keep_last=1)

@@ -36,7 +36,7 @@ from urllib.parse import urldefrag, urlsplit
 import pytest
 
 from annotated.base.errors import DataError
-from book import i18n
+from book import languages, publish, stage
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -132,7 +132,7 @@ def test_the_site_offers_the_project_as_a_zip_of_its_tracked_files(site):
     """The zip holds every tracked file (as the working tree has it), and each chapter links
     it beside its notebook; a copy of the project that is no git checkout has no zip."""
     import zipfile
-    from book.build import PROJECT_ZIP
+    from book.project import PROJECT_ZIP
     if not GIT_CHECKOUT:
         assert not (site / PROJECT_ZIP).exists()
         return
@@ -150,15 +150,15 @@ def test_the_site_offers_the_project_as_a_zip_of_its_tracked_files(site):
 
 
 def test_outside_a_git_checkout_the_zip_is_skipped_with_a_note(tmp_path, monkeypatch, capsys):
-    from book import build
-    monkeypatch.setattr(build, "ROOT", tmp_path)
-    assert build.project_zip(tmp_path / "project.zip") is None
+    from book import project
+    monkeypatch.setattr(project, "ROOT", tmp_path)
+    assert project.project_zip(tmp_path / "project.zip") is None
     assert not (tmp_path / "project.zip").exists()
     assert "is not a git checkout" in capsys.readouterr().err
 
 
 def test_reading_time_counts_prose_code_shown_source_output_and_figures():
-    from book.build import (CODE_LINES_PER_MINUTE, MINUTES_PER_FIGURE, OUTPUT_LINES_PER_MINUTE,
+    from book.stage import (CODE_LINES_PER_MINUTE, MINUTES_PER_FIGURE, OUTPUT_LINES_PER_MINUTE,
                             WORDS_PER_MINUTE, reading)
     figure = {"output_type": "display_data", "data": {"image/png": "", "text/plain": ""}}
     listing = {"output_type": "display_data",
@@ -179,7 +179,7 @@ def test_reading_time_counts_prose_code_shown_source_output_and_figures():
 def test_the_whole_book_reads_in_about_7_5_to_8_hours():
     """The rates are calibrated on a careful first-time reader, who needed 7.5-8 hours for
     the chapters; a chapter that grows or shrinks a lot shows here."""
-    from book.build import chapters, read_chapter, reading
+    from book.stage import chapters, read_chapter, reading
     hours = sum(reading(read_chapter(path))[0] for path in chapters()) / 60
     assert 7.0 <= hours <= 8.5, f"the chapters now read in {hours:.1f} hours"
 
@@ -194,12 +194,12 @@ CHAPTER_PATHS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 @pytest.mark.parametrize("path", CHAPTER_PATHS, ids=lambda p: p.stem[:2])
 def test_figure_captions_are_numbered_in_order_one_per_figure(path):
     """Each caption `**Figure C.K.**` follows its figure, numbered 1, 2, 3... in the chapter."""
-    from book.build import caption_problems, chapter_label
+    from book.figures import caption_problems, chapter_label
     assert caption_problems(chapter_notebook(path), chapter_label(path)) == []
 
 
 def test_every_figure_has_a_caption():
-    from book.build import figures
+    from book.figures import figures
     missing = [f"{path.name}, cell {f['cell']}" for path in CHAPTER_PATHS
                for f in figures(chapter_notebook(path)) if f["caption"] is None]
     assert not missing, f"{len(missing)} figures without a caption: " + "; ".join(missing)
@@ -215,7 +215,7 @@ def stream(text: str) -> dict:
 
 
 def test_staging_captions_each_figure_and_keeps_the_rest_of_the_caption_cell():
-    from book.build import caption_problems, figures, stage_figures
+    from book.figures import caption_problems, figures, stage_figures
     first = "**Figure 3.1.** The weights of $\\sqrt{d_k}$ heads, in `code`."
     second = "**Figure 3.2.** The second panel."
     nb = {"cells": [
@@ -249,7 +249,7 @@ def test_staging_captions_each_figure_and_keeps_the_rest_of_the_caption_cell():
     ("**Figure 2.2.** Two.", ["Prose."], "cell 5: caption 'Figure 2.2' follows no figure"),
     ("**Figure 1.2.** Two.", [], "cell 4: caption 'Figure 1.2' where 'Figure 2.2' comes next")])
 def test_a_caption_out_of_order_or_without_a_figure_is_named(second, after, words):
-    from book.build import caption_problems
+    from book.figures import caption_problems
     nb = {"cells": [cell("markdown", source="# T"), cell("code", outputs=[image()]),
                     cell("markdown", source="**Figure 2.1.** One."),
                     cell("code", outputs=[image(1)]),
@@ -260,13 +260,13 @@ def test_a_caption_out_of_order_or_without_a_figure_is_named(second, after, word
 
 
 def test_math_is_plain_text_in_alt_texts_and_titles():
-    from book.build import plain_text
+    from book.figures import plain_text
     assert plain_text("**Figure 2.1.** Why $-\\infty$, with $\\sqrt{d_k}$ [here](x.md).") == (
         "Figure 2.1. Why −∞, with √d_k here.")
 
 
 def test_a_listing_links_its_module_page_and_its_source():
-    from book.build import link_listings
+    from book.stage import link_listings
     listing = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [
         "`annotated/multihead.py`\n", "```python\n", "@decorated\n", "class MultiHeadAttention:\n",
         "    pass\n", "```"]}}
@@ -287,7 +287,7 @@ def test_a_listing_links_its_module_page_and_its_source():
 
 @pytest.mark.slow
 def test_every_listing_of_a_chapter_links_the_api_reference(site):
-    from book.build import LISTING
+    from book.stage import LISTING
     for path in CHAPTER_PATHS:
         shown = sum(bool(LISTING.fullmatch("".join(o["data"]["text/markdown"]).split("\n")[0]))
                     for c in chapter_notebook(path)["cells"] for o in c.get("outputs", [])
@@ -310,6 +310,7 @@ def fake_sphinx(monkeypatch):
     """book.build with Sphinx replaced by a stand-in that writes `pages` (or fails): the
     output folder's handling without a real build, of the English edition alone."""
     from book import build as book_build
+    from book import project, run_sphinx
     site = {"pages": ["index.html", "01.html"], "code": 0, "interrupt": None}
 
     def build_main(args):
@@ -324,9 +325,9 @@ def fake_sphinx(monkeypatch):
             except site["interrupt"]:
                 return 2
         return site["code"]
-    monkeypatch.setattr(book_build, "build_main", build_main)
-    monkeypatch.setattr(book_build, "project_zip", lambda dest: None)   # seconds, tested apart
-    monkeypatch.setattr(book_build.i18n, "LANGUAGES", {})      # one edition: the real build's
+    monkeypatch.setattr(run_sphinx, "build_main", build_main)
+    monkeypatch.setattr(project, "project_zip", lambda dest: None)   # seconds, tested apart
+    monkeypatch.setattr(languages, "TRANSLATIONS", {})      # one edition: the real build's
     # second edition is checked on the real site below
     return book_build, site
 
@@ -342,7 +343,7 @@ def test_a_rebuild_replaces_only_what_the_last_build_wrote(tmp_path, fake_sphinx
     build.build(out)
     assert (out / ".git" / "HEAD").is_file() and (out / "CNAME").is_file()
     assert (out / "_static" / "new.css").is_file() and not (out / "01.html").exists()
-    assert "01.html" not in (out / build.MANIFEST).read_text()
+    assert "01.html" not in (out / publish.MANIFEST).read_text()
 
 
 def test_a_failed_build_leaves_the_site_that_was_there(tmp_path, fake_sphinx):
@@ -388,8 +389,8 @@ def test_a_notebook_that_is_not_json_is_one_line(tmp_path, fake_sphinx, monkeypa
     broken = tmp_path / "chapters" / "01_broken.ipynb"
     broken.parent.mkdir()
     broken.write_text('{"cells": [')
-    monkeypatch.setattr(build, "CHAPTERS", broken.parent)
-    monkeypatch.setattr(build, "ROOT", tmp_path)
+    monkeypatch.setattr(stage, "CHAPTERS", broken.parent)
+    monkeypatch.setattr(stage, "ROOT", tmp_path)
     with pytest.raises(DataError, match=r"01_broken.ipynb is not a readable notebook"):
         build.build(tmp_path / "site")
 
@@ -441,10 +442,10 @@ def test_a_manifest_naming_what_the_build_did_not_write_is_refused_before_any_ch
     (out / "zzz_mydir" / "f.txt").write_text("k\n")
     (out / "link").symlink_to(victims)
     lines, words = FOREIGN_MANIFESTS[case]
-    manifest = (out / build.MANIFEST).read_text().splitlines()
+    manifest = (out / publish.MANIFEST).read_text().splitlines()
     if case == "a plain list of names":
         manifest = []
-    (out / build.MANIFEST).write_text("\n".join(manifest + lines(out, victims)) + "\n")
+    (out / publish.MANIFEST).write_text("\n".join(manifest + lines(out, victims)) + "\n")
     site["pages"] = ["other.html"]                 # a rebuild would remove every old page
     before = tree(tmp_path)
     with pytest.raises(DataError, match=re.escape(words)) as refused:
@@ -459,7 +460,7 @@ def test_a_rebuild_deletes_only_listed_files_still_as_it_wrote_them(tmp_path, fa
     out = tmp_path / "site"
     site["pages"] = ["index.html", "01.html", "sub/old.html", "mine.html"]
     build.build(out)
-    assert (out / build.MANIFEST).read_text().splitlines()[0] == build.MANIFEST_HEADER
+    assert (out / publish.MANIFEST).read_text().splitlines()[0] == publish.MANIFEST_HEADER
     (out / "mine.html").write_text("edited by hand\n")        # listed, changed since
     (out / "index.html").write_text("edited by hand\n")       # the same, but rebuilt
     site["pages"] = ["index.html"]
@@ -468,7 +469,7 @@ def test_a_rebuild_deletes_only_listed_files_still_as_it_wrote_them(tmp_path, fa
     assert (out / "index.html").read_text() == "<html>index.html</html>"
     assert not (out / "01.html").exists() and not (out / "sub").exists()
     listed = [line.split("  ", 1)[1]
-              for line in (out / build.MANIFEST).read_text().splitlines()[1:]]
+              for line in (out / publish.MANIFEST).read_text().splitlines()[1:]]
     assert [name for name in listed if not name.startswith("notebooks/")] == ["index.html"]
     assert "kept 1 file(s)" in capsys.readouterr().err
     assert not [p for p in out.iterdir() if p.name.startswith(".book-old-")]
@@ -524,6 +525,80 @@ def test_ctrl_c_in_sphinx_is_interrupted_and_leaves_the_site(tmp_path, fake_sphi
         main(["build", "--out", str(out)])
     assert stopped.value.code == 130
     assert capsys.readouterr().err.splitlines()[-1] == "interrupted"
+    assert tree(tmp_path) == before
+
+
+# `python -m book build --out OUT PAGE...` in a process of its own, with Sphinx replaced by a
+# stand-in that writes the PAGEs, which sends itself SIGNUM (as `kill` or `timeout` would) at a
+# set moment: while Sphinx runs, or as the swap moves the first old file aside.
+STOPPED_BUILD = """
+import os, signal, sys
+from pathlib import Path
+for number in (signal.SIGTERM, signal.SIGHUP):           # as a terminal leaves them
+    signal.signal(number, signal.SIG_DFL)
+from book import languages, project, run_sphinx
+from book.__main__ import main
+out, signum, moment, pages = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+
+def build_main(args):
+    for name in pages:
+        (Path(args[-1]) / name).parent.mkdir(parents=True, exist_ok=True)
+        (Path(args[-1]) / name).write_text(f"<html>{name}</html>")
+    if moment == "sphinx":
+        os.kill(os.getpid(), signum)
+    return 0
+
+def replace(source, target, real=os.replace, sent=[]):
+    if moment == "swap" and ".book-old-" in str(target) and not sent:
+        print("sent at the swap", flush=True)
+        sent.append(signum)
+        os.kill(os.getpid(), signum)
+    return real(source, target)
+
+run_sphinx.build_main, os.replace = build_main, replace
+project.project_zip = lambda dest: None
+languages.TRANSLATIONS = {}
+main(["build", "--out", out])
+"""
+
+
+@pytest.mark.parametrize("signum, moment", [(signal.SIGTERM, "sphinx"), (signal.SIGTERM, "swap"),
+                                            (signal.SIGHUP, "swap")])
+def test_sigterm_or_sighup_leaves_the_old_site_and_no_temporary_folder(tmp_path, fake_sphinx,
+                                                                     moment, signum):
+    """A build stopped by SIGTERM or SIGHUP (from `timeout`, a service manager, a closed
+    terminal), even while its swap moves the old files aside: it ends as interrupted, with the
+    signal's own exit status; the old site is there as it was, and no temporary folder is left
+    beside the output folder or inside it."""
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    site["pages"] = ["index.html", "01.html", "_static/a.css"]
+    build.build(out)
+    (out / "CNAME").write_text("book.example.org\n")
+    before = tree(tmp_path)
+    done = subprocess.run([sys.executable, "-c", STOPPED_BUILD, str(out), str(int(signum)),
+                           moment, "index.html", "02.html", "_static/b/c.css"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    name = signal.Signals(signum).name
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (
+        128 + signum, [f"interrupted by {name}"]), done.stderr
+    assert ("sent at the swap" in done.stdout) == (moment == "swap")
+    assert tree(tmp_path) == before
+
+
+def test_the_old_files_of_a_killed_swap_are_named_before_any_change(tmp_path, fake_sphinx):
+    """A build killed outright (SIGKILL) while it swapped leaves the old files in a folder of
+    the output folder: the next build names it and what to do, instead of publishing it."""
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    build.build(out)
+    (out / ".book-old-1a2b3c4d").mkdir()
+    (out / ".book-old-1a2b3c4d" / "01.html").write_text("<html>old</html>")
+    before = tree(tmp_path)
+    with pytest.raises(DataError) as refused:
+        build.build(out)
+    message = str(refused.value)
+    assert str(out / ".book-old-1a2b3c4d") in message and "move them back" in message
     assert tree(tmp_path) == before
 
 
@@ -583,8 +658,8 @@ def test_a_damaged_notebook_is_one_line_naming_it(tmp_path, fake_sphinx, monkeyp
     damaged = tmp_path / "chapters" / "01_damaged.ipynb"
     damaged.parent.mkdir()
     damaged.write_text(json.dumps(nb))
-    monkeypatch.setattr(build, "CHAPTERS", damaged.parent)
-    monkeypatch.setattr(build, "ROOT", tmp_path)
+    monkeypatch.setattr(stage, "CHAPTERS", damaged.parent)
+    monkeypatch.setattr(stage, "ROOT", tmp_path)
     with pytest.raises(DataError) as refused:
         build.build(tmp_path / "site")
     message = str(refused.value)
@@ -594,7 +669,7 @@ def test_a_damaged_notebook_is_one_line_naming_it(tmp_path, fake_sphinx, monkeyp
 
 
 def test_a_sound_notebook_passes_the_check_and_outputs_without_data_are_no_figures():
-    from book.build import draws_only, notebook_problem, reading
+    from book.stage import draws_only, notebook_problem, reading
     nb = {"cells": [TITLE, cell("code", outputs=[FIGURE])], "metadata": {}, "nbformat": 4,
           "nbformat_minor": 5}
     assert notebook_problem(nb) is None and draws_only(nb["cells"][1])
@@ -727,9 +802,9 @@ def page_problems(name: str, facts: dict, server: str) -> list[str]:
                  for src, alt in facts["alts"] if not alt or not alt.strip()
                  or re.fullmatch(r"\S*[0-9a-f]{16,}\S*|\S+\.(png|svg|jpe?g|gif)", alt.strip())]
     folder, _, stem = name.removesuffix(".html").rpartition("/")     # zh/01_... : zh edition
-    if stem in CHAPTERS and folder in ("", *i18n.LANGUAGES):          # a chapter's page
+    if stem in CHAPTERS and folder in ("", *languages.TRANSLATIONS):          # a chapter's page
         folder = f"{folder}/" if folder else ""
-        from book.build import PROJECT_ZIP
+        from book.project import PROJECT_ZIP
         following = CHAPTERS.index(stem) + 1
         expected = (f"{folder}{CHAPTERS[following]}.html" if following < len(CHAPTERS)
                     else None)

@@ -209,7 +209,7 @@ def test_each_reference_label_is_its_first_authors_surname_and_year():
 def test_the_index_opens_with_start_here_and_lists_every_page_once():
     """Start here first, then the chapters, then what follows them; every page of the book
     (its markdown pages and the appendix notebooks) in exactly one toctree."""
-    from book.build import appendices, pages
+    from book.stage import appendices, pages
     text = page("index")
     assert text.startswith("# The Annotated Transformer, checked\n")
     toctrees = re.findall(r"```\{toctree\}\n(.*?)```", text, re.S)

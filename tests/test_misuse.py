@@ -32,11 +32,10 @@ from annotated.data import prepare_wmt14
 from annotated.inference.bleu import report, tokenizer_for
 from annotated.store import checkpoint_file
 from annotated.training import loop
-from annotated.training.run_dir import rotate
+from annotated.training.run_dir import read_metrics, rotate
 from benchmarks import decode_speed, gpu_train, train_throughput
 from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
                          multi30k_sweep, pretrained, table3_small)
-from experiments.common import read_metrics, write_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
@@ -162,7 +161,7 @@ def test_a_hand_edited_metrics_line_is_dropped_on_resume_and_named_by_the_result
     run(tmp_path, "--resume", "--max-steps", 3)
     out = capsys.readouterr().out
     assert "line 4: not a metrics line" in out and "line 5: not a metrics line" in out
-    assert [m["step"] for m in read_metrics(tmp_path) if m["split"] == "train"] == [1, 2, 3]
+    assert [m["step"] for m in read_metrics(tmp_path, "train")] == [1, 2, 3]
 
 
 # --- outputs: special files, links, a folder, the same input twice ----------------------------
@@ -444,7 +443,7 @@ def test_results_files_are_written_all_or_nothing(tmp_path):
     (tmp_path / "a.md").write_text("old a\n")
     (tmp_path / "b.json").write_text("old b\n")
     with pytest.raises(TypeError):           # the second file cannot be written
-        write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": 3.14})
+        files.write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": 3.14})
     assert (tmp_path / "a.md").read_text() == "old a\n"
     assert (tmp_path / "b.json").read_text() == "old b\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]

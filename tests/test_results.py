@@ -10,8 +10,8 @@ from annotated.configs import apply_overrides, get
 from annotated.store.checkpoint_file import checkpoints, load
 from annotated.training.flops import training_flops
 from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
-                         multi30k_sweep, paper_tables, pretrained, table3_small)
-from experiments.common import ROOT
+                         multi30k_sweep, paper_tables, pretrained, report, scoring, table3_small)
+from experiments.folders import ROOT
 
 RESULTS = ROOT / "results"                     # the committed results files
 
@@ -186,12 +186,12 @@ def test_table3_small_has_every_paper_row_scaled_to_a_valid_config():
 
 def test_another_preset_or_language_pair_writes_its_own_results_files():
     config = dict(source_lang="en", target_lang="fr")
-    assert multi30k.file_stem("multi30k", config) == "multi30k_en_fr"
-    assert multi30k.pair_name(config) == "English->French"
+    assert report.file_stem("multi30k", config) == "multi30k_en_fr"
+    assert report.pair_name(config) == "English->French"
     en_de = dict(source_lang="en", target_lang="de")
-    assert multi30k.file_stem("multi30k", en_de) == "multi30k"
-    assert multi30k.file_stem("multi30k_tiny", en_de) == "multi30k_tiny"
-    assert multi30k.file_stem("multi30k_tiny", dict(en_de, lowercase=True)) == \
+    assert report.file_stem("multi30k", en_de) == "multi30k"
+    assert report.file_stem("multi30k_tiny", en_de) == "multi30k_tiny"
+    assert report.file_stem("multi30k_tiny", dict(en_de, lowercase=True)) == \
         "multi30k_tiny_lowercase"
 
 
@@ -323,8 +323,8 @@ def widened_grid_scores_only_the_new_decodings(sweep, monkeypatch, tmp_path, bef
     """The sweep of the test above with one more (beam, alpha): every run still there decodes
     just that one per averaging; the run whose folder is gone keeps its rows and is named."""
     monkeypatch.setattr(sweep, "DECODINGS", (*sweep.DECODINGS, (4, 1.4)))
-    calls, real_score = [], sweep.score
-    monkeypatch.setattr(sweep, "score", lambda *a, **k: calls.append(k) or real_score(*a, **k))
+    calls, real_score = [], scoring.score
+    monkeypatch.setattr(scoring, "score", lambda *a, **k: calls.append(k) or real_score(*a, **k))
     out = tmp_path / "out"
     run(sweep, "--runs-dir", tmp_path / "runs", "--limit", 4, "--out-dir", out, *TINY,
         "ckpt_every=1")
@@ -345,7 +345,7 @@ def widened_grid_scores_only_the_new_decodings(sweep, monkeypatch, tmp_path, bef
 
 
 def test_more_than_one_process_trains_under_torchrun_with_this_python():
-    from experiments.common import resume_command, train_command, with_this_python
+    from experiments.commands import resume_command, train_command, with_this_python
     cmd = train_command("multi30k_tiny", ROOT / "runs" / "x", max_minutes=60, nproc=2)
     assert cmd[:5] == ["torchrun", "--standalone", "--nproc_per_node=2", "-m", "annotated.train"]
     again = resume_command(ROOT / "runs" / "x", max_minutes=60, nproc=2)
@@ -357,7 +357,7 @@ def test_more_than_one_process_trains_under_torchrun_with_this_python():
 
 
 def test_recorded_commands_write_the_data_location_as_the_readme_placeholder():
-    from experiments.common import invocation, recorded
+    from experiments.commands import invocation, recorded
     assert (recorded("python -m annotated.train --config multi30k --data-dir ../shared/data N=2"
                      .split()) == "python -m annotated.train --config multi30k --data-dir DIR N=2")
     assert (recorded(["torchrun", "--nproc_per_node=2", "-m", "annotated.train",

@@ -7,15 +7,18 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 
 import pytest
 
 from annotated import train
 from annotated.base.errors import DataError
+from annotated.base.files import write_files
 from annotated.store.checkpoint_file import atomic_save, average, checkpoints, half, load
 from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
-                         multi30k_sweep, paper_tables, pretrained, table3_small)
-from experiments.common import ROOT, write_files
+                         multi30k_sweep, paper_tables, pretrained, scoring, table3_small)
+from experiments.folders import ROOT
 
 RESULTS = ROOT / "results"
 SHIPPED = ROOT / "annotated" / "pretrained"
@@ -63,27 +66,28 @@ def tiny_run(tmp_path_factory):
 
 # --- write_files: all or nothing, Ctrl-C held back -----------------------------------------------
 
-def failing_once(real, name: str):
-    """os.rename or os.replace whose first call on a file called `name` fails with EPERM."""
-    failed = []
+def failing_at(real, name: str, nth: int):
+    """os.replace, whose `nth` call on a file called `name` fails with EPERM."""
+    calls = []
 
     def call(source, target, *args, **kwargs):
-        if name in (os.path.basename(source), os.path.basename(target)) and not failed:
-            failed.append(source)
-            raise PermissionError(errno.EPERM, "Operation not permitted", str(source))
+        if name in (os.path.basename(source), os.path.basename(target)):
+            calls.append(source)
+            if len(calls) == nth:
+                raise PermissionError(errno.EPERM, "Operation not permitted", str(source))
         return real(source, target, *args, **kwargs)
     return call
 
 
-@pytest.mark.parametrize("step", ["rename", "replace"])     # the old file aside, the new one in
-def test_results_files_stay_as_they_were_when_a_rename_fails(tmp_path, monkeypatch, step):
+@pytest.mark.parametrize("nth", [1, 2])     # the old file moved aside, the new one moved in
+def test_results_files_stay_as_they_were_when_a_rename_fails(tmp_path, monkeypatch, nth):
     (tmp_path / "a.md").write_text("old a\n")
     (tmp_path / "b.json").write_text("old b\n")
-    monkeypatch.setattr(os, step, failing_once(getattr(os, step), "b.json"))
+    monkeypatch.setattr(os, "replace", failing_at(os.replace, "b.json", nth))
     with pytest.raises(OSError) as raised:
         write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": "new b\n"})
     assert raised.value.filename == str(tmp_path / "b.json")        # the target, not a temp
-    assert "no results file was changed" in str(raised.value)
+    assert "no file was changed" in str(raised.value)
     assert (tmp_path / "a.md").read_text() == "old a\n"
     assert (tmp_path / "b.json").read_text() == "old b\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
@@ -115,6 +119,49 @@ def test_results_files_that_cannot_be_written_leave_no_folder_behind(tmp_path):
     with pytest.raises(TypeError):
         write_files({tmp_path / "new" / "deep" / "a.md": "a\n", tmp_path / "new" / "b": 3.14})
     assert not (tmp_path / "new").exists()
+
+
+# A results script's last step in a process of its own: write_files of new/b.json and a.md in
+# FOLDER, which sends itself SIGNUM (as `kill` or `timeout` would) while the new files are
+# written beside the old ones ("staging") or while they are moved in ("commit").
+STOPPED_WRITE = """
+import os, signal, sys
+from pathlib import Path
+for number in (signal.SIGTERM, signal.SIGHUP):           # as a terminal leaves them
+    signal.signal(number, signal.SIG_DFL)
+from annotated.base.cli import command
+from annotated.base.files import write_files
+folder, signum, moment = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+name = {"staging": "fsync", "commit": "replace"}[moment]
+
+def send(*args, real=getattr(os, name), sent=[]):
+    if not sent:
+        sent.append(os.kill(os.getpid(), signum))
+    return real(*args)
+
+setattr(os, name, send)
+command(lambda argv: write_files({folder / "new" / "b.json": "b\\n",
+                                  folder / "a.md": "new a\\n"}))()
+"""
+
+
+@pytest.mark.parametrize("signum, moment", [(signal.SIGTERM, "staging"),
+                                            (signal.SIGTERM, "commit"), (signal.SIGHUP, "commit")])
+def test_sigterm_or_sighup_while_results_files_are_written(tmp_path, moment, signum):
+    """SIGTERM or SIGHUP stops the write as Ctrl-C does, with the signal's own exit status:
+    while the new files are being written, every old file stays as it was; once they are
+    moved in, the move finishes first. No temporary file or folder is left either way."""
+    (tmp_path / "a.md").write_text("old a\n")
+    done = subprocess.run([sys.executable, "-c", STOPPED_WRITE, str(tmp_path), str(int(signum)),
+                           moment], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    name = signal.Signals(signum).name
+    assert (done.returncode, done.stderr) == (128 + signum, f"interrupted by {name}\n")
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    if moment == "staging":
+        assert files == ["a.md"] and (tmp_path / "a.md").read_text() == "old a\n"
+    else:
+        assert files == ["a.md", "new", "new/b.json"]
+        assert (tmp_path / "a.md").read_text() == "new a\n"
 
 
 # --- the committed folders -----------------------------------------------------------------------
@@ -439,7 +486,7 @@ KEY = {"newest": "ckpt_0000020.pt", "sentences": 2}
 def test_a_damaged_val_sweep_json_is_scored_again(content, tmp_path, capsys):
     kept = tmp_path / "val_sweep.json"
     kept.write_text(content)
-    assert multi30k_sweep.kept_scores(kept, KEY) == {}
+    assert scoring.kept_scores(kept, KEY) == {}
     out = capsys.readouterr().out
     assert "val_sweep.json is damaged" in out and "scoring the run again" in out
 

@@ -167,3 +167,25 @@ def test_a_page_paragraph_changed_in_place_is_stale_with_its_difference(tmp_path
     assert len(report.stale) == 1 and "+## Slip: " in report.stale[0]
     assert len(report.missing) == 1 and "A closing paragraph." in report.missing[0]
     assert not report.orphans
+
+
+def test_each_language_module_holds_every_word_the_build_writes():
+    """A language is its module in book/languages/ (and, for a translation, its pages in
+    book/<name>/): each module has English's lines, each filled by what the build gives it,
+    Sphinx's language code, and a caption word that CAPTION reads; each translation has its
+    folder."""
+    from book import languages
+    from book.figures import CAPTION
+    given = dict(name="01.ipynb", link="<a>", zip="x.zip", mb=1.0, minutes=9.0, counts="9",
+                 label="3", n=9, hours=8.0, words=140, chars=240, code=14, printed=20,
+                 figure=60.0)
+    english = languages.ALL[languages.ENGLISH]
+    for lang, words in languages.ALL.items():
+        assert words.WORDS.keys() == english.WORDS.keys(), lang
+        assert all(text.format(**given) for text in words.WORDS.values()), lang
+        assert languages.of_sphinx(words.SPHINX["language"]) is words
+        assert CAPTION.match(f"**{words.FIGURE} 3.1.** A caption."), lang
+        assert "4" in words.counts(1, 2, 3, 4), lang
+    assert languages.ENGLISH not in languages.TRANSLATIONS
+    for lang in languages.TRANSLATIONS:
+        assert (i18n.BOOK / lang).is_dir(), f"book/{lang}/ is missing"

@@ -7,6 +7,8 @@
 - `@command` turns a user's error (a bad setting, a missing, damaged, unreadable or unwritable
   file, no network, not enough memory) into ONE line, `error: ...`, naming the file and the
   fix, with exit code 1 and no traceback. Ctrl-C is one line, `interrupted` (exit code 130);
+  SIGTERM or SIGHUP, where the command turns them into an exception (base.signals.
+  stops_unwind), is `interrupted by SIGTERM` with the signal's own status (143, 129);
   a reader that stops reading the output early (`| head -1`) ends the command quietly (exit
   code 141, as a pipe's writer killed by SIGPIPE). Anything else is a bug and keeps its
   traceback.
@@ -22,6 +24,7 @@ import torch
 
 from annotated.base.errors import USER_ERRORS, DataError
 from annotated.base.files import expand
+from annotated.base.signals import Stopped
 
 
 def describe(error: BaseException) -> str:
@@ -64,6 +67,8 @@ def command(main):
             if isinstance(e, BrokenPipeError):
                 _quiet_broken_pipe()
             _fail(describe(e))
+        except Stopped as e:
+            _fail(f"interrupted by {e}", 128 + e.signum, prefix="")
         except KeyboardInterrupt:
             _fail("interrupted", 130, prefix="")
         except MemoryError as e:                   # our own estimate, or Python's

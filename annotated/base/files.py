@@ -11,6 +11,10 @@
   already goes to, is written to as it is, never replaced. Temporary files that a killed
   process left behind are removed by the next write to the same name
   (`remove_stale_temporaries`).
+- `write_files`: several files written all or nothing, on `all_or_nothing`, which replaces a
+  set of files (the book's site too): the old ones moved aside, the new ones moved in, and on
+  any failure or stop everything put back; `scratch_folder`: a temporary folder that no stop
+  leaves behind.
 - `check_output`: before any work, refuse to write over a file the command reads (stdin
   included), or where it cannot write.
 - `sha256_file`, `text_sha256`, `download`: checksums and verified downloads.
@@ -27,6 +31,7 @@ import shutil
 import socket
 import stat
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 import zlib
@@ -34,6 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from annotated.base.errors import DataError, DownloadError
+from annotated.base.signals import signals_held, stops_unwind
 
 MAX_LINE = 1 << 20      # bytes; a longer "line" is not a sentence (a binary file, /dev/zero)
 # The first bytes of compressed formats this project does not read, and the tool that reads them.
@@ -159,6 +165,7 @@ def text_sha256(path) -> str:
 
 
 def sha256_file(path) -> str:
+    """The sha256 of a file's bytes."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -307,6 +314,213 @@ def _copy_into(source: Path, path: Path) -> None:
         dst.truncate()
         dst.flush()
         os.fsync(dst.fileno())
+
+
+# ------------------------------------------------------------- a set of files, all or nothing
+
+class Moves:
+    """The moves that replace a set of files, in order, with the folders made and removed on
+    the way, so that `undo` can put everything back as it was. The old files wait where
+    `move_aside` put them until `discard_aside`, once the whole set is in place. With
+    `stop_arrived` (see signals_held), a stop that has arrived makes the next move give up."""
+
+    def __init__(self, stop_arrived=None):
+        self.stop_arrived = stop_arrived
+        self.done = []            # ("moved", source, target), ("made", folder), ("removed", folder)
+        self.aside = set()        # where the old files wait
+
+    def move(self, source, target) -> None:
+        """Move the file `source` to `target` (a rename, or across file systems a copy),
+        making the folders missing above it."""
+        if self.stop_arrived is not None and self.stop_arrived():
+            raise KeyboardInterrupt("stopped while files were being replaced")
+        source, target = Path(source), Path(target)
+        missing = [folder for folder in target.parents if not os.path.lexists(folder)]
+        for folder in reversed(missing):
+            folder.mkdir()
+            self.done.append(("made", folder))
+        _rename(source, target)
+        self.done.append(("moved", source, target))
+
+    def move_aside(self, path, to) -> None:
+        """Move the old file `path` to `to`, where it waits until the set is in place."""
+        self.move(path, to)
+        self.aside.add(Path(to))
+
+    def remove_emptied(self, root) -> None:
+        """Remove the folders below `root` that moving files aside has left empty."""
+        moved = [p[0] for kind, *p in self.done if kind == "moved" and p[1] in self.aside]
+        folders = {f for path in moved for f in path.parents
+                   if f != root and f.is_relative_to(root)}
+        for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+            if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+                folder.rmdir()
+                self.done.append(("removed", folder))
+
+    def undo(self) -> None:
+        """Put back what the moves changed, the last first. If that fails too, a DataError
+        says where the old files wait."""
+        while self.done:
+            kind, *paths = self.done[-1]
+            try:
+                if kind == "moved":
+                    _rename(paths[1], paths[0])
+                elif kind == "made" and paths[0].is_dir() and not any(paths[0].iterdir()):
+                    paths[0].rmdir()
+                elif kind == "removed":
+                    paths[0].mkdir(exist_ok=True)
+            except OSError as e:
+                waiting = [f"{p[1]} (was {p[0]})" for kind, *p in self.done
+                           if kind == "moved" and p[1] in self.aside]
+                raise DataError(f"putting back the files that were there failed ({e}); they wait "
+                                f"where they were moved: {'; '.join(waiting[:3])}"
+                                f"{'; ...' if len(waiting) > 3 else ''}: move them back") from None
+            self.done.pop()
+
+    def discard_aside(self) -> None:
+        """Delete the old files moved aside, and the folders made for them."""
+        for path in self.aside:
+            path.unlink(missing_ok=True)
+        for kind, *paths in reversed(self.done):
+            if kind == "made" and paths[0].is_dir() and not any(paths[0].iterdir()):
+                paths[0].rmdir()
+
+
+def _rename(source: Path, target: Path) -> None:
+    try:
+        os.replace(source, target)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        shutil.move(source, target)                  # another file system: a copy
+
+
+@contextmanager
+def all_or_nothing(finish: bool = False):
+    """Replace a set of files all or nothing, through the Moves it yields: if the block fails,
+    every move is undone and the error goes on; once it has ended, the old files moved aside
+    are deleted. Ctrl-C, SIGTERM and SIGHUP are held throughout (signals_held): one that
+    arrives makes the next move give up, so that the replacement is undone, or with `finish`
+    lets it finish; either way the signal takes effect after, and nothing is left behind."""
+    with signals_held() as arrived:
+        moves = Moves(None if finish else arrived)
+        try:
+            yield moves
+        except BaseException:
+            moves.undo()
+            raise
+        moves.discard_aside()
+
+
+UNCHANGED = "no file was changed"
+
+
+def write_files(files: dict) -> None:
+    """Write several files all or nothing: {path: text or bytes}. Each is written and synced
+    to a temporary file beside it first, with the permissions of the file it replaces (a
+    symbolic link is written through); only when every one is complete are they moved into
+    place (all_or_nothing, which finishes once begun). A failure, Ctrl-C, SIGTERM or SIGHUP
+    before then leaves every file as it was, and no temporary file or folder made for them;
+    the error names the file that could not be written."""
+    with stops_unwind():
+        targets = {_target(Path(path)): content for path, content in files.items()}
+        created = _missing_folders(targets)
+        staged = {}
+        try:
+            for path, content in targets.items():
+                staged[path] = _stage(path, content)
+            with all_or_nothing(finish=True) as moves:
+                for path in [p for p in staged if p.exists()]:
+                    with _naming(path):
+                        moves.move_aside(path, temporary_beside(path))
+                for path, tmp in staged.items():
+                    with _naming(path):
+                        moves.move(tmp, path)
+        except BaseException:
+            with signals_held():
+                _discard(staged.values(), created)
+            raise
+
+
+def _target(path: Path) -> Path:
+    """The file that writing `path` replaces: a symbolic link's target (the link stays)."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if target.exists() and not target.is_file():
+        raise DataError(f"cannot write {path}: it is not a file (a folder, a device or a pipe "
+                        f"is in its place); move it away or choose another output folder")
+    return target
+
+
+def _missing_folders(paths) -> list[Path]:
+    """The folders that writing `paths` creates, deepest first."""
+    missing = set()
+    for path in paths:
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            missing.add(folder)
+            folder = folder.parent
+    return sorted(missing, key=lambda p: len(p.parts), reverse=True)
+
+
+def _discard(temporaries, folders) -> None:
+    """After a failure: remove the temporary files, then the folders made for them."""
+    for tmp in temporaries:
+        tmp.unlink(missing_ok=True)
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:              # not empty: something else is in it now
+            pass
+
+
+def _stage(path: Path, content) -> Path:
+    """`content` written and synced to a temporary file beside `path` (its folder created if
+    need be), with the permissions of the file it will replace; returns the temporary file."""
+    binary = isinstance(content, bytes)
+    with _naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent, path.name)
+        tmp = temporary_beside(path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)     # the umask applies
+    try:
+        with os.fdopen(fd, "wb" if binary else "w",
+                       **({} if binary else dict(encoding="utf-8", newline="\n"))) as f:
+            with _naming(path):
+                if path.exists():
+                    os.fchmod(f.fileno(), stat.S_IMODE(path.stat().st_mode))
+                f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+@contextmanager
+def _naming(path: Path):
+    """Re-raise an OSError naming `path`, the file asked for (not a temporary file), and
+    saying that no file was changed."""
+    try:
+        yield
+    except OSError as e:
+        raise OSError(e.errno, f"{e.strerror or e}; {UNCHANGED}", str(path)) from e
+
+
+@contextmanager
+def scratch_folder(parent, prefix: str):
+    """A new folder in `parent` (tempfile.mkdtemp), deleted with all it holds when the block
+    ends, however it ends: made and deleted with Ctrl-C, SIGTERM and SIGHUP held, so that no
+    stop leaves it behind."""
+    folder = None
+    try:
+        with signals_held():
+            folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        yield folder
+    finally:
+        with signals_held():
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def check_output(path, reads=()) -> Path:

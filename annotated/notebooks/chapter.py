@@ -304,14 +304,6 @@ def train_quietly(run_dir, *args) -> str:
     return log.getvalue()
 
 
-def read_metrics(run_dir) -> dict[str, list[dict]]:
-    """The lines of RUN_DIR/metrics.jsonl by split: {"train": [...], "valid": [...]}."""
-    import json
-    lines = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text()
-             .splitlines()]
-    return {split: [e for e in lines if e["split"] == split] for split in ("train", "valid")}
-
-
 # ---- Chapter 5 (the full model): Table 3's parameter column ----
 
 def table3_params_table(rows) -> "Markdown":

@@ -118,8 +118,9 @@ def plot_adam_on_noise(ratios, moves: dict, save_as: str):
 
 @styled
 def plot_training_run(metrics: dict, floor: float, save_as: str):
-    """Chapter 6's training-run figure from `read_metrics`: the smoothed loss and -log p(y)
-    per target token (train and valid) above the floor H(q), and the learning rate."""
+    """Chapter 6's training-run figure from a run's metrics by split ({"train": [...], "valid":
+    [...]}, each from run_dir.read_metrics): the smoothed loss and -log p(y) per target token
+    (train and valid) above the floor H(q), and the learning rate."""
     import matplotlib.pyplot as plt
     import numpy as np
     train, valid = metrics["train"], metrics["valid"]

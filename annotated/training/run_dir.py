@@ -1,11 +1,12 @@
 """The run folder: one training process at a time, its metrics log, and its checkpoints.
 
 A run folder holds the run's checkpoints and `metrics.jsonl` (one JSON line per logged step or
-validation). While a trainer uses it, it holds an exclusive lock on `RUN/.lock` (flock): a
-second trainer started on the same folder is refused at once, naming the process that has it.
-The kernel drops the lock when its process ends, however it ends, so a lock left behind by a
-killed run is simply taken over (and said). Taking the lock is also the first write into the
-folder: a folder that cannot be written is found before any work, not after an hour of it.
+validation, which `read_metrics` reads back). While a trainer uses it, it holds an exclusive
+lock on `RUN/.lock` (flock): a second trainer started on the same folder is refused at once,
+naming the process that has it. The kernel drops the lock when its process ends, however it
+ends, so a lock left behind by a killed run is simply taken over (and said). Taking the lock is
+also the first write into the folder: a folder that cannot be written is found before any
+work, not after an hour of it.
 
 A run folder holds one run: `check_one_run` refuses a folder whose checkpoints come from two
 runs, and `rotate` keeps the newest `keep_last` checkpoints of the run, the newest one that
@@ -22,7 +23,7 @@ import stat
 import warnings
 from pathlib import Path
 
-from annotated.base.errors import CheckpointError, RunDirError
+from annotated.base.errors import CheckpointError, DataError, RunDirError
 from annotated.base.files import atomic_open, remove_stale_temporaries
 from annotated.store import checkpoint_file
 
@@ -151,6 +152,26 @@ class RunDir:
         while (self.path / f"metrics.earlier-{n}.jsonl").exists():
             n += 1
         return self.path / f"metrics.earlier-{n}.jsonl"
+
+
+def read_metrics(run_dir, split: str | None = None) -> list[dict]:
+    """The lines of a run's metrics.jsonl (those of `split`, "train" or "valid", if given);
+    a folder without one, or a line the trainer did not write, is a DataError naming it."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        raise DataError(f"no {path}: {run_dir} was not written by python -m annotated.train; "
+                        f"give the folder of a training run")
+    lines = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as e:
+            entry = e
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+            raise DataError(f"{path}, line {number}: not a metrics line as the trainer writes "
+                            f"them; restore or delete the line")
+        lines.append(entry)
+    return [entry for entry in lines if split is None or entry.get("split") == split]
 
 
 # ---------------------------------------------------------------------------- its checkpoints

@@ -1,0 +1,32 @@
+"""The languages of the site, one module each: en.py for English, the language the book is
+written in (its edition is the site's top folder), and one module per translation, named as
+its folders: the edition in the site's zh/ folder, built from the translated pages in book/zh/
+(see book/i18n.py). Adding a language is adding its module here, beside zh.py, and its
+translated pages in book/<name>/ (`python -m book translations --add-missing` starts them).
+
+A language module holds what the build writes in that language:
+
+    SPHINX   Sphinx's settings for the edition: its language code (the pages' lang attribute,
+             the search's word splitter) and myst-nb's words
+    FIGURE   the word a figure's caption begins with: `**Figure 3.1.** ...`
+    WORDS    the lines the build adds to the pages (download links, reading times, ...)
+    counts   the counts behind a chapter's reading time, in words of the language
+
+and, if Sphinx needs more for the language than its settings, `sphinx_setup(app)`, which
+book/conf.py calls. The page scripts in book/static/ carry their own words.
+"""
+import importlib
+import pkgutil
+
+ENGLISH = "en"
+#: Every language, English first: its name (the edition's folder) -> its module.
+ALL = {name: importlib.import_module(f"{__name__}.{name}")
+       for name in sorted((m.name for m in pkgutil.iter_modules(__path__)),
+                          key=lambda name: (name != ENGLISH, name))}
+#: The translations: every language but English.
+TRANSLATIONS = {name: words for name, words in ALL.items() if name != ENGLISH}
+
+
+def of_sphinx(code: str):
+    """The module of the language whose Sphinx code (SPHINX["language"]) is `code`."""
+    return next(words for words in ALL.values() if words.SPHINX["language"] == code)

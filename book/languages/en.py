@@ -1,0 +1,20 @@
+"""English, the language the book is written in: its edition is the site's top folder."""
+
+SPHINX = {"language": "en"}
+FIGURE = "Figure"
+WORDS = {
+    "notebook": "Download this chapter as a Jupyter notebook ({name})",
+    "project": ", or {link}the whole project ({zip}, {mb:.1f} MB)</a> to run it offline",
+    "minutes": "About {minutes:.0f} minutes to read ({counts}).",
+    "figure": "Figure from chapter {label}",
+    "reference": "Reference",
+    "total": ("Reading all {n} chapters takes about {hours:.1f} hours at {words} words of "
+              "prose, {code} lines of code or {printed} lines of printed output a minute and "
+              "{figure:.0f} seconds a figure; each chapter gives its own estimate under its "
+              "title."),
+}
+
+
+def counts(words: int, code: int, printed: int, figures: int) -> str:
+    return (f"{words:,} words, {code:,} lines of code, {printed:,} lines of output, "
+            f"{figures:,} figure{'' if figures == 1 else 's'}")

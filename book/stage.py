@@ -1,0 +1,210 @@
+"""The chapters staged as pages of the site, in a temporary folder, without running them.
+
+Each notebook is checked first (a JSON notebook that nbformat's schema accepts, opening with a
+markdown cell that holds its title), so that a damaged one is named in one line rather than in
+a traceback from Sphinx. Only the staged copies (never the committed notebooks) get, in the
+edition's language: download links (the notebook, and the project's zip) and an estimate of
+the reading time under the chapter's title; the tag `hide-input` on cells that only draw a
+figure, which myst-nb shows folded in a <details> element; their figures captioned (figures.py);
+and on the path above each listing that show() printed, a link to its module's page of the API
+reference and to its highlighted source. The staged index page gets the whole book's reading
+time and, unless book/index.md lists it, a toctree entry for the API reference.
+
+The reading time is an estimate for a careful first-time reader, who works through the prose
+with its equations, reads each line of code against the equation it computes, checks the
+printed numbers and tables against what the text claims and looks at each figure with its
+caption, at the rates below; tests/test_book.py checks that the whole book stays near the time
+such a reader needs.
+"""
+import json
+import re
+from pathlib import Path
+
+import nbformat
+
+from annotated.base.errors import DataError
+from book import explorer, i18n, languages
+from book.figures import chapter_label, is_figure, stage_figures
+from book.project import PROJECT_ZIP
+
+BOOK = Path(__file__).resolve().parent
+ROOT = BOOK.parent
+CHAPTERS = ROOT / "chapters"
+#: The rates of the reading-time estimate: words of technical prose (with its equations), lines
+#: of code (the chapters' cells and the package source they show, each read against what it
+#: computes) and lines of printed output or tables checked against the text, a minute; and the
+#: minutes a figure with its caption takes.
+WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 140, 14
+OUTPUT_LINES_PER_MINUTE, MINUTES_PER_FIGURE = 20, 1.0
+#: Chinese prose, read at the pace of the English: about what 140 English words translate to.
+CJK_CHARS_PER_MINUTE = 240
+HANZI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+#: The first line of a listing shown by annotated.notebooks.chapter.show(): the file's path.
+LISTING = re.compile(r"`((?:annotated|reference_numpy)(?:/\w+)*\.py)`")
+
+
+def chapters() -> list[Path]:
+    """The chapter notebooks, in reading order."""
+    return sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def appendices() -> list[Path]:
+    """The appendix notebooks (the experiment log), after the chapters."""
+    return sorted(CHAPTERS.glob("appendix_*.ipynb"))
+
+
+def pages() -> list[Path]:
+    """The book's own markdown pages (start, glossary, ...), staged as they are; the index and
+    the explorer's page are staged with numbers filled in."""
+    return sorted(p for p in BOOK.glob("*.md") if p.name not in ("index.md", explorer.PAGE))
+
+
+def draws_only(cell: dict) -> bool:
+    """True for a code cell whose outputs are all figures (a text/plain stand-in allowed)."""
+    outputs = cell.get("outputs", [])
+    if cell.get("cell_type") != "code" or not outputs:
+        return False
+    return all(o.get("output_type") in ("display_data", "execute_result")
+               and any(m.startswith("image/") for m in o.get("data", {}))
+               and all(m.startswith("image/") or m == "text/plain" for m in o.get("data", {}))
+               for o in outputs)
+
+
+def reading(nb: dict, lang: str = languages.ENGLISH) -> tuple[float, str]:
+    """Estimated minutes to read a chapter (prose, code, shown source, printed outputs and
+    figures at the rates above), and the counts behind them, in words of `lang`. A markdown
+    output that holds a code block is shown source (code); any other (a table) is printed
+    output, as are streams and plain-text results. Chinese prose is counted in characters
+    (CJK_CHARS_PER_MINUTE), the Latin words between them as words."""
+    def lines(text) -> int:
+        return len("".join(text).splitlines())
+    cells = nb["cells"]
+    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    hanzi = len(HANZI.findall(prose))
+    words = len(HANZI.sub(" ", prose).split())
+    outputs = [o for c in cells for o in c.get("outputs", [])]
+    code = sum(lines(c["source"]) for c in cells if c["cell_type"] == "code")
+    printed = figures = 0
+    for o in outputs:
+        data = o.get("data", {})
+        if is_figure(o):
+            figures += 1
+        elif "text/markdown" in data:
+            shown = lines(data["text/markdown"])
+            if "```" in "".join(data["text/markdown"]):
+                code += shown
+            else:
+                printed += shown
+        elif o.get("output_type") == "stream":
+            printed += lines(o.get("text", ""))
+        elif "text/plain" in data:
+            printed += lines(data["text/plain"])
+    minutes = (words / WORDS_PER_MINUTE + hanzi / CJK_CHARS_PER_MINUTE
+               + code / CODE_LINES_PER_MINUTE + printed / OUTPUT_LINES_PER_MINUTE
+               + figures * MINUTES_PER_FIGURE)
+    return minutes, languages.ALL[lang].counts(words + hanzi, code, printed, figures)
+
+
+def link_listings(nb: dict, modules: set[str]) -> None:
+    """In a staged chapter: the path above each listing that show() printed links to its
+    module's page of the API reference (at the function or class shown, if public) and to
+    its highlighted source."""
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("data", {}).get("text/markdown", ""))
+            first, _, rest = text.partition("\n")
+            found = LISTING.fullmatch(first.strip())
+            module = found and found.group(1)[:-3].replace("/", ".").removesuffix(".__init__")
+            if module not in modules:
+                continue
+            top = re.match(r"```python\n(?:@.*\n)*(?:async def|def|class) (\w+)", rest)
+            name = top.group(1) if top and not top.group(1).startswith("_") else None
+            page = f"api/{module}.html" + (f"#{module}.{name}" if name else "")
+            source = f"_modules/{module.replace('.', '/')}.html" + (f"#{name}" if name else "")
+            output["data"]["text/markdown"] = (
+                f'<a class="listing-api" href="{page}" title="{module} in the API reference">'
+                f'<code>{found.group(1)}</code></a> '
+                f'<a class="listing-source" href="{source}">(highlighted source)</a>\n{rest}')
+
+
+def notebook_problem(nb) -> str | None:
+    """What keeps `nb` (parsed JSON) from being a chapter the site can show, or None."""
+    if not isinstance(nb, dict):
+        return f"expected a notebook (a JSON object), found a JSON {type(nb).__name__}"
+    if nb.get("nbformat") != 4:
+        return (f"expected a Jupyter notebook of nbformat 4 (with cells), found nbformat "
+                f"{nb.get('nbformat')!r} and keys {sorted(nb)[:5]}")
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as e:
+        where = "/".join(str(part) for part in getattr(e, "absolute_path", []))
+        message = (getattr(e, "message", None) or str(e)).split("\n")[0][:200]
+        return f"nbformat's schema says {message}" + (f" (at {where})" if where else "")
+    first = nb["cells"][0] if nb["cells"] else None
+    if first is None or first["cell_type"] != "markdown" or \
+            not "".join(first["source"]).startswith("# "):
+        found = "no cells" if first is None else f"a {first['cell_type']} cell"
+        return f"expected a first markdown cell holding the title ('# ...'), found {found}"
+    return None
+
+
+def read_chapter(src: Path) -> dict:
+    """The notebook at `src`, checked by notebook_problem; a damaged one is one line."""
+    restore = (f"restore it with `git checkout -- {src.relative_to(ROOT)}`"
+               if src.is_relative_to(ROOT) else "restore it")
+    try:
+        nb = json.loads(src.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataError(f"{src} is not a readable notebook ({e}); {restore}")
+    problem = notebook_problem(nb)
+    if problem:
+        raise DataError(f"{src} is not a chapter the site can show: {problem}; {restore} "
+                        f"(or fix it in Jupyter)")
+    return nb
+
+
+def stage_notebook(src: Path, dest: Path, modules=frozenset(), zip_size: int | None = None,
+                   lang: str = languages.ENGLISH) -> float:
+    """Copy one chapter to `dest`, in `lang` (i18n.translated_notebook), with its download
+    links (the project's zip too, if it is `zip_size` bytes, not None), its reading time, its
+    figure cells folded, its figures captioned (stage_figures) and its listings linked to the
+    API reference's `modules`; return the reading time in minutes."""
+    nb = read_chapter(src)
+    if lang != languages.ENGLISH:
+        nb = i18n.translated_notebook(nb, src, lang)
+    text, up = languages.ALL[lang].WORDS, "" if lang == languages.ENGLISH else "../"
+    minutes, counts = reading(nb, lang)
+    whole = (text["project"].format(link=f'<a href="{up}{PROJECT_ZIP}" download>',
+                                    zip=PROJECT_ZIP, mb=zip_size / 1e6)
+             if zip_size is not None else "")
+    link = (f'\n\n<p class="download-notebook"><a href="notebooks/{src.name}" download>'
+            f'{text["notebook"].format(name=src.name)}</a>{whole}</p>\n'
+            f'<p class="reading-time">{text["minutes"].format(minutes=minutes, counts=counts)}'
+            f'</p>\n')
+    first = nb["cells"][0]
+    lines = "".join(first["source"]).split("\n", 1)      # the title, then the rest
+    first["source"] = lines[0] + link + (lines[1] if len(lines) > 1 else "")
+    for cell in nb["cells"]:
+        if draws_only(cell):
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            tags.append("hide-input")
+    stage_figures(nb, chapter_label(src), text["figure"])
+    link_listings(nb, set(modules))
+    dest.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+    return minutes
+
+
+def stage_index(src: Path, total: float, lang: str) -> None:
+    """The index page in `lang` with the whole book's reading time, and a toctree entry for the
+    API reference unless the page lists it."""
+    index = i18n.page_text(BOOK / "index.md", lang)
+    words = languages.ALL[lang].WORDS
+    if "api/index" not in index:                 # the API reference, after the chapters
+        index += (f"\n```{{toctree}}\n:caption: {words['reference']}\n:maxdepth: 1\n\n"
+                  f"api/index\n```\n")
+    total_text = words["total"].format(
+        n=len(chapters()), hours=total / 60, words=WORDS_PER_MINUTE, chars=CJK_CHARS_PER_MINUTE,
+        code=CODE_LINES_PER_MINUTE, printed=OUTPUT_LINES_PER_MINUTE,
+        figure=MINUTES_PER_FIGURE * 60)
+    (src / "index.md").write_text(index.replace("<!-- reading time -->", total_text),
+                                  encoding="utf-8")

@@ -1,0 +1,83 @@
+"""The folders the results scripts read and write: the repository (ROOT) and paths shown
+relative to it, the committed folders that only a full run may write into, and the options
+that name folders (--out-dir, --data-dir), each checked before any work."""
+import os
+from pathlib import Path
+
+from annotated.base.cli import path
+from annotated.base.errors import DataError
+
+ROOT = Path(__file__).resolve().parent.parent
+# The folders whose files are committed: results written into them are the project's own
+# (chapter 8 and the README read them), so a smoke test never writes there.
+COMMITTED = (ROOT / "results", ROOT / "annotated")
+
+
+def relative(path: Path) -> str:
+    """A path as the commands show it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def add_out_dir(parser):
+    """--out-dir: the folder a results script writes into."""
+    parser.add_argument("--out-dir", type=path, default=ROOT / "runs" / "results",
+                        help="where to write the results (default runs/results; pass "
+                             "--out-dir results to replace the committed ones, never with "
+                             "--limit)")
+
+
+def add_training_arguments(parser, overrides_help: str):
+    """--data-dir, --out-dir and key=value: what the scripts that train models share."""
+    parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
+                                           "ANNOTATED_DATA_DIR)")
+    add_out_dir(parser)
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help=overrides_help)
+
+
+def committed_folder(path) -> Path | None:
+    """The committed folder (results/, annotated/) that `path` is in or is, if any."""
+    resolved = Path(path).resolve()
+    return next((c for c in COMMITTED if resolved.is_relative_to(c)), None)
+
+
+def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=None) -> Path:
+    """Refuse, before any work, an --out-dir that is no folder or cannot become one, or a smoke
+    test's (--limit N, or the `smoke` option named) into a committed folder, directly or
+    through a link in the folder: partial results must never replace the project's own. The
+    folder itself is made only when there is something to write."""
+    out_dir = Path(out_dir)
+    smoke = smoke or (f"--limit {limit}" if limit is not None else None)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise DataError(f"{option} {out_dir} is not a folder; give a folder (one that "
+                        f"does not exist yet is created)")
+    existing = next(p for p in [out_dir, *out_dir.absolute().parents] if p.exists())
+    if not existing.is_dir():
+        raise DataError(f"{option} {out_dir}: {existing} is a file, so no folder can be made "
+                        f"there; give another folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise DataError(f"{option} {out_dir}: the folder {existing} is not writable; give "
+                        f"another folder")
+    folder = committed_folder(out_dir)
+    if smoke and folder is not None:
+        raise DataError(f"refusing to write a smoke test ({smoke}) into {out_dir}: "
+                        f"{relative(folder)}/ holds the committed results; give --out-dir a "
+                        f"scratch folder (the default is one), or leave out {smoke.split()[0]}")
+    linked = [p for p in (out_dir.iterdir() if smoke and out_dir.is_dir() else ())
+              if p.is_symlink() and committed_folder(p) is not None]
+    if linked:
+        raise DataError(f"refusing to write a smoke test ({smoke}) into {out_dir}: "
+                        f"{linked[0].name} there is a link into "
+                        f"{relative(committed_folder(linked[0]))}/, whose files are committed; "
+                        f"remove the link or give another --out-dir")
+    return out_dir
+
+
+def check_run_folder(run: Path, option: str = "--run-dir") -> Path:
+    """Refuse a training run's folder inside a committed folder (results/, annotated/): its
+    checkpoints and logs would land among the project's files."""
+    folder = committed_folder(run)
+    if folder is not None:
+        raise DataError(f"{option} {run} is inside {relative(folder)}/, whose files are "
+                        f"committed; give a folder for training runs such as runs/NAME")
+    return Path(run)
