@@ -1,3 +1,369 @@
-"""Chapter 9's coding exercises."""
+"""Chapter 9's coding exercises: averaging checkpoints, a batch's gradient computed in pieces,
+unscaling the gradients of a scaled loss.
 
-EXERCISES = []
+The right answers: the rule of annotated.store.checkpoint_file.average (a floating entry's
+mean computed in float64, stored in its own dtype; any other entry the newest checkpoint's);
+the gradient of the whole batch from reference_numpy's label-smoothed loss and its backward;
+NumPy for the unscaled gradients.
+"""
+import numpy as np
+import torch
+
+from annotated.exercises.core import Case, Exercise, Slip, Text, compare
+from annotated.exercises.messages import MESSAGES
+from annotated.loss import label_smoothed_loss
+from reference_numpy import layers as np_layers
+from reference_numpy import loss as np_loss
+
+
+def randn(*shape, seed: int, dtype=torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+# ---- 9.1 averaging checkpoints (§6.1) ----
+
+def checkpoints(k: int, seed: int) -> list[dict]:
+    """k state dicts of one small model, as a run writes them: weights of several dtypes, a
+    buffer and a step counter."""
+    return [{"encoder.weight": randn(4, 6, seed=seed + i),
+             "decoder.bias": randn(7, seed=seed + 10 + i, dtype=torch.float64),
+             "generator.scale": 40_000 + 1_000 * randn(3, seed=seed + 20 + i).half(),
+             "positions": torch.arange(5),
+             "step": torch.tensor(100 * (i + 1))} for i in range(k)]
+
+
+def average_cases() -> list[Case]:
+    five, three = checkpoints(5, seed=0), checkpoints(3, seed=40)
+    return [
+        Case(Text("five checkpoints, a float32 weight", "五个检查点，一个 float32 权重"),
+             (five, "encoder.weight")),
+        Case(Text("five checkpoints, a float64 bias of odd length 7",
+                  "五个检查点，一个长度为奇数 7 的 float64 偏置"), (five, "decoder.bias")),
+        Case(Text("a single checkpoint", "只有一个检查点"), (five[:1], "encoder.weight")),
+        Case(Text("float16 weights near 40,000: their sum passes 65,504",
+                  "接近 40,000 的 float16 权重：它们的和超过 65,504"),
+             (three, "generator.scale")),
+        Case(Text("the step counter, int64", "步数计数器，int64"), (five, "step")),
+        Case(Text("an integer buffer", "一个整数缓冲区"), (three, "positions")),
+    ]
+
+
+def average_answer(state_dicts, key):
+    values = [sd[key] for sd in state_dicts]
+    if not values[-1].is_floating_point():
+        return values[-1]                                     # the newest checkpoint's
+    return (sum(v.double() for v in values) / len(values)).to(values[-1].dtype)
+
+
+def integers(rule):
+    """A slip: floating entries averaged right, any other entry by `rule(values)`."""
+    def average(state_dicts, key):
+        values = [sd[key] for sd in state_dicts]
+        if values[-1].is_floating_point():
+            return average_answer(state_dicts, key)
+        return rule(values)
+    return average
+
+
+def summed_in_place(state_dicts, key):
+    return sum(sd[key] for sd in state_dicts) / len(state_dicts)
+
+
+def first_two(state_dicts, key):
+    return average_answer(state_dicts[:2], key)
+
+
+def kept_float32(state_dicts, key):
+    values = [sd[key] for sd in state_dicts]
+    return (sum(v.double() for v in values) / len(values)).float()
+
+
+INTEGERS_AVERAGED = Text(
+    "Your code averages an integer entry into floats: a step counter or an integer buffer is "
+    "not a weight. Keep the newest checkpoint's value, in its own dtype.",
+    "你的代码把整数条目平均成了浮点数：步数计数器或整数缓冲区不是权重。"
+    "应保留最新检查点的值，数据类型不变。")
+
+AVERAGE = Exercise(
+    id="9.1", function="averaged_entry",
+    topic=Text("averaging checkpoints", "检查点平均"),
+    cases=average_cases, answer=average_answer,
+    hint=Text("§6.1 averages the weights element by element, (1/K) sum_k theta_k, over all K "
+              "checkpoints. Add up in a wider dtype (float32 or float64) so that no sum "
+              "overflows, and store the mean in the entry's own dtype; an entry that is not "
+              "floating point is the newest checkpoint's (the last of the list).",
+              "§6.1 对全部 K 个检查点的权重逐元素求平均：(1/K) sum_k theta_k。"
+              "用更宽的数据类型（float32 或 float64）求和，以免和溢出，再把平均值存回该条目自己的数据类型；"
+              "不是浮点数的条目取最新检查点（列表中最后一个）的值。"),
+    slips=(
+        Slip(INTEGERS_AVERAGED, integers(lambda vs: sum(v.float() for v in vs) / len(vs))),
+        Slip(INTEGERS_AVERAGED, integers(lambda vs: sum(v.double() for v in vs) / len(vs))),
+        Slip(Text("Your code averages the step counter and rounds it back to an integer: keep "
+                  "the newest checkpoint's value instead, the step the averaged model stands "
+                  "for.",
+                  "你的代码对步数计数器求了平均，再取整回整数：应保留最新检查点的值，"
+                  "也就是平均后的模型所代表的步数。"),
+             integers(lambda vs: sum(vs) // len(vs))),
+        Slip(Text("Your code asks torch.mean for the mean of an integer entry, which torch "
+                  "refuses: an entry that is not floating point is not averaged; keep the "
+                  "newest checkpoint's value.",
+                  "你的代码让 torch.mean 对整数条目求平均，而 torch 拒绝这样做：不是浮点数的条目不参与平均，"
+                  "应保留最新检查点的值。"),
+             integers(lambda vs: torch.stack(vs).mean(0))),
+        Slip(Text("Your code keeps the first checkpoint's value of an integer entry: keep the "
+                  "newest one's, the last of the list.",
+                  "对整数条目，你的代码保留了第一个检查点的值：应保留最新检查点（列表中最后一个）的值。"),
+             integers(lambda vs: vs[0])),
+        Slip(Text("Your code adds the float16 weights up in float16: past 65,504 the sum is "
+                  "inf, although the mean is not. Add up in float32 or float64, then convert "
+                  "back.",
+                  "你的代码用 float16 累加 float16 权重：和超过 65,504 就成了 inf，尽管平均值并不大。"
+                  "应在 float32 或 float64 中求和，再转换回来。"),
+             summed_in_place),
+        Slip(Text("Your average leaves out some checkpoints: every one of the K checkpoints "
+                  "counts, with weight 1/K.",
+                  "你的平均漏掉了一些检查点：K 个检查点每一个都要算上，权重都是 1/K。"),
+             first_two),
+        Slip(Text("Your average is float32: store it in the dtype the checkpoints hold (float64 "
+                  "stays float64, float16 stays float16).",
+                  "你的平均值是 float32：应以检查点原有的数据类型保存（float64 仍是 float64，"
+                  "float16 仍是 float16）。"),
+             kept_float32),
+    ))
+
+
+# ---- 9.2 one batch's gradient, computed in pieces ----
+
+PAD, EPS_LS = 0, 0.1
+
+
+def piece_loss(weight, x, y):
+    """The piece's label-smoothed loss summed over its non-padding target tokens, and their
+    number: x (n, d) features, y (n,) target ids, weight (d, V) the output layer."""
+    stats = label_smoothed_loss(x @ weight, y, pad=PAD, eps_ls=EPS_LS)
+    return stats.loss, stats.tokens
+
+
+def piece(n: int, seed: int, padded: int = 0, dtype=torch.float64, d: int = 6, V: int = 11):
+    """n targets (the last `padded` of them padding) and their features."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(1, V, (n,), generator=g)
+    y[n - padded:] = PAD
+    return torch.randn(n, d, generator=g, dtype=dtype), y
+
+
+def weight_of(seed: int, dtype=torch.float64, d: int = 6, V: int = 11) -> torch.Tensor:
+    return randn(d, V, seed=seed, dtype=dtype).requires_grad_()
+
+
+def pieces_cases() -> list[Case]:
+    return [
+        Case(Text("three pieces of 12, 5 and 8 tokens", "三块，分别有 12、5、8 个词元"),
+             (weight_of(0), [piece(12, 1), piece(5, 2), piece(8, 3)], piece_loss)),
+        Case(Text("two pieces of 1 and 9 tokens", "两块，分别有 1 个和 9 个词元"),
+             (weight_of(4), [piece(1, 5), piece(9, 6)], piece_loss)),
+        Case(Text("one piece: the whole batch", "只有一块：整个批次"),
+             (weight_of(7), [piece(10, 8)], piece_loss)),
+        Case(Text("pieces with padding targets", "含有填充目标的块"),
+             (weight_of(9), [piece(8, 10, padded=3), piece(6, 11), piece(7, 12, padded=5)],
+              piece_loss)),
+        Case(Text("an empty piece, as a process with nothing to compute gets",
+                  "一个空块，就像无事可做的进程拿到的那样"),
+             (weight_of(13), [piece(9, 14), piece(0, 15), piece(4, 16)], piece_loss)),
+        Case(Text("float32, four pieces", "float32，四块"),
+             (weight_of(17, torch.float32),
+              [piece(n, 18 + n, dtype=torch.float32) for n in (7, 3, 11, 5)], piece_loss)),
+    ]
+
+
+def pieces_answer(weight, pieces, loss_of):
+    """The gradient of the whole batch's loss, one batch of all the pieces' tokens, from
+    reference_numpy (loss_of is the label-smoothed loss there too)."""
+    x = np.concatenate([p[0].double().numpy() for p in pieces])        # (n, d)
+    y = np.concatenate([p[1].numpy() for p in pieces])                 # (n,)
+    w = weight.detach().double().numpy()                               # (d, V)
+    log_p, _ = np_layers.log_softmax_forward((x @ w)[None])            # (1, n, V)
+    _, cache = np_loss.label_smoothed_forward(log_p, y[None], PAD, EPS_LS)
+    d_logits = np_loss.label_smoothed_logits_backward(cache)[0]        # (n, V)
+    return torch.from_numpy(x.T @ d_logits).to(weight.dtype)           # (d, V)
+
+
+def piece_gradients(weight, pieces, loss_of):
+    """Each piece's gradient of its summed loss, and its token count."""
+    found = []
+    for x, y in pieces:
+        loss, tokens = loss_of(weight, x, y)
+        (grad,) = torch.autograd.grad(loss, weight)
+        found.append((grad, tokens))
+    return found
+
+
+def combined(rule):
+    """A slip: the pieces' gradients g_k (of summed losses) and counts n_k put together by
+    `rule(g, n)`, g and n lists over the pieces."""
+    def gradient(weight, pieces, loss_of):
+        shares = piece_gradients(weight, pieces, loss_of)
+        return rule([g for g, _ in shares], [n for _, n in shares])
+    return gradient
+
+
+def all_positions(weight, pieces, loss_of):
+    n = sum(y.numel() for _, y in pieces)
+    return sum(g for g, _ in piece_gradients(weight, pieces, loss_of)) / n
+
+
+MEAN_OF_MEANS = Text("Your code averages the pieces' mean losses: a token in a small piece "
+                     "weighs more than one in a large piece. Divide every piece's summed loss "
+                     "by the global token count n.",
+                     "你的代码对各块的平均损失求了平均：小块里的一个词元比大块里的一个词元分量更重。"
+                     "每一块的损失之和都要除以全局词元数 n。")
+
+PIECES = Exercise(
+    id="9.2", function="piecewise_gradient",
+    topic=Text("a batch's gradient in pieces", "分块计算一个批次的梯度"),
+    cases=pieces_cases, answer=pieces_answer,
+    hint=Text("the step's loss is the sum over every target token of the whole batch divided by "
+              "their number n (the tokens loss_of counts, padding excluded); so each piece "
+              "back-propagates its summed loss divided by the global n, and the pieces' "
+              "gradients add up in weight.grad.",
+              "一步的损失是整个批次所有目标词元的损失之和，除以它们的个数 n（即 loss_of 计数的词元，不含填充）；"
+              "所以每一块反向传播的是它的损失之和除以全局的 n，各块的梯度在 weight.grad 中累加。"),
+    slips=(
+        Slip(MEAN_OF_MEANS, combined(lambda g, n: sum(gk / nk for gk, nk in zip(g, n)) / len(g)),
+             "slip-mean-of-means"),
+        Slip(Text("Your code adds up the pieces' mean losses: each piece divides by its own "
+                  "count, so the gradient is about K times too large, and tokens of small "
+                  "pieces weigh more. Divide by the global count n.",
+                  "你的代码把各块的平均损失加了起来：每块除以的是自己的词元数，所以梯度约大了 K 倍，"
+                  "而且小块里的词元分量更重。应除以全局词元数 n。"),
+             combined(lambda g, n: sum(gk / nk for gk, nk in zip(g, n))), "slip-mean-of-means"),
+        Slip(Text("Your gradient is the sum over tokens: divide the loss by the global token "
+                  "count n.",
+                  "你的梯度是对词元的求和：应把损失除以全局词元数 n。"),
+             combined(lambda g, n: sum(g))),
+        Slip(Text("Your gradient is K times too small: the pieces' shares add up, they are not "
+                  "averaged (DDP averages over processes, so each process multiplies its loss "
+                  "by world_size to undo that).",
+                  "你的梯度小了 K 倍：各块的份额应当相加，而不是求平均（DDP 对各进程求平均，"
+                  "所以每个进程要把损失乘以 world_size 来抵消）。"),
+             combined(lambda g, n: sum(g) / sum(n) / len(g))),
+        Slip(Text("Your gradient holds the last piece only: .grad was reset between pieces. Let "
+                  "the pieces' gradients accumulate, and reset once, before the first.",
+                  "你的梯度只含最后一块：在各块之间 .grad 被清零了。应让各块的梯度累加，"
+                  "只在第一块之前清零一次。"),
+             combined(lambda g, n: g[-1] / sum(n))),
+        Slip(Text("Your count includes padding positions: n is the number of tokens the loss "
+                  "counts, the second value loss_of returns.",
+                  "你的计数把填充位置也算进去了：n 是损失所计的词元数，即 loss_of 返回的第二个值。"),
+             all_positions),
+    ))
+
+
+# ---- 9.3 unscaling the gradients of a scaled loss ----
+
+def gradients(*sizes, seed: int, scale: float, dtype=torch.float32, size: float = 1e-3):
+    """Gradients of a loss multiplied by `scale`: `size`-sized values times the scale."""
+    return [(size * scale * randn(n, seed=seed + i, dtype=torch.float64)).to(dtype)
+            for i, n in enumerate(sizes)]
+
+
+def with_value(grads, which: int, where: int, value: float):
+    grads[which][where] = value
+    return grads
+
+
+def unscale_cases() -> list[Case]:
+    S = 2.0 ** 16
+    return [
+        Case(Text("three float32 gradients, S = 2^16, all finite",
+                  "三个 float32 梯度，S = 2^16，全都有限"),
+             (gradients(5, 3, 4, seed=0, scale=S), S)),
+        Case(Text("an inf in the second of three gradients", "三个梯度中的第二个含有 inf"),
+             (with_value(gradients(4, 6, 2, seed=3, scale=S), 1, 2, float("inf")), S)),
+        Case(Text("a NaN in the first gradient, S = 2^10", "第一个梯度含有 NaN，S = 2^10"),
+             (with_value(gradients(3, 5, seed=6, scale=2.0 ** 10), 0, 1, float("nan")),
+              2.0 ** 10)),
+        Case(Text("a single gradient, S = 1", "只有一个梯度，S = 1"),
+             (gradients(6, seed=8, scale=1.0), 1.0)),
+        Case(Text("float16 gradients near 1e-6 once unscaled", "float16 梯度，还原后约为 1e-6"),
+             (gradients(8, 5, seed=9, scale=S, dtype=torch.float16, size=1e-6), S)),
+        Case(Text("float16 at its largest, 65,504: finite", "float16 的最大值 65,504：有限"),
+             (with_value(gradients(4, seed=11, scale=S, dtype=torch.float16), 0, 1, 65_504.0),
+              S)),
+    ]
+
+
+def unscale_answer(grads, scale):
+    values = [g.double().numpy() for g in grads]
+    unscaled = tuple(torch.from_numpy(v / scale).float() for v in values)
+    return unscaled, not all(np.isfinite(v).all() for v in values)
+
+
+def tight(expected, got, lang: str) -> str | None:
+    """compare(), then each unscaled gradient to a relative 1e-6 with no absolute tolerance:
+    dividing by a power of two is exact in float32, and a gradient of 1e-6 unscaled in float16
+    is off by far less than float32's absolute tolerance, but by percents."""
+    problem = compare(expected, got, lang)
+    if problem:
+        return problem
+    say = MESSAGES[lang]
+    for i, (want, have) in enumerate(zip(expected[0], got[0])):
+        want, have = want.double().numpy(), torch.as_tensor(have).double().numpy()
+        off = ~np.isclose(have, want, rtol=1e-6, atol=0.0, equal_nan=True)
+        if off.any():
+            where = [int(j) for j in np.argwhere(off)[0]]
+            value = say["value_at"].format(where=where, expected=f"{want[tuple(where)]:.6g}",
+                                           got=f"{have[tuple(where)]:.6g}")
+            inner = say["returned"].format(i=i + 1, n=len(expected[0]), problem=value)
+            return say["returned"].format(i=1, n=2, problem=inner)
+    return None
+
+
+def any_not_finite(grads) -> bool:
+    return any(not torch.isfinite(g).all() for g in grads)
+
+
+def unscaled_with(unscale=lambda g, scale: g.float() / scale, check=any_not_finite):
+    """A slip: each gradient unscaled by `unscale`, the flag computed by `check`."""
+    return lambda grads, scale: (tuple(unscale(g, scale) for g in grads), bool(check(grads)))
+
+
+IN_FLOAT16 = Text("Your code divides in float16: a gradient near 1e-6 loses its digits there "
+                  "(below 6e-5 float16 has few), which is what the scale was for. Convert to "
+                  "float32 first, then divide by S.",
+                  "你的代码在 float16 中做除法：约 1e-6 的梯度在那里会丢掉有效数字"
+                  "（低于 6e-5 时 float16 的有效数字很少），而缩放本来就是为了避免这一点。"
+                  "应先转成 float32，再除以 S。")
+
+UNSCALE = Exercise(
+    id="9.3", function="unscaled_gradients",
+    topic=Text("unscaling the gradients", "梯度的反缩放"),
+    cases=unscale_cases, answer=unscale_answer, compare=tight,
+    hint=Text("the loss was multiplied by S, so every gradient is S times too large: divide each "
+              "by S, in float32 (the dtype of the weights they update), and report whether any "
+              "value of any gradient is inf or NaN: then GradScaler skips the step and halves S.",
+              "损失乘以了 S，所以每个梯度都大了 S 倍：把每个梯度都除以 S，结果用 float32"
+              "（它们所更新的权重的数据类型），并报告是否有任何一个梯度的任何一个值是 inf 或 NaN："
+              "若有，GradScaler 就跳过这一步，并把 S 减半。"),
+    slips=(
+        Slip(IN_FLOAT16, unscaled_with(lambda g, scale: (g / scale).float())),
+        Slip(IN_FLOAT16, unscaled_with(lambda g, scale: g / scale)),
+        Slip(Text("Your gradients are still scaled: divide each by S.",
+                  "你的梯度仍然是缩放过的：要把每个梯度都除以 S。"),
+             unscaled_with(lambda g, scale: g.float())),
+        Slip(Text("Your code checks only the first gradient: an inf in any of them makes the step "
+                  "unusable.",
+                  "你的代码只检查了第一个梯度：任何一个梯度中有 inf，这一步都不能用。"),
+             unscaled_with(check=lambda vs: not torch.isfinite(vs[0]).all())),
+        Slip(Text("Your code looks for inf only: a NaN (from inf - inf, or 0 x inf) makes the "
+                  "step just as unusable.",
+                  "你的代码只查找 inf：NaN（来自 inf - inf 或 0 x inf）同样会让这一步不能用。"),
+             unscaled_with(check=lambda vs: any(torch.isinf(v).any() for v in vs))),
+        Slip(Text("Your flag is True when every gradient is finite: it must say whether any value "
+                  "is inf or NaN.",
+                  "所有梯度都有限时，你的标志却是 True：它应当表示是否有任何值是 inf 或 NaN。"),
+             unscaled_with(check=lambda vs: all(torch.isfinite(v).all() for v in vs))),
+    ))
+
+
+EXERCISES = [AVERAGE, PIECES, UNSCALE]
