@@ -1,4 +1,6 @@
-"""`python -m book build [--out DIR]`: build the chapters' website (default build/site/).
+"""`python -m book build [--out DIR] [--without-solutions]`: build the chapters' website
+(default build/site/); --without-solutions leaves the exercises' worked solutions out of it,
+for a course whose students should not see them.
 `python -m book translations [--add-missing]`: list what the translations lack (exit 1 if
 anything): English with no translation, translations whose English has changed since (with the
 difference), translations of English that is gone; --add-missing appends an empty unit for each
@@ -24,6 +26,9 @@ def parse_args(argv=None):
                         help="build the static site, or check the translations")
     parser.add_argument("--add-missing", action="store_true",
                         help="translations: add an empty unit for each untranslated piece")
+    parser.add_argument("--without-solutions", action="store_true",
+                        help="build: a site without the exercises' worked solutions (for a "
+                             "course)")
     parser.add_argument("--out", type=path, default=DEFAULT_OUT,
                         help=f"output folder: empty, missing, or a site built here before, whose "
                              f"files (those that build wrote, as it wrote them) are replaced "
@@ -37,7 +42,7 @@ def main(argv=None):
     if args.command == "translations":
         return translations(args.add_missing)
     start = time.time()
-    index = build(args.out)
+    index = build(args.out, with_solutions=not args.without_solutions)
     print(f"built {index} in {time.time() - start:.0f} s; open it in a browser "
           f"(it needs no network)")
 

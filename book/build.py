@@ -5,6 +5,8 @@ site is published into it only when every edition has been built.
 
     stage.py       the chapters checked and staged as pages: download links, reading time,
                    figure cells folded, listings linked to the API reference
+    solutions.py   the exercises' worked solutions, a page per chapter, each one folded (or,
+                   with --without-solutions, a site for a course that has none)
     figures.py     each figure with its caption, as the figure's caption and its alt text
     project.py     the API reference's pages, and the zip of the project's tracked files
     run_sphinx.py  Sphinx (with book/conf.py), run so that a stop stays a stop
@@ -22,26 +24,29 @@ from pathlib import Path
 from annotated.base.errors import DataError
 from annotated.base.files import scratch_folder
 from annotated.base.signals import stops_unwind
-from book import explorer, i18n, languages, project, publish, stage
+from book import explorer, i18n, languages, project, publish, solutions, stage
 from book.run_sphinx import run_sphinx
 
 BOOK = Path(__file__).resolve().parent
 DEFAULT_OUT = BOOK.parent / "build" / "site"
 
 
-def render(lang: str, tmp: Path, modules: list[str], zip_size: int | None) -> Path:
-    """Stage and render the whole book in `lang` into a folder of `tmp`; return the folder."""
+def render(edition: stage.Edition, tmp: Path) -> Path:
+    """Stage and render the whole book in the edition's language into a folder of `tmp`;
+    return the folder."""
+    lang = edition.lang
     src = tmp / f"src-{lang}"
     site = tmp / ("site" if lang == languages.ENGLISH else f"site-{lang}")   # English: the top
     src.mkdir()
-    project.stage_api(src, modules, lang)
-    total = sum(stage.stage_notebook(nb, src / nb.name, modules, zip_size, lang)
-                for nb in stage.chapters())
+    project.stage_api(src, sorted(edition.modules), lang)
+    total = sum(stage.stage_notebook(nb, src / nb.name, edition) for nb in stage.chapters())
     for nb in stage.appendices():
-        stage.stage_notebook(nb, src / nb.name, modules, zip_size, lang)
+        stage.stage_notebook(nb, src / nb.name, edition)
     for page in stage.pages():
         (src / page.name).write_text(i18n.page_text(page, lang), encoding="utf-8")
-    stage.stage_index(src, total, lang)
+    if edition.solutions:
+        solutions.stage(src, lang)
+    stage.stage_index(src, total, edition)
     explorer.stage(src, lang)                   # the attention explorer's page
     args = ["-b", "html", "-q", "-W", "--keep-going", "-c", str(BOOK),
             "-d", str(tmp / f"doctrees-{lang}"), str(src), str(site)]
@@ -52,30 +57,43 @@ def render(lang: str, tmp: Path, modules: list[str], zip_size: int | None) -> Pa
                         "site that was there, if any, is unchanged")
     if (site / explorer.PAGE.replace(".md", ".html")).is_file():
         explorer.write_data(site)               # its weights, beside the page
-    (site / "notebooks").mkdir()
-    for nb in stage.chapters() + stage.appendices():     # the notebooks in `lang`, to download
-        if lang == languages.ENGLISH:
-            shutil.copy(nb, site / "notebooks" / nb.name)
-        else:
-            translated = i18n.translated_notebook(stage.read_chapter(nb), nb, lang)
-            (site / "notebooks" / nb.name).write_text(
-                json.dumps(translated, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    downloads(site / "notebooks", edition)
     return site
 
 
-def build(out: Path = DEFAULT_OUT) -> Path:
+def downloads(folder: Path, edition: stage.Edition) -> None:
+    """The notebooks in the edition's language, to download: the chapters, the appendix and,
+    if the edition has them, the solutions (in folder/solutions/)."""
+    notebooks = stage.chapters() + stage.appendices()
+    notebooks += solutions.notebooks() if edition.solutions else []
+    for nb in notebooks:
+        dest = folder / nb.relative_to(stage.CHAPTERS)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if edition.lang == languages.ENGLISH:
+            shutil.copy(nb, dest)
+        else:
+            translated = i18n.translated_notebook(stage.read_chapter(nb), nb, edition.lang)
+            dest.write_text(json.dumps(translated, ensure_ascii=False, indent=1) + "\n",
+                            encoding="utf-8")
+
+
+def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
     """Render the book into `out` (see the module docstring) and return the path of its
-    index.html. SIGTERM and SIGHUP stop it as Ctrl-C does (annotated.base.signals)."""
+    index.html; `with_solutions=False` builds the site for a course, without the exercises'
+    solutions. SIGTERM and SIGHUP stop it as Ctrl-C does (annotated.base.signals)."""
     out = Path(out).expanduser().resolve()
     with stops_unwind():
         before = publish.check_out(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         with scratch_folder(out.parent, ".book-") as tmp:
-            zip_size = project.project_zip(tmp / project.PROJECT_ZIP)
-            modules = project.api_modules()
-            site = render(languages.ENGLISH, tmp, modules, zip_size)
+            zip_size = project.project_zip(tmp / project.PROJECT_ZIP, leave_out=(
+                (lambda name: False) if with_solutions else solutions.is_solution_file))
+            edition = stage.Edition(languages.ENGLISH, frozenset(project.api_modules()),
+                                    zip_size, with_solutions)
+            site = render(edition, tmp)
             for lang in languages.TRANSLATIONS:
-                os.replace(render(lang, tmp, modules, zip_size), site / lang)
+                translated = stage.Edition(lang, edition.modules, zip_size, with_solutions)
+                os.replace(render(translated, tmp), site / lang)
             if zip_size is not None:
                 os.replace(tmp / project.PROJECT_ZIP, site / project.PROJECT_ZIP)
             publish.publish(site, out, before)

@@ -64,10 +64,11 @@ def stage_api(src: Path, modules: list[str], lang: str = languages.ENGLISH) -> N
             encoding="utf-8")
 
 
-def project_zip(dest: Path) -> int | None:
-    """Write the project's tracked files (`git ls-files`, as they are in the working tree)
-    into the zip `dest`, under one folder, the same bytes for the same files; return its size
-    in bytes, or None, with a note, when the project is not a git checkout."""
+def project_zip(dest: Path, leave_out=lambda name: False) -> int | None:
+    """Write the project's tracked files (`git ls-files`, as they are in the working tree),
+    but those for which `leave_out(path from the project's root)` is true, into the zip `dest`,
+    under one folder, the same bytes for the same files; return its size in bytes, or None,
+    with a note, when the project is not a git checkout."""
     try:
         top = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--show-toplevel"],
                              capture_output=True, text=True, check=True).stdout.strip()
@@ -82,7 +83,7 @@ def project_zip(dest: Path) -> int | None:
         return None
     folder = PROJECT_ZIP.removesuffix(".zip")
     with zipfile.ZipFile(dest, "w") as archive:
-        for name in sorted(n for n in listed.split("\0") if n):
+        for name in sorted(n for n in listed.split("\0") if n and not leave_out(n)):
             path = ROOT / name
             if not path.is_file():                       # deleted, not yet committed
                 continue

@@ -18,6 +18,7 @@ such a reader needs.
 """
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -41,6 +42,17 @@ CJK_CHARS_PER_MINUTE = 240
 HANZI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 #: The first line of a listing shown by annotated.notebooks.chapter.show(): the file's path.
 LISTING = re.compile(r"`((?:annotated|reference_numpy)(?:/\w+)*\.py)`")
+
+
+@dataclass(frozen=True)
+class Edition:
+    """What one edition of the site is staged with: its language, the modules of the API
+    reference its listings link to, the size of the project's zip in bytes (None: no zip), and
+    whether it carries the exercises' worked solutions."""
+    lang: str = languages.ENGLISH
+    modules: frozenset = frozenset()
+    zip_size: int | None = None
+    solutions: bool = True
 
 
 def chapters() -> list[Path]:
@@ -163,20 +175,22 @@ def read_chapter(src: Path) -> dict:
     return nb
 
 
-def stage_notebook(src: Path, dest: Path, modules=frozenset(), zip_size: int | None = None,
-                   lang: str = languages.ENGLISH) -> float:
-    """Copy one chapter to `dest`, in `lang` (i18n.translated_notebook), with its download
-    links (the project's zip too, if it is `zip_size` bytes, not None), its reading time, its
-    figure cells folded, its figures captioned (stage_figures) and its listings linked to the
-    API reference's `modules`; return the reading time in minutes."""
+def stage_notebook(src: Path, dest: Path, edition: Edition = Edition()) -> float:
+    """Copy one chapter to `dest`, in the edition's language (i18n.translated_notebook), with its
+    download links (the project's zip too, if the edition has one), its reading time, its
+    figure cells folded, its figures captioned (stage_figures), its listings linked to the API
+    reference and its solutions paragraph leading to its solutions (or left out); return the
+    reading time in minutes."""
+    lang = edition.lang
     nb = read_chapter(src)
     if lang != languages.ENGLISH:
         nb = i18n.translated_notebook(nb, src, lang)
+    solutions_paragraph(nb, src, edition)
     text, up = languages.ALL[lang].WORDS, "" if lang == languages.ENGLISH else "../"
     minutes, counts = reading(nb, lang)
     whole = (text["project"].format(link=f'<a href="{up}{PROJECT_ZIP}" download>',
-                                    zip=PROJECT_ZIP, mb=zip_size / 1e6)
-             if zip_size is not None else "")
+                                    zip=PROJECT_ZIP, mb=edition.zip_size / 1e6)
+             if edition.zip_size is not None else "")
     link = (f'\n\n<p class="download-notebook"><a href="notebooks/{src.name}" download>'
             f'{text["notebook"].format(name=src.name)}</a>{whole}</p>\n'
             f'<p class="reading-time">{text["minutes"].format(minutes=minutes, counts=counts)}'
@@ -188,18 +202,45 @@ def stage_notebook(src: Path, dest: Path, modules=frozenset(), zip_size: int | N
         if draws_only(cell):
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
             tags.append("hide-input")
+    tag_exercise_checks(nb)
     stage_figures(nb, chapter_label(src), text["figure"])
-    link_listings(nb, set(modules))
+    link_listings(nb, set(edition.modules))
     dest.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     return minutes
 
 
-def stage_index(src: Path, total: float, lang: str) -> None:
-    """The index page in `lang` with the whole book's reading time, and a toctree entry for the
-    API reference unless the page lists it."""
-    index = i18n.page_text(BOOK / "index.md", lang)
-    words = languages.ALL[lang].WORDS
-    if "api/index" not in index:                 # the API reference, after the chapters
+def tag_exercise_checks(nb: dict) -> None:
+    """Tag each cell that shows an exercise's check (annotated.exercises.show), so that its
+    one-line verdict wraps on the page (book.css) instead of scrolling sideways."""
+    for cell in nb["cells"]:
+        if any("exercise" in o.get("metadata", {}) for o in cell.get("outputs", [])):
+            cell.setdefault("metadata", {}).setdefault("tags", []).append("exercise-check")
+
+
+def solutions_paragraph(nb: dict, chapter: Path, edition: Edition) -> None:
+    """A chapter's paragraph that says where its exercises' solutions are (it begins with the
+    language's `solutions_mark`): on the site it leads to the chapter's solutions page, or, in
+    an edition without solutions, it is left out."""
+    words = languages.ALL[edition.lang].WORDS
+    paragraph = re.compile(rf"(^|\n\n){re.escape(words['solutions_mark'])}.*?(?=\n\n|\Z)", re.S)
+    said = words["solutions_page"].format(page=f"solutions/{chapter.name}")
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = paragraph.sub(lambda m: m.group(1) + said if edition.solutions else "",
+                                 "".join(cell["source"]))
+            cell["source"] = text.strip("\n")
+
+
+def stage_index(src: Path, total: float, edition: Edition) -> None:
+    """The index page in the edition's language with the whole book's reading time, a toctree
+    entry for the API reference unless the page lists it, and one for the solutions if the
+    edition has them."""
+    index = i18n.page_text(BOOK / "index.md", edition.lang)
+    words = languages.ALL[edition.lang].WORDS
+    if edition.solutions:                        # the solutions, after the chapters' pages
+        index += (f"\n```{{toctree}}\n:caption: {words['solutions']}\n:maxdepth: 1\n:glob:\n\n"
+                  f"solutions/*\n```\n")
+    if "api/index" not in index:                 # the API reference, last
         index += (f"\n```{{toctree}}\n:caption: {words['reference']}\n:maxdepth: 1\n\n"
                   f"api/index\n```\n")
     total_text = words["total"].format(

@@ -921,3 +921,158 @@ def test_a_click_on_a_figure_opens_it_larger_and_escape_closes_it(site, server, 
     browser.switch_to.active_element.send_keys(Keys.ESCAPE)
     assert browser.execute_async_script(OPENED_JS) is None, "Escape left the figure open"
     assert browser.current_url == server + f"{CHAPTERS[0]}.html"
+
+
+# ---- the exercises' worked solutions: folded on the site, or left out of it ----
+
+def test_each_solution_is_folded_under_its_heading_until_the_end():
+    from book.solutions import folded
+    nb = {"cells": [cell("markdown", source="# Solutions"),
+                    cell("markdown", source="## Exercise 2.1 · One\n\nWhy."),
+                    cell("code", source="x = 1", outputs=[]),
+                    cell("markdown", source="More.\n\n## Exercise 2.2 · Two\n\nBecause."),
+                    cell("code", source="y = 2", outputs=[])]}
+    out = folded(nb, "Show it")
+    text = "\n".join("".join(c["source"]) for c in out["cells"])
+    assert text.count('<details class="solution">') == 2 and text.count("</details>") == 2
+    assert text.index("## Exercise 2.1") < text.index("<details") < text.index("Why.")
+    assert text.index("More.") < text.index("</details>") < text.index("## Exercise 2.2")
+    assert out["cells"][-1]["source"] == "</details>" and "<summary>Show it</summary>" in text
+
+
+@pytest.mark.parametrize("lang", list(languages.ALL))
+def test_a_chapters_solutions_paragraph_leads_to_its_page_or_is_left_out(lang):
+    words = languages.ALL[lang].WORDS
+    chapter = ROOT / "chapters" / "02_masking.ipynb"
+    nb = {"cells": [cell("markdown", source=f"Intro.\n\n{words['solutions_mark']} The notebook "
+                                              f"`x`.\n\nAfter.")]}
+    stage.solutions_paragraph(nb, chapter, stage.Edition(lang, solutions=True))
+    text = nb["cells"][0]["source"]
+    assert "solutions/02_masking.ipynb" in text and "Intro." in text and "After." in text
+    assert "`x`" not in text
+    nb = {"cells": [cell("markdown", source=f"{words['solutions_mark']} The notebook `x`.")]}
+    stage.solutions_paragraph(nb, chapter, stage.Edition(lang, solutions=False))
+    assert nb["cells"][0]["source"] == ""
+
+
+def test_every_chapter_has_a_solutions_paragraph_in_every_language():
+    for path in (ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"):
+        for lang in languages.ALL:
+            nb = chapter_notebook(path)
+            if lang != languages.ENGLISH:
+                from book import i18n
+                nb = i18n.translated_notebook(nb, path, lang)
+            prose = "\n".join("".join(c["source"]) for c in nb["cells"])
+            assert languages.ALL[lang].WORDS["solutions_mark"] in prose, (path.name, lang)
+
+
+def readable(path: Path) -> str:
+    """A file's text as a reader of it sees it: a notebook's cells and outputs, else the file."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix != ".ipynb":
+        return text
+    cells = json.loads(text)["cells"]
+    return "\n".join("".join(c["source"]) + "".join(
+        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+        for o in c.get("outputs", [])) for c in cells)
+
+
+def solution_phrases() -> set[str]:
+    """Lines of the worked solutions (code and prose, in every language) that no other file of
+    the project holds: if one shows up in a site, the site shows a solution."""
+    from book import i18n, solutions
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True,
+                            text=True).stdout.split()
+    others = [ROOT / n for n in listed if not solutions.is_solution_file(n)
+              and (ROOT / n).suffix in (".py", ".md", ".ipynb", ".txt", ".js", ".css")]
+    elsewhere = "\n".join(readable(p) for p in others if p.is_file())
+    found = set()
+    for path in solutions.notebooks():
+        texts = [readable(path)] + [u.text for lang in languages.TRANSLATIONS
+                                    for u in i18n.read_units(i18n.translation_file(path, lang),
+                                                             lang)]
+        for text in texts:
+            found |= {line.strip() for line in text.split("\n")
+                      if len(line.strip()) >= 30 and line.strip() not in elsewhere}
+    return found
+
+
+@pytest.fixture(scope="module")
+def course_site(tmp_path_factory):
+    """The site a course builds for its students: `--without-solutions`."""
+    out = tmp_path_factory.mktemp("course") / "site"
+    subprocess.run([sys.executable, "-m", "book", "build", "--out", str(out),
+                    "--without-solutions"], cwd=ROOT, check=True)
+    return out
+
+
+@pytest.mark.slow
+def test_a_site_without_solutions_holds_no_solution_anywhere(course_site):
+    import zipfile
+    phrases = solution_phrases()
+    assert len(phrases) > 100
+    assert not list(course_site.rglob("solutions")), "a solutions folder"
+    shown = []
+    for path in course_site.rglob("*"):
+        if path.suffix in (".html", ".js", ".ipynb", ".txt", ".json"):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            shown += [f"{path.relative_to(course_site)}: {p[:60]}" for p in phrases if p in text]
+    if (course_site / "annotated-transformer.zip").is_file():
+        with zipfile.ZipFile(course_site / "annotated-transformer.zip") as archive:
+            names = archive.namelist()
+            assert not [n for n in names if "solutions" in n], "solutions in the zip"
+            for name in names:
+                if name.endswith((".ipynb", ".md", ".py")):
+                    text = archive.read(name).decode("utf-8", errors="replace")
+                    shown += [f"zip {name}: {p[:60]}" for p in phrases if p in text]
+    assert not shown, "\n".join(shown[:20])
+    chapter = (course_site / "02_masking.html").read_text(encoding="utf-8")
+    assert "Exercise 2.1" in chapter and "not attempted yet" in chapter
+    assert 'href="solutions/' not in chapter and 'class="solution"' not in chapter
+
+
+@pytest.mark.slow
+def test_the_full_site_has_every_solution_folded_in_both_languages(site):
+    from annotated.exercises.notebook import listed
+    for lang in languages.ALL:
+        folder = site if lang == languages.ENGLISH else site / lang
+        assert sorted(p.stem for p in (folder / "solutions").glob("*.html")) == CHAPTERS
+        summary = languages.ALL[lang].WORDS["show_solution"]
+        for chapter in CHAPTERS:
+            text = (folder / "solutions" / f"{chapter}.html").read_text(encoding="utf-8")
+            asked = listed(chapter_notebook(ROOT / "chapters" / f"{chapter}.ipynb"))
+            assert text.count('<details class="solution">') == len(asked), (lang, chapter)
+            assert text.count(f"<summary>{summary}</summary>") == len(asked), (lang, chapter)
+            page = (folder / f"{chapter}.html").read_text(encoding="utf-8")
+            assert f'href="solutions/{chapter}.html"' in page, (lang, chapter)
+        assert (folder / "notebooks" / "solutions" / "02_masking.ipynb").is_file()
+
+
+@pytest.mark.slow
+def test_exercises_and_closed_solutions_in_a_browser_in_both_languages(site, server, browser):
+    """Each chapter's exercises show their checks; each solutions page opens clean, with every
+    solution closed until its toggle is clicked, in English and in Chinese."""
+    from selenium.webdriver.common.by import By
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for lang in languages.ALL:
+        folder = "" if lang == languages.ENGLISH else f"{lang}/"
+        facts = visit(browser, server + f"{folder}02_masking.html")
+        checks = browser.find_elements(By.CSS_SELECTOR, ".tag_exercise-check .cell_output")
+        problems += [f"{folder}02_masking.html: {len(checks)} checks shown"] if len(checks) != 3 \
+            else []
+        for name in [f"{folder}solutions/{c}.html" for c in CHAPTERS]:
+            facts = visit(browser, server + name)
+            browser.save_screenshot(str(SCREENSHOTS / f"{name[:-5].replace('/', '_')}.png"))
+            problems += page_problems(name, facts, server)
+            toggles = browser.find_elements(By.CSS_SELECTOR, "details.solution")
+            shut = [t for t in toggles if not t.get_attribute("open")]
+            problems += [f"{name}: {len(toggles) - len(shut)} of {len(toggles)} solutions open"
+                         ] if len(shut) != len(toggles) or not toggles else []
+        body = toggles[0].find_elements(By.CSS_SELECTOR, ":scope > :not(summary)")
+        assert body and not any(b.is_displayed() for b in body)
+        browser.execute_script("arguments[0].scrollIntoView()", toggles[0])
+        toggles[0].find_element(By.CSS_SELECTOR, "summary").click()
+        assert toggles[0].get_attribute("open") is not None
+        assert any(b.is_displayed() for b in body)
+    assert not problems, "\n".join(problems)

@@ -9,7 +9,8 @@ A language module holds what the build writes in that language:
     SPHINX   Sphinx's settings for the edition: its language code (the pages' lang attribute,
              the search's word splitter) and myst-nb's words
     FIGURE   the word a figure's caption begins with: `**Figure 3.1.** ...`
-    WORDS    the lines the build adds to the pages (download links, reading times, ...)
+    WORDS    the lines the build adds to the pages (download links, reading times, the
+             solutions' toggles and the paragraph that leads to them, ...)
     counts   the counts behind a chapter's reading time, in words of the language
 
 and, if Sphinx needs more for the language than its settings, `sphinx_setup(app)`, which

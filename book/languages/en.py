@@ -8,6 +8,11 @@ WORDS = {
     "minutes": "About {minutes:.0f} minutes to read ({counts}).",
     "figure": "Figure from chapter {label}",
     "reference": "Reference",
+    "solutions": "Solutions",
+    "show_solution": "Show the solution",
+    "solutions_mark": "**Solutions.**",
+    "solutions_page": ("**Solutions.** Worked solutions to every exercise of this chapter are on "
+                       "the page [Solutions]({page}), each folded until you open it."),
     "total": ("Reading all {n} chapters takes about {hours:.1f} hours at {words} words of "
               "prose, {code} lines of code or {printed} lines of printed output a minute and "
               "{figure:.0f} seconds a figure; each chapter gives its own estimate under its "

@@ -9,6 +9,10 @@ WORDS = {
     "minutes": "阅读约需 {minutes:.0f} 分钟（{counts}）。",
     "figure": "第 {label} 章的图",
     "reference": "参考",
+    "solutions": "解答",
+    "show_solution": "显示解答",
+    "solutions_mark": "**解答。**",
+    "solutions_page": "**解答。** 本章每道练习的详细解答在[解答]({page})一页，每道都折叠着，点开才显示。",
     "total": ("读完全部 {n} 章约需 {hours:.1f} 小时：每分钟读 {chars} 个汉字的正文、"
               "{code} 行代码或 {printed} 行打印输出，每幅图 {figure:.0f} 秒；"
               "每章标题下给出该章的估计。"),
