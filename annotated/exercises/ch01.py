@@ -4,13 +4,9 @@ import math
 
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text
+from annotated.exercises.core import Case, Exercise, Slip, Text, randn
 from reference_numpy import attention as np_attention
 from reference_numpy import layers as np_layers
-
-
-def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 def rows(values: list[list[float]], dtype=torch.float64) -> torch.Tensor:

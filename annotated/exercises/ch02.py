@@ -1,18 +1,9 @@
 """Chapter 2's coding exercises: the causal mask, the padding mask, attention under a mask."""
-import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text
+from annotated.exercises.core import Case, Exercise, Slip, Text, randn, tokens
 from reference_numpy import attention as np_attention
 from reference_numpy import masks as np_masks
-
-
-def tokens(rows: list[list[int]]) -> torch.Tensor:
-    return torch.tensor(rows, dtype=torch.long)
-
-
-def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 # ---- 2.1 the causal mask ----

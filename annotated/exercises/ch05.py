@@ -5,14 +5,10 @@ import math
 import torch
 from torch import nn
 
-from annotated.exercises.core import Case, Exercise, Slip, Text
+from annotated.exercises.core import Case, Exercise, Slip, Text, randn, tokens
 from reference_numpy import embeddings as np_embeddings
 from reference_numpy import feedforward as np_feedforward
 from reference_numpy import sublayer as np_sublayer
-
-
-def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 # ---- 5.1 the position-wise feed-forward network ----
@@ -83,19 +79,15 @@ FFN = Exercise(
 
 # ---- 5.2 the embedding lookup, scaled ----
 
-def ids(rows: list[list[int]]) -> torch.Tensor:
-    return torch.tensor(rows, dtype=torch.long)
-
-
 def embed_cases() -> list[Case]:
     return [
         Case(Text("2 sentences, vocabulary 11, d_model 16", "2 个句子，词表 11，d_model 16"),
-             (ids([[4, 5, 6, 2], [7, 2, 0, 0]]), randn(11, 16, seed=1))),
-        Case(Text("repeated ids", "重复的编号"), (ids([[3, 3, 9, 3]]), randn(10, 6, seed=2))),
+             (tokens([[4, 5, 6, 2], [7, 2, 0, 0]]), randn(11, 16, seed=1))),
+        Case(Text("repeated ids", "重复的编号"), (tokens([[3, 3, 9, 3]]), randn(10, 6, seed=2))),
         Case(Text("a batch of one, one token", "批次中只有一个句子，只有一个词元"),
-             (ids([[1]]), randn(5, 8, seed=3))),
+             (tokens([[1]]), randn(5, 8, seed=3))),
         Case(Text("d_model 512, float32", "d_model 512，float32"),
-             (ids([[5, 1, 2], [8, 8, 0]]), randn(9, 512, seed=4, dtype=torch.float32))),
+             (tokens([[5, 1, 2], [8, 8, 0]]), randn(9, 512, seed=4, dtype=torch.float32))),
     ]
 
 

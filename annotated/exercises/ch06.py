@@ -3,17 +3,9 @@ distribution, the loss over the non-padding tokens and its gradient with respect
 import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text
+from annotated.exercises.core import Case, Exercise, Slip, Text, randn, tokens
 from reference_numpy import loss as np_loss
 from reference_numpy import optim as np_optim
-
-
-def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
-
-
-def tokens(rows: list[list[int]]) -> torch.Tensor:
-    return torch.tensor(rows, dtype=torch.long)
 
 
 # ---- 6.1 the learning-rate schedule ----

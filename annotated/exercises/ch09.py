@@ -9,15 +9,11 @@ NumPy for the unscaled gradients.
 import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, compare
+from annotated.exercises.core import Case, Exercise, Slip, Text, compare, randn
 from annotated.exercises.messages import MESSAGES
 from annotated.loss import label_smoothed_loss
 from reference_numpy import layers as np_layers
 from reference_numpy import loss as np_loss
-
-
-def randn(*shape, seed: int, dtype=torch.float32) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 # ---- 9.1 averaging checkpoints (§6.1) ----
@@ -25,9 +21,9 @@ def randn(*shape, seed: int, dtype=torch.float32) -> torch.Tensor:
 def checkpoints(k: int, seed: int) -> list[dict]:
     """k state dicts of one small model, as a run writes them: weights of several dtypes, a
     buffer and a step counter."""
-    return [{"encoder.weight": randn(4, 6, seed=seed + i),
+    return [{"encoder.weight": randn(4, 6, seed=seed + i, dtype=torch.float32),
              "decoder.bias": randn(7, seed=seed + 10 + i, dtype=torch.float64),
-             "generator.scale": 40_000 + 1_000 * randn(3, seed=seed + 20 + i).half(),
+             "generator.scale": 40_000 + 1_000 * randn(3, seed=seed + 20 + i, dtype=torch.float32).half(),
              "positions": torch.arange(5),
              "step": torch.tensor(100 * (i + 1))} for i in range(k)]
 

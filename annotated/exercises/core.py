@@ -43,6 +43,16 @@ class Case:
     kwargs: dict = field(default_factory=dict)
 
 
+def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
+    """A case's random tensor: the same numbers on every run, from its own seed."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def tokens(rows: list[list[int]]) -> torch.Tensor:
+    """A case's batch of token ids, (batch, seq)."""
+    return torch.tensor(rows, dtype=torch.long)
+
+
 @dataclass(frozen=True)
 class Slip:
     """A wrong answer the check recognises. `wrong` computes what the mistaken code returns
