@@ -39,7 +39,8 @@ def render(edition: stage.Edition, tmp: Path) -> Path:
     site = tmp / ("site" if lang == languages.ENGLISH else f"site-{lang}")   # English: the top
     src.mkdir()
     project.stage_api(src, sorted(edition.modules), lang)
-    total = sum(stage.stage_notebook(nb, src / nb.name, edition) for nb in stage.chapters())
+    times = [stage.stage_notebook(nb, src / nb.name, edition) for nb in stage.chapters()]
+    total = (sum(low for low, _ in times), sum(high for _, high in times))
     for nb in stage.appendices():
         stage.stage_notebook(nb, src / nb.name, edition)
     for page in stage.pages():

@@ -13,8 +13,9 @@ time and, unless book/index.md lists it, a toctree entry for the API reference.
 The reading time is an estimate for a careful first-time reader, who works through the prose
 with its equations, reads each line of code against the equation it computes, checks the
 printed numbers and tables against what the text claims and looks at each figure with its
-caption, at the rates below; tests/test_book.py checks that the whole book stays near the time
-such a reader needs.
+caption. Such readers differ, and so the estimate is a range, from a quicker to a slower one
+of them (READERS); the rates are those at which first-time readers of the book went. Doing
+the exercises takes longer.
 """
 import json
 import re
@@ -31,14 +32,23 @@ from book.project import PROJECT_ZIP
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 CHAPTERS = ROOT / "chapters"
-#: The rates of the reading-time estimate: words of technical prose (with its equations), lines
-#: of code (the chapters' cells and the package source they show, each read against what it
-#: computes) and lines of printed output or tables checked against the text, a minute; and the
-#: minutes a figure with its caption takes.
-WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 140, 14
-OUTPUT_LINES_PER_MINUTE, MINUTES_PER_FIGURE = 20, 1.0
-#: Chinese prose, read at the pace of the English: about what 140 English words translate to.
-CJK_CHARS_PER_MINUTE = 240
+@dataclass(frozen=True)
+class Reader:
+    """The pace of a careful first-time reader: words of technical prose (with its equations),
+    Chinese characters of it, lines of code (the chapters' cells and the package source they
+    show, each read against what it computes) and lines of printed output or tables checked
+    against the text, a minute; and the minutes a figure with its caption takes."""
+    words: float
+    hanzi: float
+    code: float
+    printed: float
+    figure: float
+
+
+#: The quicker and the slower end of the estimate. Chinese prose is read at the pace of the
+#: English it translates: 100 English words become about 170 characters.
+READERS = (Reader(words=90, hanzi=155, code=9, printed=12, figure=1.5),
+           Reader(words=75, hanzi=130, code=7, printed=10, figure=2.0))
 HANZI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 #: The first line of a listing shown by annotated.notebooks.chapter.show(): the file's path.
 LISTING = re.compile(r"`((?:annotated|reference_numpy)(?:/\w+)*\.py)`")
@@ -82,22 +92,30 @@ def draws_only(cell: dict) -> bool:
                for o in outputs)
 
 
-def reading(nb: dict, lang: str = languages.ENGLISH) -> tuple[float, str]:
+def reading(nb: dict, lang: str = languages.ENGLISH) -> tuple[tuple[float, float], str]:
     """Estimated minutes to read a chapter (prose, code, shown source, printed outputs and
-    figures at the rates above), and the counts behind them, in words of `lang`. A markdown
-    output that holds a code block is shown source (code); any other (a table) is printed
-    output, as are streams and plain-text results. Chinese prose is counted in characters
-    (CJK_CHARS_PER_MINUTE), the Latin words between them as words."""
+    figures), from the quicker to the slower of READERS, and the counts behind them, in words of
+    `lang`. A markdown output that holds a code block is shown source (code); any other (a
+    table) is printed output, as are streams and plain-text results. Chinese prose is counted
+    in characters, the Latin words between them as words."""
+    words, hanzi, code, printed, figures = amounts(nb)
+    minutes = tuple(words / r.words + hanzi / r.hanzi + code / r.code + printed / r.printed
+                    + figures * r.figure for r in READERS)
+    return minutes, languages.ALL[lang].counts(words + hanzi, code, printed, figures)
+
+
+def amounts(nb: dict) -> tuple[int, int, int, int, int]:
+    """A chapter's words, Chinese characters, lines of code, lines of printed output and
+    figures (see reading)."""
     def lines(text) -> int:
         return len("".join(text).splitlines())
     cells = nb["cells"]
     prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     hanzi = len(HANZI.findall(prose))
     words = len(HANZI.sub(" ", prose).split())
-    outputs = [o for c in cells for o in c.get("outputs", [])]
     code = sum(lines(c["source"]) for c in cells if c["cell_type"] == "code")
     printed = figures = 0
-    for o in outputs:
+    for o in (o for c in cells for o in c.get("outputs", [])):
         data = o.get("data", {})
         if is_figure(o):
             figures += 1
@@ -111,10 +129,7 @@ def reading(nb: dict, lang: str = languages.ENGLISH) -> tuple[float, str]:
             printed += lines(o.get("text", ""))
         elif "text/plain" in data:
             printed += lines(data["text/plain"])
-    minutes = (words / WORDS_PER_MINUTE + hanzi / CJK_CHARS_PER_MINUTE
-               + code / CODE_LINES_PER_MINUTE + printed / OUTPUT_LINES_PER_MINUTE
-               + figures * MINUTES_PER_FIGURE)
-    return minutes, languages.ALL[lang].counts(words + hanzi, code, printed, figures)
+    return words, hanzi, code, printed, figures
 
 
 def link_listings(nb: dict, modules: set[str]) -> None:
@@ -175,12 +190,12 @@ def read_chapter(src: Path) -> dict:
     return nb
 
 
-def stage_notebook(src: Path, dest: Path, edition: Edition = Edition()) -> float:
+def stage_notebook(src: Path, dest: Path, edition: Edition = Edition()) -> tuple[float, float]:
     """Copy one chapter to `dest`, in the edition's language (i18n.translated_notebook), with its
     download links (the project's zip too, if the edition has one), its reading time, its
     figure cells folded, its figures captioned (stage_figures), its listings linked to the API
     reference and its solutions paragraph leading to its solutions (or left out); return the
-    reading time in minutes."""
+    reading time in minutes, from the quicker to the slower reader."""
     lang = edition.lang
     nb = read_chapter(src)
     if lang != languages.ENGLISH:
@@ -193,8 +208,8 @@ def stage_notebook(src: Path, dest: Path, edition: Edition = Edition()) -> float
              if edition.zip_size is not None else "")
     link = (f'\n\n<p class="download-notebook"><a href="notebooks/{src.name}" download>'
             f'{text["notebook"].format(name=src.name)}</a>{whole}</p>\n'
-            f'<p class="reading-time">{text["minutes"].format(minutes=minutes, counts=counts)}'
-            f'</p>\n')
+            f'<p class="reading-time">'
+            f'{text["minutes"].format(low=minutes[0], high=minutes[1], counts=counts)}</p>\n')
     first = nb["cells"][0]
     lines = "".join(first["source"]).split("\n", 1)      # the title, then the rest
     first["source"] = lines[0] + link + (lines[1] if len(lines) > 1 else "")
@@ -231,8 +246,9 @@ def solutions_paragraph(nb: dict, chapter: Path, edition: Edition) -> None:
             cell["source"] = text.strip("\n")
 
 
-def stage_index(src: Path, total: float, edition: Edition) -> None:
-    """The index page in the edition's language with the whole book's reading time, a toctree
+def stage_index(src: Path, total: tuple[float, float], edition: Edition) -> None:
+    """The index page in the edition's language with the whole book's reading time (minutes,
+    from the quicker to the slower reader), a toctree
     entry for the API reference unless the page lists it, and one for the solutions if the
     edition has them."""
     index = i18n.page_text(BOOK / "index.md", edition.lang)
@@ -243,9 +259,10 @@ def stage_index(src: Path, total: float, edition: Edition) -> None:
     if "api/index" not in index:                 # the API reference, last
         index += (f"\n```{{toctree}}\n:caption: {words['reference']}\n:maxdepth: 1\n\n"
                   f"api/index\n```\n")
+    quick, slow = READERS
     total_text = words["total"].format(
-        n=len(chapters()), hours=total / 60, words=WORDS_PER_MINUTE, chars=CJK_CHARS_PER_MINUTE,
-        code=CODE_LINES_PER_MINUTE, printed=OUTPUT_LINES_PER_MINUTE,
-        figure=MINUTES_PER_FIGURE * 60)
+        n=len(chapters()), low=total[0] / 60, high=total[1] / 60, words=(slow.words, quick.words),
+        hanzi=(slow.hanzi, quick.hanzi), code=(slow.code, quick.code),
+        printed=(slow.printed, quick.printed), figure=(quick.figure, slow.figure))
     (src / "index.md").write_text(index.replace("<!-- reading time -->", total_text),
                                   encoding="utf-8")

@@ -176,9 +176,9 @@ def test_each_language_module_holds_every_word_the_build_writes():
     folder."""
     from book import languages
     from book.figures import CAPTION
-    given = dict(name="01.ipynb", link="<a>", zip="x.zip", mb=1.0, minutes=9.0, counts="9",
-                 label="3", n=9, hours=8.0, words=140, chars=240, code=14, printed=20,
-                 figure=60.0, page="solutions/01.ipynb")
+    given = dict(name="01.ipynb", link="<a>", zip="x.zip", mb=1.0, low=9.0, high=11.0,
+                 counts="9", label="3", n=9, words=(75, 90), hanzi=(130, 155), code=(7, 9),
+                 printed=(10, 12), figure=(1.5, 2.0), page="solutions/01.ipynb")
     english = languages.ALL[languages.ENGLISH]
     for lang, words in languages.ALL.items():
         assert words.WORDS.keys() == english.WORDS.keys(), lang

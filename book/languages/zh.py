@@ -6,16 +6,17 @@ FIGURE = "图"
 WORDS = {
     "notebook": "下载本章的 Jupyter 笔记本（{name}）",
     "project": "，或下载{link}整个项目（{zip}，{mb:.1f} MB）</a>，离线运行",
-    "minutes": "阅读约需 {minutes:.0f} 分钟（{counts}）。",
+    "minutes": "阅读约需 {low:.0f} 到 {high:.0f} 分钟（{counts}）。",
     "figure": "第 {label} 章的图",
     "reference": "参考",
     "solutions": "解答",
     "show_solution": "显示解答",
     "solutions_mark": "**解答。**",
     "solutions_page": "**解答。** 本章每道练习的详细解答在[解答]({page})一页，每道都折叠着，点开才显示。",
-    "total": ("读完全部 {n} 章约需 {hours:.1f} 小时：每分钟读 {chars} 个汉字的正文、"
-              "{code} 行代码或 {printed} 行打印输出，每幅图 {figure:.0f} 秒；"
-              "每章标题下给出该章的估计。"),
+    "total": ("细心的初读者读完全部 {n} 章约需 {low:.0f} 到 {high:.0f} 小时：每分钟读 "
+              "{hanzi[0]:g} 到 {hanzi[1]:g} 个汉字的正文、{code[0]:g} 到 {code[1]:g} 行代码或 "
+              "{printed[0]:g} 到 {printed[1]:g} 行打印输出，每幅图 {figure[0]:g} 到 {figure[1]:g} "
+              "分钟。每章标题下给出该章的估计；做练习所需的时间另计。"),
 }
 
 
