@@ -321,7 +321,7 @@ def fake_sphinx(monkeypatch):
                 return 2
         return site["code"]
     monkeypatch.setattr(run_sphinx, "build_main", build_main)
-    monkeypatch.setattr(project, "project_zip", lambda dest: None)   # seconds, tested apart
+    monkeypatch.setattr(project, "project_zip", lambda dest, leave_out: None)   # tested apart
     monkeypatch.setattr(languages, "TRANSLATIONS", {})      # one edition: the real build's
     # second edition is checked on the real site below
     return book_build, site
@@ -551,7 +551,7 @@ def replace(source, target, real=os.replace, sent=[]):
     return real(source, target)
 
 run_sphinx.build_main, os.replace = build_main, replace
-project.project_zip = lambda dest: None
+project.project_zip = lambda dest, leave_out: None
 languages.TRANSLATIONS = {}
 main(["build", "--out", out])
 """
