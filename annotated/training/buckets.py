@@ -3,8 +3,8 @@
 Token batching (§5.1) makes batches of every shape: many sentences when they are short, few
 when they are long. A CUDA graph replays the kernels of one shape only, so with `cuda_graphs`
 the training step pads each batch's rows, source length and target length up to its bucket
-(`bucket`): a multiple of 8 up to 64, above that one of four sizes per doubling. A size grows
-by at most a quarter above 64 (and by at most 7 below it), and 1 to 256 fall into 16 buckets.
+(`bucket`): a multiple of 8 up to 128, above that one of eight sizes per doubling. A size grows
+by at most an eighth above 64 (and by at most 7 below it), and 1 to 256 fall into 24 buckets.
 
 What is added changes nothing the loss sees (`Bucketed`): added positions are padding, and an
 added row is an empty sentence (EOS alone as its source, BOS as its target input), so that
@@ -17,9 +17,9 @@ from annotated.data.tokenizer import BOS, EOS, PAD
 
 
 def bucket(n: int) -> int:
-    """n rounded up to its bucket: a multiple of 8, or of a quarter of the power of two below
-    n when that is larger (65 -> 80, 100 -> 112, 129 -> 160)."""
-    step = max(8, (1 << n.bit_length()) >> 3)
+    """n rounded up to its bucket: a multiple of 8, or of an eighth of the power of two below
+    n when that is larger (129 -> 144, 200 -> 208, 657 -> 704)."""
+    step = max(8, (1 << n.bit_length()) >> 4)
     return -(-n // step) * step
 
 
