@@ -91,8 +91,9 @@ class _ProjectedLoss(torch.autograd.Function):
     def forward(ctx, hidden, weight, bias, target, how):
         pad, eps_ls, rows, terms, grad = how
         h = hidden.reshape(-1, hidden.size(-1))                       # (n, d_model)
-        kept = (target.reshape(-1) != pad).nonzero().squeeze(1)       # positions that count
-        h, y = h[kept], target.reshape(-1)[kept]
+        counted = target.reshape(-1) != pad
+        kept = counted.nonzero().squeeze(1)                           # positions that count
+        h, y, tokens = h[kept], target.reshape(-1)[kept], counted.sum()
         dtype = torch.promote_types(torch.promote_types(h.dtype, weight.dtype), torch.float32)
         loss, nll = (torch.zeros((), dtype=dtype, device=h.device) for _ in range(2))
         correct = torch.zeros((), dtype=torch.long, device=h.device)
@@ -113,7 +114,6 @@ class _ProjectedLoss(torch.autograd.Function):
                 d_wt += h_c.T @ dz                   # faster than dz^T h_c into (V, d_model)
                 if d_b is not None:
                     d_b += dz.sum(0)
-        tokens = torch.tensor(len(y), device=h.device)
         ctx.mark_non_differentiable(nll, correct, tokens)
         if grad:
             full = torch.zeros(hidden.shape, dtype=hidden.dtype, device=h.device)
