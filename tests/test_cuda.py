@@ -109,26 +109,36 @@ BAND = 0.02       # relative gap allowed between mixed-precision and float32 tra
 FALL = 0.4        # the sample preset learns: 300 steps take its loss down by more than this
 
 
+def training_gaps(tmp_path, runs: dict) -> tuple[float, float, str]:
+    """Two sample runs of 20 steps, dropout off, with the overrides of each of `runs` (label:
+    overrides): the largest relative gap between their losses, and the largest relative drift
+    between their weights after the 20 steps (the key biases b^K aside, as above), with the
+    weight it is found in."""
+    weights, losses = {}, {}
+    for label, overrides in runs.items():
+        out = tmp_path / label
+        losses[label] = train_losses(out, "P_drop=0.0", *overrides, steps=20, log_every=1)
+        weights[label] = checkpoint_file.load(out / checkpoint_file.checkpoint_name(20))["model"]
+    first, second = runs
+    assert len(losses[first]) == len(losses[second]) == 20
+    loss_gap = max(abs(a - b) / a for a, b in zip(losses[first], losses[second]))
+    drift = {name: ((a - weights[second][name]).norm() / a.norm()).item()
+             for name, a in weights[first].items() if not name.endswith("W_K.bias")}
+    worst = max(drift, key=drift.get)
+    print(f"{first} against {second}: largest relative loss gap {loss_gap:.2e}; largest "
+          f"relative weight drift {drift[worst]:.2e} ({worst})")
+    return loss_gap, drift[worst], worst
+
+
 def test_compiled_training_on_cuda_equals_eager(tmp_path):
     """compile=true on the GPU, dropout off (compiled kernels draw their own masks): the loss of
     each of 20 steps, and every weight after them, agree with eager to within what a different
     order of floating-point additions explains. Compiled kernels fuse and reorder sums, and
     Adam divides by sqrt(v), so bit equality is not the promise; the same training is."""
-    weights, losses = {}, {}
-    for mode in ("eager", "compiled"):
-        out = tmp_path / mode
-        losses[mode] = train_losses(out, "P_drop=0.0", f"compile={mode == 'compiled'}",
-                                    steps=20, log_every=1)
-        weights[mode] = checkpoint_file.load(out / checkpoint_file.checkpoint_name(20))["model"]
-    loss_gap = max(abs(a - b) / a for a, b in zip(losses["eager"], losses["compiled"]))
-    drift = {name: ((a - weights["compiled"][name]).norm() / a.norm()).item()
-             for name, a in weights["eager"].items() if not name.endswith("W_K.bias")}
-    worst = max(drift, key=drift.get)
-    print(f"largest relative loss gap {loss_gap:.2e}; largest relative weight drift "
-          f"{drift[worst]:.2e} ({worst})")
-    assert len(losses["eager"]) == 20
+    loss_gap, drift, worst = training_gaps(tmp_path, {"eager": ["compile=false"],
+                                                      "compiled": ["compile=true"]})
     assert loss_gap <= 1e-4
-    assert drift[worst] <= 1e-2, worst      # a bias's 20 updates, its whole norm, drift most
+    assert drift <= 1e-2, worst             # a bias's 20 updates, its whole norm, drift most
 
 
 def test_beam_search_on_cuda_translates_as_on_the_cpu_with_the_shipped_model():
@@ -185,25 +195,13 @@ def test_the_fused_output_loss_on_cuda_equals_the_plain_loss(precision):
 
 
 def test_training_with_cuda_graphs_equals_compiled_training(tmp_path):
-    """cuda_graphs=true against compile=true alone, dropout off: the same bounds as compiled
-    against eager (test_compiled_training_on_cuda_equals_eager). The graphs' batches are padded
-    up to their buckets, so the sums run in another order: the same training, not the same
-    bits. Checkpoints and a resume carry on as without graphs."""
-    weights, losses = {}, {}
-    for mode, graphs in [("compiled", "false"), ("graphs", "true")]:
-        out = tmp_path / mode
-        losses[mode] = train_losses(out, "P_drop=0.0", "compile=true", f"cuda_graphs={graphs}",
-                                    steps=20, log_every=1)
-        weights[mode] = checkpoint_file.load(out / checkpoint_file.checkpoint_name(20))["model"]
-    loss_gap = max(abs(a - b) / a for a, b in zip(losses["compiled"], losses["graphs"]))
-    drift = {name: ((a - weights["graphs"][name]).norm() / a.norm()).item()
-             for name, a in weights["compiled"].items() if not name.endswith("W_K.bias")}
-    worst = max(drift, key=drift.get)
-    print(f"largest relative loss gap {loss_gap:.2e}; largest relative weight drift "
-          f"{drift[worst]:.2e} ({worst})")
-    assert len(losses["graphs"]) == 20
+    """cuda_graphs=true against compile=true alone, dropout off: the bounds of compiled against
+    eager. The graphs' batches are padded up to their buckets, so the sums run in another
+    order: the same training, not the same bits."""
+    loss_gap, drift, worst = training_gaps(tmp_path, {
+        "compiled": ["compile=true"], "graphs": ["compile=true", "cuda_graphs=true"]})
     assert loss_gap <= 1e-4
-    assert drift[worst] <= 1e-2, worst
+    assert drift <= 1e-2, worst
 
 
 def torchrun(out, *args) -> str:
