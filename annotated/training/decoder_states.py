@@ -42,7 +42,9 @@ class DecoderStates(nn.Module):
 
     def forward(self, src, tgt_in):
         """src: (batch, src_len), tgt_in: (batch, tgt_len) token ids, padded with PAD."""
-        src_mask = padding_mask(src, PAD)                         # (batch, 1, 1, src_len)
+        # first of all: torch.compile cannot trace the making of a CausalBias, so its one
+        # graph starts right after it instead of being cut in two
         causal = causal_upper_left(tgt_in.size(1), tgt_in.size(1))
+        src_mask = padding_mask(src, PAD)                         # (batch, 1, 1, src_len)
         memory = self.model.encode(src, src_mask)
         return self.model.decode(memory, src_mask, tgt_in, causal)
