@@ -184,3 +184,13 @@ def test_cuda_graphs_without_a_gpu_is_refused_in_one_line(tmp_path, capsys):
     assert exit_.value.code == 1 and err.count("\n") == 1
     assert err.startswith("error: cuda_graphs=true needs a GPU") and "leave it false" in err
     assert not list((tmp_path / "run").glob("*.pt"))
+
+
+def test_training_forward_pass_compiles_into_one_graph():
+    """torch.compile traces DecoderStates whole: no graph break (a break would cut the compiled
+    step in two, and its CUDA graphs with it)."""
+    model, _, (src, tgt_in, _) = model_and_batch()
+    explained = torch._dynamo.explain(DecoderStates(model.float()))(src, tgt_in)
+    torch._dynamo.reset()
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), \
+        [b.reason for b in explained.break_reasons]
