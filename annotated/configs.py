@@ -58,6 +58,7 @@ class Config(ModelConfig):
     seed: int = setting(1234, ((lambda v: 0 <= v < 2 ** 63), "0 <= seed < 2**63"))
     amp: str = setting("none", one_of("none", "bf16", "fp16"), resumable=True)   # on a GPU
     compile: bool = setting(False, ANY, resumable=True)       # torch.compile the model
+    cuda_graphs: bool = setting(False, ANY, resumable=True)   # ... and replay it as CUDA graphs
     log_every: int = setting(100, at_least(1), resumable=True)    # steps between metric lines
     eval_every: int = setting(1000, at_least(1), resumable=True)  # ... validation passes
     ckpt_every: int = setting(1000, at_least(1), resumable=True)  # ... checkpoints
@@ -87,6 +88,11 @@ class Config(ModelConfig):
             raise ConfigError(f"config: cooldown_steps = {self.cooldown_steps} is above "
                               f"train_steps = {self.train_steps}; the cool-down is part of "
                               f"the run's train_steps")
+        if self.cuda_graphs and (not self.compile or self.accum_steps > 1):
+            raise ConfigError(f"config: cuda_graphs = true needs compile = true and accum_steps "
+                              f"= 1 (here compile = {str(self.compile).lower()}, accum_steps = "
+                              f"{self.accum_steps}): the graphs are the compiled step's, one "
+                              f"micro-batch a step; set those, or cuda_graphs=false")
         if self.max_tokens < self.max_sentence_len:
             raise ConfigError(f"config: max_tokens = {self.max_tokens} is below max_sentence_len "
                               f"= {self.max_sentence_len}; a batch must hold the longest "

@@ -2,9 +2,14 @@
 about 25,000 source and 25,000 target tokens a step), bf16 autocast, compiled and not:
 tokens/s, step time, peak memory and model FLOP utilisation (MFU).
 
-    python -m benchmarks.gpu_train [--only base big] [--modes eager compiled] [--repeats 10]
-        [--profile] [--out results/gpu_train.json]
+    python -m benchmarks.gpu_train [--only base big] [--modes eager compiled graphs]
+        [--repeats 10] [--profile] [--out results/gpu_train.json]
     python -m benchmarks.gpu_train --device cpu --only copy --tokens 600    # a smoke test
+
+The modes: eager; compiled (`compile=true`); graphs (`compile=true cuda_graphs=true`: the
+compiled step replayed as CUDA graphs, each batch padded up to its bucket; see
+annotated.training.buckets). A CPU run checks the script itself and never writes into the
+repository's results/, which holds the GPU's measurements.
 
 A step is what `python -m annotated.train` does per step (benchmarks.train_throughput builds
 it): the token-batched global batch through annotated.training.step.train_step (collate,
@@ -40,11 +45,13 @@ import torch
 
 from annotated import configs
 from annotated.base.cli import at_least, command, path
-from annotated.base.errors import DeviceError
+from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import atomic_open, check_output
 from benchmarks.train_throughput import training_step
+from experiments.folders import ROOT
 from experiments.machine import machine_record
 
+RESULTS = ROOT / "results"
 VOCAB = 37_000
 PAPER_BATCH = 25_000                 # tokens a side per step (§5.1)
 GPUS = 8                             # the paper's machine (§5.2)
@@ -140,11 +147,12 @@ def profile(step, device: str, steps: int = 3) -> dict:
             "top_kernels": [[round(s, 6), name] for s, name in sorted(top, reverse=True)[:12]]}
 
 
-def measure(name: str, config, max_tokens: int, compiled: bool, args, peak: float | None) -> dict:
+def measure(name: str, config, max_tokens: int, mode: str, args, peak: float | None) -> dict:
     """One case: the step timed and profiled, gradient accumulation doubled until it fits."""
     accum, device = 1, args.device
     while True:
-        case = config.override(amp="bf16", compile=compiled, accum_steps=accum,
+        case = config.override(amp="bf16", compile=mode != "eager", cuda_graphs=mode == "graphs",
+                               accum_steps=accum,
                                max_tokens=max(max_tokens, config.max_sentence_len))
         try:
             torch._dynamo.reset()
@@ -159,10 +167,14 @@ def measure(name: str, config, max_tokens: int, compiled: bool, args, peak: floa
             gc.collect()
             torch.cuda.empty_cache()
             accum *= 2
+            if mode == "graphs":
+                raise DeviceError(f"{name}: out of GPU memory with CUDA graphs, which take one "
+                                  f"micro-batch a step; measure it with --modes compiled")
             if accum > 64:
                 raise
     result = {"case": name, "N": config.N, "d_model": config.d_model, "d_ff": config.d_ff,
-              "h": config.h, "compile": compiled, "accum_steps": accum, "max_tokens": max_tokens,
+              "h": config.h, "compile": mode != "eager", "cuda_graphs": mode == "graphs",
+              "accum_steps": accum, "max_tokens": max_tokens,
               "pairs": pairs, "source_tokens": src, "target_tokens": tgt,
               "useful_flops": flops, "first_step_s": round(first, 2),
               "step_s": round(median, 5), "step_s_range": [round(min(times), 5),
@@ -194,8 +206,8 @@ def parse_args(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=list(configs.PRESETS), default=["base", "big"],
                         metavar="CONFIG", help="presets to time (default: base big)")
-    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"],
-                        default=["eager", "compiled"])
+    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled", "graphs"],
+                        default=["eager", "compiled"], help="default: eager compiled")
     parser.add_argument("--tokens", type=at_least(1), default=PAPER_BATCH,
                         help=f"tokens a side per step (default {PAPER_BATCH:,}, the paper's); "
                              f"each model is also timed at 1/{GPUS} of it")
@@ -213,6 +225,9 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    if args.device == "cpu" and args.out and args.out.resolve().parent == RESULTS:
+        raise DataError(f"--out {args.out}: a CPU run checks the script; it never writes into "
+                        f"results/, which holds the GPU's measurements; give --out elsewhere")
     if args.out:
         check_output(args.out)                  # before any measurement, not after the first
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -233,8 +248,7 @@ def main(argv=None):
     for name in args.only:
         for max_tokens, label in [(args.tokens, ""), (args.tokens // GPUS, f" 1/{GPUS}")]:
             for mode in args.modes:
-                r = measure(name + label, configs.get(name), max_tokens, mode == "compiled",
-                            args, peak)
+                r = measure(name + label, configs.get(name), max_tokens, mode, args, peak)
                 cases.append(r)
                 print(f"{r['case']:<9} {mode:<8} accum {r['accum_steps']}: {r['pairs']} pairs "
                       f"({r['source_tokens']:,}+{r['target_tokens']:,} tokens), "

@@ -19,9 +19,21 @@ Sentence lengths are synthetic (the benchmark needs no data and no tokenizer): u
 and 16..48 for the base model (news sentences), the target within 3 of the source.
 Tokens/s counts source + target tokens, padding excluded; the target part is printed too.
 
-    python -m benchmarks.train_throughput [--threads 2] [--repeats 3] [--only CASE]
+    python -m benchmarks.train_throughput [--threads 2] [--repeats 3] [--only CASE ...]
+    python -m benchmarks.train_throughput --threads 1 --against DIR [--only CASE ...]
+
+--against DIR times each case's step in another copy of the project too (e.g. the previous
+commit: `git worktree add DIR REV`), each copy in a process of its own that imports only its
+own code, the two stepping in turn, one step each, so that machine noise hits both alike; it
+prints both times and how many times faster this code is. Both processes keep freed memory for
+the next step, as `python -m annotated.train` does on a CPU (training.cpu_memory).
 """
 import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -32,7 +44,25 @@ from annotated.data.batching import lengths_of, make_batches
 from annotated.optim import make_optimizer
 from annotated.training.flops import batch_training_flops
 from annotated.training.step import make_engine, train_step
+from annotated.base.cli import path
+from annotated.base.errors import DataError
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
+
+ROOT = Path(__file__).resolve().parent.parent
+# One case's step, in the copy of the project on PYTHONPATH: one timed step per line of stdin.
+WORKER = """
+import sys, time, torch
+from annotated.training.cpu_memory import keep_freed_memory
+from benchmarks.train_throughput import CASES, training_step
+keep_freed_memory()
+torch.set_num_threads(int(sys.argv[2]))
+config, vocab, max_tokens, length_range = CASES[sys.argv[1]]
+step = training_step(config, vocab, max_tokens or config.max_tokens, length_range)[0]
+for _ in sys.stdin:
+    start, cpu = time.perf_counter(), time.process_time()
+    step()
+    print(time.perf_counter() - start, time.process_time() - cpu, flush=True)
+"""
 
 CASES = {   # name: (config, vocab, batch tokens per side, sentence length range)
     "multi30k": (configs.get("multi30k"), 8000, None, (8, 24)),
@@ -83,18 +113,81 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.train_throughput",
                                      description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=3)
-    parser.add_argument("--only", choices=list(CASES), metavar="CASE",
-                        help=f"one of {', '.join(CASES)}")
-    return parser.parse_args(argv)
+    parser.add_argument("--only", nargs="+", choices=list(CASES), metavar="CASE",
+                        help=f"some of {', '.join(CASES)}")
+    parser.add_argument("--against", type=path, metavar="DIR",
+                        help="another copy of the project, timed in turn with this one")
+    args = parser.parse_args(argv)
+    if args.against and not (args.against / "benchmarks" / "train_throughput.py").is_file():
+        raise DataError(f"--against {args.against}: no benchmarks/train_throughput.py there; "
+                        f"give a copy of this project, e.g. made by git worktree add DIR REV")
+    return args
+
+
+class Worker:
+    """A process running one case's training step with the code of the project copy `root`."""
+
+    def __init__(self, root: Path, case: str, threads: int):
+        self.root = root
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WORKER, case, str(threads)], cwd=root, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": str(threads)})
+
+    def step(self) -> tuple[float, float]:
+        """Seconds of one step: on the clock, and of the process's CPU time."""
+        self.process.stdin.write("step\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise DataError(f"the step's process for {self.root} ended (exit code "
+                            f"{self.process.wait()}); its error is above")
+        wall, cpu = line.split()
+        return float(wall), float(cpu)
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def compare(name: str, against: Path, threads: int, repeats: int) -> float:
+    """Median seconds a step of case `name` with this code and with `against`'s, stepped in
+    turn after one warm-up step each; prints both, on the clock and in CPU time (which other
+    work on the machine disturbs less), and returns how many times faster this code is."""
+    workers = {"this code": Worker(ROOT, name, threads), str(against): Worker(against, name,
+                                                                              threads)}
+    try:
+        times = {label: [] for label in workers}
+        for worker in workers.values():
+            worker.step()
+        for _ in range(repeats):
+            for label, worker in workers.items():
+                times[label].append(worker.step())
+    finally:
+        for worker in workers.values():
+            worker.close()
+    (ours, ours_cpu), (theirs, theirs_cpu) = (
+        [statistics.median(column) for column in zip(*t)] for t in times.values())
+    print(f"{name:<9} this code {ours * 1000:.0f} ms/step ({ours_cpu * 1000:.0f} ms CPU), "
+          f"{against} {theirs * 1000:.0f} ms/step ({theirs_cpu * 1000:.0f} ms CPU): "
+          f"{theirs / ours:.2f}x as fast ({theirs_cpu / ours_cpu:.2f}x in CPU time; {repeats} "
+          f"steps each, in turn)", flush=True)
+    return theirs / ours
 
 
 @command
 def main(argv=None):
     args = parse_args(argv)
-    print(f"threads: {set_threads(args.threads)}; target: MFU >= 0.5 at the base dimensions")
+    threads = set_threads(args.threads)
+    if args.against:
+        print(f"threads: {threads}; this code ({ROOT}) against {args.against}")
+        for name in args.only or CASES:
+            compare(name, args.against, threads, args.repeats)
+        return
+    print(f"threads: {threads}; target: MFU >= 0.5 at the base dimensions")
     relative = {}                            # seconds per step / seconds per peak matmul
     for name, (config, vocab, max_tokens, length_range) in CASES.items():
-        if args.only and name != args.only:
+        if args.only and name not in args.only:
             continue
         step, flops, (src_tokens, tgt_tokens), n = training_step(
             config, vocab, max_tokens or config.max_tokens, length_range)

@@ -33,7 +33,7 @@ GPUS = 8
 
 
 def fastest(cases: list[dict], name: str) -> dict:
-    """The faster mode (eager or compiled) of one case of gpu_train.json."""
+    """The fastest mode (eager, compiled or CUDA graphs) of one case of gpu_train.json."""
     found = [c for c in cases if c["case"] == name]
     if not found:
         raise DataError(f"the timings hold no case {name!r}; run python -m benchmarks.gpu_train "

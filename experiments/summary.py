@@ -71,21 +71,28 @@ def commands_table() -> str:
 
 
 def gpu_table() -> str:
-    """The base and big models' training step on one GPU at the paper's batch (the faster of
-    eager and compiled), and the paper's schedule on 8 such GPUs (an estimate)."""
+    """The base and big models' training step on one GPU at the paper's batch (the fastest of
+    its modes: eager, compiled, CUDA graphs), and the paper's schedule on 8 such GPUs (an estimate)."""
     measured = json.loads((RESULTS / "gpu_train.json").read_text())
     schedule = json.loads((RESULTS / "gpu_schedule.json").read_text())["models"]
     rows = []
     for name, plan in schedule.items():
         case = min((c for c in measured["cases"] if c["case"] == name), key=lambda c: c["step_s"])
         rows.append([name, f"{case['source_tokens']:,} + {case['target_tokens']:,}",
-                     f"{case['step_s'] * 1000:.1f} ms" + (" (compiled)" if case["compile"] else ""),
+                     f"{case['step_s'] * 1000:.1f} ms" + mode_label(case),
                      f"{case['tokens_per_s']:,}", f"{case['MFU']:.3f}",
                      f"{case['peak_memory_GiB']:g} GiB",
                      f"{plan['paper_steps']:,} steps: about {plan['hours']['per_gpu_share']:g} h "
                      f"(paper: {plan['paper_hours']:g} h on 8 x P100)"])
     return "\n".join(markdown_table(["model", "tokens a step", "step", "tokens/s", "MFU (bf16)",
                                      "peak memory", "on 8 such GPUs (estimate)"], rows))
+
+
+def mode_label(case: dict) -> str:
+    """How a case of gpu_train.json ran: ' (compiled)', ' (compiled, CUDA graphs)' or ''."""
+    if case.get("cuda_graphs"):                     # not recorded before CUDA graphs existed
+        return " (compiled, CUDA graphs)"
+    return " (compiled)" if case["compile"] else ""
 
 
 def minutes(seconds: int) -> str:

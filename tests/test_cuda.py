@@ -3,7 +3,10 @@
 What the CPU tests check through their CPU twins (gloo, CPU autocast, CPU compile) is checked
 here on the GPU itself: a float32 training step equals the CPU's to rounding; bf16 and fp16
 training track float32; compiled training equals eager; beam search translates as on the CPU;
-and a one-process torchrun run over NCCL stops, resumes and continues bit for bit.
+and a one-process torchrun run over NCCL stops, resumes and continues bit for bit. Training's
+own pieces too: the fused output loss (annotated.training.output_loss) against the plain loss
+in float32 and within a band in bf16, compiled (Triton) as eager; and training with CUDA graphs
+(`cuda_graphs=true`) equal to compiled training without them.
 """
 import copy
 import json
@@ -23,8 +26,11 @@ from annotated.data.corpus import SAMPLE, SAMPLE_SPLITS
 from annotated.inference.batched import translate_lines
 from annotated.optim import make_optimizer
 from annotated.store import checkpoint_file
+from annotated.loss import label_smoothed_loss
 from annotated.store.checkpoint_file import load_model
+from annotated.training.output_loss import OutputLoss
 from annotated.training.step import make_engine, train_step
+from test_output_loss import BF16_GRADIENT, BF16_LOSS
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
 
@@ -103,26 +109,36 @@ BAND = 0.02       # relative gap allowed between mixed-precision and float32 tra
 FALL = 0.4        # the sample preset learns: 300 steps take its loss down by more than this
 
 
+def training_gaps(tmp_path, runs: dict) -> tuple[float, float, str]:
+    """Two sample runs of 20 steps, dropout off, with the overrides of each of `runs` (label:
+    overrides): the largest relative gap between their losses, and the largest relative drift
+    between their weights after the 20 steps (the key biases b^K aside, as above), with the
+    weight it is found in."""
+    weights, losses = {}, {}
+    for label, overrides in runs.items():
+        out = tmp_path / label
+        losses[label] = train_losses(out, "P_drop=0.0", *overrides, steps=20, log_every=1)
+        weights[label] = checkpoint_file.load(out / checkpoint_file.checkpoint_name(20))["model"]
+    first, second = runs
+    assert len(losses[first]) == len(losses[second]) == 20
+    loss_gap = max(abs(a - b) / a for a, b in zip(losses[first], losses[second]))
+    drift = {name: ((a - weights[second][name]).norm() / a.norm()).item()
+             for name, a in weights[first].items() if not name.endswith("W_K.bias")}
+    worst = max(drift, key=drift.get)
+    print(f"{first} against {second}: largest relative loss gap {loss_gap:.2e}; largest "
+          f"relative weight drift {drift[worst]:.2e} ({worst})")
+    return loss_gap, drift[worst], worst
+
+
 def test_compiled_training_on_cuda_equals_eager(tmp_path):
     """compile=true on the GPU, dropout off (compiled kernels draw their own masks): the loss of
     each of 20 steps, and every weight after them, agree with eager to within what a different
     order of floating-point additions explains. Compiled kernels fuse and reorder sums, and
     Adam divides by sqrt(v), so bit equality is not the promise; the same training is."""
-    weights, losses = {}, {}
-    for mode in ("eager", "compiled"):
-        out = tmp_path / mode
-        losses[mode] = train_losses(out, "P_drop=0.0", f"compile={mode == 'compiled'}",
-                                    steps=20, log_every=1)
-        weights[mode] = checkpoint_file.load(out / checkpoint_file.checkpoint_name(20))["model"]
-    loss_gap = max(abs(a - b) / a for a, b in zip(losses["eager"], losses["compiled"]))
-    drift = {name: ((a - weights["compiled"][name]).norm() / a.norm()).item()
-             for name, a in weights["eager"].items() if not name.endswith("W_K.bias")}
-    worst = max(drift, key=drift.get)
-    print(f"largest relative loss gap {loss_gap:.2e}; largest relative weight drift "
-          f"{drift[worst]:.2e} ({worst})")
-    assert len(losses["eager"]) == 20
+    loss_gap, drift, worst = training_gaps(tmp_path, {"eager": ["compile=false"],
+                                                      "compiled": ["compile=true"]})
     assert loss_gap <= 1e-4
-    assert drift[worst] <= 1e-2, worst      # a bias's 20 updates, its whole norm, drift most
+    assert drift <= 1e-2, worst             # a bias's 20 updates, its whole norm, drift most
 
 
 def test_beam_search_on_cuda_translates_as_on_the_cpu_with_the_shipped_model():
@@ -135,6 +151,57 @@ def test_beam_search_on_cuda_translates_as_on_the_cpu_with_the_shipped_model():
                                       alpha=config.alpha)
     differ = [i for i, (a, b) in enumerate(zip(out["cpu"], out["cuda"])) if a != b]
     assert not differ, [(out["cpu"][i], out["cuda"][i]) for i in differ[:3]]
+
+
+def loss_and_grads(loss, generator, hidden, target):
+    """The summed loss of `loss` (plain or fused, called alike) and the gradients of the
+    hidden states and the projection."""
+    generator.zero_grad()
+    hidden.grad = None
+    stats = loss(hidden, target, pad=0, eps_ls=0.1)
+    (stats.loss / stats.tokens).backward()
+    return stats.loss.item(), [hidden.grad.clone(), generator.weight.grad.clone()]
+
+
+def base_sized_output(seed=0):
+    """The base model's output layer (d_model 512, the paper's 37,000 words) and 4,000
+    target positions, a tenth of them padding."""
+    torch.manual_seed(seed)
+    generator = torch.nn.Linear(512, 37_000, bias=False).to(GPU)
+    torch.nn.init.normal_(generator.weight, 0.0, 512 ** -0.5)
+    hidden = torch.randn(8, 500, 512, device=GPU).requires_grad_()
+    target = torch.randint(4, 37_000, (8, 500), device=GPU)
+    target[:, 450:] = 0
+    return generator, hidden, target
+
+
+@pytest.mark.parametrize("precision", ["float32", "bf16", "bf16 compiled"])
+def test_the_fused_output_loss_on_cuda_equals_the_plain_loss(precision):
+    """float32: the loss to 1e-5 and each gradient's norm to 1e-4 relative (the chunks add
+    up in another order); bf16 autocast, eager and compiled: within the band of the CPU test
+    (tests/test_output_loss.py), the softmax in float32 in both."""
+    generator, hidden, target = base_sized_output()
+    plain = lambda h, t, **kw: label_smoothed_loss(generator(h), t, **kw)
+    fused = OutputLoss(generator, compile=precision.endswith("compiled"))
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision != "float32"):
+        expected, grads0 = loss_and_grads(plain, generator, hidden, target)
+        ours, grads = loss_and_grads(fused, generator, hidden, target)
+    loss_band, gradient_band = (1e-5, 1e-4) if precision == "float32" else (BF16_LOSS,
+                                                                           BF16_GRADIENT)
+    gaps = [((g - g0).norm() / g0.norm()).item() for g, g0 in zip(grads, grads0)]
+    print(f"{precision}: loss gap {abs(ours / expected - 1):.2e}, gradient gaps {gaps}")
+    assert abs(ours / expected - 1) <= loss_band
+    assert max(gaps) <= gradient_band
+
+
+def test_training_with_cuda_graphs_equals_compiled_training(tmp_path):
+    """cuda_graphs=true against compile=true alone, dropout off: the bounds of compiled against
+    eager. The graphs' batches are padded up to their buckets, so the sums run in another
+    order: the same training, not the same bits."""
+    loss_gap, drift, worst = training_gaps(tmp_path, {
+        "compiled": ["compile=true"], "graphs": ["compile=true", "cuda_graphs=true"]})
+    assert loss_gap <= 1e-4
+    assert drift <= 1e-2, worst
 
 
 def torchrun(out, *args) -> str:

@@ -29,6 +29,8 @@ from annotated import batch_masks, configs, positional
 from annotated.loss import label_smoothed_loss
 from annotated.masks import subsequent_mask
 from annotated.optim import make_optimizer, noam_rate
+from annotated.training.decoder_states import DecoderStates
+from annotated.training.output_loss import OutputLoss
 from reference_numpy import layers as ref_layers
 from reference_numpy import masks as ref_masks
 from reference_numpy import positional as ref_positional
@@ -150,6 +152,28 @@ def test_matches_torch_with_separate_vocabularies():
     model = config.make_model(V, V + 2).double()                              # untied
     assert {"tgt_embed.lut.weight", "generator.weight"} <= set(dict(model.named_parameters()))
     compare_with_torch(model, config, np.random.default_rng(1))
+
+
+@pytest.mark.parametrize("vocabularies", ["shared", "separate"])
+def test_the_training_path_matches_the_reference(vocabularies):
+    """Training's own forward pass and loss (annotated.training.decoder_states: the decoder's
+    self-attention as is_causal, no target padding mask; annotated.training.output_loss: the
+    projection and the loss fused, in chunks of 4 positions) against the reference, by the same
+    norm as the model's own forward pass and annotated.loss."""
+    torch.manual_seed(4)
+    config = CONFIGS["base"]
+    model = (config.make_model(V) if vocabularies == "shared" else
+             config.make_model(V, V + 2)).double()
+    src, tgt_in, tgt_out = random_batch(np.random.default_rng(4))
+    params = ref.params_from_torch(model)
+    src_t, tgt_in_t, tgt_out_t = (torch.from_numpy(a) for a in (src, tgt_in, tgt_out))
+    stats = OutputLoss(model.generator, rows=4)(DecoderStates(model)(src_t, tgt_in_t),
+                                                tgt_out_t, pad=PAD, eps_ls=0.1)
+    (stats.loss / stats.tokens).backward()
+    loss, grads = ref.loss_and_grads(params, src, tgt_in, tgt_out, pad=PAD, eps_ls=0.1,
+                                     config=config)
+    assert abs(loss - (stats.loss / stats.tokens).item()) <= 1e-9 * abs(loss)
+    assert_close(grads, torch_grads(model), 1e-9, "gradient", zero=1e-12)
 
 
 def test_matches_torch_with_identical_dropout_masks():

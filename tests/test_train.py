@@ -202,8 +202,10 @@ def test_a_run_that_starts_to_diverge_names_a_good_checkpoint_and_keeps_it(copy_
                                                                            capsys):
     """A converged copy run resumed at 40 times its learning rate, a checkpoint every step, the
     last 2 kept: the run stops as its loss jumps, and the checkpoint it names as the last good
-    one is still on disk and still translates (validation loss far below a uniform guess's
-    ln 11 = 2.40), though rotation went on deleting older ones."""
+    one is still on disk and still does better than a uniform guess on validation (loss below
+    ln 11 = 2.40: what LossWatch promises of a good checkpoint, whose next training loss was
+    below it), though rotation went on deleting older ones. How fast a run at this rate falls
+    apart, in one step or over a few, turns on rounding, so the bound is the promise."""
     shutil.copytree(copy_run, tmp_path / "run")
     with pytest.raises(SystemExit) as exit_:
         run(tmp_path / "run", "--resume", "--max-steps", 1300, "lr_factor=40", "ckpt_every=1",
@@ -213,7 +215,7 @@ def test_a_run_that_starts_to_diverge_names_a_good_checkpoint_and_keeps_it(copy_
     good = re.search(r"Last good checkpoint: (\S+?\.pt)", err).group(1)
     model, config, _ = checkpoint_file.load_model(good)
     valid = data.load_corpus(config).valid
-    assert evaluate(model, valid, config, torch.device("cpu"))["loss"] < 0.2
+    assert evaluate(model, valid, config, torch.device("cpu"))["loss"] < math.log(11)
 
 
 def test_short_multi30k_run_lowers_the_validation_loss(tmp_path, monkeypatch):

@@ -2,7 +2,11 @@
 
     loop         the training loop, read top to bottom: data, model, Adam, steps, checkpoints
     step         one optimizer step: forward, label-smoothed loss, backward; the Engine that
-                 wraps the model for DDP, torch.compile and mixed precision
+                 wraps the model for DDP, torch.compile, CUDA graphs and mixed precision
+    decoder_states  the forward pass up to the output projection, with the attention masks
+                 that let the fused kernels run (is_causal for the decoder's self-attention)
+    output_loss  the output projection and the label-smoothed loss fused, in chunks of tokens
+    buckets      batches padded up to a few shapes, for CUDA graphs
     distributed  one process or many under torchrun (NCCL on GPUs, gloo on CPUs)
     run_dir      the run folder: its lock, its metrics log, its checkpoints (one run, rotation)
     rng          the random streams a checkpoint saves, so that a resumed run continues exactly

@@ -9,10 +9,13 @@ differs. The paper clips no gradients, and neither do we.
 `Engine` is what depends on the machine: the model wrapped for several processes
 (DistributedDataParallel) and compiled (`compile=true`), the device, and mixed precision
 (`amp=bf16` on CPU or GPU; `amp=fp16` with loss scaling on GPU only). The step itself does not
-care which of these it gets. `compile=true` compiles the loss too, apart from the model: at the
-paper's batch the logits are 25,000 x 37,000 numbers, and the eager loss makes about ten passes
-over them (to float32, log-softmax, the sums, and their gradients); compiled, those passes fuse
-into a few.
+care which of these it gets. Its forward pass stops before the output projection
+(training.decoder_states, which also picks the attention kernels), and the projection and the
+loss are computed together a chunk of tokens at a time (training.output_loss): at the paper's
+batch the logits alone are 25,000 x 37,000 numbers, which the plain loss of annotated.loss
+reads and writes about ten times. `cuda_graphs=true` (on a GPU, with compile=true) replays
+the compiled forward and backward passes as CUDA graphs, one for each of a few padded batch
+shapes (training.buckets), so that the GPU no longer waits for the CPU to launch each kernel.
 """
 import math
 from collections.abc import Callable
@@ -29,6 +32,9 @@ from annotated.data.tokenizer import PAD
 from annotated.loss import label_smoothed_loss
 from annotated.masks import batch_masks
 from annotated.training import distributed
+from annotated.training.buckets import Bucketed
+from annotated.training.decoder_states import DecoderStates
+from annotated.training.output_loss import OutputLoss
 
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -36,34 +42,43 @@ AMP_DTYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 @dataclass
 class Engine:
     """How a step runs on this machine. `model` holds the weights that checkpoints store;
-    `net` is what the forward pass calls: the model, inside DDP, compiled."""
+    `net` is what the forward pass calls: the model up to its output projection, inside DDP,
+    compiled, replayed as CUDA graphs; `loss` is the output projection and the loss."""
     model: nn.Module
-    net: nn.Module
+    net: Callable
     ddp: DistributedDataParallel | None
     device: torch.device
     amp: torch.dtype | None
     scaler: torch.amp.GradScaler
-    loss: Callable = label_smoothed_loss
+    loss: OutputLoss
 
     def autocast(self):
         return torch.autocast(self.device.type, dtype=self.amp) if self.amp else nullcontext()
 
 
 def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
-    """Wrap `model` for config.amp and config.compile on `device`, and in DDP under torchrun."""
+    """Wrap `model` for config.amp, config.compile and config.cuda_graphs on `device`, and in
+    DDP under torchrun."""
     amp = AMP_DTYPES[config.amp]
     if amp is torch.float16 and device.type != "cuda":
         raise ConfigError("amp=fp16 needs a GPU (its loss scaling is CUDA's); on a CPU use "
                          "amp=bf16 or amp=none")
+    if config.cuda_graphs and device.type != "cuda":
+        raise ConfigError("cuda_graphs=true needs a GPU (the graphs are CUDA's); on a CPU "
+                          "leave it false")
     ddp = None
+    states = DecoderStates(model)
     if distributed.active():
-        ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
+        ddp = DistributedDataParallel(states, device_ids=[device.index] if device.type == "cuda"
                                       else None)
-    net, loss = ddp or model, label_smoothed_loss
+    net = ddp or states
     if config.compile:
-        net, loss = torch.compile(net), torch.compile(loss)
+        net = torch.compile(net, mode="reduce-overhead" if config.cuda_graphs else None)
+    if config.cuda_graphs:
+        net = Bucketed(net)
     scaler = torch.amp.GradScaler(device.type, enabled=amp is torch.float16)
-    return Engine(model, net, ddp, device, amp, scaler, loss)
+    return Engine(model, net, ddp, device, amp, scaler,
+                  OutputLoss(model.generator, compile=config.compile))
 
 
 @dataclass
@@ -111,8 +126,8 @@ def train_step(engine: Engine, pairs, batch: list[int], config) -> StepSums:
         last = i == len(tensors) - 1
         with nullcontext() if engine.ddp is None or last else engine.ddp.no_sync():
             with engine.autocast():                          # grads are all-reduced once
-                stats = forward_stats(engine.net, src, tgt_in, tgt_out, config.eps_ls,
-                                      engine.loss)
+                stats = engine.loss(engine.net(src, tgt_in), tgt_out, pad=PAD,
+                                    eps_ls=config.eps_ls)
             # step loss = (sum over every rank's micro-batches of the smoothed loss) / tokens;
             # DDP averages gradients over ranks, so * world makes that mean the global sum
             loss = stats.loss * (weight * world / tokens.to(stats.loss.dtype))
