@@ -130,6 +130,17 @@ def test_the_reference_check_names_what_differs_and_never_broadcasts(capsys):
         notebook.agree_with_reference([("row", a, np.zeros(3))])
 
 
+def test_the_reference_check_wraps_a_long_list_of_names_between_whole_names(capsys):
+    a = torch.zeros(2, dtype=torch.float64)
+    names = ["output", "d memory (as key + value)"] + [f"W_{x}.{p}" for x in "QKVO" for p in ("weight", "bias")]
+    notebook.agree_with_reference([(name, a, a.numpy()) for name in names])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 2 and all(len(line) <= notebook.OUTPUT_CHARS for line in lines)
+    assert lines[0] == "all 10 agree to 1e-12 (max abs difference) with reference_numpy:"
+    listed = [name.strip() for line in lines[1:] for name in line.split(",") if name.strip()]
+    assert listed == names                                       # every name whole, in order
+
+
 @pytest.fixture
 def quick_figures(monkeypatch, tmp_path):
     """Figures of the helpers go to tmp_path; every figure is closed afterwards."""
