@@ -26,7 +26,7 @@ from book import languages  # noqa: E402
 from book.figures import plain_math  # noqa: E402  (the same plain text as the figures' alt)
 
 project = "The Annotated Transformer, checked"
-author = "The Annotated Transformer authors"
+author = project                          # the footer's "By ..." names the project
 
 extensions = ["myst_nb", "sphinx.ext.mathjax", "sphinx-mathjax-offline",
               "sphinx.ext.autodoc", "sphinx.ext.viewcode"]

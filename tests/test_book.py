@@ -193,6 +193,25 @@ def test_figure_captions_are_numbered_in_order_one_per_figure(path):
     assert caption_problems(chapter_notebook(path), chapter_label(path)) == []
 
 
+@pytest.mark.parametrize("path", CHAPTER_PATHS, ids=lambda p: p.stem[:2])
+def test_table_captions_are_numbered_in_order_each_under_its_table(path):
+    """Each caption `**Table C.K.**` is a paragraph right under its table: a table in the same
+    markdown cell, or the output of the code cell just above, which prints or shows it;
+    numbered 1, 2, 3... in the chapter."""
+    from book.figures import chapter_label
+    cells, label = chapter_notebook(path)["cells"], chapter_label(path)
+    found = [(i, m) for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+             for m in re.finditer(r"^\*\*Table (\w+\.\d+)\.\*\* \S", "".join(c["source"]), re.M)]
+    assert [m.group(1) for _, m in found] == [f"{label}.{k}" for k in range(1, len(found) + 1)]
+    for i, m in found:
+        before = "".join(cells[i]["source"])[:m.start()].rstrip()
+        if before:                                   # under a table of the same cell
+            assert before.splitlines()[-1].startswith("|"), f"Table {m.group(1)}: no table above"
+        else:                                        # under the output of the cell above
+            assert cells[i - 1]["cell_type"] == "code" and cells[i - 1].get("outputs"), \
+                f"Table {m.group(1)}: the cell above prints nothing"
+
+
 def test_every_figure_has_a_caption():
     from book.figures import figures
     missing = [f"{path.name}, cell {f['cell']}" for path in CHAPTER_PATHS

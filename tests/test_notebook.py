@@ -2,6 +2,8 @@
 save_figure() keeps quick-mode figures out of figures/, agree_with_reference() checks against
 the NumPy reference in one line, and the plotting helpers (draw_heads() lays out attention maps)
 draw what the chapters claim, with text a page can show legibly."""
+import itertools
+
 import IPython.display
 import matplotlib
 import matplotlib.pyplot as plt
@@ -128,6 +130,17 @@ def test_the_reference_check_names_what_differs_and_never_broadcasts(capsys):
         notebook.agree_with_reference([("same", a, a.numpy()), ("off", a, a.numpy() + 1e-6)])
     with pytest.raises(AssertionError, match=r"shapes differ .*: row \(2, 3\) vs \(3,\)"):
         notebook.agree_with_reference([("row", a, np.zeros(3))])
+
+
+def test_the_reference_check_wraps_a_long_list_of_names_between_whole_names(capsys):
+    a = torch.zeros(2, dtype=torch.float64)
+    names = ["output", "d memory (as key + value)"] + [f"W_{x}.{p}" for x in "QKVO" for p in ("weight", "bias")]
+    notebook.agree_with_reference([(name, a, a.numpy()) for name in names])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 2 and all(len(line) <= notebook.OUTPUT_CHARS for line in lines)
+    assert lines[0] == "all 10 agree to 1e-12 (max abs difference) with reference_numpy:"
+    listed = [name.strip() for line in lines[1:] for name in line.split(",") if name.strip()]
+    assert listed == names                                       # every name whole, in order
 
 
 @pytest.fixture
@@ -306,22 +319,30 @@ def test_draw_query_row_lists_every_key_once_in_order_and_marks_the_query(quick_
     assert smallest_text_on_the_page(fig, path) >= LEGIBLE_POINTS
 
 
-def test_draw_beam_tree_boxes_every_live_prefix_and_the_answer_apart(quick_figures):
+def test_draw_beam_tree_boxes_every_prefix_under_its_parent_with_no_links_crossing(quick_figures):
     from annotated.data.tokenizer import EOS
     from annotated.inference.search import Hypothesis
-    live = [[[5], [6]], [[5, 7], [6, 8]], [[5, 7, 9], [6, 8, 9]]]   # K = 2, three steps
-    scores = [[-0.1, -2.0], [-0.5, -2.5], [-3.0, -4.0]]
-    best = Hypothesis([5, 7, EOS], -1.0, -0.8)                      # ends after 3 tokens
+    # k = 2, three steps; in row 2 the better prefix extends the worse one of row 1, so links
+    # drawn in the order of the ranks would cross
+    live = [[[5], [6]], [[6, 8], [5, 7]], [[5, 7, 9], [6, 8, 9]]]
+    scores = [[-0.1, -2.0], [-1.5, -2.5], [-3.0, -4.0]]
+    best = Hypothesis([5, 7, EOS], -2.6, -1.8)                      # ends after 3 tokens
     draw_beam_tree(live, scores, best, lambda t: "EOS" if t == EOS else f"w{t}", "t",
                    save_as="beam")
     fig = plt.gcf()
     (ax,) = fig.axes
     boxes = [t for t in ax.texts if t.get_bbox_patch() is not None]
-    texts = [t.get_text() for t in boxes]
+    where = {t.get_text(): t.get_position() for t in boxes}
     assert len(boxes) == 1 + 6 + 1                                 # BOS, 3 steps x 2, the answer
-    assert "w9\n-3.00" in texts and "w8\n-2.50" in texts and "EOS\n-1.00\nscore -0.80" in texts
+    assert "w9\n-3.00" in where and "w8\n-1.50" in where
+    assert where["EOS\n-2.60\nscore -1.80"][1] == -3             # in the row of its length
+    assert where["w7\n-2.50"][0] < where["w8\n-1.50"][0]         # under its parent w5: left
+    links = [line.get_data() for line in ax.lines]
+    assert len(links) == 7                                         # one into every box but BOS
+    for (x1, y1), (x2, y2) in itertools.combinations(links, 2):
+        if y1[1] == y2[1]:                                         # between the same two rows
+            assert (x1[0] - x2[0]) * (x1[1] - x2[1]) >= 0, "two links cross"
     fig.canvas.draw()
     extents = [t.get_bbox_patch().get_window_extent() for t in boxes]
     assert not any(a.overlaps(b) for i, a in enumerate(extents) for b in extents[i + 1:])
     assert smallest_text_on_the_page(fig, quick_figures / "beam.png") >= LEGIBLE_POINTS
-

@@ -166,46 +166,46 @@ def beam_search(model, src, beam_size: int = 4, alpha: float = 0.6, max_extra: i
     alpha=0.3, max_extra=300."""
     if alpha < 0:
         raise ValueError(f"alpha must be >= 0 for the early-termination bound, got {alpha}")
-    K = beam_size
+    k = beam_size
     with _inference(model):
         step, max_len, prefixes = _start(model, src, max_extra, cached)
         live = torch.arange(src.size(0), device=src.device)    # original index of each sentence
-        log_p = torch.zeros(src.size(0), 1, dtype=torch.float64, device=src.device)  # (n, k)
+        log_p = torch.zeros(src.size(0), 1, dtype=torch.float64, device=src.device)  # (n, b)
         best_score = torch.full((src.size(0),), float("-inf"), dtype=torch.float64,
                                 device=src.device)
         results = [None] * src.size(0)
         for t in range(1, int(max_len.max()) + 1):              # t = |Y| after this step
-            n, k = log_p.shape                                  # live sentences, beams each
-            log_probs = step(prefixes).double()                 # (n * k, V)
+            n, b = log_p.shape            # live sentences, live hypotheses each (1 first, <= k)
+            log_probs = step(prefixes).double()                 # (n * b, V)
             V = log_probs.size(-1)
             # log P of every one-token extension of every live hypothesis, ranked per sentence
-            candidates = (log_p[:, :, None] + log_probs.view(n, k, V)).view(n, k * V)
-            top, index = candidates.topk(min(2 * K, k * V), dim=1)          # (n, C)
+            candidates = (log_p[:, :, None] + log_probs.view(n, b, V)).view(n, b * V)
+            top, index = candidates.topk(min(2 * k, b * V), dim=1)          # (n, C)
             parent, token = index // V, index % V
-            # finished now: EOS among the top K ranks, or anything at the maximum length (all
+            # finished now: EOS among the top k ranks, or anything at the maximum length (all
             # candidates of one step share |Y|, so the best of these is the best-ranked one)
             lp_t = length_penalty(t, alpha)
             at_limit = max_len[live] == t                                   # (n,)
-            ends = (token == EOS) & (torch.arange(top.size(1), device=src.device) < K)
+            ends = (token == EOS) & (torch.arange(top.size(1), device=src.device) < k)
             ends |= at_limit[:, None]
             end_scores = top.masked_fill(~ends, float("-inf")) / lp_t      # (n, C)
             end_best, end_at = end_scores.max(dim=1)
             for i in (end_best > best_score[live]).nonzero()[:, 0].tolist():
                 j = end_at[i].item()
-                row = i * k + parent[i, j].item()
+                row = i * b + parent[i, j].item()
                 results[live[i]] = Hypothesis(prefixes[row, 1:].tolist() + [token[i, j].item()],
                                               top[i, j].item(), end_best[i].item())
                 best_score[live[i]] = end_best[i]
-            # live next step: the K best candidates that do not end in EOS
-            k_next = min(K, top.size(1) - k)          # at most k of the C candidates are EOS
-            keep, pos = top.masked_fill(token == EOS, float("-inf")).topk(k_next, dim=1)
+            # live next step: the k best candidates that do not end in EOS
+            b_next = min(k, top.size(1) - b)          # at most b of the C candidates are EOS
+            keep, pos = top.masked_fill(token == EOS, float("-inf")).topk(b_next, dim=1)
             bound = keep[:, 0] / length_penalty(max_len[live].double(), alpha)
             going = ~at_limit & (best_score[live] < bound)
             sentences = going.nonzero()[:, 0]
             if sentences.numel() == 0:
                 break
             parent, token = parent.gather(1, pos)[sentences], token.gather(1, pos)[sentences]
-            rows = (sentences[:, None] * k + parent).view(-1)                # (n' * k_next,)
+            rows = (sentences[:, None] * b + parent).view(-1)                # (n' * b_next,)
             prefixes = torch.cat([prefixes[rows], token.reshape(-1, 1)], dim=1)
             live, log_p = live[sentences], keep[sentences]
             step.select(rows)

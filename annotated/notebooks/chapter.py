@@ -23,6 +23,9 @@ from pathlib import Path
 import torch
 
 PACKAGE = Path(__file__).resolve().parents[1]        # annotated/, whose source show() prints
+#: The widest printed line, in characters, that a page's 700-pixel column shows without
+#: scrolling sideways.
+OUTPUT_CHARS = 88
 
 FULL_ENV = "ANNOTATED_FULL"
 #: Quick mode unless ANNOTATED_FULL=1: heavy cells (training) then run a tiny version of themselves.
@@ -56,8 +59,8 @@ def section(markdown: str, title: str) -> str:
 def agree_with_reference(pairs: list[tuple], tol: float = 1e-12):
     """The chapters' check against reference_numpy in one line: every (name, ours, reference)
     of `pairs` (tensors or arrays of one shape) agrees to `tol` in max abs difference (0: the
-    same values). Prints
-    the names checked; raises, naming every pair that does not agree."""
+    same values). Prints the names checked, wrapped to fit a page's column; raises, naming every
+    pair that does not agree."""
     import numpy as np
     def array(x):
         return np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, np.float64)
@@ -71,7 +74,16 @@ def agree_with_reference(pairs: list[tuple], tol: float = 1e-12):
         raise AssertionError(f"differ from reference_numpy by more than {tol:g}: {', '.join(off)}")
     how = "are identical to" if tol == 0 else f"agree to {tol:g} (max abs difference) with"
     names = list(differ) if len(differ) <= 12 else [*list(differ)[:4], "...", list(differ)[-1]]
-    print(f"all {len(pairs)} {how} reference_numpy: " + ", ".join(names))
+    head = f"all {len(pairs)} {how} reference_numpy:"
+    lines = [f"{head} {', '.join(names)}"]
+    if len(lines[0]) > OUTPUT_CHARS:                 # the names below it, whole, as many a line as fit
+        lines = [head, " "]
+        for name in names:
+            if len(lines[-1]) + len(name) + 2 > OUTPUT_CHARS:
+                lines.append(" ")
+            lines[-1] += f" {name},"
+        lines[-1] = lines[-1][:-1]
+    print("\n".join(lines))
 
 
 def entropy(p):

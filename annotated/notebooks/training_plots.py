@@ -148,47 +148,50 @@ def plot_training_run(metrics: dict, floor: float, save_as: str):
 def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best, label,
                    title: str, save_as: str):
     """Chapter 7's beam, read from the top down: row t holds the live prefixes after t tokens
-    (`live[t-1]`, best first, with their log P `scores[t-1]`), each linked to its parent; the
-    path of `best` (a Hypothesis) in red, ending in a box of its own beside the beam, with its
-    last token, log P and score. `label(token)` names a token. Drawn 7 inches wide with
-    10-point text, so that it stays legible at a page's width."""
+    (`live[t-1]`, with their log P `scores[t-1]`), each under the prefix it extends, so that no
+    two links cross: a row lists the children of its first box first, each family best first.
+    The answer (`best`, a Hypothesis) sits in the row of its length, beside its siblings, as a
+    red box with its last token, log P and score, and the path to it is red. `label(token)`
+    names a token. Drawn 7 inches wide with 10-point text, so that it reads at a page's width."""
     import matplotlib.pyplot as plt
     from annotated.data.tokenizer import EOS
-    K, T = len(live[0]), len(live)
-    font = FONT_POINTS
-    fig, ax = plt.subplots(figsize=(7, 1.4 + 0.56 * (T + 1)))
-
-    def box(x, y, text, color="black", **style):
-        ax.text(x, y, text, ha="center", va="center", fontsize=font, zorder=2, color=color,
-                linespacing=1.1, bbox=dict(boxstyle="round,pad=0.25", **style))
-
-    position = {(): (0, 0)}                             # prefix -> (x, y) of its node, BOS at 0
-    for t, (step, step_scores) in enumerate(zip(live, scores), start=1):
-        for rank, (prefix, score) in enumerate(zip(step, step_scores)):
-            position[tuple(prefix)] = x, y = rank, -t
-            parent = position[tuple(prefix[:-1])]
-            on_path = best.tokens[:t] == prefix
-            ax.plot([parent[0], x], [parent[1], y], color="tab:red" if on_path else "0.75",
-                    lw=2 if on_path else 0.8, zorder=1)
-            box(x, y, f"{label(prefix[-1])}\n{score:.2f}", fc="mistyrose" if on_path else "white",
-                ec="tab:red" if on_path else "0.6")
-    end = position[tuple(best.tokens[:-1])]
-    answer = (K, -len(best.tokens))                     # the answer: a column of its own
-    ax.plot([end[0], answer[0]], [end[1], answer[1]], color="tab:red", lw=2, zorder=1)
-    last = best.tokens[-1]
-    ending = label(last) if last == EOS else f"{label(last)} (length limit)"
-    box(*answer, f"{ending}\n{best.log_prob:.2f}\nscore {best.score:.2f}", color="white",
-        fc="tab:red", ec="tab:red")
-    box(0, 0, "BOS", fc="0.9")
-    ax.set_xlim(-0.6, K + 0.6)
-    ax.set_ylim(-max(T, len(best.tokens)) - 0.6, 0.5)
-    ax.xaxis.tick_top()
-    ax.set_xticks(range(K + 1), [f"rank {r + 1}" for r in range(K)] + ["answer"], fontsize=font)
-    ax.set_yticks([-t for t in range(max(T, len(best.tokens)) + 1)],
-                  [str(t) for t in range(max(T, len(best.tokens)) + 1)], fontsize=font)
-    ax.set_ylabel("output tokens so far, t", fontsize=font)
+    answer = tuple(best.tokens)
+    rows = [[((), 0.0)]]                                 # row t: (prefix, log P) of each box
+    for t in range(1, max(len(live), len(answer)) + 1):
+        boxes = [(tuple(p), s) for p, s in zip(live[t - 1], scores[t - 1])] if t <= len(live) else []
+        rows.append(boxes + ([(answer, best.log_prob)] if t == len(answer) else []))
+    x = {(): 0}                                          # prefix -> its column in its row
+    for boxes in rows[1:]:
+        boxes.sort(key=lambda box: (x[box[0][:-1]], -box[1]))   # by parent, then best first
+        x.update((prefix, column) for column, (prefix, _) in enumerate(boxes))
+    width = max(len(boxes) for boxes in rows)
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.56 * len(rows)))
+    for t, boxes in enumerate(rows):
+        for prefix, log_p in boxes:
+            on_path = answer[:t] == prefix
+            if t:
+                ax.plot([x[prefix[:-1]], x[prefix]], [1 - t, -t], zorder=1,
+                        color="tab:red" if on_path else "0.7", lw=2 if on_path else 0.8)
+            if not t:
+                text, style = "BOS", dict(fc="0.9", ec="0.6")
+            elif prefix == answer:
+                last = label(answer[-1]) if answer[-1] == EOS else f"{label(answer[-1])} (limit)"
+                text = f"{last}\n{log_p:.2f}\nscore {best.score:.2f}"
+                style = dict(fc="tab:red", ec="tab:red")
+            else:
+                text = f"{label(prefix[-1])}\n{log_p:.2f}"
+                style = dict(fc="mistyrose", ec="tab:red") if on_path else dict(fc="white", ec="0.6")
+            ax.text(x[prefix], -t, text, ha="center", va="center", fontsize=FONT_POINTS,
+                    zorder=2, linespacing=1.1, color="white" if prefix == answer else "black",
+                    bbox=dict(boxstyle="round,pad=0.25", **style))
+    ax.set_xlim(-0.6, width - 0.4)
+    ax.set_ylim(-len(rows) + 0.4, 0.5)
+    ax.set_xticks([])
+    ax.set_yticks([-t for t in range(len(rows))], [str(t) for t in range(len(rows))],
+                  fontsize=FONT_POINTS)
+    ax.set_ylabel("output tokens so far, t", fontsize=FONT_POINTS)
     ax.tick_params(length=0)
-    ax.set_title(title, fontsize=font)
+    ax.set_title(title, fontsize=FONT_POINTS)
     for side in ("bottom", "right", "left", "top"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()
