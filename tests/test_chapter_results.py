@@ -198,7 +198,7 @@ def rows(markdown) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
 
 
-def test_the_decoding_table_gives_each_row_its_change_and_its_checkpoints_perplexity():
+def test_the_decoding_table_gives_each_row_its_change_from_the_first():
     from annotated.notebooks.results import decoding_table
     score = lambda bleu: dict(bleu=bleu, paper_bleu=bleu + 0.1, mean_output_words=10.0,
                               sentences_per_s=50.0)
@@ -206,9 +206,9 @@ def test_the_decoding_table_gives_each_row_its_change_and_its_checkpoints_perple
                         "beam 4, alpha 0.6, last checkpoint (ckpt_0000100.pt)": score(29.5)},
            "valid": {"averaged": {"ppl": 5.0}, "last": {"ppl": 5.5}}, "reference_mean_words": 11.0}
     assert rows(decoding_table(run)) == [
-        ["beam 4, alpha 0.6, average of 5", "30.00", "", "30.10", "10.00", "50", "5.00"],
-        ["beam 4, alpha 0.6, last checkpoint", "29.50", "-0.50", "29.60", "10.00", "50", "5.50"],
-        ["the references", "", "", "", "11.00", "", ""]]
+        ["beam 4, alpha 0.6, average of 5", "30.00", "", "30.10", "10.00"],
+        ["beam 4, alpha 0.6, last checkpoint", "29.50", "-0.50", "29.60", "10.00"],
+        ["the references", "", "", "", "11.00"]]
 
 
 def test_the_cost_table_takes_the_measured_step_not_an_assumed_utilisation():
@@ -220,7 +220,7 @@ def test_the_cost_table_takes_the_measured_step_not_an_assumed_utilisation():
                           dict(case="base", compile=True, MFU=0.2),
                           dict(case="base 1/8", compile=True, MFU=0.05)]}
     assert rows(cost_table(paper, schedule, measured)) == [
-        ["base", "12 h", "4.0e+18", "1.0e+18", "25%", "0.20", "1.0 h", "0.5 h"]]
+        ["base", "12 h", "25%", "0.20", "1.0 h", "0.5 h"]]
 
 
 def test_the_comparisons_number_the_candidates_as_the_sweep_table_does():
@@ -231,5 +231,5 @@ def test_the_comparisons_number_the_candidates_as_the_sweep_table_does():
                                           steps=steps, rows=[row(1, bleu - 1), row(5, bleu)])
     sweep = {"candidates": {"first": run(6000, 100, 30.0), "second": run(4000, 120, 31.5)}}
     assert rows(comparisons_table(sweep, [("fewer subwords", 2, 1)])) == [
-        ["fewer subwords", "2 / 1", "120 / 100", "", "31.50 / 30.00 (+1.50)",
-         "31.50 / 30.00 (+1.50)"]]                   # vocabularies differ: no perplexity
+        ["fewer subwords", "2 / 1", "120 / 100", "", "+1.50", "+1.50"]]   # no perplexity:
+                                                                       # vocabularies differ

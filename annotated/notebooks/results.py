@@ -4,7 +4,7 @@ the two chapters show, one function per table. The chapters compute and draw; wh
 a number, and where in it, is said here.
 
     read, attention_example      a results file; one sentence's attention maps
-    decoding_table               Tables 8.1 and 8.2: a model's test2016 scores, one row a decoding
+    decoding_table, signature    Tables 8.1 and 8.2: a model's test2016 scores, one row a decoding
     published_table              Table 8.3: the shipped model beside the published result
     examples_table               Tables 8.4 and A.8: test sentences and their translations
     paper_table1, recipe         Table 8.5, the paper's Table 1; the commands for WMT 2014
@@ -17,6 +17,8 @@ import json
 import re
 import statistics
 
+from IPython.display import Markdown
+
 from annotated.notebooks.chapter import PACKAGE, section
 
 #: The files the experiment scripts wrote, which chapter 8 and the appendix read.
@@ -28,10 +30,9 @@ def read(name: str) -> dict:
     return json.loads((RESULTS / name).read_text())
 
 
-def table(header: list[str], rows: list[list], align: str = "") -> "Markdown":
+def table(header: list[str], rows: list[list], align: str = "") -> Markdown:
     """A Markdown table: `header`, then `rows` (cells as they are shown); `align` gives each
     column's alignment, l or r (default: the first left, the rest right)."""
-    from IPython.display import Markdown
     align = align or "l" + "r" * (len(header) - 1)
     rule = ["---:" if a == "r" else "---" for a in align]
     lines = [header, rule, *rows]
@@ -51,29 +52,26 @@ def attention_example(stem: str, j: int) -> dict:
 
 # ---- Chapter 8 ----
 
-def decoding_table(run: dict) -> "Markdown":
+def decoding_table(run: dict) -> Markdown:
     """Tables 8.1 and 8.2: a model's test2016 scores (experiments.multi30k's JSON), one row per
     decoding, the model's own first: cased sacreBLEU and its change from the first row,
-    tokenized BLEU (the paper's way), words a sentence, sentences decoded a second, and the
-    validation perplexity of the checkpoint decoded (the average, or the last alone); the
-    references' words a sentence last."""
+    tokenized BLEU (the paper's way) and the mean words of a translation; the references'
+    mean words last."""
     first = next(iter(run["test2016"].values()))
     rows = []
     for decoding, s in run["test2016"].items():
         name = re.sub(r"\s*\(ckpt_\d+\.pt\)", "", decoding)        # the checkpoint's file name
-        weights = run["valid"]["last" if "last checkpoint" in name else "averaged"]
         change = "" if s is first else f"{s['bleu'] - first['bleu']:+.2f}"
         rows.append([name, f"{s['bleu']:.2f}", change, f"{s['paper_bleu']:.2f}",
-                     f"{s['mean_output_words']:.2f}", f"{s['sentences_per_s']:.0f}",
-                     f"{weights['ppl']:.2f}"])
-    rows.append(["the references", "", "", "", f"{run['reference_mean_words']:.2f}", "", ""])
-    return table(["decoding", "sacreBLEU", "change", "tokenized BLEU", "words a sentence",
-                  "sentences a second", "val. perplexity"], rows)
+                     f"{s['mean_output_words']:.2f}"])
+    rows.append(["the references", "", "", "", f"{run['reference_mean_words']:.2f}"])
+    return table(["decoding", "sacreBLEU", "change", "tokenized BLEU", "words a sentence"], rows)
 
 
-def signature(run: dict) -> str:
-    """sacreBLEU's signature of a model's cased test2016 scores."""
-    return next(iter(run["test2016"].values()))["signature"]
+def signature(run: dict) -> Markdown:
+    """sacreBLEU's signature of a model's cased test2016 scores, as a line of text."""
+    first = next(iter(run["test2016"].values()))
+    return Markdown(f"sacreBLEU's signature: `{first['signature']}`")
 
 
 def tokens_published(system: str) -> tuple[int, int, int]:
@@ -83,7 +81,7 @@ def tokens_published(system: str) -> tuple[int, int, int]:
     return tuple(int(g.replace(",", "")) for g in run.groups())
 
 
-def published_table(shipped: dict, metric: dict, paired: dict, published: dict) -> "Markdown":
+def published_table(shipped: dict, metric: dict, paired: dict, published: dict) -> Markdown:
     """Table 8.3: test2016 lowercased BLEU of the shipped model (with the 95% range of the
     paired bootstrap), the same translations scored the published way (Moses tokens), and the
     published Transformer-tiny; how each is tokenized, the reference tokens it counts and the
@@ -107,7 +105,7 @@ def published_table(shipped: dict, metric: dict, paired: dict, published: dict) 
                   "training: steps x tokens"], rows, "lrlrr")
 
 
-def examples_table(runs: dict, chosen: list[int]) -> "Markdown":
+def examples_table(runs: dict, chosen: list[int]) -> Markdown:
     """Tables 8.4 and A.8: the test sentences `chosen` (indices of the runs' examples), each
     with the translation of every run of `runs` ({column name: experiments.multi30k's JSON}),
     then its reference."""
@@ -120,39 +118,35 @@ def examples_table(runs: dict, chosen: list[int]) -> "Markdown":
     return table(["English", *runs, "reference"], rows, "l" * (len(runs) + 2))
 
 
-def paper_table1() -> "Markdown":
+def paper_table1() -> Markdown:
     """Table 8.5: the paper's Table 1 as published (§4), from paper_tables.md."""
-    from IPython.display import Markdown
     text = section((RESULTS / "paper_tables.md").read_text(), "Table 1")
     return Markdown(re.search(r"^\|.*?(?=\n\n)", text, re.S | re.M).group(0))
 
 
-def recipe() -> "Markdown":
+def recipe() -> Markdown:
     """The commands that train, average, decode and score base and big on WMT14, from
     paper_tables.md, with DIR for the data folder."""
-    from IPython.display import Markdown
     text = section((RESULTS / "paper_tables.md").read_text(), "Reproducing")
     return Markdown(re.sub(r"(?<=\s)data(?=[/\s])", "DIR", text))
 
 
-def cost_table(paper: dict, schedule: dict, measured: dict) -> "Markdown":
-    """Table 8.6, for base and big: the paper's training time and cost (Table 2), our FLOP
-    count and its share of that cost, and on current GPUs (benchmarks.gpu_train,
-    experiments.gpu_schedule): the MFU of the full batch's step measured on one GPU, that step
-    times the paper's steps, and the estimate for eight GPUs."""
+def cost_table(paper: dict, schedule: dict, measured: dict) -> Markdown:
+    """Table 8.6, for base and big: the paper's training time (Table 2), our FLOP count as a
+    share of the paper's cost, and on current GPUs (benchmarks.gpu_train,
+    experiments.gpu_schedule): the MFU of the full batch's step measured on one GPU, that
+    step times the paper's steps, and the estimate for eight GPUs."""
     rows = []
     for name, cost in paper["table2"].items():
         plan = schedule["models"][name]
         step = next(c for c in measured["cases"]
                     if c["case"] == name and c["compile"] == plan["full_compiled"])
         one_gpu = plan["full_step_s"] * plan["paper_steps"] / 3600
-        rows.append([name, f"{plan['paper_hours']:g} h", f"{cost['paper_flops']:.1e}",
-                     f"{cost['total']:.1e}", f"{cost['total'] / cost['paper_flops']:.0%}",
-                     f"{step['MFU']:.2f}", f"{one_gpu:.1f} h",
-                     f"{plan['hours']['per_gpu_share']:g} h"])
-    return table(["model", "8 P100s (paper)", "paper's cost", "our FLOP count",
-                  "our count / paper's", "MFU, 1 GPU", "1 GPU, estimate", "8 GPUs, estimate"],
-                 rows)
+        rows.append([name, f"{plan['paper_hours']:g} h",
+                     f"{cost['total'] / cost['paper_flops']:.0%}", f"{step['MFU']:.2f}",
+                     f"{one_gpu:.1f} h", f"{plan['hours']['per_gpu_share']:g} h"])
+    return table(["model", "the paper: 8 P100s", "our FLOPs / the paper's cost", "MFU, one GPU",
+                  "one GPU, estimate", "8 GPUs, estimate"], rows)
 
 
 # ---- The appendix: the sweep that chose the shipped model ----
@@ -201,7 +195,7 @@ def lowercased(run: dict) -> bool:
     return "lowercase=true" in run["overrides"]
 
 
-def sweep_table(sweep: dict) -> "Markdown":
+def sweep_table(sweep: dict) -> Markdown:
     """Table A.1: the sweep's candidates in the order tried, numbered: steps in the hour,
     validation perplexity with the last checkpoint, the best validation lowercased BLEU with
     the last checkpoint and with the average of the last 5 and 10, and the decoding of the
@@ -213,17 +207,17 @@ def sweep_table(sweep: dict) -> "Markdown":
         rows.append([i, candidate_label(run), f"{run['steps']:,}", f"{last_ppl(run):.2f}",
                      *[f"{best(run, average=k)['lowercase_bleu']:.2f}" for k in counts],
                      f"{top['average']}, {top['beam']}, {top['alpha']}"])
-    names = [f"last {k}" if k > 1 else "last checkpoint" for k in counts]
-    return table(["#", "candidate", "steps", "val. perplexity", *names, "best: average, beam, "
-                  "alpha"], rows, "llrr" + "r" * len(counts) + "l")
+    names = [f"last {k}" for k in counts]
+    return table(["#", "candidate", "steps", "PPL", *names, "best at"], rows,
+                 "llrr" + "r" * len(counts) + "l")
 
 
-def comparisons_table(sweep: dict, pairs: list[tuple[str, int, int]]) -> "Markdown":
+def comparisons_table(sweep: dict, pairs: list[tuple[str, int, int]]) -> Markdown:
     """Table A.2: for each (what changed, candidate a, candidate b) of `pairs`, the candidates
     numbered as in Table A.1: the steps of each in its hour, their validation perplexity with
-    the last checkpoint (where their vocabulary and casing are the same), their best
-    validation BLEU and their BLEU with one decoding for all (the average of 5, beam 4,
-    alpha 1.0), with a's gain."""
+    the last checkpoint (where their vocabulary and casing are the same), and a's gain in best
+    validation BLEU and in BLEU with one decoding for all (the average of 5, beam 4,
+    alpha 1.0)."""
     runs = list(sweep["candidates"].values())
     same = dict(average=5, beam=4, alpha=1.0)
     rows = []
@@ -235,13 +229,12 @@ def comparisons_table(sweep: dict, pairs: list[tuple[str, int, int]]) -> "Markdo
         xa, xb = best(ra)["lowercase_bleu"], best(rb)["lowercase_bleu"]
         ya, yb = best(ra, **same)["lowercase_bleu"], best(rb, **same)["lowercase_bleu"]
         rows.append([what, f"{a} / {b}", f"{ra['steps']:,} / {rb['steps']:,}", ppl,
-                     f"{xa:.2f} / {xb:.2f} ({xa - xb:+.2f})",
-                     f"{ya:.2f} / {yb:.2f} ({ya - yb:+.2f})"])
-    return table(["change", "a / b", "steps", "val. perplexity", "best val. BLEU (gain)",
-                  "same decoding (gain)"], rows, "lrrrrr")
+                     f"{xa - xb:+.2f}", f"{ya - yb:+.2f}"])
+    return table(["change", "a / b", "steps", "val. PPL", "best val. BLEU", "same decoding"],
+                 rows, "lrrrrr")
 
 
-def second_hour_table(sweep: dict, name: str) -> "Markdown":
+def second_hour_table(sweep: dict, name: str) -> Markdown:
     """Table A.3: the candidate `name` (a candidate_label) after its hour, and its run
     continued past it: steps, minutes and the best validation BLEU for each number of
     checkpoints averaged."""
@@ -255,7 +248,7 @@ def second_hour_table(sweep: dict, name: str) -> "Markdown":
                   *[f"last {k}" if k > 1 else "last checkpoint" for k in counts]], rows)
 
 
-def seed_table(sweep: dict) -> "Markdown":
+def seed_table(sweep: dict) -> Markdown:
     """Table A.4: each candidate trained again with another seed, beside its first run (the
     candidates numbered as in Table A.1): steps, validation perplexity of the average of 5,
     the best validation BLEU, the best with the last checkpoint alone, and the mean best of
@@ -277,7 +270,7 @@ def seed_table(sweep: dict) -> "Markdown":
                   "best, last checkpoint", "mean of the two seeds"], rows)
 
 
-def bootstrap_table(paired: dict) -> "Markdown":
+def bootstrap_table(paired: dict) -> Markdown:
     """Table A.5: the paired bootstrap of the best lowercased candidate against the shipped
     model (experiments.multi30k_paired), on val and test2016: each one's lowercased BLEU and
     the difference, each with its 95% range, and the share of draws where the shipped model
@@ -294,7 +287,7 @@ def bootstrap_table(paired: dict) -> "Markdown":
                   "shipped as good or better"], rows)
 
 
-def metric_table(metric: dict, published: dict) -> "Markdown":
+def metric_table(metric: dict, published: dict) -> Markdown:
     """Table A.6: the shipped model's test2016 translations scored two ways (experiments.
     multi30k_metric), beside the reference tokens of the published evaluation."""
     wu = published["multi30k_test2016"]["en-de"][0]
@@ -308,14 +301,15 @@ def metric_table(metric: dict, published: dict) -> "Markdown":
                  rows)
 
 
-def en_fr_table(published: dict) -> "Markdown":
+def en_fr_table(published: dict) -> Markdown:
     """Table A.7: test2016 cased sacreBLEU and lowercased BLEU of the shipped model's settings
     and of the multi30k preset trained on English-French, of the shipped model (German), and
     of general-purpose systems from public leaderboards."""
     rows = []
-    for pair, what, name in [("English→French", "the shipped model's settings", "multi30k_tiny_en_fr"),
-                             ("English→French", "the `multi30k` preset", "multi30k_en_fr"),
-                             ("English→German", "the shipped model", "multi30k_tiny")]:
+    ours = [("English→French", "the shipped model's settings", "multi30k_tiny_en_fr"),
+            ("English→French", "the `multi30k` preset", "multi30k_en_fr"),
+            ("English→German", "the shipped model", "multi30k_tiny")]
+    for pair, what, name in ours:
         s = next(iter(read(f"{name}.json")["test2016"].values()))
         rows.append([pair, what, f"{s['bleu']:.2f}", f"{s['lowercase_bleu']:.2f}"])
     for pair, key in [("English→French", "en-fr"), ("English→German", "en-de")]:
@@ -324,11 +318,15 @@ def en_fr_table(published: dict) -> "Markdown":
     return table(["pair", "system", "sacreBLEU (cased)", "lowercased BLEU"], rows, "llrr")
 
 
-def table3_table() -> "Markdown":
-    """Table A.9: every run of Table 3 at small scale, as table3_small.md gives them."""
-    from IPython.display import Markdown
-    text = (RESULTS / "table3_small.md").read_text()
-    return Markdown("\n".join(line for line in text.splitlines() if line.startswith("|")))
+def table3_table(runs: dict) -> Markdown:
+    """Table A.9: every run of Table 3 at small scale (experiments.table3_small's JSON): its
+    validation perplexity, cased sacreBLEU and lowercased BLEU, the paper's perplexity and
+    BLEU for the same row, and the minutes it trained."""
+    rows = [[name, f"{r['ppl']:.2f}", f"{r['bleu']:.2f}", f"{r['lowercase_bleu']:.2f}",
+             f"{r['paper_ppl']:g} / {r['paper_bleu']:g}", f"{r['minutes']:g}"]
+            for name, r in runs.items()]
+    return table(["run", "PPL", "sacreBLEU", "lowercased", "paper: PPL / BLEU", "minutes"],
+                 rows)
 
 
 def command_settings(command: str) -> dict[str, str]:

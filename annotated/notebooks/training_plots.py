@@ -358,7 +358,7 @@ def plot_table2(rows: list[dict], save_as: str):
     import matplotlib.pyplot as plt
     import numpy as np
     y = np.arange(len(rows))[::-1]                                  # the first row at the top
-    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 1.4 + 0.38 * len(rows)), sharey=True,
+    fig, axes = plt.subplots(1, 2, figsize=(7.5, 1.4 + 0.38 * len(rows)), sharey=True,
                              layout="constrained")
     for ax, what in zip(axes, ("bleu", "flops")):
         for shift, pair, name in ((0.2, "en_de", "English-German"), (-0.2, "en_fr",
