@@ -6,9 +6,11 @@ a traceback from Sphinx. Only the staged copies (never the committed notebooks) 
 edition's language: download links (the notebook, and the project's zip) and an estimate of
 the reading time under the chapter's title; the tag `hide-input` on cells that only draw a
 figure, which myst-nb shows folded in a <details> element; their figures captioned (figures.py);
-and on the path above each listing that show() printed, a link to its module's page of the API
-reference and to its highlighted source. The staged index page gets the whole book's reading
-time and, unless book/index.md lists it, a toctree entry for the API reference.
+on the path above each listing that show() printed, a link to its module's page of the API
+reference and to its highlighted source; and links to the book's pages, written
+`../book/page.md` so that they work in the repository, made to lead to the pages on the site.
+The staged index page gets the whole book's reading time and, unless book/index.md lists it,
+a toctree entry for the API reference.
 
 The reading time is an estimate for a careful first-time reader, who works through the prose
 with its equations, reads each line of code against the equation it computes, checks the
@@ -52,6 +54,9 @@ READERS = (Reader(words=90, hanzi=155, code=9, printed=12, figure=1.5),
 HANZI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 #: The first line of a listing shown by annotated.notebooks.chapter.show(): the file's path.
 LISTING = re.compile(r"`((?:annotated|reference_numpy)(?:/\w+)*\.py)`")
+#: A chapter's link to a page of the book, written so that it works in the repository
+#: (`[term](../book/glossary.md#glossary-term)`); on the site the pages sit beside the chapters.
+BOOK_LINK = re.compile(r"\]\(\.\./book/(?=[\w-]+\.md[)#])")
 
 
 @dataclass(frozen=True)
@@ -194,13 +199,15 @@ def stage_notebook(src: Path, dest: Path, edition: Edition = Edition()) -> tuple
     """Copy one chapter to `dest`, in the edition's language (i18n.translated_notebook), with its
     download links (the project's zip too, if the edition has one), its reading time, its
     figure cells folded, its figures captioned (stage_figures), its listings linked to the API
-    reference and its solutions paragraph leading to its solutions (or left out); return the
+    reference, its links to the book's pages (link_book_pages) leading to them on the site and
+    its solutions paragraph leading to its solutions (or left out); return the
     reading time in minutes, from the quicker to the slower reader."""
     lang = edition.lang
     nb = read_chapter(src)
     if lang != languages.ENGLISH:
         nb = i18n.translated_notebook(nb, src, lang)
     solutions_paragraph(nb, src, edition)
+    link_book_pages(nb)
     text, up = languages.ALL[lang].WORDS, "" if lang == languages.ENGLISH else "../"
     minutes, counts = reading(nb, lang)
     whole = (text["project"].format(link=f'<a href="{up}{PROJECT_ZIP}" download>',
@@ -222,6 +229,14 @@ def stage_notebook(src: Path, dest: Path, edition: Edition = Edition()) -> tuple
     link_listings(nb, set(edition.modules))
     dest.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     return minutes
+
+
+def link_book_pages(nb: dict) -> None:
+    """A staged chapter's links to the book's pages (BOOK_LINK) made to lead to them on the
+    site, where the pages sit beside the chapters."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell["source"] = BOOK_LINK.sub("](", "".join(cell["source"]))
 
 
 def tag_exercise_checks(nb: dict) -> None:

@@ -4,7 +4,8 @@ the paper's Tables 1, 2 and 4 as published.
     python -m experiments.paper_tables [--quick] [--reuse-timings] [--out-dir results]
 
 Writes paper_tables.md (every number with the command that produced it), table1_timings.json
-(the measurements chapter 8 plots) and paper_tables.json (Table 2's numbers, for chapter 8)
+(the measurements chapter 8 plots) and paper_tables.json (Table 2 as published and our FLOP
+count of it, for chapter 8)
 into runs/results/, or with --out-dir results over the committed files that chapter 8 reads.
 --reuse-timings rewrites the tables from the timings already in the output folder (checked to be
 Table 1's; the tables then name that file, and the torch version and threads they were measured
@@ -38,8 +39,6 @@ from experiments.commands import invocation
 from experiments.folders import add_out_dir, check_out_dir, relative
 
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
-MODERN = {"A100 (bf16 dense 312 TFLOPS)": 312e12, "H100 SXM (bf16 dense 989 TFLOPS)": 989e12}
-UTILIZATION = 0.40         # a typical sustained model FLOP utilisation for this model size
 AVG_SENTENCE = 27          # WMT14 en-de mean BPE tokens per sentence (approx., for the n^2 terms)
 
 # The paper's own tables, quoted. Table 1 (§4): per layer, for sequence length n, width d,
@@ -111,20 +110,27 @@ def crossover(rows, d):
 
 
 def table2_costs() -> dict:
-    """For base and big: the paper's cost (hours x 8 GPUs x 9.5 TFLOPS), our FLOPs per step and
-    in total, and the hours that total takes on 1 and 8 modern GPUs at UTILIZATION."""
+    """For base and big: the paper's cost (hours x 8 GPUs x 9.5 TFLOPS), and our FLOPs per
+    step and in total. The time on current GPUs is measured, not assumed: see
+    benchmarks.gpu_train and experiments.gpu_schedule."""
     paper_hours = {"base": 12, "big": 3.5 * 24}
     costs = {}
     for name in ("base", "big"):
         c = configs.get(name)
         pairs = c.max_tokens / AVG_SENTENCE                 # sentence pairs per step
         per_step = pairs * training_flops(c, AVG_SENTENCE, AVG_SENTENCE, 37_000)
-        total = per_step * c.train_steps
-        hours = {f"{n} x {gpu}": total / (n * peak * UTILIZATION) / 3600
-                 for gpu, peak in MODERN.items() for n in (1, 8)}
         costs[name] = dict(paper_flops=paper_hours[name] * 3600 * 8 * P100_TFLOPS * 1e12,
-                           per_step=per_step, total=total, hours=hours)
+                           per_step=per_step, total=per_step * c.train_steps)
     return costs
+
+
+def published_table2_rows() -> list[dict]:
+    """Table 2 as published (TABLE2), one dict per system: BLEU and training cost in FLOPs for
+    each pair, None where the paper reports nothing."""
+    number = lambda text: float(text) if text else None
+    return [dict(model=name, en_de_bleu=number(de), en_fr_bleu=number(fr),
+                 en_de_flops=number(de_cost), en_fr_flops=number(fr_cost))
+            for name, de, fr, de_cost, fr_cost in TABLE2]
 
 
 def commands():
@@ -146,7 +152,8 @@ python -m annotated.evaluate --hyp runs/base/newstest2014.de --ref data/wmt14/ne
 Expected (paper, Table 2, tokenized BLEU with compound splitting): base 27.3, big 28.4 on
 newstest2014; detokenized sacreBLEU is typically 0.7-1.5 lower (fairseq's big model: 29.3
 tokenized vs 28.6 sacreBLEU). Expected time: the paper's 12 h (base) and 3.5 days (big) on
-8 P100; on 8 modern GPUs see the Table 2 estimate above."""
+8 P100; on 8 current GPUs, the estimate of `results/gpu_schedule.md`, from one GPU's measured
+step (`python -m experiments.gpu_schedule`)."""
 
 
 def parse_args(argv=None):
@@ -173,7 +180,8 @@ def main(argv=None):
     text = render_markdown(timings, costs, invocation("experiments.paper_tables", argv),
                            reused=args.reuse_timings, timings_file=relative(timings_file))
     write_files({timings_file: json.dumps(timings, indent=1),
-                 args.out_dir / "paper_tables.json": json.dumps(dict(table2=costs), indent=1),
+                 args.out_dir / "paper_tables.json": json.dumps(
+                     dict(table2=costs, table2_published=published_table2_rows()), indent=1),
                  args.out_dir / "paper_tables.md": text})
     print(f"wrote {args.out_dir / 'paper_tables.md'}")
 
@@ -241,7 +249,7 @@ def render_markdown(timings: dict, costs: dict, command_line: str, reused: bool,
              f"({version}, {timings['threads']} threads; Table 1 timings "
              f"{'reused from' if reused else 'measured into'} "
              f"`{timings_file}`). Do not edit by hand.", ""]
-    lines += table1_markdown(timings["rows"], timings_file) + published_table2()
+    lines += table1_markdown(timings, timings_file) + published_table2()
     lines += table2_markdown(costs) + table3_markdown() + published_table4()
     lines += ["", "## Reproducing base and big on WMT14 with 8 GPUs", "", commands(), ""]
     return "\n".join(lines)
@@ -267,8 +275,12 @@ def published_table4() -> list[str]:
     return lines + [f"| {name} | {how} | {f1} |" for name, how, f1 in TABLE4] + [""]
 
 
-def table1_markdown(rows, timings_file: str = "results/table1_timings.json") -> list[str]:
+def table1_markdown(timings: dict,
+                    timings_file: str = "results/table1_timings.json") -> list[str]:
+    rows = timings["rows"]
     lengths = sorted({r["n"] for r in rows})
+    machine = f"{timings['threads']} threads" + (f" of an {timings['machine']} CPU"
+                                                  if timings.get("machine") else "")
     lines = ["## Table 1: self-attention vs recurrent layer", "",
              "As published (§4): per layer, for sequence length n, width d, kernel width k and "
              "a restricted neighbourhood of r positions. The path length is the most layers a "
@@ -277,7 +289,7 @@ def table1_markdown(rows, timings_file: str = "results/table1_timings.json") -> 
              "| --- | --- | --- | --- |"]
     lines += [f"| {' | '.join(row)} |" for row in TABLE1]
     lines += ["", "FLOPs of the self-attention and recurrent cores cross at n = d; measured "
-              "(batch 2, best of 5 runs, this machine):", "",
+              f"(batch 2, best of 5 runs, {machine}):", "",
               "| d | measured crossover n (attention slower from here) | FLOP crossover n |",
               "| --- | --- | --- |"]
     for d in sorted({r["d"] for r in rows}):
@@ -291,17 +303,16 @@ def table2_markdown(costs) -> list[str]:
              f"The paper's cost = training time x 8 GPUs x {P100_TFLOPS} TFLOPS (P100). Ours = "
              "the matrix-multiply FLOPs of `annotated.training.flops.training_flops` for one step "
              f"of {configs.get('base').max_tokens:,} source and as many target tokens "
-             f"(sentences of {AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps. "
-             f"GPU time at {UTILIZATION:.0%} model FLOP utilisation:", "",
-             "| model | paper: hours x GPUs x 9.5 TFLOPS | our count: FLOPs per step | "
-             "x steps = total | " + " | ".join(f"1 x {g} | 8 x {g}" for g in MODERN) + " |",
-             "| --- | --- | --- | --- | " + " | ".join("--- | ---" for _ in MODERN) + " |"]
+             f"(sentences of {AVG_SENTENCE} tokens, shared vocabulary 37,000), times the steps:",
+             "", "| model | paper: hours x GPUs x 9.5 TFLOPS | our count: FLOPs per step | "
+             "x steps = total | our total / paper's cost |", "| --- | --- | --- | --- | --- |"]
     for name, c in costs.items():
         lines.append(f"| {name} | {c['paper_flops']:.2e} | {c['per_step']:.2e} | "
-                     f"{c['total']:.2e} | " + " | ".join(f"{h:.1f} h" for h in c["hours"].values())
-                     + " |")
+                     f"{c['total']:.2e} | {c['total'] / c['paper_flops']:.0%} |")
     return lines + ["", "The paper's figure is an upper bound (a P100 never sustains its peak), "
-                    "which is why it is larger than the FLOPs the model actually needs.", ""]
+                    "which is why it is larger than the FLOPs the model actually needs. The "
+                    "time on current GPUs is measured, not assumed: `results/gpu_schedule.md` "
+                    "(chapter 9).", ""]
 
 
 def table3_markdown() -> list[str]:

@@ -279,6 +279,16 @@ def test_math_is_plain_text_in_alt_texts_and_titles():
         "Figure 2.1. Why −∞, with √d_k here.")
 
 
+def test_a_chapters_links_to_the_books_pages_lead_to_them_on_the_site():
+    nb = {"cells": [{"cell_type": "markdown", "source": "[MFU](../book/glossary.md#glossary-mfu), "
+                     "[models](../book/start.md), [code](../annotated/model.py)"},
+                    {"cell_type": "code", "source": "'[x](../book/glossary.md)'", "outputs": []}]}
+    stage.link_book_pages(nb)
+    assert nb["cells"][0]["source"] == ("[MFU](glossary.md#glossary-mfu), [models](start.md), "
+                                        "[code](../annotated/model.py)")
+    assert nb["cells"][1]["source"] == "'[x](../book/glossary.md)'"      # code stays as it is
+
+
 def test_a_listing_links_its_module_page_and_its_source():
     from book.stage import link_listings
     listing = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [

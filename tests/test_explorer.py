@@ -222,11 +222,13 @@ def check_shown(browser, data, model, n: int, kind: str, layer: int, heads: list
     q = stored(data, n)[kind][layer - 1]                        # (h, rows, keys)
     w = model_weights(model[0], entry["src_ids"], entry["out_ids"])[kind][layer - 1]
     rows, cols = {"encoder": ("src", "src"), "decoder": ("tgt", "tgt"),
-                  "cross": ("tgt", "src")}[kind]
+                  "cross": ("next", "src")}[kind]    # cross: the piece the row writes
     text = browser.find_element("id", "explorer-hover").text
     assert f"Row {row}, “{entry[rows][row]}”" in text
-    if kind != "encoder":
+    if kind == "decoder":
         assert f"predicts “{entry['next'][row]}”" in text
+    if kind == "cross":
+        assert f"fed “{entry['tgt'][row]}”" in text
     panel = browser.execute_script(PANEL_JS)
     assert [line["head"] for line in panel] == heads
     for line in panel:

@@ -52,6 +52,18 @@ def test_draw_heads_lays_out_every_layer_and_head_on_one_scale():
     assert [t.get_text() for t in panels[-4].get_xticklabels()] == list("vwxyz")   # bottom line
 
 
+def test_draw_heads_draws_the_heads_chosen_under_their_own_numbers_in_light_colours():
+    weights = np.random.default_rng(0).dirichlet(np.ones(5), size=(1, 4, 3))   # (1, 4, 3, 5)
+    fig = draw_heads(weights, list("abc"), list("vwxyz"), "t", wrap=2, heads=[2, 4])
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["head 2", "head 4"]
+    assert np.array_equal(panels[1].images[0].get_array(), weights[0, 3])
+    assert panels[0].images[0].get_cmap().name == plots.ATTENTION_COLOURS
+    low = panels[0].images[0].get_cmap()(0.0)                        # a weight of 0: near white
+    assert min(low[:3]) > 0.9
+    plt.close(fig)
+
+
 def test_entropy_is_log_n_when_uniform_and_zero_for_exact_zeros_in_every_dtype():
     for dtype in (torch.float16, torch.float32, torch.float64):
         one_hot = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]], dtype=dtype)
@@ -240,6 +252,35 @@ def test_draw_sweep_places_each_run_and_its_gain_from_the_length_penalty():
     curves = [line.get_xydata().tolist() for line in gains.lines if line.get_label() in ("1", "2")]
     assert curves == [[[0.6, 0.0], [1.0, 1.0]], [[0.6, 0.0], [1.4, 0.5]]]  # over alpha 0.6
     plt.close(fig)
+
+
+def test_plot_head_peaks_draws_each_kinds_layer_means_and_every_head(quick_figures):
+    peaks = {"encoder": np.array([[0.2, 0.4], [0.6, 0.8]]), "cross": np.array([[0.5, 0.5],
+                                                                                 [0.9, 0.7]])}
+    training_plots.plot_head_peaks(peaks, "peaks")
+    ax = plt.gcf().axes[0]
+    means = [line for line in ax.lines if line.get_label() in peaks]
+    assert [line.get_label() for line in means] == ["encoder", "cross"]
+    assert np.allclose([line.get_ydata() for line in means], [[0.3, 0.7], [0.5, 0.8]])
+    heads = sorted(y for line in ax.lines if line.get_label() not in peaks
+                   for y in line.get_ydata())
+    assert heads == sorted(np.concatenate([p.ravel() for p in peaks.values()]))
+    plt.close("all")
+
+
+def test_plot_table2_draws_each_reported_number_once_and_the_transformer_in_bold(
+        quick_figures):
+    rows = [dict(model="ByteNet", en_de_bleu=23.75, en_fr_bleu=None, en_de_flops=None,
+                 en_fr_flops=None),
+            dict(model="Transformer (big)", en_de_bleu=28.4, en_fr_bleu=41.8, en_de_flops=2.3e19,
+                 en_fr_flops=None)]
+    training_plots.plot_table2(rows, "t2")
+    bleu, cost = plt.gcf().axes[:2]
+    assert sorted(p.get_width() for p in bleu.patches) == [23.75, 28.4, 41.8]
+    assert [p.get_width() for p in cost.patches] == [2.3e19]
+    labels = {t.get_text(): t.get_fontweight() for t in bleu.get_yticklabels()}
+    assert labels == {"ByteNet": "normal", "Transformer (big)": "bold"}
+    plt.close("all")
 
 
 def test_parameters_by_component_gives_every_parameter_to_exactly_one_component():

@@ -44,6 +44,11 @@ def test_paper_tables_from_saved_timings(tmp_path):
     assert table2["big"]["paper_flops"] == pytest.approx(3.5 * 24 * 3600 * 8 * 9.5e12)  # 2.3e19
     for name, cost in table2.items():         # the markdown shows the JSON's numbers
         assert f"| {name} | {cost['paper_flops']:.2e} | {cost['per_step']:.2e} |" in text
+    published = json.loads((tmp_path / "paper_tables.json").read_text())["table2_published"]
+    assert published[-1] == dict(model="Transformer (big)", en_de_bleu=28.4, en_fr_bleu=41.8,
+                                 en_de_flops=2.3e19, en_fr_flops=None)   # as the paper prints it
+    assert "utilisation" not in text            # no assumed MFU: the GPU time is measured
+    assert "best of 5 runs, 2 threads of an x86_64 CPU)" in text        # where, not "this machine"
 
 
 def test_paper_tables_reuse_without_timings_is_a_clear_error(tmp_path, capsys):

@@ -7,4 +7,6 @@
                  learning curves, the beam tree, the ablation table, shards
     diagrams     the paper's Figures 1 and 2 (the architecture, the two attentions), drawn
     path_length  Table 1's path-length column, counted on each layer type's connections
+    results      chapter 8's and the appendix's tables, read from the results files that the
+                 experiment scripts wrote
 """

@@ -145,17 +145,24 @@ def plot_mask_leak(offsets, leaks: dict, save_as: str):
 
 # ---- Chapter 3 (and 8): attention weights head by head, Table 3 row A ----
 
+#: The colours of every attention map: white for a weight of 0, dark blue for 1, so that the
+#: weights that matter stand out on a light page.
+ATTENTION_COLOURS = "Blues"
+
+
 @styled
 def draw_heads(weights, rows: list[str], columns: list[str], title: str, vmax: float = 1.0,
-               wrap: int | None = None, size: float = 2.0):
+               wrap: int | None = None, size: float = 2.0, heads: list[int] | None = None):
     """Heat maps of attention weights (layers, heads, queries, keys): each layer's heads side
     by side (`wrap` per line of panels, each up to `size` inches wide), layers one under
-    another, every panel on the same colour scale 0..vmax, the colour bar underneath. The
-    figure is at most WIDE inches wide, so that a page shows it near full size: the panels
-    shrink to fit, and their labels with them (a label gets 0.85 of its row, up to FONT_POINTS);
-    where that would make the labels smaller than a page shows legibly, fewer panels go on a
-    line."""
+    another, every panel on the same colour scale 0..vmax (ATTENTION_COLOURS), the colour bar
+    underneath; `heads` picks the heads drawn, numbered from 1 (all by default). The figure is
+    at most WIDE inches wide, so that a page shows it near full size: the panels shrink to
+    fit, and their labels with them (a label gets 0.85 of its row, up to FONT_POINTS); where
+    that would make the labels smaller than a page shows legibly, fewer panels go on a line."""
     import matplotlib.pyplot as plt
+    numbers = heads or list(range(1, weights.shape[1] + 1))
+    weights = weights[:, [h - 1 for h in numbers]]
     layers, heads = weights.shape[:2]
     n = max(len(rows), len(columns))
     char = 0.6 / 72                                         # inches per character and point
@@ -180,13 +187,13 @@ def draw_heads(weights, rows: list[str], columns: list[str], title: str, vmax: f
         for i in range(heads):
             r, c = l * lines + i // wrap, i % wrap
             ax = axes[r, c]
-            image = ax.imshow(weights[l, i], cmap="viridis", vmin=0, vmax=vmax, aspect="auto",
-                              interpolation="nearest")
+            image = ax.imshow(weights[l, i], cmap=ATTENTION_COLOURS, vmin=0, vmax=vmax,
+                              aspect="auto", interpolation="nearest")
             ax.set_xticks(range(len(columns)), columns if r == layers * lines - 1 else [],
                           rotation=90, fontsize=fontsize)
             ax.set_yticks(range(len(rows)), rows if c == 0 else [], fontsize=fontsize)
             if l == 0 or lines > 1:
-                ax.set_title(f"head {i + 1}")
+                ax.set_title(f"head {numbers[i]}")
         for ax in axes[l * lines + (heads - 1) // wrap, heads % wrap or wrap:]:
             ax.axis("off")                                  # a short last line: no panels
         if layers > 1:
@@ -213,21 +220,22 @@ def draw_query_row(weights, pieces: list[str], query: int, title: str, marked=()
     and one row per key piece, the pieces listed top to bottom in `columns` blocks side by side
     (like a newspaper's columns), so that every piece is a horizontal label. The query's own
     piece is marked in red, the pieces `marked` (indices) in bold. Drawn 7 inches wide with
-    10-point text, so that it stays legible at a page's width. Returns the figure."""
+    10-point text and rows a quarter of an inch tall, in ATTENTION_COLOURS, so that it stays
+    legible at a page's width. Returns the figure."""
     import matplotlib.pyplot as plt
     import numpy as np
     layers, heads, n, _ = weights.shape
     rows = np.asarray(weights)[:, :, query, :].reshape(layers * heads, n).T   # (n, layers*heads)
     per_block = -(-n // columns)                                   # key pieces per block
     font = FONT_POINTS
-    fig, axes = plt.subplots(1, columns, figsize=(7, 1.9 + 0.19 * per_block),
+    fig, axes = plt.subplots(1, columns, figsize=(7, 1.9 + 0.25 * per_block),
                              layout="constrained", squeeze=False)
     axes = axes[0]
     for b, ax in enumerate(axes):
         keys = range(b * per_block, min(n, (b + 1) * per_block))
         block = np.full((per_block, layers * heads), np.nan)        # a short last block: blank
         block[:len(keys)] = rows[list(keys)]
-        image = ax.imshow(block, cmap="viridis", vmin=0, vmax=1, aspect="auto",
+        image = ax.imshow(block, cmap=ATTENTION_COLOURS, vmin=0, vmax=1, aspect="auto",
                           interpolation="nearest")
         ax.set_yticks(range(len(keys)), [pieces[j] for j in keys], fontsize=font)
         for label, j in zip(ax.get_yticklabels(), keys):
@@ -239,8 +247,8 @@ def draw_query_row(weights, pieces: list[str], query: int, title: str, marked=()
                                               for i in range(heads)], fontsize=font)
         ax.set_xlabel("head", fontsize=font)
         ax.tick_params(length=2, pad=2)
-        for l in range(1, layers):                                  # white lines between layers
-            ax.axvline(l * heads - 0.5, color="white", lw=1.5)
+        for l in range(1, layers):                                  # lines between layers
+            ax.axvline(l * heads - 0.5, color="0.4", lw=1.2)
         top = ax.secondary_xaxis("top")
         top.set_xticks([l * heads + (heads - 1) / 2 for l in range(layers)],
                        [f"layer {l + 1}" for l in range(layers)], fontsize=font)

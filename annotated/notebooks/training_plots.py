@@ -329,6 +329,57 @@ def draw_ablation(table: dict, base: str = "base"):
     return fig
 
 
+@styled
+def plot_head_peaks(peaks: dict, save_as: str):
+    """Chapter 8's figure of how sharp a trained model's heads are: for each kind of attention
+    in `peaks` ({kind: (layers, heads) array of each head's mean largest weight of a query
+    row}), every head as a dot and the mean of the layer's heads as a line, layer by layer."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for k, (kind, peak) in enumerate(peaks.items()):
+        layers = np.arange(1, peak.shape[0] + 1)
+        shift = (k - (len(peaks) - 1) / 2) * 0.08                  # the kinds side by side
+        line = ax.plot(layers + shift, peak.mean(1), "o-", lw=2, label=kind)[0]
+        for l, heads in zip(layers, peak):
+            ax.plot(np.full(len(heads), l + shift), heads, ".", color=line.get_color(),
+                    alpha=0.5)
+    ax.set_xticks(layers, [f"layer {l}" for l in layers])
+    ax.set(ylabel="peak: mean largest weight\nof a query row", ylim=(0, 1),
+           title="Each head (dots) and the mean of its layer (line)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    save_figure(fig, save_as)
+
+
+@styled
+def plot_table2(rows: list[dict], save_as: str):
+    """The paper's Table 2 as a figure, from experiments.paper_tables' JSON ("table2_published"):
+    each system's newstest2014 BLEU (left) and training cost in FLOPs on a log scale (right),
+    English-German and English-French side by side, the Transformer's rows in bold."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    y = np.arange(len(rows))[::-1]                                  # the first row at the top
+    fig, axes = plt.subplots(1, 2, figsize=(7.5, 1.4 + 0.38 * len(rows)), sharey=True,
+                             layout="constrained")
+    for ax, what in zip(axes, ("bleu", "flops")):
+        for shift, pair, name in ((0.2, "en_de", "English-German"), (-0.2, "en_fr",
+                                                                     "English-French")):
+            values = [r[f"{pair}_{what}"] for r in rows]
+            shown = [i for i, v in enumerate(values) if v is not None]
+            ax.barh(y[shown] + shift, [values[i] for i in shown], 0.4, label=name)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set(xlabel="BLEU on newstest2014", xlim=(20, 43))
+    axes[1].set(xlabel="training cost, FLOPs (log scale)", xscale="log")
+    axes[0].set_yticks(y, [r["model"] for r in rows])
+    for label in axes[0].get_yticklabels():
+        if label.get_text().startswith("Transformer"):
+            label.set_fontweight("bold")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
+    save_figure(fig, save_as)
+
+
 # ---- The appendix (experiment log) ----
 
 def sweep_source(run: dict, candidates: dict) -> str:

@@ -27,7 +27,7 @@
     which: (list) => (list.length > 1 ? `全部 ${H} 个头` : `第 ${list[0]} 个头（共 ${H} 个）`),
     axes: { encoder: ["英文片段", "英文片段"],
             decoder: ["解码器位置（译文，前面加一个起始词元）", "同样的位置"],
-            cross: ["解码器位置（译文，前面加一个起始词元）", "英文片段"] },
+            cross: ["正在写出的德文片段", "英文片段"] },
     caption: (name, layer, which, what, keys) =>
       `${name}，第 ${layer} 层（共 ${N} 层），${which}。行：${what}；列：${keys}。` +
       "把鼠标停在某一行上，或让它的标签获得焦点，即可列出它最大的几个权重。",
@@ -36,6 +36,7 @@
     corner: "查询 \\ 键",
     row: (i, token) => `第 ${i} 行，“${token}”`,
     predicts: (next) => `（这个位置预测“${next}”）`,
+    fed: (fed) => `（这个位置写出的片段；它的输入是“${fed}”）`,
     hover: (text) => `${text}：它最关注的键及其权重。`,
     sentence: (n) => `句子 ${n}（英文）`, translation: "模型的译文（德文）",
   } : {
@@ -46,8 +47,7 @@
     axes: { encoder: ["English pieces", "English pieces"],
             decoder: ["decoder positions (the translation, after a start token)",
                       "the same positions"],
-            cross: ["decoder positions (the translation, after a start token)",
-                    "English pieces"] },
+            cross: ["the German piece being written", "English pieces"] },
     caption: (name, layer, which, what, keys) =>
       `${name}, layer ${layer} of ${N}, ${which}. Rows: ${what}; columns: ${keys}. ` +
       "Hover over a row, or focus its label, to list its largest weights.",
@@ -56,6 +56,7 @@
     corner: "query \\ key",
     row: (i, token) => `Row ${i}, “${token}”`,
     predicts: (next) => ` (this position predicts “${next}”)`,
+    fed: (fed) => ` (the piece this position writes; it is fed “${fed}”)`,
     hover: (text) => `${text}: the keys it attends to most, with their weights.`,
     sentence: (n) => `Sentence ${n} (English)`, translation: "The model's translation (German)",
   };
@@ -65,10 +66,12 @@
 
   // --- the data -------------------------------------------------------------------------
   function axes(s, kind) {
-    // [row labels, column labels] of one kind of attention
+    // [row labels, column labels] of one kind of attention: a decoder position is labelled by
+    // the piece fed in where its keys are pieces fed in too (self-attention), and by the piece
+    // it writes where it reads the English (encoder-decoder attention)
     if (kind === "encoder") return [s.src, s.src];
     if (kind === "decoder") return [s.tgt, s.tgt];
-    return [s.tgt, s.src];
+    return [s.next, s.src];
   }
 
   function rowBytes(s, kind, layer, head, i) {
@@ -239,7 +242,8 @@
     const title = document.createElement("p");
     title.className = "explorer-hover-title";
     let text = T.row(i, rows[i]);
-    if (state.kind !== "encoder") text += T.predicts(s.next[i]);
+    if (state.kind === "decoder") text += T.predicts(s.next[i]);
+    if (state.kind === "cross") text += T.fed(s.tgt[i]);
     title.textContent = T.hover(text);
     panel.appendChild(title);
     for (const svg of root.querySelectorAll("svg.explorer-grid")) {
