@@ -18,7 +18,7 @@ BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def count(text: str) -> int:
-    """A whole number from 1 to 1024 (annotated.base.cli.at_least would load NumPy's BLAS
+    """A whole number from 1 to 1024 (annotated.base.cli.number would load NumPy's BLAS
     before BLAS_THREADS are set)."""
     if not text.isdigit() or not 1 <= int(text) <= 1024:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1024, got {text!r}")

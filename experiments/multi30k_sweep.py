@@ -31,9 +31,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, path, positive
+from annotated.base.cli import command, number, path, positive
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open
+from annotated.base.settings import at_least
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoints
@@ -103,7 +104,7 @@ def parse_args(argv=None):
                         help="train (with --train) and score only these candidates now (their "
                              "scores are kept in their run folders for the full sweep); writes "
                              "no results file")
-    parser.add_argument("--limit", type=at_least(1), default=None,
+    parser.add_argument("--limit", type=number(at_least(1)), default=None,
                         help="score only the first N val sentences (a smoke test)")
     add_training_arguments(parser, "override fields of every candidate (a smoke test: "
                                    "dataset=multi30k_sample N=1 ...)")
