@@ -62,7 +62,7 @@ def main(argv=None):
     args = parse_args(argv)
     out = Path(args.run_dir or Path("runs") / args.config)
     config, resumed = run_config(args, out)
-    use_threads(config.parameters(), args.threads)
+    use_threads(config.parameter_count(), args.threads)
     train(config, out, data_dir=args.data_dir, cache_dir=args.cache_dir,
           max_steps=args.max_steps, max_minutes=args.max_minutes, resumed=resumed,
           deterministic=args.deterministic)

@@ -29,6 +29,7 @@ import torch
 from annotated import configs
 from annotated.base.cli import command
 from annotated.data.batching import lengths_of, make_batches
+from annotated.model import EncoderDecoder
 from annotated.optim import make_optimizer
 from annotated.training.flops import batch_training_flops
 from annotated.training.step import make_engine, train_step
@@ -63,7 +64,7 @@ def training_step(config, vocab, max_tokens, length_range, seed=0, device="cpu")
     batches = make_batches(lengths, max_tokens, seed, 0)
     batch = sorted(batches, key=len)[len(batches) // 2]          # a median-sized batch
     torch.manual_seed(seed)
-    model = config.make_model(vocab).to(device).train()
+    model = EncoderDecoder(config, vocab).to(device).train()
     optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps)
     engine = make_engine(model, config, torch.device(device))
 

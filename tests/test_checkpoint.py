@@ -16,6 +16,7 @@ from annotated import configs, train
 from annotated.base.errors import CheckpointError
 from annotated.data.tokenizer import CopyTokenizer, Tokenizer, train_bpe
 from annotated.masks import batch_masks
+from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
 from annotated.store.checkpoint_file import load_model
 from annotated.training.rng import rng_state, set_rng_state
@@ -29,7 +30,7 @@ TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32
 def tiny(seed=0):
     config = configs.get("copy").override(**TINY)
     torch.manual_seed(seed)
-    return config, config.make_model(11), CopyTokenizer(11)
+    return config, EncoderDecoder(config, 11), CopyTokenizer(11)
 
 
 def save_tiny(path, seed=0, step=7):
@@ -55,7 +56,7 @@ def test_bpe_tokenizer_travels_inside_the_checkpoint(tmp_path):
     words = ["a dog runs", "the cat sleeps", "ein hund rennt", "die katze schläft"] * 20
     bpe = train_bpe([words], 40, tmp_path / "bpe.model")
     config = configs.get("copy").override(**TINY, dataset="multi30k", vocab_size=40)
-    checkpoint_file.save(tmp_path / "c.pt", model=config.make_model(40), config=config,
+    checkpoint_file.save(tmp_path / "c.pt", model=EncoderDecoder(config, 40), config=config,
                     tokenizer=bpe, step=1)
     _, _, tokenizer = load_model(tmp_path / "c.pt")
     assert isinstance(tokenizer, Tokenizer)

@@ -5,14 +5,15 @@ from dataclasses import fields
 import pytest
 
 from annotated import configs
+from annotated.model import EncoderDecoder
 
 
 def test_table3_params_command_prints_every_row(capsys):
     configs.main([])
-    out = capsys.readouterr().out
-    for row in configs.TABLE3_ROWS:
-        assert f"\n{row:>5} " in out
-    assert " 63.08 " in out and " 214.25 " in out
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" | ")[0] for line in lines[3:]] == [f"| {r}" for r in configs.TABLE3_ROWS]
+    assert "| base | 63.08 | 65 | -1.92 |" in lines and "| big | 214.25 | 213 | +1.25 |" in lines
+    assert "| A1 | 63.08 |  |  |" in lines                 # no printed count: left blank
 
 
 def test_presets_have_table3_values():
@@ -26,8 +27,8 @@ def test_presets_have_table3_values():
     assert configs.get("D3").eps_ls == 0.0 and configs.get("D2").P_drop == 0.2
     assert configs.get("E").positional == "learned"
     for row in configs.TABLE3_ROWS:
-        c = configs.get(row)
-        assert c.paper_ppl is not None and c.paper_bleu is not None
+        assert configs.PAPER[row].ppl > 0 and configs.PAPER[row].bleu > 0
+    assert configs.PAPER["big"] == configs.Paper(ppl=4.33, bleu=26.4, params_M=213)
 
 
 def test_unknown_config_key_lists_the_valid_ones():
@@ -39,11 +40,10 @@ def test_unknown_config_key_lists_the_valid_ones():
 
 def test_overrides_are_parsed_by_field_type():
     config = configs.apply_overrides(configs.get("copy"), [
-        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "paper_bleu=none", "paper_ppl=4.9",
-        "lowercase=yes"])
+        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "d_k=none", "lowercase=yes"])
     assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
     assert config.lowercase is True and configs.get("copy").lowercase is False
-    assert config.paper_bleu is None and config.paper_ppl == 4.9
+    assert config.d_k == config.d_model // config.h                  # None: d_model / h
     with pytest.raises(configs.ConfigError,
                        match="config: N = 'three' is not an int; allowed: 1 <= N <= 256"):
         configs.apply_overrides(configs.get("copy"), ["N=three"])
@@ -81,7 +81,6 @@ def test_overrides_are_parsed_by_field_type():
     ("positional=learned max_len=100", "max_len = 100 is below max_sentence_len = 256: learned"),
     ("P_drop=0.1 P_drop=0.3", "P_drop is given twice (P_drop=0.1 and P_drop=0.3); give it once"),
     ("N=1.5", "N = '1.5' is not an int"),
-    ("paper_bleu=-3", "paper_bleu = -3.0 is not allowed; allowed: None or > 0"),
     ("target_lang=English", "target_lang = 'English' is not allowed; allowed: a language code"),
     ("target_lang=fr", "dataset wmt14 needs two different languages of de, en"),
     ("target_lang=en", "dataset wmt14 needs two different languages"),
@@ -123,7 +122,9 @@ def test_each_field_declares_its_rule_and_role_beside_itself():
 
 def test_the_model_is_built_from_its_config_passed_whole():
     config = configs.get("copy")
-    assert config.model == configs.ModelConfig(N=1, d_model=64, d_ff=128, h=4, d_k=16, d_v=16,
-                                               P_drop=0.0)
+    model = EncoderDecoder(config, 11)                      # a run's Config is a ModelConfig
+    shape = configs.ModelConfig(N=1, d_model=64, d_ff=128, h=4, d_k=16, d_v=16, P_drop=0.0)
+    assert [p.shape for p in model.parameters()] == \
+        [p.shape for p in EncoderDecoder(shape, 11).parameters()]
     assert configs.ModelConfig(d_model=32, h=4).d_k == 8         # d_k = d_model / h (§3.2.2)
-    assert config.parameters() == sum(p.numel() for p in config.make_model(11).parameters())
+    assert config.parameter_count() == sum(p.numel() for p in model.parameters())

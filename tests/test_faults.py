@@ -18,6 +18,7 @@ from annotated.base.files import atomic_open
 from annotated.data.prepare_wmt14 import prepare
 from annotated.data.tokenizer import CopyTokenizer, load_or_train, train_bpe
 from annotated.evaluate import main as evaluate_main
+from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
 from annotated.training.run_dir import rotate
 from annotated.translate import main as translate_main
@@ -29,8 +30,8 @@ CONFIG = configs.get("copy").override(**TINY)
 def save(path, seed=0, step=1, config=CONFIG, tokenizer=None, **options):
     torch.manual_seed(seed)
     tokenizer = tokenizer or CopyTokenizer(11)
-    return checkpoint_file.save(path, model=config.make_model(tokenizer.vocab_size), config=config,
-                           tokenizer=tokenizer, step=step, **options)
+    return checkpoint_file.save(path, model=EncoderDecoder(config, tokenizer.vocab_size),
+                                config=config, tokenizer=tokenizer, step=step, **options)
 
 
 def run_dir(folder, steps=(1, 2, 3)):

@@ -180,14 +180,6 @@ def test_plot_parameters_by_component_needs_every_component_and_draws_them_in_or
         plots.plot_parameters_by_component({"FFN": 1}, "m", save_as="params")
 
 
-def test_table3_params_table_leaves_rows_without_a_printed_count_blank():
-    text = notebook.table3_params_table([("base", 63_082_496, 65), ("A1", 63_082_496, None),
-                                         ("big", 214_245_376, 213)]).data
-    lines = text.splitlines()
-    assert lines[2:] == ["| base | 63.08 | 65 | -1.92 |", "| A1 | 63.08 |  |  |",
-                         "| big | 214.25 | 213 | +1.25 |"]
-
-
 def test_draw_ablation_draws_each_row_against_the_base_and_the_seed_band():
     row = lambda paper_row, ppl, bleu, paper_ppl, paper_bleu: dict(
         paper_row=paper_row, ppl=ppl, bleu=bleu, paper_ppl=paper_ppl, paper_bleu=paper_bleu)

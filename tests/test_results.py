@@ -181,7 +181,7 @@ def test_table3_small_has_every_paper_row_scaled_to_a_valid_config():
             if key in ("h", "d_k", "d_v", "N", "d_model", "d_ff"):
                 assert (getattr(config, key) > getattr(small, key)) == \
                     (getattr(paper, key) > getattr(configs.base, key)), (name, key)
-        assert paper.paper_ppl and paper.paper_bleu, row
+        assert configs.PAPER[row].ppl and configs.PAPER[row].bleu, row
 
 
 def test_another_preset_or_language_pair_writes_its_own_results_files():

@@ -9,6 +9,7 @@ from annotated.data.batching import collate
 from annotated.data.tokenizer import PAD
 from annotated.loss import label_smoothed_loss
 from annotated.masks import batch_masks
+from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
 from annotated.training.step import make_engine, train_step
 
@@ -30,7 +31,7 @@ def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
     tokens), computed in float64 for a float64 model: a float32 token count would cost ~1e-8."""
     pairs, config = pairs_and_config(accum_steps=3)
     batch = list(range(len(pairs)))
-    model = config.make_model(20).double()
+    model = EncoderDecoder(config, 20).double()
     sums = train_step(make_engine(model, config, torch.device("cpu")), pairs, batch, config)
     ours = [p.grad.clone() for p in model.parameters()]
 
@@ -46,7 +47,7 @@ def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
 
 def test_bf16_autocast_runs_the_step_on_cpu_with_float32_weights():
     pairs, config = pairs_and_config(amp="bf16")
-    model = config.make_model(20)
+    model = EncoderDecoder(config, 20)
     engine = make_engine(model, config, torch.device("cpu"))
     with engine.autocast():                                  # the matrix products are bf16
         assert model.generator(torch.zeros(1, 16)).dtype == torch.bfloat16
@@ -54,7 +55,7 @@ def test_bf16_autocast_runs_the_step_on_cpu_with_float32_weights():
     assert all(p.dtype == torch.float32 and torch.isfinite(p.grad).all()
                for p in model.parameters())
     torch.manual_seed(0)
-    plain = config.override(amp="none").make_model(20)
+    plain = EncoderDecoder(config.override(amp="none"), 20)
     plain.load_state_dict(model.state_dict())
     reference = train_step(make_engine(plain, config.override(amp="none"), torch.device("cpu")),
                            pairs, list(range(len(pairs))), config)
@@ -64,7 +65,7 @@ def test_bf16_autocast_runs_the_step_on_cpu_with_float32_weights():
 def test_fp16_loss_scaling_needs_a_gpu():
     pairs, config = pairs_and_config(amp="fp16")
     with pytest.raises(ConfigError, match="amp=fp16 needs a GPU"):
-        make_engine(config.make_model(20), config, torch.device("cpu"))
+        make_engine(EncoderDecoder(config, 20), config, torch.device("cpu"))
 
 
 def run(out, *args):

@@ -18,6 +18,7 @@ from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import (bleu_of, lowercase_bleu, paired_bootstrap, paper_bleu,
                                       paper_tokenize, sacre_bleu, sentence_stats, split_compounds)
 from annotated.inference.search import beam_search, greedy_decode, source_batch
+from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
 from annotated.translate import main as translate_main
 
@@ -29,7 +30,7 @@ def save_checkpoint(path, seed=0, step=1):
     """A random copy-task model whose outputs are not all empty: EOS's (tied) embedding row is
     zero, so EOS never stands out, and larger other rows make the choices clear-cut."""
     torch.manual_seed(seed)
-    model = CONFIG.make_model(11)
+    model = EncoderDecoder(CONFIG, 11)
     with torch.no_grad():
         model.src_embed.lut.weight.mul_(2.0)
         model.src_embed.lut.weight[EOS] = 0.0

@@ -35,7 +35,7 @@ from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import DATA_ENV, data_location, load_corpus
 from annotated.data.datasets import DATASETS
 from annotated.inference.search import beam_search, source_batch
-from annotated.model import count_parameters
+from annotated.model import EncoderDecoder, count_parameters
 from annotated.optim import make_optimizer
 from annotated.store import checkpoint_file
 from annotated.training import distributed
@@ -181,7 +181,7 @@ def _run(config, folder, device, data_dir, cache_dir, steps, max_minutes, resume
         _check_same_data(resumed, corpus, state, folder.path, where)
     check_memory(config, corpus.tokenizer.vocab_size, device)
     torch.manual_seed(config.seed)                 # the same initial weights on every rank
-    model = config.make_model(corpus.tokenizer.vocab_size).to(device)
+    model = EncoderDecoder(config, corpus.tokenizer.vocab_size).to(device)
     optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
                                           config.lr_factor, config.train_steps,
                                           config.cooldown_steps)
@@ -220,7 +220,7 @@ def check_memory(config, vocab: int, device) -> None:
     target tokens x V, held three times: logits, log-probabilities and their gradient), alone
     exceed the device's free memory: a clear line instead of a failed allocation, the machine
     swapping for minutes, or the kernel killing the process without a word."""
-    n = config.parameters(vocab)                   # from the shapes: nothing is allocated
+    n = config.parameter_count(vocab)              # from the shapes: nothing is allocated
     rows = -(-config.max_tokens // (config.accum_steps * distributed.world_size()))
     scores = 3 * 4 * rows * vocab
     need, free = 16 * n + scores, available_memory(device)
