@@ -31,7 +31,7 @@ from annotated.configs import merged
 from annotated.data import prepare_wmt14
 from annotated.inference.bleu import report, tokenizer_for
 from annotated.store import checkpoint_file
-from annotated.training import loop
+from annotated.training import machine
 from annotated.training.run_dir import rotate
 from benchmarks import decode_speed, gpu_train, train_throughput
 from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
@@ -404,7 +404,7 @@ def test_a_killed_write_leaves_a_temporary_file_that_the_next_write_removes(tmp_
 
 def test_not_enough_memory_for_the_model_is_one_line_before_it_is_built(tmp_path, capsys,
                                                                        monkeypatch):
-    monkeypatch.setattr(loop, "available_memory", lambda device: 1000)        # bytes free
+    monkeypatch.setattr(machine, "available_memory", lambda device: 1000)        # bytes free
     run_fails(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     message = error_line(capsys, alone=False)
     assert message.startswith("error: out of memory: the model has ")

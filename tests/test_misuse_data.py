@@ -27,7 +27,7 @@ from annotated.data import prepare_wmt14
 from annotated.data.corpus import load_corpus
 from annotated.data.tokenizer import train_bpe
 from annotated.store import checkpoint_file
-from annotated.training import loop
+from annotated.training import machine
 from annotated.training.step import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ def test_a_model_whose_output_scores_alone_fill_the_memory_is_refused(tmp_path, 
                                                                       monkeypatch):
     """The weights of a tiny model with a huge vocabulary fit; its output layer's scores for
     one batch (tokens x V) do not, and the kernel would kill the run without a word."""
-    monkeypatch.setattr(loop, "available_memory", lambda device: 2 ** 30)         # 1 GiB
+    monkeypatch.setattr(machine, "available_memory", lambda device: 2 ** 30)         # 1 GiB
     run_fails(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "vocab_size=500000")
     assert "the output layer's scores of 300 tokens x 500,000" in error_line(capsys,
                                                                               alone=False)

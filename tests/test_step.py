@@ -11,7 +11,7 @@ from annotated.loss import label_smoothed_loss
 from annotated.masks import batch_masks
 from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
-from annotated.training.step import make_engine, train_step
+from annotated.training.step import evaluate, make_engine, train_step
 
 TINY = ["copy_examples=200", "max_tokens=300", "max_sentence_len=64", "N=1", "d_model=16",
         "d_ff=32", "h=2", "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
@@ -66,6 +66,15 @@ def test_fp16_loss_scaling_needs_a_gpu():
     pairs, config = pairs_and_config(amp="fp16")
     with pytest.raises(ConfigError, match="amp=fp16 needs a GPU"):
         make_engine(EncoderDecoder(config, 20), config, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_evaluate_leaves_the_model_in_the_mode_it_found(training):
+    pairs, config = pairs_and_config()
+    model = EncoderDecoder(config, 20).train(training)
+    result = evaluate(model, pairs, config, torch.device("cpu"))
+    assert model.training is training and all(m.training is training for m in model.modules())
+    assert result["loss"] > 0 and 0 <= result["accuracy"] <= 1
 
 
 def run(out, *args):

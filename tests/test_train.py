@@ -14,7 +14,7 @@ from annotated.data import corpus as data
 from annotated.data.corpus import DATA_ENV
 from annotated.evaluate import main as evaluate_main
 from annotated.store import checkpoint_file
-from annotated.training import loop
+from annotated.training import loop, state
 from annotated.training.step import evaluate
 from annotated.translate import main as translate_main
 
@@ -88,12 +88,24 @@ def test_a_run_ends_by_showing_the_model_at_work_and_what_comes_next(tmp_path, c
 
 
 def test_a_training_run_on_a_cpu_keeps_freed_memory(tmp_path, monkeypatch):
-    """annotated.training.cpu_memory: glibc keeps each step's large tensors for the next one."""
+    """annotated.training.machine: glibc keeps each step's large tensors for the next one."""
     calls = []
     monkeypatch.setattr(loop, "keep_freed_memory", lambda: calls.append("kept") or True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)      # a CPU run on any machine
     run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     assert calls == ["kept"]
+
+
+def test_a_checkpoint_holds_the_training_state_under_its_own_names(tmp_path):
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    saved = checkpoint_file.load(tmp_path / checkpoint_file.checkpoint_name(2))
+    assert set(saved["training"]) == {"optimizer", "scheduler", "scaler", *state.SAVED}
+    resumed = state.TrainState.from_checkpoint({**saved, "file": "ckpt_0000002.pt"})
+    assert (resumed.step, resumed.run_id, resumed.resumed_from) == (2, saved["run_id"],
+                                                                     "ckpt_0000002.pt")
+    for name in state.SAVED:                    # read back as saved, no name changed on the way
+        assert getattr(resumed, name) == saved["training"][name], name
+    assert len(resumed.recent_losses) == 2 and resumed.first_loss == resumed.recent_losses[0]
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,14 @@
     loop         the training loop, read top to bottom: data, model, Adam, steps, checkpoints
     step         one optimizer step: forward, label-smoothed loss, backward; the Engine that
                  wraps the model for DDP, torch.compile and mixed precision
+    state        where a run is (step, data position, clock, RNG streams): a checkpoint's
+                 `training`, to and from a dict
+    resume       the checks a resumed run passes: its saved state, its data, its position
+    divergence   when a loss has diverged, and which checkpoint is the last good one
     distributed  one process or many under torchrun (NCCL on GPUs, gloo on CPUs)
     run_dir      the run folder: its lock, its metrics log, its checkpoints (one run, rotation)
     rng          the random streams a checkpoint saves, so that a resumed run continues exactly
-    meter        the progress bar, metric lines and clocks
-    cpu_memory   on a CPU, freed memory kept for the next step (glibc)
+    meter        the progress bar, metric lines and clocks; the lines' printer
+    machine      memory enough for the model, deterministic kernels, freed CPU memory kept
     flops        floating-point operations counted from the model's shapes: MFU, Table 2
 """
