@@ -1,6 +1,6 @@
 """`python -m annotated.train`: training (§5), one command from a laptop CPU to 8 GPUs.
 
-    python -m annotated.train --config sample                     # 2 minutes, no data needed
+    python -m annotated.train --config sample                     # no data needed
     python -m annotated.train --config multi30k --data-dir DIR --run-dir runs/multi30k
     python -m annotated.train --run-dir runs/multi30k --resume    # continue exactly
     torchrun --nproc_per_node=8 -m annotated.train --config base --data-dir DIR amp=bf16

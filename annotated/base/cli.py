@@ -33,11 +33,12 @@ def describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def out_of_memory(error: BaseException) -> bool:
-    """True for the errors torch raises when an allocation fails, on a GPU or a CPU."""
-    return isinstance(error, (torch.OutOfMemoryError, MemoryError)) or (
-        isinstance(error, RuntimeError) and any(
-            words in str(error) for words in ("not enough memory", "can't allocate memory")))
+def out_of_memory(error: RuntimeError) -> bool:
+    """True for the errors torch raises when an allocation fails: a GPU's OutOfMemoryError, or
+    a CPU's RuntimeError that says so. (A MemoryError, Python's or our own estimate's, is
+    caught before.)"""
+    return isinstance(error, torch.OutOfMemoryError) or any(
+        words in str(error) for words in ("not enough memory", "can't allocate memory"))
 
 
 # What gloo and NCCL say when another process of the group has gone away.
