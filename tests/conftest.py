@@ -34,6 +34,21 @@ def _seed():
     torch.manual_seed(0)
 
 
+def says(message, *names) -> str:
+    """Check a message by what it names, not by its wording: `message` (text, an exception, or
+    what pytest.raises gives) must be one line that contains each of `names`, the problem's
+    key words, the file or setting, and the fix's command or option. A sentence said another
+    way passes; a message that stops naming the file, the setting or the fix fails. Returns
+    the message's text."""
+    if isinstance(getattr(message, "value", None), BaseException):
+        message = message.value                                   # pytest.raises' ExceptionInfo
+    text = str(message)
+    assert text.strip() and "\n" not in text.strip(), f"not one line: {text!r}"
+    missing = [str(name) for name in names if str(name) not in text]
+    assert not missing, f"the message does not name {missing}: {text}"
+    return text
+
+
 def full_corpus(dataset: str, name: str) -> Path:
     """The folder holding a full corpus, for the few tests that need it: the data location if
     one is set, else the shared data folder beside the repository; the test is skipped with the

@@ -3,6 +3,7 @@ and the one place where every setting is parsed and validated."""
 from dataclasses import fields
 
 import pytest
+from conftest import says
 
 from annotated import configs
 from annotated.model import EncoderDecoder
@@ -32,8 +33,9 @@ def test_presets_have_table3_values():
 
 
 def test_unknown_config_key_lists_the_valid_ones():
-    with pytest.raises(configs.ConfigError, match="unknown config key.*valid keys: N, d_model"):
+    with pytest.raises(configs.ConfigError) as error:
         configs.get("base").override(d_modle=3)
+    says(error, "d_modle", "valid keys", "N, d_model")
     with pytest.raises(configs.ConfigError, match="choose one of"):
         configs.get("huge")
 
@@ -44,60 +46,63 @@ def test_overrides_are_parsed_by_field_type():
     assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
     assert config.lowercase is True and configs.get("copy").lowercase is False
     assert config.d_k == config.d_model // config.h                  # None: d_model / h
-    with pytest.raises(configs.ConfigError,
-                       match="config: N = 'three' is not an int; allowed: 1 <= N <= 256"):
+    with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("copy"), ["N=three"])
-    with pytest.raises(configs.ConfigError, match="config: compile = 'maybe' is not a bool"):
+    says(error, "N = 'three'", "not an int", "1 <= N <= 256")
+    with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("copy"), ["compile=maybe"])
-    with pytest.raises(configs.ConfigError, match="expected key=value, got 'N'"):
+    says(error, "compile = 'maybe'", "not a bool")
+    with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("copy"), ["N"])
+    says(error, "key=value", "'N'")
 
 
-@pytest.mark.parametrize("item,message", [
-    ("P_drop=-1", "P_drop = -1.0 is not allowed; allowed: 0 <= P_drop < 1"),
-    ("eps_ls=1", "eps_ls = 1.0 is not allowed; allowed: 0 <= eps_ls < 1"),
-    ("N=0", "N = 0 is not allowed; allowed: 1 <= N <= 256"),
-    ("h=0", "h = 0 is not allowed; allowed: 1 <= h <= 1,024"),
-    ("d_model=1000000", "d_model = 1000000 is not allowed; allowed: 2 <= d_model <= 65,536"),
-    ("P_drop=nan", "P_drop = nan is not a finite number; allowed: 0 <= P_drop < 1"),
-    ("lr_factor=inf", "lr_factor = inf is not a finite number; allowed: > 0"),
-    ("alpha=inf", "alpha = inf is not a finite number; allowed: 0 <= alpha <= 10"),
-    ("alpha=11", "alpha = 11.0 is not allowed; allowed: 0 <= alpha <= 10"),
-    ("seed=18446744073709551616", "seed = 18446744073709551616 is not allowed; allowed: 0 <= seed"),
-    ("max_extra=1000000000", "max_extra = 1000000000 is not allowed; allowed: 0 <= max_extra"),
-    ("beam_size=0", "beam_size = 0 is not allowed; allowed: 1 <= beam_size <= 1,000"),
-    ("vocab_size=4", "vocab_size = 4 is not allowed; allowed: 5 (4 special ids and one symbol)"),
-    ("warmup_steps=0", "warmup_steps = 0 is not allowed; allowed: >= 1"),
-    ("log_every=0", "log_every = 0 is not allowed; allowed: >= 1"),
-    ("d_model=511", "d_model = 511 is odd; sinusoidal positions need an even d_model"),
-    ("dataset=imagenet", "dataset = 'imagenet' is not allowed; allowed: copy, multi30k, "
-                         "multi30k_sample, wmt14 or files"),
-    ("amp=fp8", "amp = 'fp8' is not allowed; allowed: none, bf16 or fp16"),
-    ("positional=rotary", "positional = 'rotary' is not allowed; allowed: sinusoidal or learned"),
-    ("lr_factor=0", "lr_factor = 0.0 is not allowed; allowed: > 0"),
-    ("cooldown_steps=-1", "cooldown_steps = -1 is not allowed; allowed: >= 0"),
-    ("cooldown_steps=100001", "cooldown_steps = 100001 is above train_steps = 100000"),
-    ("max_tokens=100", "max_tokens = 100 is below max_sentence_len = 256"),
-    ("positional=learned max_len=100", "max_len = 100 is below max_sentence_len = 256: learned"),
-    ("P_drop=0.1 P_drop=0.3", "P_drop is given twice (P_drop=0.1 and P_drop=0.3); give it once"),
-    ("N=1.5", "N = '1.5' is not an int"),
-    ("target_lang=English", "target_lang = 'English' is not allowed; allowed: a language code"),
-    ("target_lang=fr", "dataset wmt14 needs two different languages of de, en"),
-    ("target_lang=en", "dataset wmt14 needs two different languages"),
+@pytest.mark.parametrize("item,names", [
+    ("P_drop=-1", ("P_drop = -1.0", "0 <= P_drop < 1")),
+    ("eps_ls=1", ("eps_ls = 1.0", "0 <= eps_ls < 1")),
+    ("N=0", ("N = 0", "1 <= N <= 256")),
+    ("h=0", ("h = 0", "1 <= h <= 1,024")),
+    ("d_model=1000000", ("d_model = 1000000", "2 <= d_model <= 65,536")),
+    ("P_drop=nan", ("P_drop = nan", "finite", "0 <= P_drop < 1")),
+    ("lr_factor=inf", ("lr_factor = inf", "finite", "> 0")),
+    ("alpha=inf", ("alpha = inf", "finite", "0 <= alpha <= 10")),
+    ("alpha=11", ("alpha = 11.0", "0 <= alpha <= 10")),
+    ("seed=18446744073709551616", ("seed = 18446744073709551616", "0 <= seed")),
+    ("max_extra=1000000000", ("max_extra = 1000000000", "0 <= max_extra")),
+    ("beam_size=0", ("beam_size = 0", "1 <= beam_size <= 1,000")),
+    ("vocab_size=4", ("vocab_size = 4", "special ids")),
+    ("warmup_steps=0", ("warmup_steps = 0", ">= 1")),
+    ("log_every=0", ("log_every = 0", ">= 1")),
+    ("d_model=511", ("d_model = 511", "odd", "sinusoidal", "even d_model")),
+    ("dataset=imagenet", ("dataset = 'imagenet'", "copy", "multi30k_sample", "wmt14", "files")),
+    ("amp=fp8", ("amp = 'fp8'", "none", "bf16", "fp16")),
+    ("positional=rotary", ("positional = 'rotary'", "sinusoidal or learned")),
+    ("lr_factor=0", ("lr_factor = 0.0", "> 0")),
+    ("cooldown_steps=-1", ("cooldown_steps = -1", ">= 0")),
+    ("cooldown_steps=100001", ("cooldown_steps = 100001", "train_steps = 100000")),
+    ("max_tokens=100", ("max_tokens = 100", "max_sentence_len = 256")),
+    ("positional=learned max_len=100", ("max_len = 100", "max_sentence_len = 256", "learned")),
+    ("P_drop=0.1 P_drop=0.3", ("P_drop", "twice", "P_drop=0.1", "P_drop=0.3", "once")),
+    ("N=1.5", ("N = '1.5'", "not an int")),
+    ("target_lang=English", ("target_lang = 'English'", "language code")),
+    ("target_lang=fr", ("wmt14", "two different languages", "de, en")),
+    ("target_lang=en", ("wmt14", "two different languages")),
 ])
-def test_every_invalid_setting_is_one_line_naming_field_value_and_what_is_allowed(item, message):
+def test_every_invalid_setting_is_one_line_naming_field_value_and_what_is_allowed(item, names):
     with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("base"), item.split(" "))
-    assert message in str(error.value) and "\n" not in str(error.value)
+    says(error, *names)
 
 
 def test_a_config_cannot_be_made_invalid_in_code_either():
     with pytest.raises(configs.ConfigError, match="N = 0"):
         configs.Config(N=0)
-    with pytest.raises(configs.ConfigError, match="is not an int"):
+    with pytest.raises(configs.ConfigError) as error:
         configs.get("copy").override(N=2.0)
-    with pytest.raises(configs.ConfigError, match="compile = 1 is not a bool"):
+    says(error, "N = 2.0", "not an int")
+    with pytest.raises(configs.ConfigError) as error:
         configs.get("copy").override(compile=1)
+    says(error, "compile = 1", "not a bool")
     assert configs.get("copy").override(P_drop=0).P_drop == 0      # an int is a float's value
     for name in configs.PRESETS:                                    # every preset is valid
         assert configs.get(name) == configs.Config.from_dict(vars(configs.get(name)))
@@ -105,8 +110,9 @@ def test_a_config_cannot_be_made_invalid_in_code_either():
 
 def test_a_saved_config_with_a_field_this_code_does_not_know_is_refused():
     saved = dict(vars(configs.get("copy")), colour="red")
-    with pytest.raises(configs.ConfigError, match="config fields colour are unknown"):
+    with pytest.raises(configs.ConfigError) as error:
         configs.Config.from_dict(saved)
+    says(error, "colour", "unknown")
 
 
 def test_each_field_declares_its_rule_and_role_beside_itself():
