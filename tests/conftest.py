@@ -1,5 +1,6 @@
 import gzip
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,16 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal, whatever the test process inherited:
+    a process started in the background (`cmd &`, nohup, a job runner) inherits SIGINT
+    ignored, and Python then never installs its handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def says(message, *names) -> str:

@@ -298,15 +298,6 @@ def test_every_listing_of_a_chapter_links_the_api_reference(site):
 
 
 @pytest.fixture
-def ctrl_c():
-    """Ctrl-C raises KeyboardInterrupt, as in a terminal: a test run started in the background
-    inherits SIGINT ignored, and Python then never installs its handler."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
-@pytest.fixture
 def fake_sphinx(monkeypatch):
     """book.build with Sphinx replaced by a stand-in that writes `pages` (or fails): the
     output folder's handling without a real build, of the English edition alone."""

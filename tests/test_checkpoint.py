@@ -228,7 +228,8 @@ def test_killed_during_checkpoint_write_leaves_previous_checkpoint_loadable(tmp_
     assert not list(out.glob(".ckpt_*.tmp"))                         # the half file is gone
 
 
-def test_ctrl_c_during_a_checkpoint_write_waits_for_the_whole_file(tmp_path, monkeypatch):
+def test_ctrl_c_during_a_checkpoint_write_waits_for_the_whole_file(tmp_path, monkeypatch,
+                                                                   ctrl_c):
     """torch.save's writer is C++: Ctrl-C raised inside it would abort the process. It is held
     until the file is complete and in place, then stops the program as usual."""
     real_save = torch.save

@@ -90,7 +90,8 @@ def test_results_files_stay_as_they_were_when_a_rename_fails(tmp_path, monkeypat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
 
 
-def test_ctrl_c_during_the_commit_of_results_files_lands_after_it(tmp_path, monkeypatch):
+def test_ctrl_c_during_the_commit_of_results_files_lands_after_it(tmp_path, monkeypatch,
+                                                                 ctrl_c):
     (tmp_path / "a.md").write_text("old a\n")
     (tmp_path / "b.json").write_text("old b\n")
     real, sent = os.replace, []
@@ -100,12 +101,8 @@ def test_ctrl_c_during_the_commit_of_results_files_lands_after_it(tmp_path, monk
             sent.append(os.kill(os.getpid(), signal.SIGINT))
         return real(source, target)
     monkeypatch.setattr(os, "replace", interrupted)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": "new b\n"})
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with pytest.raises(KeyboardInterrupt):
+        write_files({tmp_path / "a.md": "new a\n", tmp_path / "b.json": "new b\n"})
     assert sent
     assert (tmp_path / "a.md").read_text() == "new a\n"
     assert (tmp_path / "b.json").read_text() == "new b\n"
