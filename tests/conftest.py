@@ -30,6 +30,21 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter):
+    """End the run with what it skipped, a line per reason naming the test files, so that a run
+    that skipped a group (the browser tests without Chromium, the GPU tests without a GPU) does
+    not read as every test."""
+    groups = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):              # (file, line, "Skipped: why")
+            why = report.longrepr[2].removeprefix("Skipped: ")
+            groups.setdefault(why, []).append(Path(report.nodeid.split("::")[0]).name)
+    for why, files in groups.items():
+        terminalreporter.write_line(f"skipped {len(files)} test(s) in "
+                                    f"{', '.join(dict.fromkeys(files))}: {why}")
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
