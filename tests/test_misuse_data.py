@@ -187,6 +187,8 @@ def test_a_resume_whose_saved_data_location_moved_says_where_it_came_from(tmp_pa
     run_fails(tmp_path / "run", "--resume", "--max-steps", 3)
     says(error_line(capsys, alone=False), str(location), "saved", "--data-dir")
     run(tmp_path / "run", "--resume", "--max-steps", 3, "--data-dir", tmp_path / "moved")
+    says(next(line for line in capsys.readouterr().out.splitlines() if "note:" in line),
+         str(tmp_path / "moved"), str(location))          # read from here, not from there
 
 
 # --- corpora that are not what they say -------------------------------------------------------

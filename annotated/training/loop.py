@@ -8,13 +8,11 @@ state and the checks of a resume, the divergence watch, torchrun, the run folder
 the machine); the checkpoint file itself is annotated.store.checkpoint_file.
 
 Checkpoints are written every ckpt_every steps or ckpt_minutes minutes, whichever comes first,
-and at the end; the newest keep_last stay on disk. They hold everything a resumed run needs to
-continue bit for bit (on a GPU with --deterministic): weights, optimizer and schedule, the RNG
-states of every rank, the data position (epoch, batch index) and where the data came from. A
-diverging loss stops the run before the update is applied, naming the last good checkpoint,
-which rotation never deletes (`LossWatch`). Logged per step (progress bar) and every log_every
-steps (stdout and RUN/metrics.jsonl): smoothed loss, nll, perplexity, token accuracy, learning
-rate and tokens/s (source + target, padding excluded); validation every eval_every steps.
+and at the end; the newest keep_last stay on disk, each with all a resumed run needs to continue
+bit for bit (on a GPU with --deterministic). A diverging loss stops the run before the update
+is applied, naming the last good checkpoint, which rotation never deletes (`LossWatch`). The
+metrics go to the progress bar every step, to stdout and RUN/metrics.jsonl every log_every
+steps; validation every eval_every steps.
 """
 import shlex
 import sys
@@ -101,9 +99,8 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
 
 
 def _data(config, data_dir, cache_dir, resumed, folder) -> tuple[Corpus, TrainState]:
-    """The corpus, and where the run starts in it: a fresh run's state or the saved one. The
-    data location given now wins over the saved one (a moved corpus), the saved one over none
-    (so --resume needs no --data-dir); a dataset that reads no data location saves none."""
+    """The corpus, and the run's state: fresh or saved. The data location given now wins over
+    the saved one (a moved corpus), the saved one over none (--resume needs no --data-dir)."""
     say = folder.say
     reads_location = DATASETS[config.dataset].location
     location = data_location(data_dir) if reads_location else None
@@ -116,9 +113,7 @@ def _data(config, data_dir, cache_dir, resumed, folder) -> tuple[Corpus, TrainSt
     where = resume.data_origin(data_dir, resumed, state.data_dir)
     if data_dir and not reads_location:
         say(f"note: dataset {config.dataset} reads no data location: --data-dir is not used")
-    note = resume.moved_data_note(resumed, state.data_dir)
-    if note:
-        say(note)
+    resume.say_if_moved(resumed, state.data_dir, say)
     if distributed.rank() > 0:         # rank 0 first: it may download data or train the
         distributed.barrier()          # tokenizer into the cache the other ranks then read
     try:
@@ -223,8 +218,7 @@ def _save(run: Run, meter: Meter, watch: LossWatch):
 
 def show_at_work(model, corpus, config, run_dir, n: int = 3):
     """End a run by showing what it learned (a few test sentences decoded with §6.1's beam
-    search) and the commands that come next, the first of them translating one of those
-    sentences."""
+    search) and the commands that come next, translating the first of those sentences."""
     model.eval()
     tokenizer = corpus.tokenizer
     pairs = list(zip(corpus.test_src, corpus.test_ref))

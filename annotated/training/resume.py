@@ -40,13 +40,12 @@ def data_origin(given, resumed, data_dir) -> str | None:
     return None
 
 
-def moved_data_note(resumed, data_dir) -> str | None:
+def say_if_moved(resumed, data_dir, say) -> None:
     """A line when the data is read from another location than the one the run started with."""
     saved = resumed["training"].get("data_dir") if resumed else None
     if saved and data_dir != saved:
-        return (f"note: reading the data from {data_dir}, not from {saved}, where this run "
-                f"started (its training and validation pairs must be the same)")
-    return None
+        say(f"note: reading the data from {data_dir}, not from {saved}, where this run started "
+            f"(its training and validation pairs must be the same)")
 
 
 def check_same_data(resumed, tokenizer, fingerprints: dict, run_dir, where) -> None:
