@@ -69,7 +69,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
         keep_freed_memory()          # no page faults on each step's large tensors (machine)
     say = printer(rank == 0)
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
-    try:                # the model and its DDP wrapper are gone before the process group
+    try:
         corpus, state = _data(config, data_dir, cache_dir, resumed, folder)
         V = corpus.tokenizer.vocab_size
         check_memory(config, V, device)
@@ -93,7 +93,8 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
                 show_at_work(model, corpus, config, folder.path)
             except OSError:                   # stdout broke at the very end: nothing is lost
                 silence_stdout()
-    finally:
+    finally:            # DDP freed after its process group hangs in gloo: free it first
+        run = model = None
         folder.close()
         distributed.finish()
 
