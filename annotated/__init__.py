@@ -23,11 +23,12 @@ calls the machinery:
     evaluate     sacreBLEU and the paper's tokenized BLEU
     checkpoint   averaging (§6.1), halving and verifying checkpoints
 
-The machinery lives in sub-packages, each of which imports only from those below it: `base`
-(errors, files, the command-line convention, the thread rule), `data` (the datasets,
-tokenizer, corpora, batching), `store` (the checkpoint file), `training` (the loop, one step,
-torchrun, the run folder), `inference` (beam search, translation, BLEU) and `notebooks` (the
-chapters' helpers and figures, which nothing else imports); `pretrained` holds a trained
+The machinery lives in sub-packages, each of which imports only from those below it, from the
+ground up: `base` (errors, files, settings, the command-line convention, the thread rule),
+`data` (the datasets, tokenizer, corpora, batching), `store` (the checkpoint file),
+`inference` (beam search, translation, BLEU) and `training` (the loop, one step, torchrun, the
+run folder), which uses both. Above the commands stands the teaching layer, `notebooks` (the
+chapters' helpers and figures), which nothing else imports; `pretrained` holds a trained
 Multi30k English->German model that ships with the project.
 """
 from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask

@@ -15,9 +15,10 @@ import argparse
 import os
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, out_file, path, say_error
+from annotated.base.cli import command, number, out_file, path, say_error
 from annotated.base.errors import CheckpointError
 from annotated.base.files import check_output
+from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.store.checkpoint_file import NAME, atomic_save, average, checkpoints, half, verify
 
@@ -88,7 +89,7 @@ def parse_args(argv=None):
     avg.add_argument("--out", type=out_file, required=True,
                      help="file to write the averaged checkpoint to: neither one of the inputs "
                           "nor named like a training checkpoint (ckpt_*.pt)")
-    avg.add_argument("--last", type=at_least(1), metavar="N",
+    avg.add_argument("--last", type=number(at_least(1)), metavar="N",
                      help="average the newest N checkpoints of the one RUN_DIR given")
     avg.add_argument("--allow-different-runs", action="store_true",
                      help="average checkpoints of different runs of the same model (e.g. other "

@@ -1,11 +1,13 @@
 """The settings of a run: the model's shape, the data, training, decoding; the paper's base and
 big models, every row of Table 3, and the presets this project trains on small machines.
 
-The model's shape and dropout are annotated.model's `ModelConfig`, passed whole to the model;
-`Config` extends it with the data, training and decoding, so a preset is one line. Each field
-says, beside itself, what it allows and its role (annotated.base.settings): `shape` (it
-defines the model's weights: checkpoints that differ in it cannot be averaged) and
-`resumable` (a resumed run may change it); SHAPE and RESUMABLE are read from them. This is the one place where settings are parsed and checked:
+The model's shape and dropout are annotated.model's `ModelConfig`, passed whole to the model
+(`EncoderDecoder(config, vocab)`); `Config` extends it with the data, training and decoding,
+so a preset is one line. What the paper reports for each row of Table 3 is beside the presets
+(`TABLE3`, `PAPER`), not in any Config. Each field says, beside itself, what it allows and its
+role (annotated.base.settings): `shape` (it defines the model's weights: checkpoints that
+differ in it cannot be averaged) and `resumable` (a resumed run may change it); SHAPE and
+RESUMABLE are read from them. This is the one place where settings are parsed and checked:
 `apply_overrides(config, ["P_drop=0.3", ...])` reads `key=value` text by each field's type,
 `option(name)` does the same for a command-line option that sets a field (--alpha), and every
 Config is validated when it is made, so a bad value (P_drop=-1, N=0, an odd d_model with
@@ -16,6 +18,7 @@ to print Table 3's parameter column beside the paper's.
 import argparse
 import types
 from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
 
 from annotated.base.cli import command, require_stdout, show
 from annotated.base.errors import ConfigError
@@ -26,7 +29,9 @@ from annotated.model import ModelConfig
 
 MAX_EXTRA = 1000          # tokens an output may run past its input (§6.3's parsing used 300)
 MAX_ALPHA = 10            # length penalty exponent (§6.1 uses 0.6); lp(Y) stays a float
-PAPER = ((lambda v: v > 0), "None or > 0")
+# Fields that older versions of this code saved in every Config, and that a saved config may
+# still carry: the paper's reported numbers, now in TABLE3.
+RETIRED = ("paper_params_M", "paper_ppl", "paper_bleu")
 
 
 @dataclass(frozen=True)
@@ -69,10 +74,6 @@ class Config(ModelConfig):
     alpha: float = setting(0.6, between(0, MAX_ALPHA, "alpha"), resumable=True)  # lp(Y) =
                                                                  # ((5 + |Y|) / 6)^alpha
     max_extra: int = setting(50, between(0, MAX_EXTRA, "max_extra"), resumable=True)
-    # what Table 3 reports, for comparison with our own numbers (None where the paper is blank)
-    paper_params_M: float | None = setting(None, PAPER, resumable=True)
-    paper_ppl: float | None = setting(None, PAPER, resumable=True)
-    paper_bleu: float | None = setting(None, PAPER, resumable=True)
 
     def __post_init__(self):
         super().__post_init__()
@@ -105,17 +106,18 @@ class Config(ModelConfig):
     @staticmethod
     def from_dict(values: dict) -> "Config":
         """A Config from saved fields (a checkpoint, a results file); unknown fields are an
-        error."""
+        error, RETIRED ones are passed over."""
+        values = {k: v for k, v in values.items() if k not in RETIRED}
         unknown = sorted(set(values) - {f.name for f in fields(Config)})
         if unknown:
             raise ConfigError(f"config fields {', '.join(unknown)} are unknown to this version "
                               f"of the code")
         return Config(**values)
 
-    def parameters(self, vocab: int | None = None) -> int:
+    def parameter_count(self, vocab: int | None = None) -> int:
         """The model's parameter count with one shared vocabulary of `vocab` (default
         vocab_size), from its shapes alone."""
-        return super().parameters(vocab or self.vocab_size)
+        return super().parameter_count(vocab or self.vocab_size)
 
     def override(self, **changes) -> "Config":
         """A copy with some fields changed; an unknown field is an error naming the valid ones."""
@@ -188,40 +190,51 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
     return config.override(**{k: parse_value(k, v) for k, v in raw.items()})
 
 
-base = Config(paper_params_M=65, paper_ppl=4.92, paper_bleu=25.8)
+class Paper(NamedTuple):
+    """What Table 3 reports for a row (newstest2013, the development set): perplexity per
+    wordpiece, BLEU, and parameters in millions (None where the paper leaves the cell blank)."""
+    ppl: float
+    bleu: float
+    params_M: float | None = None
 
 
-def _row(ppl, bleu, params=None, **changes):
-    return base.override(paper_params_M=params, paper_ppl=ppl, paper_bleu=bleu, **changes)
+base = Config()
 
+# Table 3, row by row: the row's model, as changes to the base one, and what the paper
+# reports for it.
+TABLE3: dict[str, tuple[dict, Paper]] = {
+    "base": ({}, Paper(4.92, 25.8, 65)),
+    # (A) heads, at constant computation: h * d_k = d_model
+    "A1": (dict(h=1, d_k=512, d_v=512), Paper(5.29, 24.9)),
+    "A2": (dict(h=4, d_k=128, d_v=128), Paper(5.00, 25.5)),
+    "A3": (dict(h=16, d_k=32, d_v=32), Paper(4.91, 25.8)),
+    "A4": (dict(h=32, d_k=16, d_v=16), Paper(5.01, 25.4)),
+    # (B) smaller attention keys
+    "B1": (dict(d_k=16), Paper(5.16, 25.1, 58)),
+    "B2": (dict(d_k=32), Paper(5.01, 25.4, 60)),
+    # (C) model size
+    "C1": (dict(N=2), Paper(6.11, 23.7, 36)),
+    "C2": (dict(N=4), Paper(5.19, 25.3, 50)),
+    "C3": (dict(N=8), Paper(4.88, 25.5, 80)),
+    "C4": (dict(d_model=256, d_k=32, d_v=32), Paper(5.75, 24.5, 28)),
+    "C5": (dict(d_model=1024, d_k=128, d_v=128), Paper(4.66, 26.0, 168)),
+    "C6": (dict(d_ff=1024), Paper(5.12, 25.4, 53)),
+    "C7": (dict(d_ff=4096), Paper(4.75, 26.2, 90)),
+    # (D) regularisation
+    "D1": (dict(P_drop=0.0), Paper(5.77, 24.6)),
+    "D2": (dict(P_drop=0.2), Paper(4.95, 25.5)),
+    "D3": (dict(eps_ls=0.0), Paper(4.67, 25.3)),
+    "D4": (dict(eps_ls=0.2), Paper(5.47, 25.7)),
+    # (E) learned positional embeddings instead of sinusoids
+    "E": (dict(positional="learned"), Paper(4.92, 25.7)),
+    "big": (dict(d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000, keep_last=20),
+            Paper(4.33, 26.4, 213)),
+}
+TABLE3_ROWS = list(TABLE3)
+PAPER: dict[str, Paper] = {row: paper for row, (_, paper) in TABLE3.items()}
 
 PRESETS: dict[str, Config] = {
-    "base": base,
-    # (A) heads, at constant computation: h * d_k = d_model
-    "A1": _row(5.29, 24.9, h=1, d_k=512, d_v=512),
-    "A2": _row(5.00, 25.5, h=4, d_k=128, d_v=128),
-    "A3": _row(4.91, 25.8, h=16, d_k=32, d_v=32),
-    "A4": _row(5.01, 25.4, h=32, d_k=16, d_v=16),
-    # (B) smaller attention keys
-    "B1": _row(5.16, 25.1, 58, d_k=16),
-    "B2": _row(5.01, 25.4, 60, d_k=32),
-    # (C) model size
-    "C1": _row(6.11, 23.7, 36, N=2),
-    "C2": _row(5.19, 25.3, 50, N=4),
-    "C3": _row(4.88, 25.5, 80, N=8),
-    "C4": _row(5.75, 24.5, 28, d_model=256, d_k=32, d_v=32),
-    "C5": _row(4.66, 26.0, 168, d_model=1024, d_k=128, d_v=128),
-    "C6": _row(5.12, 25.4, 53, d_ff=1024),
-    "C7": _row(4.75, 26.2, 90, d_ff=4096),
-    # (D) regularisation
-    "D1": _row(5.77, 24.6, P_drop=0.0),
-    "D2": _row(4.95, 25.5, P_drop=0.2),
-    "D3": _row(4.67, 25.3, eps_ls=0.0),
-    "D4": _row(5.47, 25.7, eps_ls=0.2),
-    # (E) learned positional embeddings instead of sinusoids
-    "E": _row(4.92, 25.7, positional="learned"),
-    "big": _row(4.33, 26.4, 213, d_model=1024, d_ff=4096, h=16, P_drop=0.3, train_steps=300_000,
-                keep_last=20),
+    **{row: base.override(**changes) for row, (changes, _) in TABLE3.items()},
     # Small presets for one CPU (not in the paper). copy: learn to repeat the input, the
     # smallest check that the model learns anything; one layer a stack is enough.
     "copy": Config(dataset="copy", vocab_size=11, N=1, d_model=64, d_ff=128, h=4, d_k=16,
@@ -235,8 +248,8 @@ PRESETS: dict[str, Config] = {
                      h=4, d_k=32, d_v=32, P_drop=0.1, eps_ls=0.1, train_steps=700,
                      warmup_steps=200, lr_factor=0.5, max_tokens=1024, log_every=50,
                      eval_every=100, ckpt_every=100, keep_last=3),
-    # multi30k: English->German image captions, a model that trains on a 2-core CPU in an
-    # hour; a checkpoint every 3 minutes, so averaging the last 5 (§6.1) covers a quarter hour.
+    # multi30k: English->German image captions, a model small enough to train on a 2-core
+    # CPU; a checkpoint every 3 minutes, so averaging the last 5 (§6.1) covers a quarter hour.
     "multi30k": Config(dataset="multi30k", vocab_size=8000, N=3, d_model=256, d_ff=1024,
                        h=8, d_k=32, d_v=32, P_drop=0.1, eps_ls=0.1, train_steps=20_000,
                        warmup_steps=600, lr_factor=0.4, max_tokens=2048, log_every=50,
@@ -249,8 +262,6 @@ PRESETS: dict[str, Config] = {
                             warmup_steps=1000, lr_factor=0.7, max_tokens=2048, log_every=50,
                             eval_every=500, ckpt_every=500, ckpt_minutes=2.0, keep_last=10),
 }
-TABLE3_ROWS = ["base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6",
-               "C7", "D1", "D2", "D3", "D4", "E", "big"]
 
 
 def get(name: str) -> Config:
@@ -259,15 +270,15 @@ def get(name: str) -> Config:
     return PRESETS[name]
 
 
-def build(name: str, src_vocab: int, tgt_vocab: int | None = None, **changes):
-    """The model of a named preset, e.g. `build("base", 37000)`."""
-    return get(name).override(**changes).make_model(src_vocab, tgt_vocab)
-
-
-def table3_params(vocab: int = 37_000):
-    """(row, our parameter count, paper's count in millions or None) for every Table 3 row."""
-    return [(name, get(name).parameters(vocab), get(name).paper_params_M)
-            for name in TABLE3_ROWS]
+def table3_params_table(vocab: int = 37_000) -> str:
+    """Table 3's parameter column as a Markdown table: for every row, our count with one
+    shared vocabulary of `vocab` tokens and the paper's, in millions, and the gap."""
+    lines = ["| row | ours (M) | paper (M) | ours - paper |", "| --- | ---: | ---: | ---: |"]
+    for row in TABLE3_ROWS:
+        ours, paper = get(row).parameter_count(vocab) / 1e6, PAPER[row].params_M
+        gap = f"{ours - paper:+.2f}" if paper else ""
+        lines.append(f"| {row} | {ours:.2f} | {paper if paper else ''} | {gap} |")
+    return "\n".join(lines)
 
 
 def parse_args(argv=None):
@@ -283,15 +294,8 @@ def main(argv=None):
     """`python -m annotated.configs`: Table 3's parameter column beside the paper's."""
     args = parse_args(argv)
     require_stdout("the table")
-    lines = [f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways",
-             f"{'row':>5} {'ours (M)':>10} {'paper (M)':>10} {'diff (M)':>9}  config"]
-    for name, n, paper in table3_params(args.vocab):
-        c = get(name)
-        diff = f"{n / 1e6 - paper:+9.2f}" if paper else f"{'':>9}"
-        shape = (f"N={c.N} d_model={c.d_model} d_ff={c.d_ff} h={c.h} d_k={c.d_k} d_v={c.d_v} "
-                 f"P_drop={c.P_drop} eps_ls={c.eps_ls} pos={c.positional}")
-        lines.append(f"{name:>5} {n / 1e6:10.2f} {paper if paper else '':>10} {diff}  {shape}")
-    show("\n".join(lines))
+    show(f"shared vocabulary V = {args.vocab:,}; one V x d_model matrix, tied three ways\n"
+         + table3_params_table(args.vocab))
 
 
 if __name__ == "__main__":

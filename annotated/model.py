@@ -1,4 +1,7 @@
-"""The full encoder-decoder (§3, Figure 1), built whole from a ModelConfig, and `make_model`.
+"""The full encoder-decoder (§3, Figure 1), built whole from a ModelConfig.
+
+    EncoderDecoder(config, vocab)            from any ModelConfig, a run's Config included
+    make_model(vocab, N=2, d_model=128)      the same, with ModelConfig's fields as keywords
 
     src tokens -> Embeddings * sqrt(d_model) + PE -> Dropout -> Encoder -> memory
     tgt tokens (shifted right) -> Embeddings * sqrt(d_model) + PE -> Dropout
@@ -13,7 +16,7 @@ Initialisation is not given in the paper. We use Xavier-uniform for the weight m
 zero biases, and N(0, d_model^-1/2) for the embedding, so that after the sqrt(d_model) scale
 the embedded tokens have unit-size components like the positional encodings.
 """
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -54,20 +57,11 @@ class ModelConfig:
             raise ConfigError(f"config: d_model = {self.d_model} is odd; sinusoidal positions "
                               f"need an even d_model (sin and cos pairs, §3.5)")
 
-    @property
-    def model(self) -> "ModelConfig":
-        """The model's part of these settings (itself, for a ModelConfig)."""
-        return ModelConfig(**{f.name: getattr(self, f.name) for f in fields(ModelConfig)})
-
-    def make_model(self, src_vocab: int, tgt_vocab: int | None = None) -> "EncoderDecoder":
-        """The model of these settings; one shared vocabulary unless tgt_vocab differs."""
-        return EncoderDecoder(self.model, src_vocab, tgt_vocab)
-
-    def parameters(self, vocab: int) -> int:
+    def parameter_count(self, vocab: int) -> int:
         """The model's parameter count with one shared vocabulary of `vocab`, from its shapes
         alone: nothing is allocated."""
         with torch.device("meta"):
-            return count_parameters(self.make_model(vocab))
+            return count_parameters(EncoderDecoder(self, vocab))
 
 
 class EncoderDecoder(nn.Module):
@@ -144,9 +138,9 @@ class EncoderDecoder(nn.Module):
 
 def make_model(src_vocab: int, tgt_vocab: int | None = None, tie_embeddings: bool | None = None,
                **settings) -> EncoderDecoder:
-    """The Transformer of §3 with `settings`, any fields of ModelConfig (N, d_model, d_ff, h,
-    d_k, d_v, P_drop, ...); the base model by default, d_k = d_v = d_model / h unless given:
-    `make_model(37000, N=2, d_model=128)`."""
+    """EncoderDecoder(ModelConfig(**settings), ...): the Transformer of §3 with `settings`, any
+    fields of ModelConfig (N, d_model, d_ff, h, d_k, d_v, P_drop, ...); the base model by
+    default, d_k = d_v = d_model / h unless given: `make_model(37000, N=2, d_model=128)`."""
     return EncoderDecoder(ModelConfig(**settings), src_vocab, tgt_vocab, tie_embeddings)
 
 

@@ -1,6 +1,6 @@
 """`python -m annotated.train`: training (§5), one command from a laptop CPU to 8 GPUs.
 
-    python -m annotated.train --config sample                     # 2 minutes, no data needed
+    python -m annotated.train --config sample                     # no data needed
     python -m annotated.train --config multi30k --data-dir DIR --run-dir runs/multi30k
     python -m annotated.train --run-dir runs/multi30k --resume    # continue exactly
     torchrun --nproc_per_node=8 -m annotated.train --config base --data-dir DIR amp=bf16
@@ -20,8 +20,9 @@ import argparse
 from dataclasses import fields
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, path, positive
+from annotated.base.cli import command, number, path, positive
 from annotated.base.errors import ConfigError
+from annotated.base.settings import at_least, between
 from annotated.base.threads import SMALL_MODEL, use_threads
 from annotated.configs import PRESETS, RESUMABLE, Config, apply_overrides, get
 from annotated.store import checkpoint_file
@@ -39,11 +40,12 @@ def parse_args(argv=None):
                    "ANNOTATED_DATA_DIR, or the one the run was started with)")
     p.add_argument("--cache-dir", type=path, help="tokenizer and download cache (default: env "
                    "ANNOTATED_CACHE_DIR or ~/.cache/annotated-transformer)")
-    p.add_argument("--max-steps", type=at_least(1), help="stop after this global step (default "
-                                                         "train_steps)")
+    p.add_argument("--max-steps", type=number(at_least(1)),
+                   help="stop after this global step (default train_steps)")
     p.add_argument("--max-minutes", type=positive, help="also stop after this many minutes")
-    p.add_argument("--threads", type=at_least(1, high=1024), help="CPU threads (default: 1 for "
-                   f"models under {SMALL_MODEL // 10**6} million parameters, else one per core)")
+    p.add_argument("--threads", type=number(between(1, 1024, "threads")),
+                   help=f"CPU threads (default: 1 for models under {SMALL_MODEL // 10**6} million "
+                        f"parameters, else one per core)")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument("--deterministic", action="store_true",
                    help="deterministic GPU kernels, so that a resumed GPU run continues exactly "
@@ -60,7 +62,7 @@ def main(argv=None):
     args = parse_args(argv)
     out = Path(args.run_dir or Path("runs") / args.config)
     config, resumed = run_config(args, out)
-    use_threads(config.parameters(), args.threads)
+    use_threads(config.parameter_count(), args.threads)
     train(config, out, data_dir=args.data_dir, cache_dir=args.cache_dir,
           max_steps=args.max_steps, max_minutes=args.max_minutes, resumed=resumed,
           deterministic=args.deterministic)

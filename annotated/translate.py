@@ -22,9 +22,10 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import at_least, command, out_file, path, say_error
+from annotated.base.cli import command, number, out_file, path, say_error
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, check_aligned, check_output, read_lines
+from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
 from annotated.inference.batched import translate_lines
@@ -47,7 +48,7 @@ def parse_args(argv=None):
     p.add_argument("--greedy", action="store_true", help="greedy search instead of beam")
     p.add_argument("--no-cache", action="store_true",
                    help="recompute the whole prefix every step (slow; for comparison)")
-    p.add_argument("--batch-tokens", type=at_least(1, high=10 ** 7), default=2000,
+    p.add_argument("--batch-tokens", type=number(between(1, 10 ** 7, "tokens")), default=2000,
                    help="source tokens per batch, padding included")
     p.add_argument("--input", type=path, help="text file, plain or gzip (default or -: stdin)")
     p.add_argument("--out", type=out_file, help="file to write, atomically (gzip if it ends in "

@@ -15,6 +15,7 @@ import torch
 
 from annotated import configs
 from annotated.base.cli import command
+from annotated.model import EncoderDecoder
 from annotated.optim import make_optimizer
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
@@ -32,7 +33,7 @@ def optimizers(vocab: int = 6000):
     steps = {}
     for name, build in builders.items():
         torch.manual_seed(0)
-        model = config.make_model(vocab)
+        model = EncoderDecoder(config, vocab)
         for p in model.parameters():
             p.grad = torch.randn_like(p) * 1e-3
         optimizer = build(model)

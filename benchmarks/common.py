@@ -5,14 +5,15 @@ import time
 
 import torch
 
-from annotated.base.cli import at_least
+from annotated.base.cli import number
+from annotated.base.settings import at_least
 
 
 def add_timing_arguments(parser, repeats: int):
     """--threads and --repeats, as the timing benchmarks take them."""
-    parser.add_argument("--threads", type=at_least(1),
+    parser.add_argument("--threads", type=number(at_least(1)),
                         help="default: env BENCH_THREADS or all cores")
-    parser.add_argument("--repeats", type=at_least(1), default=repeats,
+    parser.add_argument("--repeats", type=number(at_least(1)), default=repeats,
                         help=f"timed runs of each contender (median; default {repeats})")
 
 

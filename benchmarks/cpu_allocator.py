@@ -1,6 +1,6 @@
 """A CPU training step with freed memory kept for reuse, against glibc's default.
 
-annotated.training.cpu_memory asks glibc to keep freed memory in its heap instead of returning
+annotated.training.machine asks glibc to keep freed memory in its heap instead of returning
 large blocks to the kernel and mapping them afresh at the next step. The setting holds for the
 whole process and glibc's default cannot be restored once changed, so each contender runs in a
 process of its own: one child process per timed run, the two settings alternating, each timing
@@ -17,8 +17,9 @@ import statistics
 import subprocess
 import sys
 
-from annotated.base.cli import at_least, command
-from annotated.training.cpu_memory import keep_freed_memory
+from annotated.base.cli import command, number
+from annotated.base.settings import at_least
+from annotated.training.machine import keep_freed_memory
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 from benchmarks.train_throughput import CASES, training_step
 
@@ -45,7 +46,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.cpu_allocator",
                                      description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=5)
-    parser.add_argument("--steps", type=at_least(1), default=20,
+    parser.add_argument("--steps", type=number(at_least(1)), default=20,
                         help="timed steps in each process (median; default 20)")
     parser.add_argument("--child", choices=["kept", "default"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)

@@ -26,8 +26,9 @@ import time
 import torch
 from torch import nn
 
-from annotated.base.cli import at_least, command, path
+from annotated.base.cli import command, number, path
 from annotated.base.files import read_lines
+from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.data.corpus import DATA_ENV, _find
 from annotated.data.tokenizer import EOS, PAD, train_bpe
@@ -62,10 +63,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.decode_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=path, help=f"folder holding wmt14/ (or env {DATA_ENV})")
-    parser.add_argument("--sentences", type=at_least(1), default=50)
+    parser.add_argument("--sentences", type=number(at_least(1)), default=50)
     add_timing_arguments(parser, repeats=1)
     parser.add_argument("--checkpoint", help="a trained checkpoint instead of a random model")
-    parser.add_argument("--vocab", type=at_least(16_000), default=37_000,
+    parser.add_argument("--vocab", type=number(at_least(16_000)), default=37_000,
                         help="random model's vocabulary (it holds the BPE's 16,000 pieces)")
     parser.add_argument("--max-extra", type=option("max_extra"),
                         help="default: 0 (random model), 50 (trained)")

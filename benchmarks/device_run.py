@@ -32,9 +32,10 @@ import sys
 import time
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, path
+from annotated.base.cli import command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open
+from annotated.base.settings import at_least
 from experiments.folders import ROOT, relative
 from experiments.machine import machine_record
 
@@ -97,7 +98,7 @@ def parse_args(argv=None):
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--out-dir", type=path, help="default results/ (on a GPU only)")
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=STAGES)
-    parser.add_argument("--seconds", type=at_least(60), default=500,
+    parser.add_argument("--seconds", type=number(at_least(60)), default=500,
                         help="for all the stages together (default 500)")
     args = parser.parse_args(argv)
     results = ROOT / "results"

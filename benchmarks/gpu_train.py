@@ -44,9 +44,10 @@ from pathlib import Path
 import torch
 
 from annotated import configs
-from annotated.base.cli import at_least, command, path
+from annotated.base.cli import command, number, path
 from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import atomic_open, check_output
+from annotated.base.settings import at_least
 from benchmarks.train_throughput import training_step
 from experiments.folders import ROOT
 from experiments.machine import machine_record
@@ -208,12 +209,13 @@ def parse_args(argv=None):
                         metavar="CONFIG", help="presets to time (default: base big)")
     parser.add_argument("--modes", nargs="+", choices=["eager", "compiled", "graphs"],
                         default=["eager", "compiled"], help="default: eager compiled")
-    parser.add_argument("--tokens", type=at_least(1), default=PAPER_BATCH,
+    parser.add_argument("--tokens", type=number(at_least(1)), default=PAPER_BATCH,
                         help=f"tokens a side per step (default {PAPER_BATCH:,}, the paper's); "
                              f"each model is also timed at 1/{GPUS} of it")
-    parser.add_argument("--vocab", type=at_least(5), default=VOCAB,
+    parser.add_argument("--vocab", type=number(at_least(5)), default=VOCAB,
                         help=f"shared vocabulary size (default {VOCAB:,}, the paper's)")
-    parser.add_argument("--repeats", type=at_least(3), default=10, help="timed steps (median)")
+    parser.add_argument("--repeats", type=number(at_least(3)), default=10,
+                        help="timed steps (median)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu only to check the script itself on a small preset")
     parser.add_argument("--profile", action="store_true", help="GPU time by kind of kernel")

@@ -18,7 +18,7 @@ BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def count(text: str) -> int:
-    """A whole number from 1 to 1024 (annotated.base.cli.at_least would load NumPy's BLAS
+    """A whole number from 1 to 1024 (annotated.base.cli.number would load NumPy's BLAS
     before BLAS_THREADS are set)."""
     if not text.isdigit() or not 1 <= int(text) <= 1024:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1024, got {text!r}")
@@ -45,6 +45,7 @@ import reference_numpy as ref  # noqa: E402
 from annotated import batch_masks, configs  # noqa: E402
 from annotated.base.cli import command  # noqa: E402
 from annotated.loss import label_smoothed_loss  # noqa: E402
+from annotated.model import EncoderDecoder  # noqa: E402
 from benchmarks.common import interleaved_times  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
@@ -81,7 +82,7 @@ def compare(name, config, vocab, batch, repeats):
     """Time one loss-and-gradients step of each side on `batch` (src, tgt_in, tgt_out); prints
     the times, their ratio and how far apart the two losses are."""
     torch.manual_seed(0)
-    model = config.make_model(vocab).double().eval()        # eval: dropout off
+    model = EncoderDecoder(config, vocab).double().eval()        # eval: dropout off
     params = ref.params_from_torch(model)
     src, tgt_in, tgt_out = batch
     t_src, t_in, t_out = (torch.from_numpy(a) for a in batch)

@@ -12,7 +12,8 @@ import argparse
 import numpy as np
 
 from annotated import configs
-from annotated.base.cli import at_least, command
+from annotated.base.cli import command, number
+from annotated.base.settings import at_least
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import load_corpus
 
@@ -29,7 +30,7 @@ def parse_args(argv=None):
     parser.add_argument("--config", default="multi30k")
     parser.add_argument("--data-dir", help="folder holding multi30k/ (or env ANNOTATED_DATA_DIR)")
     parser.add_argument("--cache-dir", help="tokenizer cache (or env ANNOTATED_CACHE_DIR)")
-    parser.add_argument("--epochs", type=at_least(1), default=3,
+    parser.add_argument("--epochs", type=number(at_least(1)), default=3,
                         help="epochs of batches to average over")
     return parser.parse_args(argv)
 

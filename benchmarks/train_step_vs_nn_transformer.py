@@ -17,6 +17,7 @@ from annotated import batch_masks, configs
 from annotated.base.cli import command
 from annotated.loss import label_smoothed_loss
 from annotated.masks import subsequent_mask
+from annotated.model import EncoderDecoder
 from annotated.positional import sinusoid_table
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
@@ -72,7 +73,7 @@ def step_fn(model, run, src, tgt_in, tgt_out):
 
 def compare(name, config, vocab, n_sent, length, P_drop, repeats):
     torch.manual_seed(0)
-    ours = config.override(P_drop=P_drop).make_model(vocab).train()
+    ours = EncoderDecoder(config.override(P_drop=P_drop), vocab).train()
     theirs = TorchTransformer(vocab, config.N, config.d_model, config.d_ff, config.h, P_drop).train()
     src, tgt_in, tgt_out = batch(n_sent, length, vocab)
     tokens = int((tgt_out != PAD).sum())

@@ -168,12 +168,6 @@ def script(data: dict) -> str:
             + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + ";\n")
 
 
-def read_script(text: str) -> dict:
-    """The data object of a file `script` wrote."""
-    start = text.index(f"window.{GLOBAL} = ") + len(f"window.{GLOBAL} = ")
-    return json.loads(text[start:].rstrip().removesuffix(";"))
-
-
 def inputs_digest() -> str:
     """A digest of everything the data depends on: the checkpoint, the sentences, this module
     and the annotated package's Python source."""

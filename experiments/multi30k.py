@@ -38,9 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from annotated.base.cli import at_least, command, path, positive
+from annotated.base.cli import command, number, path, positive
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, write_files
+from annotated.base.settings import at_least
 from annotated.configs import apply_overrides, get, option
 from annotated.data.corpus import cache_folder, corpus_files, data_location
 from annotated.inference.search import attention_maps
@@ -61,19 +62,20 @@ def parse_args(argv=None):
                              "files (with --skip-train the run's own preset does)")
     parser.add_argument("--max-minutes", type=positive,
                         help="minutes of training (default 60)")
-    parser.add_argument("--nproc", type=at_least(1),
+    parser.add_argument("--nproc", type=number(at_least(1)),
                         help="train as this many processes under torchrun, one CPU thread or "
                              "GPU each (default 1; 2 fills a 2-core CPU)")
     add_training_arguments(parser, "override fields of the multi30k preset")
     parser.add_argument("--run-dir", type=path, help="the training run (default runs/CONFIG); "
                         "without --skip-train, a folder that holds no run yet")
     parser.add_argument("--skip-train", action="store_true", help="score an existing run")
-    parser.add_argument("--average", type=at_least(1), default=5, help="checkpoints to average")
+    parser.add_argument("--average", type=number(at_least(1)), default=5,
+                        help="checkpoints to average")
     parser.add_argument("--beam-size", type=option("beam_size"), default=4,
                         help="beam size (default 4)")
     parser.add_argument("--alpha", type=option("alpha"), default=0.6,
                         help="length penalty alpha (default 0.6)")
-    parser.add_argument("--limit", type=at_least(3), default=None,
+    parser.add_argument("--limit", type=number(at_least(3)), default=None,
                         help="score only the first N test sentences, at least the 3 whose "
                              "attention maps are saved (a smoke test)")
     args = parser.parse_intermixed_args(argv)

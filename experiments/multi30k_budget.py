@@ -39,9 +39,10 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import at_least, command, path, positive
+from annotated.base.cli import command, number, path, positive
 from annotated.base.errors import CheckpointError, DeviceError
 from annotated.base.files import write_files
+from annotated.base.settings import at_least
 from annotated.configs import apply_overrides, get, merged
 from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
@@ -62,7 +63,7 @@ CANDIDATES = {                        # name: overrides beyond BUDGET (the prese
     "published": ["P_drop=0.3"],
     "p02": ["P_drop=0.2"],
     "p03_v6k": ["P_drop=0.3", "vocab_size=6000"],
-    "p02_v6k": ["P_drop=0.2", "vocab_size=6000"],   # best on val in the CPU-hour sweep
+    "p02_v6k": ["P_drop=0.2", "vocab_size=6000"],   # the shipped model's settings
 }
 TARGETS = ("de", "fr")
 AVERAGES = (1, 5, 10)
@@ -80,12 +81,12 @@ def parse_args(argv=None):
     parser.add_argument("--max-minutes", type=positive, default=None,
                         help="with --train: stop training after this many minutes; the same "
                              "command again goes on from there")
-    parser.add_argument("--nproc", type=at_least(1), default=None,
+    parser.add_argument("--nproc", type=number(at_least(1)), default=None,
                         help="with --device cpu: processes a run, one global batch (default 2; "
                              "on a GPU every run is one process)")
     parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "budget",
                         help="where the runs are (default runs/budget)")
-    parser.add_argument("--limit", type=at_least(3), default=None,
+    parser.add_argument("--limit", type=number(at_least(3)), default=None,
                         help="score only the first N sentences (a smoke test)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu to train and score on a machine without a GPU, one run "

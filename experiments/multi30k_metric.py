@@ -21,8 +21,9 @@ from pathlib import Path
 from sacrebleu.metrics import BLEU
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from annotated.base.cli import at_least, command, path
+from annotated.base.cli import command, number, path
 from annotated.base.files import write_files
+from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.store.checkpoint_file import config_from, load
 from experiments.commands import invocation
@@ -42,7 +43,7 @@ def parse_args(argv=None):
                         help="length penalty alpha (default 1.4, the shipped model's)")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                            "ANNOTATED_DATA_DIR)")
-    parser.add_argument("--limit", type=at_least(10), default=None,
+    parser.add_argument("--limit", type=number(at_least(10)), default=None,
                         help="only the first N sentences (a smoke test)")
     add_out_dir(parser)
     return parser.parse_args(argv)

@@ -17,9 +17,10 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, path
+from annotated.base.cli import command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
+from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.inference.bleu import paired_bootstrap
 from annotated.store.checkpoint_file import config_from, load
@@ -41,7 +42,7 @@ def parse_args(argv=None):
                              "compared with the second")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                            "ANNOTATED_DATA_DIR)")
-    parser.add_argument("--limit", type=at_least(10), default=None,
+    parser.add_argument("--limit", type=number(at_least(10)), default=None,
                         help="only the first N sentences of each set (a smoke test)")
     add_out_dir(parser)
     args = parser.parse_args(argv)

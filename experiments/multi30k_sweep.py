@@ -30,9 +30,10 @@ import json
 import shutil
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, path, positive
+from annotated.base.cli import command, number, path, positive
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
+from annotated.base.settings import at_least
 from annotated.configs import apply_overrides, get, merged
 from annotated.store.checkpoint_file import checkpoints
 from experiments.commands import invocation, resume_command, start, train_command, wait_for
@@ -45,11 +46,10 @@ from experiments.scoring import (SHOWN, TRAIN_FIRST, entry_problem, split_text, 
 # name: (preset, overrides, processes). Transformer-tiny with the paper's dropout 0.1 and with
 # the literature's 0.3, and the multi30k preset with 0.3, each one process; then Transformer-tiny
 # as two processes under torchrun, one global batch split between them (chapter 9): the same
-# model and batches, more steps an hour; with those steps, dropout 0.2, and 0.2 with a higher
-# learning rate; 0.2 with a 6,000-entry vocabulary (the output projection and softmax are much
-# of a narrow model's work) and with 4,000; 6,000 with the rate cooled linearly to zero over the
-# last quarter of a step count that fits the hour (cooldown_steps, not in the paper), the
-# alternative to averaging; 6,000 with all text lowercased (lowercase, not in the paper), as the
+# model and batches; with two processes, dropout 0.2, and 0.2 with a higher learning rate; 0.2
+# with a 6,000-entry vocabulary and with 4,000; 6,000 with the rate cooled linearly to zero over
+# the last quarter of its train_steps (cooldown_steps, not in the paper), the alternative to
+# averaging; 6,000 with all text lowercased (lowercase, not in the paper), as the
 # published Multi30k baselines train; that lowercased candidate with the published baseline's
 # learning rate (Wu et al., 2021: a peak of 5e-3 after 2,000 warmup steps); and with the
 # published dropout, 0.3. What each scored is in results/multi30k_sweep.md.
@@ -100,7 +100,7 @@ def parse_args(argv=None):
                         help="train (with --train) and score only these candidates now (their "
                              "scores are kept in their run folders for the full sweep); writes "
                              "no results file")
-    parser.add_argument("--limit", type=at_least(1), default=None,
+    parser.add_argument("--limit", type=number(at_least(1)), default=None,
                         help="score only the first N val sentences (a smoke test)")
     add_training_arguments(parser, "override fields of every candidate (a smoke test: "
                                    "dataset=multi30k_sample N=1 ...)")

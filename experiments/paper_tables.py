@@ -318,10 +318,8 @@ def table2_markdown(costs) -> list[str]:
 def table3_markdown() -> list[str]:
     lines = ["## Table 3: parameter counts", "",
              "`python -m annotated.configs` (shared vocabulary of 37,000, one matrix for both "
-             "embeddings and the output projection):", "",
-             "| row | ours (M) | paper (M) |", "| --- | --- | --- |"]
-    return lines + [f"| {name} | {n / 1e6:.2f} | {paper if paper else ''} |"
-                    for name, n, paper in configs.table3_params()]
+             "embeddings and the output projection):", ""]
+    return lines + configs.table3_params_table(37_000).splitlines()
 
 
 if __name__ == "__main__":

@@ -27,9 +27,10 @@ import json
 import tempfile
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, path
+from annotated.base.cli import command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import sha256_file, write_files
+from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
@@ -59,7 +60,7 @@ def parse_args(argv=None):
                         help="beam size (default 4)")
     parser.add_argument("--alpha", type=option("alpha"), default=0.6,
                         help="length penalty (default 0.6)")
-    parser.add_argument("--limit", type=at_least(EXAMPLES), default=None,
+    parser.add_argument("--limit", type=number(at_least(EXAMPLES)), default=None,
                         help="compare on the first N test sentences only (a smoke test)")
     parser.add_argument("--out-dir", type=path, default=ROOT / "runs" / "pretrained",
                         help="where to write the files (default runs/pretrained; "

@@ -99,7 +99,7 @@ def evaluate_run(run: Path, n_average: int, beam: dict, data_dir, limit) -> tupl
     averaged, average_cmd = average(run, n_average)
     result["average"] = {"command": average_cmd,
                          "checkpoints": [p.name for p in found[-n_average:]]}
-    result["config"] = {k: v for k, v in vars(config).items() if not k.startswith("paper_")}
+    result["config"] = dict(vars(config))
     src, ref = corpus.test_src[:limit], corpus.test_ref[:limit]
     if len(src) < len(corpus.test_src):
         result["limited"] = first_sentences(len(src), len(corpus.test_src))

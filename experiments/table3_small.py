@@ -30,10 +30,11 @@ import shlex
 import shutil
 from pathlib import Path
 
-from annotated.base.cli import at_least, command, path
+from annotated.base.cli import command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, write_files
-from annotated.configs import PRESETS, apply_overrides, get
+from annotated.base.settings import at_least
+from annotated.configs import PAPER, apply_overrides, get
 from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoint_name, config_from, load
 from annotated.training.run_dir import read_metrics
@@ -72,8 +73,8 @@ PAPER_ROWS = list(dict.fromkeys(row for row, _ in ROWS.values()))
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m experiments.table3_small",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=at_least(1), default=2000)
-    parser.add_argument("--seeds", type=at_least(1), default=3,
+    parser.add_argument("--steps", type=number(at_least(1)), default=2000)
+    parser.add_argument("--seeds", type=number(at_least(1)), default=3,
                         help="train the base row with this many seeds, to measure the noise")
     parser.add_argument("--rows", nargs="*", choices=PAPER_ROWS, default=PAPER_ROWS,
                         metavar="ROW", help="train and score only these paper rows (base, A1, "
@@ -85,7 +86,7 @@ def parse_args(argv=None):
     add_training_arguments(parser, "override fields of every row (before the row's change)")
     parser.add_argument("--runs-dir", type=path, default=ROOT / "runs" / "table3_small",
                         help="the folder of the rows' training runs (default runs/table3_small)")
-    parser.add_argument("--limit", type=at_least(1), default=None,
+    parser.add_argument("--limit", type=number(at_least(1)), default=None,
                         help="score only N val sentences")
     return parser.parse_intermixed_args(argv)
 
@@ -115,8 +116,8 @@ def main(argv=None):
             if name in records:
                 results[name] = as_recorded(records[name])
             continue
-        results[name] = {"paper_row": row, "paper_ppl": PRESETS[row].paper_ppl,
-                         "paper_bleu": PRESETS[row].paper_bleu,
+        results[name] = {"paper_row": row, "paper_ppl": PAPER[row].ppl,
+                         "paper_bleu": PAPER[row].bleu,
                          **run_row(args, name, args.runs_dir / folder, changes, sources,
                                    references, records.get(name), plans[name])}
         if len(sources) < total:

@@ -1,5 +1,6 @@
 import gzip
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,49 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter):
+    """End the run with what it skipped, a line per reason naming the test files, so that a run
+    that skipped a group (the browser tests without Chromium, the GPU tests without a GPU) does
+    not read as every test."""
+    groups = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):              # (file, line, "Skipped: why")
+            why = report.longrepr[2].removeprefix("Skipped: ")
+            groups.setdefault(why, []).append(Path(report.nodeid.split("::")[0]).name)
+    for why, files in groups.items():
+        terminalreporter.write_line(f"skipped {len(files)} test(s) in "
+                                    f"{', '.join(dict.fromkeys(files))}: {why}")
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal, whatever the test process inherited:
+    a process started in the background (`cmd &`, nohup, a job runner) inherits SIGINT
+    ignored, and Python then never installs its handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def says(message, *names) -> str:
+    """Check a message by what it names, not by its wording: `message` (text, an exception, or
+    what pytest.raises gives) must be one line that contains each of `names`, the problem's
+    key words, the file or setting, and the fix's command or option. A sentence said another
+    way passes; a message that stops naming the file, the setting or the fix fails. Returns
+    the message's text."""
+    if isinstance(getattr(message, "value", None), BaseException):
+        message = message.value                                   # pytest.raises' ExceptionInfo
+    text = str(message)
+    assert text.strip() and "\n" not in text.strip(), f"not one line: {text!r}"
+    missing = [str(name) for name in names if str(name) not in text]
+    assert not missing, f"the message does not name {missing}: {text}"
+    return text
 
 
 def full_corpus(dataset: str, name: str) -> Path:

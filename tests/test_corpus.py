@@ -8,7 +8,7 @@ import tarfile
 
 import numpy as np
 import pytest
-from conftest import full_corpus, user_corpus
+from conftest import full_corpus, says, user_corpus
 
 import annotated.data.corpus as data
 import annotated.data.tokenizer as tokenizer_module
@@ -37,8 +37,9 @@ def test_read_parallel_gzip_and_plain_with_empty_pairs(tmp_path):
 def test_read_parallel_line_count_mismatch_names_both(tmp_path):
     (tmp_path / "x.en").write_text("a\nb\nc\n")
     (tmp_path / "x.de").write_text("a\nb\n")
-    with pytest.raises(ValueError, match=r"x\.en has 3 lines but .*x\.de has 2"):
+    with pytest.raises(ValueError) as error:
         read_parallel(tmp_path / "x.en", tmp_path / "x.de")
+    says(error, "x.en", "3 lines", "x.de", "has 2")
 
 
 # --- copy task -------------------------------------------------------------------------------
@@ -103,12 +104,9 @@ def test_a_damaged_cached_file_is_kept_until_a_verified_download_replaces_it(off
     logs = []
     with pytest.raises(FileNotFoundError) as error:
         load_corpus(get("multi30k"), cache_dir=cache, log=logs.append)
-    message = str(error.value)
-    assert f"{cache / 'multi30k' / 'train.en.gz'} holds other sentences (kept as it is)" \
-        in message
-    assert "--data-dir" in message and data.DATA_ENV in message
-    assert any("does not hold the published sentences; downloading it again" in line
-               for line in logs)
+    says(error, str(cache / "multi30k" / "train.en.gz"), "other sentences", "--data-dir",
+         data.DATA_ENV)
+    says(next(line for line in logs if "published" in line), "train.en.gz", "downloading")
     assert (cache / "multi30k" / "train.en.gz").read_bytes() == b"truncated"
 
 
@@ -144,17 +142,16 @@ def test_a_multi30k_data_location_must_hold_the_published_sentences(tmp_path, ch
               "one word changed": [german[0].replace("Männer", "Frauen")] + german[1:]}[change]
     (folder / "train.de.gz").write_bytes(gzip.compress("".join(line + "\n" for line in german)
                                                        .encode(), mtime=0))
-    with pytest.raises(data.DataError, match=r"train\.de\.gz does not hold the published "
-                                             r"Multi30k sentences.*dataset=files"):
+    with pytest.raises(data.DataError) as error:
         load_corpus(get("multi30k"), data_dir=tmp_path / "data", cache_dir=tmp_path / "cache",
                     log=quiet)
+    says(error, "train.de.gz", "published Multi30k sentences", "dataset=files")
 
 
 def test_data_dir_without_the_files_names_where_it_looked(tmp_path):
-    with pytest.raises(FileNotFoundError, match=rf"train\.en\.gz.* in {tmp_path}/multi30k and "
-                                                rf"in {tmp_path}; .*--data-dir or "
-                                                rf"{data.DATA_ENV}"):
+    with pytest.raises(FileNotFoundError) as error:
         load_corpus(get("multi30k"), data_dir=tmp_path, cache_dir=tmp_path, log=quiet)
+    says(error, "train.en.gz", f"{tmp_path}/multi30k", f"in {tmp_path}", "--data-dir", data.DATA_ENV)
 
 
 # --- Multi30k: the real data (shared folder, or downloaded) ------------------------------------
@@ -190,7 +187,8 @@ def test_multi30k_padding_fraction_at_most_ten_percent(multi30k):
 
 def test_multi30k_tokenizer_cached_and_length_filter_counted(multi30k):
     corpus, cache, logs, location = multi30k
-    assert any("training a 1,000-token BPE" in line for line in logs)
+    says(next(line for line in logs if line.startswith("tokenizer:")), "training",
+         "1,000-token")
     logs = []
     short = load_corpus(get("multi30k").override(vocab_size=1000, max_sentence_len=16),
                         data_dir=location, cache_dir=cache, log=logs.append)
@@ -317,24 +315,25 @@ def test_prepare_wmt14_on_local_archives_then_load(tmp_path):
 
 def test_prepare_wmt14_rejects_misaligned_corpora(tmp_path):
     urls = toy_wmt14(tmp_path / "server", europarl_de="Nur eins.\n")
-    with pytest.raises(ValueError, match=r"europarl-v7\.de-en\.en has 3 lines but "
-                                         r".*europarl-v7\.de-en\.de has 1"):
+    with pytest.raises(ValueError) as error:
         prepare(tmp_path / "out", urls, log=quiet)
+    says(error, "europarl-v7.de-en.en", "3 lines", "europarl-v7.de-en.de", "has 1")
 
 
 def test_sgml_alignment_is_checked(tmp_path):
     (tmp_path / "src.sgm").write_text(_sgml("srcset", "en", TEST_EN))
     (tmp_path / "ref.sgm").write_text(_sgml("refset", "de", [TEST_DE[0], ("d3", ["Kurz."])]))
-    with pytest.raises(ValueError, match=r"segment 3 is \('d2', '1'\) in one and \('d3', '1'\)"):
+    with pytest.raises(ValueError) as error:
         aligned_sgml(tmp_path / "src.sgm", tmp_path / "ref.sgm")
+    says(error, "segment 3", "('d2', '1')", "('d3', '1')")
 
 
 def test_missing_archive_member_lists_the_archive(tmp_path):
     urls = toy_wmt14(tmp_path / "server")
     _tgz(tmp_path / "server" / "dev.tgz", {"dev/newstest2012.en": "x\n"})
-    with pytest.raises(ValueError, match=r"dev\.tgz has no newstest2013\.en, newstest2013\.de; "
-                                         r"it holds: dev/newstest2012\.en"):
+    with pytest.raises(ValueError) as error:
         prepare(tmp_path / "out", urls, log=quiet)
+    says(error, "dev.tgz", "newstest2013.en, newstest2013.de", "dev/newstest2012.en")
 
 
 def test_sgml_round_trip_on_real_newstest2014(tmp_path):
@@ -351,19 +350,19 @@ def bad_corpus(tmp_path, train_en: bytes):
     return location
 
 
-@pytest.mark.parametrize("content,message", [
+@pytest.mark.parametrize("content,names", [
     (gzip.compress("A dog.\n".encode() * 399 + b"\xff\xfe broken\n", mtime=0),
-     r"train\.en\.gz, line 400: not UTF-8 .*; convert the file to UTF-8"),
+     ("train.en.gz", "line 400", "not UTF-8", "convert")),
     (gzip.compress("A dog.\n".encode() * 400, mtime=0)[:-30],
-     r"train\.en\.gz, after line \d+: the gzip data is broken or cut short"),
-    (gzip.compress(b"\n" * 400, mtime=0),
-     r"train\.en\.gz and .*train\.de hold no sentence pair"),
+     ("train.en.gz", "after line", "cut short")),
+    (gzip.compress(b"\n" * 400, mtime=0), ("train.en.gz", "train.de", "no sentence pair")),
 ], ids=["not UTF-8", "cut short", "no pairs"])
-def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, content, message):
+def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, content, names):
     location = bad_corpus(tmp_path, content)
     config = get("multi30k").override(dataset="files", vocab_size=500)
-    with pytest.raises(data.DataError, match=message):
+    with pytest.raises(data.DataError) as error:
         load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, *names)
 
 
 # --- other language pairs: English-French, and any corpus of the user's ---------------------------
@@ -395,9 +394,10 @@ def test_a_users_own_corpus_is_read_by_naming_the_folder_and_the_languages(tmp_p
     corpus = load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
     assert (len(corpus.train), len(corpus.valid), len(corpus.test)) == (400, 300, 300)
     assert corpus.test_ref[0].startswith("Un homme")
-    with pytest.raises(data.DataError, match=r"has no test\.\{en,fr\}"):
+    with pytest.raises(data.DataError) as error:
         (folder / "test.fr").unlink()
         load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "test.{en,fr}")
     with pytest.raises(data.DataError, match="give --data-dir DIR"):
         load_corpus(config, data_dir=None, cache_dir=tmp_path / "cache", log=quiet)
 

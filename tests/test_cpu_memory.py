@@ -1,11 +1,11 @@
-"""On a CPU, training keeps freed memory for the next step (annotated.training.cpu_memory)."""
+"""On a CPU, training keeps freed memory for the next step (annotated.training.machine)."""
 import ctypes
 import platform
 
 import pytest
 import torch
 
-from annotated.training.cpu_memory import keep_freed_memory
+from annotated.training.machine import keep_freed_memory
 
 GLIBC = platform.libc_ver()[0] == "glibc"
 

@@ -24,6 +24,7 @@ from annotated import configs, train
 from annotated.base.files import read_lines
 from annotated.data.corpus import SAMPLE, SAMPLE_SPLITS
 from annotated.inference.batched import translate_lines
+from annotated.model import EncoderDecoder
 from annotated.optim import make_optimizer
 from annotated.store import checkpoint_file
 from annotated.loss import label_smoothed_loss
@@ -60,7 +61,7 @@ def test_a_float32_training_step_on_cuda_equals_the_cpu_step():
     noise), and the fused Adam update of the same gradients gives the same weights."""
     config = configs.get("sample").override(P_drop=0.0)        # no dropout: masks differ
     pairs, batch = random_pairs(2000), list(range(64))
-    cpu_model = config.make_model(2000)
+    cpu_model = EncoderDecoder(config, 2000)
     gpu_model = copy.deepcopy(cpu_model).to(GPU)
     sums = {device: astuple(train_step(make_engine(model, config, device), pairs, batch, config))
             for device, model in [(CPU, cpu_model), (GPU, gpu_model)]}

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import annotated
-from annotated import batch_masks, configs, count_parameters, make_model
+from annotated import EncoderDecoder, batch_masks, configs, count_parameters, make_model
 from annotated.masks import padding_mask, subsequent_mask, target_mask
 
 PAD = 0
@@ -32,7 +32,7 @@ def padded_batch(vocab=13, seed=1):
 
 def meta_count(name, vocab=37_000, embeddings=True):
     with torch.device("meta"):
-        return count_parameters(configs.build(name, vocab), embeddings=embeddings)
+        return count_parameters(EncoderDecoder(configs.get(name), vocab), embeddings=embeddings)
 
 
 def test_parameter_counts_without_embeddings_are_exact():
@@ -200,7 +200,7 @@ def test_separate_d_k_and_d_v():
 
 
 def test_build_from_preset_and_package_interface():
-    model = annotated.configs.build("C4", 50, N=1)
+    model = annotated.EncoderDecoder(annotated.configs.get("C4").override(N=1), 50)
     assert model.encoder.layers[0].self_attn.d_k == 32 and len(model.encoder.layers) == 1
     src, tgt = padded_batch(vocab=50)
     memory = model.encode(src, padding_mask(src, PAD))

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from conftest import says
 
 from annotated.base.files import atomic_open
 from annotated.notebooks import chapter as notebook
@@ -96,9 +97,9 @@ def test_save_figure_refuses_a_figure_whose_text_a_page_shows_below_nine_pixels(
     wide, ax = plt.subplots(figsize=(12, 3))
     ax.set_title("the title", fontsize=11)
     ax.tick_params(labelsize=6)
-    with pytest.raises(ValueError, match=r"figure 'wide' .* smallest text, '[^']+' at 6 pt, "
-                                         r"shows at [4-6]\.\d px .* at least 9 px"):
+    with pytest.raises(ValueError) as error:
         notebook.save_figure(wide, "wide")
+    says(error, "'wide'", "6 pt", "9 px")
     assert not (tmp_path / "wide.png").exists()
     narrow, ax = plt.subplots(figsize=(7, 3))
     ax.set(title="the title", xlabel="x", ylabel="y")
@@ -138,10 +139,12 @@ def test_the_reference_check_names_what_differs_and_never_broadcasts(capsys):
     a = torch.zeros(2, 3, dtype=torch.float64)
     notebook.agree_with_reference([("same", a, a.numpy()), ("close", a, a.numpy() + 1e-14)])
     assert capsys.readouterr().out.startswith("all 2 agree to 1e-12 (max abs difference)")
-    with pytest.raises(AssertionError, match=r"by more than 1e-12: off \(1.0e-06\)"):
+    with pytest.raises(AssertionError) as error:
         notebook.agree_with_reference([("same", a, a.numpy()), ("off", a, a.numpy() + 1e-6)])
-    with pytest.raises(AssertionError, match=r"shapes differ .*: row \(2, 3\) vs \(3,\)"):
+    says(error, "1e-12", "off (1.0e-06)")
+    with pytest.raises(AssertionError) as error:
         notebook.agree_with_reference([("row", a, np.zeros(3))])
+    says(error, "shapes differ", "row (2, 3) vs (3,)")
 
 
 def test_the_reference_check_wraps_a_long_list_of_names_between_whole_names(capsys):
@@ -203,14 +206,6 @@ def test_plot_parameters_by_component_needs_every_component_and_draws_them_in_or
     assert ax.get_title() == "m: 36.00M parameters by component"
     with pytest.raises(ValueError, match="expected the components"):
         plots.plot_parameters_by_component({"FFN": 1}, "m", save_as="params")
-
-
-def test_table3_params_table_leaves_rows_without_a_printed_count_blank():
-    text = notebook.table3_params_table([("base", 63_082_496, 65), ("A1", 63_082_496, None),
-                                         ("big", 214_245_376, 213)]).data
-    lines = text.splitlines()
-    assert lines[2:] == ["| base | 63.08 | 65 | -1.92 |", "| A1 | 63.08 |  |  |",
-                         "| big | 214.25 | 213 | +1.25 |"]
 
 
 def test_draw_ablation_draws_each_row_against_the_base_and_the_seed_band():

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import says
 
 from reference_numpy import layers
 from reference_numpy.attention import attention_backward, attention_forward
@@ -141,8 +142,9 @@ def test_dropout_with_explicit_mask():
     assert (out[mask == 0] == 0).all() and np.allclose(out[mask > 0], x[mask > 0] / 0.7)
     check_gradients(lambda: (layers.dropout_forward(x, mask)[0] * R).sum(), {"x": x},
                     {"x": layers.dropout_backward(R, cache)})
-    with pytest.raises(ValueError, match="dropout mask has shape"):
+    with pytest.raises(ValueError) as error:
         layers.dropout_forward(x, mask[:, :4])
+    says(error, "dropout mask", "shape")
 
 
 def test_embedding_shared_by_three_uses():
@@ -179,8 +181,9 @@ def test_positional_encodings():
     out, cache = learned_forward(a["x"], a["P"])
     dx, dP = learned_backward(R, cache)
     check_gradients(lambda: (learned_forward(a["x"], a["P"])[0] * R).sum(), a, {"x": dx, "P": dP})
-    with pytest.raises(ValueError, match="learned positions cover 4 positions"):
+    with pytest.raises(ValueError) as error:
         learned_forward(x, a["P"][:4])
+    says(error, "learned positions", "cover 4")
 
 
 def attention_masks():

@@ -2,6 +2,7 @@
 precision and torch.compile on a CPU, the code paths the 8-GPU recipe uses on GPUs."""
 import pytest
 import torch
+from conftest import says
 
 from annotated import configs, train
 from annotated.base.errors import ConfigError
@@ -9,8 +10,9 @@ from annotated.data.batching import collate
 from annotated.data.tokenizer import PAD
 from annotated.loss import label_smoothed_loss
 from annotated.masks import batch_masks
+from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
-from annotated.training.step import make_engine, train_step
+from annotated.training.step import evaluate, make_engine, train_step
 
 TINY = ["copy_examples=200", "max_tokens=300", "max_sentence_len=64", "N=1", "d_model=16",
         "d_ff=32", "h=2", "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
@@ -30,7 +32,7 @@ def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
     tokens), computed in float64 for a float64 model: a float32 token count would cost ~1e-8."""
     pairs, config = pairs_and_config(accum_steps=3)
     batch = list(range(len(pairs)))
-    model = config.make_model(20).double()
+    model = EncoderDecoder(config, 20).double()
     sums = train_step(make_engine(model, config, torch.device("cpu")), pairs, batch, config)
     ours = [p.grad.clone() for p in model.parameters()]
 
@@ -46,7 +48,7 @@ def test_train_step_gradient_is_the_global_mean_in_the_model_dtype():
 
 def test_bf16_autocast_runs_the_step_on_cpu_with_float32_weights():
     pairs, config = pairs_and_config(amp="bf16")
-    model = config.make_model(20)
+    model = EncoderDecoder(config, 20)
     engine = make_engine(model, config, torch.device("cpu"))
     with engine.autocast():                                  # the matrix products are bf16
         assert model.generator(torch.zeros(1, 16)).dtype == torch.bfloat16
@@ -54,7 +56,7 @@ def test_bf16_autocast_runs_the_step_on_cpu_with_float32_weights():
     assert all(p.dtype == torch.float32 and torch.isfinite(p.grad).all()
                for p in model.parameters())
     torch.manual_seed(0)
-    plain = config.override(amp="none").make_model(20)
+    plain = EncoderDecoder(config.override(amp="none"), 20)
     plain.load_state_dict(model.state_dict())
     reference = train_step(make_engine(plain, config.override(amp="none"), torch.device("cpu")),
                            pairs, list(range(len(pairs))), config)
@@ -63,8 +65,18 @@ def test_bf16_autocast_runs_the_step_on_cpu_with_float32_weights():
 
 def test_fp16_loss_scaling_needs_a_gpu():
     pairs, config = pairs_and_config(amp="fp16")
-    with pytest.raises(ConfigError, match="amp=fp16 needs a GPU"):
-        make_engine(config.make_model(20), config, torch.device("cpu"))
+    with pytest.raises(ConfigError) as error:
+        make_engine(EncoderDecoder(config, 20), config, torch.device("cpu"))
+    says(error, "amp=fp16", "GPU")
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_evaluate_leaves_the_model_in_the_mode_it_found(training):
+    pairs, config = pairs_and_config()
+    model = EncoderDecoder(config, 20).train(training)
+    result = evaluate(model, pairs, config, torch.device("cpu"))
+    assert model.training is training and all(m.training is training for m in model.modules())
+    assert result["loss"] > 0 and 0 <= result["accuracy"] <= 1
 
 
 def run(out, *args):

@@ -5,6 +5,7 @@ import io
 import numpy as np
 import pytest
 import sentencepiece as spm
+from conftest import says
 
 import annotated.data.tokenizer as tk
 from annotated.base.files import atomic_open, read_lines
@@ -75,8 +76,9 @@ def test_model_with_other_special_ids_is_rejected():
                                    model_writer=model, vocab_size=40, minloglevel=2)
     with pytest.raises(ValueError, match="pad/unk/bos/eos ids"):
         Tokenizer.from_bytes(model.getvalue())
-    with pytest.raises(ValueError, match="not a tokenizer: 5 bytes"):
+    with pytest.raises(ValueError) as error:
         Tokenizer.from_bytes(b"hello")
+    says(error, "not a tokenizer", "5 bytes")
 
 
 def test_cache_reuses_and_retrains_when_inputs_change(corpus_files, tmp_path, monkeypatch):
@@ -124,11 +126,12 @@ def test_copy_tokenizer():
     assert tok.decode([5, UNK]) == "5 ⁇"
     again = Tokenizer.from_bytes(tok.to_bytes())
     assert isinstance(again, CopyTokenizer) and again.vocab_size == 11
-    with pytest.raises(ValueError, match=r"symbols 4\.\.10 written as numbers separated by "
-                                         r"spaces \(e\.g\. \"4 9 5\"\); got '11' in '4 11 3'"):
+    with pytest.raises(ValueError) as error:
         tok.encode("4 11 3")
-    with pytest.raises(ValueError, match=r"got 'hello' in 'hello world'"):    # words, not ints
+    says(error, "4..10", "\"4 9 5\"", "'11' in '4 11 3'")
+    with pytest.raises(ValueError) as error:    # words, not ints
         tok.encode("hello world")
+    says(error, "'hello'", "'hello world'")
 
 
 def test_read_lines_splits_on_newline_only_and_names_bad_bytes(tmp_path):
@@ -136,8 +139,9 @@ def test_read_lines_splits_on_newline_only_and_names_bad_bytes(tmp_path):
     path.write_bytes("one\r\ntwo\rstill two\u2028too\nthree".encode())
     assert list(read_lines(path)) == ["one", "two\rstill two\u2028too", "three"]
     path.write_bytes(b"fine\nbad \xff byte\n")
-    with pytest.raises(ValueError, match=r"t\.txt, line 2: not UTF-8"):
+    with pytest.raises(ValueError) as error:
         list(read_lines(path))
+    says(error, "t.txt, line 2", "not UTF-8")
 
 
 def test_atomic_open_keeps_the_old_file_on_error(tmp_path):

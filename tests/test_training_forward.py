@@ -17,6 +17,7 @@ from annotated.data.batching import collate
 from annotated.data.tokenizer import PAD
 from annotated.loss import label_smoothed_loss
 from annotated.masks import batch_masks
+from annotated.model import EncoderDecoder
 from annotated.training.buckets import Bucketed, bucket, padded_to
 from annotated.training.decoder_states import DecoderStates
 from annotated.training.output_loss import OutputLoss
@@ -31,7 +32,7 @@ def model_and_pairs(seed=0, n=7):
     torch.manual_seed(seed)
     config = configs.get("copy").override(N=2, d_model=16, d_ff=32, h=2, d_k=8, d_v=8,
                                           P_drop=0.0, eps_ls=0.1)
-    model = config.make_model(V).double()
+    model = EncoderDecoder(config, V).double()
     gen = torch.Generator().manual_seed(seed)
     pairs = [tuple(torch.randint(4, V, (length,), generator=gen).numpy()
                    for length in torch.randint(1, 9, (2,), generator=gen).tolist())

@@ -2,8 +2,9 @@
 `.evaluate`, `.checkpoint`, the results scripts and the benchmarks):
 
 - `main(argv=None)`, so tests and notebooks call a command the way a shell does;
-- argparse reports a wrong argument (exit code 2); numbers are checked by `at_least` and
-  `positive` (never NaN or infinite), paths go through `path` (a leading ~ is the home folder);
+- argparse reports a wrong argument (exit code 2); numbers are checked by `number` with a
+  setting's rule, e.g. `number(at_least(1))`, or `positive` (never NaN or infinite), paths go
+  through `path` (a leading ~ is the home folder);
 - `@command` turns a user's error (a bad setting, a missing, damaged, unreadable or unwritable
   file, no network, not enough memory) into ONE line, `error: ...`, naming the file and the
   fix, with exit code 1 and no traceback. Ctrl-C is one line, `interrupted` (exit code 130);
@@ -25,6 +26,7 @@ import torch
 from annotated.base.errors import USER_ERRORS, DataError
 from annotated.base.files import expand
 from annotated.base.signals import Stopped
+from annotated.base.settings import POSITIVE
 
 
 def describe(error: BaseException) -> str:
@@ -34,11 +36,12 @@ def describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def out_of_memory(error: BaseException) -> bool:
-    """True for the errors torch raises when an allocation fails, on a GPU or a CPU."""
-    return isinstance(error, (torch.OutOfMemoryError, MemoryError)) or (
-        isinstance(error, RuntimeError) and any(
-            words in str(error) for words in ("not enough memory", "can't allocate memory")))
+def out_of_memory(error: RuntimeError) -> bool:
+    """True for the errors torch raises when an allocation fails: a GPU's OutOfMemoryError, or
+    a CPU's RuntimeError that says so. (A MemoryError, Python's or our own estimate's, is
+    caught before.)"""
+    return isinstance(error, torch.OutOfMemoryError) or any(
+        words in str(error) for words in ("not enough memory", "can't allocate memory"))
 
 
 # What gloo and NCCL say when another process of the group has gone away.
@@ -157,24 +160,20 @@ def _number(text: str, kind):
     return value
 
 
-def at_least(low, kind=int, high=None):
-    """An argparse type: a finite number of this kind, >= low (and <= high if given)."""
+def number(rule, kind=int):
+    """An argparse type: a finite number of this kind that keeps `rule`, one of the rules that
+    settings keep (annotated.base.settings: at_least(1), between(1, 1024), POSITIVE)."""
+    test, allowed = rule
+
     def parse(text):
         value = _number(text, kind)
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be <= {high:,}, got {text}")
+        if not test(value):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
         return value
     return parse
 
 
-def positive(text: str) -> float:
-    """An argparse type: a finite number > 0 (a duration, a rate)."""
-    value = _number(text, float)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
+positive = number(POSITIVE, float)      # a duration, a rate
 
 
 def path(text: str) -> Path:

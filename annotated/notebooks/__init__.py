@@ -1,7 +1,9 @@
-"""What the chapters use besides the package itself; nothing else in the package imports it.
+"""The teaching layer: what the chapters use besides the package itself. It stands above the
+commands, and nothing else in the package imports it; it is installed with the package, so
+that the chapters' `from annotated.notebooks import ...` works wherever the package does.
 
     chapter      the chapters' bookkeeping: show source, check against the NumPy reference,
-                 save figures, the quick and full forms, the settings and parameter tables
+                 save figures, the quick and full forms, the training settings table
     plots        the figures of chapters 1-5: softmax saturation, masks, heads, positions, sizes
     training_plots  the figures of chapters 6-9: batches, label smoothing, the learning rate,
                  learning curves, the beam tree, the ablation table, shards

@@ -5,10 +5,10 @@ are (entropy), save figures under stable names (refusing any whose text a page w
 small to read; the one text size of the figures is set here), read the switch between the
 quick and the full form of the chapters, do the bookkeeping of chapters 2 and 3's experiments
 (our layer's weights in PyTorch's, which outputs a changed token moves, row A's measured
-costs), and build chapter 6's table of the paper's training settings and chapter 5's
-parameter table. The figures themselves are drawn by `annotated.notebooks.plots` (the model,
-chapters 1-5) and `annotated.notebooks.training_plots` (training, decoding and results,
-chapters 6-9), one call per figure.
+costs), and build chapter 6's table of the paper's training settings. The figures themselves
+are drawn by `annotated.notebooks.plots` (the model, chapters 1-5) and
+`annotated.notebooks.training_plots` (training, decoding and results, chapters 6-9), one call
+per figure.
 
 Quick mode is the default: training cells train tiny models on the Multi30k sample shipped
 with the package, so the chapters run offline in about a minute, whatever data location is
@@ -242,7 +242,7 @@ def attention_layer_costs(rows: list[str], n_tokens: int) -> list[dict]:
     counter records while it computes eq. (1) literally (projections: `addmm`, the two attention
     products: `bmm`), with the number of attention weights h n^2 and the paper's PPL and BLEU."""
     from torch.utils.flop_counter import FlopCounterMode
-    from annotated.configs import get
+    from annotated.configs import PAPER, get
     from annotated.multihead import MultiHeadAttention
     table = []
     for row in rows:
@@ -256,7 +256,7 @@ def attention_layer_costs(rows: list[str], n_tokens: int) -> list[dict]:
         table.append(dict(row=row, h=cfg.h, d_k=cfg.d_k, d_v=cfg.d_v,
                           params=sum(p.numel() for p in layer.parameters()),
                           proj=ops["aten.addmm"], attn=ops["aten.bmm"],
-                          entries=cfg.h * n_tokens ** 2, ppl=cfg.paper_ppl, bleu=cfg.paper_bleu))
+                          entries=cfg.h * n_tokens ** 2, ppl=PAPER[row].ppl, bleu=PAPER[row].bleu))
     return table
 
 
@@ -316,14 +316,3 @@ def train_quietly(run_dir, *args) -> str:
     return log.getvalue()
 
 
-# ---- Chapter 5 (the full model): Table 3's parameter column ----
-
-def table3_params_table(rows) -> "Markdown":
-    """Chapter 5's parameter column of Table 3 as a Markdown table, from `table3_params`'s
-    (row, ours, paper in millions or None): ours and the paper's in millions, and the gap."""
-    from IPython.display import Markdown
-    lines = ["| row | ours (M) | paper (M) | ours - paper |", "| --- | ---: | ---: | ---: |"]
-    for row, ours, paper in rows:
-        gap = f"{ours / 1e6 - paper:+.2f}" if paper else ""
-        lines.append(f"| {row} | {ours / 1e6:.2f} | {paper if paper else ''} | {gap} |")
-    return Markdown("\n".join(lines))

@@ -60,6 +60,7 @@ from annotated.base.files import atomic_open
 from annotated.base.signals import signals_held
 from annotated.configs import SHAPE, Config
 from annotated.data.tokenizer import Tokenizer
+from annotated.model import EncoderDecoder
 
 FORMAT = "annotated-transformer checkpoint"
 FORMAT_VERSION = 2                          # sealed, with a run id
@@ -346,7 +347,7 @@ def load_model(path, map_location="cpu"):
     config = config_from(payload, path)
     tokenizer = tokenizer_from(payload, path)
     _check_weights(payload["model"], config, tokenizer.vocab_size, path)
-    model = config.make_model(tokenizer.vocab_size).to(map_location)
+    model = EncoderDecoder(config, tokenizer.vocab_size).to(map_location)
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError as e:

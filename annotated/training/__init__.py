@@ -7,10 +7,14 @@
                  that let the fused kernels run (is_causal for the decoder's self-attention)
     output_loss  the output projection and the label-smoothed loss fused, in chunks of tokens
     buckets      batches padded up to a few shapes, for CUDA graphs
+    state        where a run is (step, data position, clock, RNG streams): a checkpoint's
+                 `training`, to and from a dict
+    resume       the checks a resumed run passes: its saved state, its data, its position
+    divergence   when a loss has diverged, and which checkpoint is the last good one
     distributed  one process or many under torchrun (NCCL on GPUs, gloo on CPUs)
     run_dir      the run folder: its lock, its metrics log, its checkpoints (one run, rotation)
     rng          the random streams a checkpoint saves, so that a resumed run continues exactly
-    meter        the progress bar, metric lines and clocks
-    cpu_memory   on a CPU, freed memory kept for the next step (glibc)
+    meter        the progress bar, metric lines and clocks; the lines' printer
+    machine      memory enough for the model, deterministic kernels, freed CPU memory kept
     flops        floating-point operations counted from the model's shapes: MFU, Table 2
 """

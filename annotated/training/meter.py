@@ -1,5 +1,7 @@
 """What a training run reports as it goes: a progress bar, a metrics line every log_every
-steps (stdout and RUN/metrics.jsonl), validations, and the clocks the loop asks about."""
+steps (stdout and RUN/metrics.jsonl), validations, and the clocks the loop asks about; its
+lines go through `printer`, which keeps training going when stdout cannot be written."""
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -20,6 +22,10 @@ class Meter:
 
     def seconds(self) -> float:
         return time.time() - self.start
+
+    def training_seconds(self) -> float:
+        """Seconds of training, those of the processes before this one included."""
+        return self.elapsed + self.seconds()
 
     def minutes(self) -> float:
         return self.seconds() / 60
@@ -49,7 +55,7 @@ class Meter:
             return
         entry = {"step": step, "split": "train", "loss": w.mean_loss(), "nll": w.nll / w.tokens,
                  "ppl": w.perplexity(), "accuracy": w.correct / w.tokens, "lr": lr,
-                 "tokens_per_s": rate, "elapsed": self.elapsed + now - self.start}
+                 "tokens_per_s": rate, "elapsed": self.training_seconds()}
         self.folder.record(entry)
         self.say(f"step {step} | loss {entry['loss']:.3f} | ppl {entry['ppl']:.2f} | "
                  f"acc {entry['accuracy']:.3f} | lr {lr:.2e} | {rate:,.0f} tok/s")
@@ -63,3 +69,32 @@ class Meter:
 
     def close(self):
         self.bar.close()
+
+
+def printer(active: bool):
+    """say(message): a line above the progress bar, flushed (for logs in files). If stdout
+    cannot be written (closed, a full disk), training goes on without these lines, once said
+    on stderr: metrics.jsonl and the checkpoints hold what they would have shown."""
+    on = [active]
+
+    def say(message):
+        if not on[0]:
+            return
+        try:
+            tqdm.write(message)
+            sys.stdout.flush()
+        except (OSError, AttributeError, ValueError) as e:   # AttributeError: stdout is None
+            on[0] = False
+            why = "it is closed" if sys.stdout is None else getattr(e, "strerror", None) or e
+            silence_stdout()
+            print(f"warning: stdout cannot be written ({why}); training goes on without "
+                  f"progress lines", file=sys.stderr, flush=True)
+    return say
+
+
+def silence_stdout():
+    """Point a broken stdout at /dev/null, so that nothing else fails on it, exit included."""
+    try:
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        pass

@@ -140,7 +140,9 @@ def train_step(engine: Engine, pairs, batch: list[int], config) -> StepSums:
 
 @torch.no_grad()
 def evaluate(model, pairs, config, device) -> dict:
-    """Smoothed loss, perplexity and accuracy per target token on `pairs`, over all ranks."""
+    """Smoothed loss, perplexity and accuracy per target token on `pairs`, over all ranks; the
+    model is left in the mode it was found in."""
+    was_training = model.training
     model.eval()
     sums = torch.zeros(4, dtype=torch.float64, device=device)
     for batch in make_batches(lengths_of(pairs), config.max_tokens, config.seed, 0):
@@ -150,7 +152,7 @@ def evaluate(model, pairs, config, device) -> dict:
                 s = forward_stats(model, src, tgt_in, tgt_out, config.eps_ls)
                 sums += torch.stack([s.loss.double(), s.nll.double(), s.correct.double(),
                                      s.tokens.double()])
-    model.train()
+    model.train(was_training)
     loss, nll, correct, tokens = distributed.all_reduce(sums).tolist()
     return {"loss": loss / tokens, "ppl": safe_exp(nll / tokens), "accuracy": correct / tokens}
 

@@ -1,0 +1,82 @@
+"""What training asks of the machine it runs on: memory enough for the model, kernels that give
+the same bits on every run, and, on a CPU, freed memory kept for the next step.
+
+`check_memory` refuses, before it is built, a model whose training cannot fit in the device's
+free memory: a clear line instead of a failed allocation, the machine swapping for minutes, or
+the kernel killing the process without a word.
+
+`use_deterministic_kernels` (--deterministic): on a GPU some default kernels add up in an order
+that varies from run to run (the fused attention kernels' backward passes, for one), so two
+runs, or a run and its resumed copy, drift apart by rounding; these are slower but repeatable.
+A CPU run is repeatable without them.
+
+`keep_freed_memory`: by default glibc's malloc serves each large allocation (above its mmap
+threshold, 128 KB rising to at most 32 MB) with fresh pages from the kernel and hands them back
+when the block is freed; it trims the top of its heap the same way. A training step allocates
+and frees the same large tensors every time (the (tokens, V) logits, their log-probabilities
+and gradients), so every step pays the kernel to map and zero those pages again at first touch.
+Serving every allocation from the heap and never trimming it removes that cost (`python -m
+benchmarks.cpu_allocator` times a step both ways), and the arithmetic is untouched: the
+losses are the same to the last digit. The price is that the process keeps its peak memory
+until it ends, which a training process does anyway. Other C libraries are left as they are.
+"""
+import ctypes
+import os
+import platform
+
+import torch
+
+from annotated.training import distributed
+
+M_TRIM_THRESHOLD = -1     # mallopt parameters, from glibc's <malloc.h>
+M_MMAP_MAX = -4
+NEVER_TRIM = 2**31 - 1    # the largest value the int parameter takes
+
+
+def available_memory(device) -> int | None:
+    """Bytes free on `device`: the GPU's free memory, or the CPU's available RAM (Linux's
+    MemAvailable); None where it cannot be told."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_memory(config, vocab: int, device) -> None:
+    """Refuse a model whose weights, gradients and two Adam moments (16 bytes a parameter in
+    float32), with the output layer's scores for one micro-batch (its target tokens x V, held
+    three times: logits, log-probabilities and their gradient), alone exceed the device's free
+    memory."""
+    n = config.parameter_count(vocab)              # from the shapes: nothing is allocated
+    rows = -(-config.max_tokens // (config.accum_steps * distributed.world_size()))
+    scores = 3 * 4 * rows * vocab
+    need, free = 16 * n + scores, available_memory(device)
+    if free is not None and need > free:
+        where = f"the GPU {device}" if device.type == "cuda" else "this machine"
+        raise MemoryError(f"the model has {n:,} parameters: training it needs at least "
+                          f"{need / 2**30:,.1f} GiB for weights, gradients and Adam's moments "
+                          f"and the output layer's scores of {rows:,} tokens x {vocab:,}, and "
+                          f"{where} has {free / 2**30:,.1f} GiB free; lower d_model, d_ff, N, "
+                          f"vocab_size or max_tokens (or raise accum_steps)")
+
+
+def use_deterministic_kernels():
+    """Kernels that give the same bits on every run: attention as eq. (1) spelled out in
+    matrix products, and cuBLAS with a fixed workspace."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")    # before cuBLAS starts
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    for fused in ("flash", "mem_efficient", "cudnn"):
+        getattr(torch.backends.cuda, f"enable_{fused}_sdp")(False)
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc to serve all allocations from its heap and to keep what is freed there.
+    Returns whether it did (False on a C library other than glibc, where nothing changes)."""
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    mallopt = ctypes.CDLL(None).mallopt          # the C library this process already runs on
+    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, NEVER_TRIM))

@@ -1,0 +1,74 @@
+"""The checks a resumed run passes before it takes a step: the checkpoint's training state is
+one a run saves, the data is read from where the run's was (or where the user now says), and
+it is the same data: the same tokenizer, the same training and validation pairs, and a data
+position inside it. Each refusal is one line naming the checkpoint or the run folder and what
+to do instead.
+"""
+import math
+import os
+
+from annotated.base.errors import CheckpointError, DataError
+from annotated.data.corpus import DATA_ENV
+
+
+def check_saved_state(resumed: dict) -> None:
+    """Refuse a checkpoint whose training state is not what a run saves (a hand-edited file
+    that still carries a valid seal): a clear line, not an error deep in the loop."""
+    t, where = resumed["training"], resumed.get("file", "the checkpoint")
+    whole = [k for k in ("epoch", "index") if not (type(t.get(k)) is int and t[k] >= 0)]
+    number = isinstance(t.get("elapsed"), (int, float)) and t["elapsed"] >= 0
+    losses = t.get("recent_losses", [])
+    finite = isinstance(losses, list) and all(
+        isinstance(x, (int, float)) and math.isfinite(x) for x in losses)
+    if whole or not number or not finite:
+        what = ", ".join(whole + ([] if number else ["elapsed"])
+                         + ([] if finite else ["recent_losses"]))
+        raise CheckpointError(f"{where}: its training state holds values a run never saves "
+                              f"({what}); was it edited? Resume from another checkpoint")
+
+
+def data_origin(given, resumed, data_dir) -> str | None:
+    """Where the data location `data_dir` came from, for messages: None when it was `given`
+    (--data-dir) or there is none."""
+    if given or data_dir is None:
+        return None
+    if os.environ.get(DATA_ENV):
+        return f"the data location {data_dir} is {DATA_ENV}'s"
+    if resumed:
+        return (f"the data location {data_dir} was saved with this run; if the corpus "
+                f"moved, give --data-dir NEW")
+    return None
+
+
+def say_if_moved(resumed, data_dir, say) -> None:
+    """A line when the data is read from another location than the one the run started with."""
+    saved = resumed["training"].get("data_dir") if resumed else None
+    if saved and data_dir != saved:
+        say(f"note: reading the data from {data_dir}, not from {saved}, where this run started "
+            f"(its training and validation pairs must be the same)")
+
+
+def check_same_data(resumed, tokenizer, fingerprints: dict, run_dir, where) -> None:
+    """Refuse to resume on other data than the run was trained on: another tokenizer, or other
+    training or validation pairs (an edited, reordered or replaced file; `fingerprints`: the
+    data's now, corpus.fingerprints())."""
+    because = f" ({where})" if where else ""
+    if resumed["tokenizer"]["bytes"] != tokenizer.to_bytes():
+        raise DataError(f"the tokenizer built now differs from the one in the checkpoint in "
+                        f"{run_dir}: the training data or the cache changed{because}; resume "
+                        f"with the run's data, or start a new run with another --run-dir")
+    saved = resumed["training"].get("data_sha256") or {}
+    changed = [split for split, sha in saved.items() if fingerprints.get(split) != sha]
+    if changed:
+        raise DataError(f"the {' and '.join(changed)} pairs differ from those the run in "
+                        f"{run_dir} was trained on: a file was edited, reordered or replaced"
+                        f"{because}; resume with the run's data, or start a new run with "
+                        f"another --run-dir")
+
+
+def check_data_position(state, batches: list) -> None:
+    """Refuse a data position past the end of the epoch's batches."""
+    if state.index > len(batches):
+        raise CheckpointError(f"{state.resumed_from}: its data position, batch {state.index:,} "
+                              f"of an epoch, is past this data's {len(batches):,} batches; was "
+                              f"it edited? Resume from another checkpoint")
