@@ -26,7 +26,7 @@ Tokens/s counts source + target tokens, padding excluded; the target part is pri
 commit: `git worktree add DIR REV`), each copy in a process of its own that imports only its
 own code, the two stepping in turn, one step each, so that machine noise hits both alike; it
 prints both times and how many times faster this code is. Both processes keep freed memory for
-the next step, as `python -m annotated.train` does on a CPU (training.cpu_memory).
+the next step, as `python -m annotated.train` does on a CPU (training.machine).
 """
 import argparse
 import os
@@ -39,21 +39,23 @@ import numpy as np
 import torch
 
 from annotated import configs
-from annotated.base.cli import command
+from annotated.base.cli import command, path
+from annotated.base.errors import DataError
 from annotated.data.batching import lengths_of, make_batches
 from annotated.model import EncoderDecoder
 from annotated.optim import make_optimizer
 from annotated.training.flops import batch_training_flops
 from annotated.training.step import make_engine, train_step
-from annotated.base.cli import path
-from annotated.base.errors import DataError
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 # One case's step, in the copy of the project on PYTHONPATH: one timed step per line of stdin.
 WORKER = """
 import sys, time, torch
-from annotated.training.cpu_memory import keep_freed_memory
+try:                         # the copy's own module (annotated.training.machine) ...
+    from annotated.training.machine import keep_freed_memory
+except ImportError:          # ... or, in a copy from before its rename, training.cpu_memory
+    from annotated.training.cpu_memory import keep_freed_memory
 from benchmarks.train_throughput import CASES, training_step
 keep_freed_memory()
 torch.set_num_threads(int(sys.argv[2]))
