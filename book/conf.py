@@ -12,6 +12,7 @@ reads them as written (a `*` or a trailing `_` is no markup); each figure of a c
 image file, which book.js opens larger in the page; and a page's <title>, which MathJax never
 reaches, shows a title's math as plain text (chapter 2's `$-\\infty$` becomes "−∞").
 """
+import json
 import re
 import sys
 from pathlib import Path
@@ -106,9 +107,13 @@ def plain_page_title(app, pagename, templatename, context, doctree):
 
 
 def language_setup(app, config):
-    """What Sphinx needs for this edition's language beyond its settings, if its module in
-    book/languages/ says (sphinx_setup)."""
+    """What this edition's language module in book/languages/ gives every page: the words of
+    the page scripts (window.BOOK_WORDS, before the scripts that read it), and whatever else
+    Sphinx needs for the language (sphinx_setup)."""
     words = languages.of_sphinx(config.language)
+    name = next(key for key, module in languages.ALL.items() if module is words)
+    app.add_js_file(None, priority=200, body="window.BOOK_WORDS = " + json.dumps(
+        languages.script_words(name), ensure_ascii=False) + ";")
     if hasattr(words, "sphinx_setup"):
         words.sphinx_setup(app)
 

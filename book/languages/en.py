@@ -1,6 +1,9 @@
 """English, the language the book is written in: its edition is the site's top folder."""
 
 SPHINX = {"language": "en"}
+#: The language's name in itself, and the title of a link to a page in it: every other
+#: edition's language switch shows them.
+NAME, READ_IN = "English", "Read this page in English"
 FIGURE = "Figure"
 WORDS = {
     "notebook": "Download this chapter as a Jupyter notebook ({name})",
@@ -24,3 +27,37 @@ WORDS = {
 def counts(words: int, code: int, printed: int, figures: int) -> str:
     return (f"{words:,} words, {code:,} lines of code, {printed:,} lines of output, "
             f"{figures:,} figure{'' if figures == 1 else 's'}")
+
+
+#: The words the page scripts write (book/static/book.js, explorer.js), `{name}` a value the
+#: script fills in; the build hands them to the pages as window.BOOK_WORDS.
+SCRIPTS = {
+    "close": "Click anywhere or press Escape to close.",
+    "open": "Open this figure at full size",
+    "missing": ("The weights are missing: this page needs the file _static/explorer-data.js, "
+                "which the book's build writes."),
+    "encoder": "Encoder self-attention",
+    "decoder": "Decoder self-attention (masked)",
+    "cross": "Encoder-decoder attention",
+    "head": "Head {h}",
+    "of": "{i} of {n}",
+    "all_heads": "all heads of the layer",
+    "which_all": "all {heads} heads",
+    "which_one": "head {head} of {heads}",
+    "axis_encoder": "English pieces",
+    "axis_decoder": "decoder positions (the translation, after a start token)",
+    "axis_decoder_keys": "the same positions",
+    "axis_cross": "the German piece being written",
+    "caption": ("{name}, layer {layer} of {layers}, {which}. Rows: {rows}; columns: {keys}. "
+                "Hover over a row, or focus its label, to list its largest weights."),
+    "table": ("{name}, layer {layer}, head {head}: one row per query, one column per key; a "
+              "dash is a masked key (weight 0)."),
+    "corner": "query \\ key",
+    "row": "Row {i}, “{token}”",
+    "predicts": " (this position predicts “{next}”)",
+    "fed": " (the piece this position writes; it is fed “{fed}”)",
+    "hover": "{text}: the keys it attends to most, with their weights.",
+    "sentence": "Sentence {n} (English)",
+    "translation": "The model's translation (German)",
+    "label": "{label}: ",
+}

@@ -2,6 +2,7 @@
 
 SPHINX = {"language": "zh_CN", "nb_code_prompt_show": "显示代码",
           "nb_code_prompt_hide": "隐藏代码"}
+NAME, READ_IN = "中文", "阅读本页的中文版"
 FIGURE = "图"
 WORDS = {
     "notebook": "下载本章的 Jupyter 笔记本（{name}）",
@@ -17,6 +18,36 @@ WORDS = {
               "{hanzi[0]:g} 到 {hanzi[1]:g} 个汉字的正文、{code[0]:g} 到 {code[1]:g} 行代码或 "
               "{printed[0]:g} 到 {printed[1]:g} 行打印输出，每幅图 {figure[0]:g} 到 {figure[1]:g} "
               "分钟。每章标题下给出该章的估计；做练习所需的时间另计。"),
+}
+
+
+SCRIPTS = {
+    "close": "点击任意处或按 Esc 关闭。",
+    "open": "查看原尺寸的图",
+    "missing": "缺少权重数据：本页需要文件 _static/explorer-data.js，它由本书的构建写出。",
+    "encoder": "编码器自注意力",
+    "decoder": "解码器自注意力（带掩码）",
+    "cross": "编码器-解码器注意力",
+    "head": "头 {h}",
+    "of": "{i} / {n}",
+    "all_heads": "该层所有头",
+    "which_all": "全部 {heads} 个头",
+    "which_one": "第 {head} 个头（共 {heads} 个）",
+    "axis_encoder": "英文片段",
+    "axis_decoder": "解码器位置（译文，前面加一个起始词元）",
+    "axis_decoder_keys": "同样的位置",
+    "axis_cross": "正在写出的德文片段",
+    "caption": ("{name}，第 {layer} 层（共 {layers} 层），{which}。行：{rows}；列：{keys}。"
+                "把鼠标停在某一行上，或让它的标签获得焦点，即可列出它最大的几个权重。"),
+    "table": "{name}，第 {layer} 层，头 {head}：每行一个查询，每列一个键；短横线表示被掩码的键（权重为 0）。",
+    "corner": "查询 \\ 键",
+    "row": "第 {i} 行，“{token}”",
+    "predicts": "（这个位置预测“{next}”）",
+    "fed": "（这个位置写出的片段；它的输入是“{fed}”）",
+    "hover": "{text}：它最关注的键及其权重。",
+    "sentence": "句子 {n}（英文）",
+    "translation": "模型的译文（德文）",
+    "label": "{label}：",
 }
 
 

@@ -1,32 +1,32 @@
-// The words this script writes into a page, in the page's language (the <html lang>).
-const WORDS = {
-  en: { close: "Click anywhere or press Escape to close.", open: "Open this figure at full size",
-        other: "中文", otherTitle: "阅读本页的中文版" },
-  zh: { close: "点击任意处或按 Esc 关闭。", open: "查看原尺寸的图", other: "English",
-        otherTitle: "Read this page in English" },
-};
-const LANG = document.documentElement.lang.startsWith("zh") ? "zh" : "en";
-const say = (key) => WORDS[LANG][key];
+// The words this script writes, in the page's language, and the site's editions: the build
+// gives every page window.BOOK_WORDS from book/languages/ (`{name}` is filled in here).
+const BOOK = window.BOOK_WORDS;
+const say = (key, values = {}) =>
+  BOOK.words[key].replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
 
-// The language switch: every page links the same page in the other language. The English
-// edition is the site's top folder, the Chinese one its zh/ folder; Sphinx marks each page's
-// top folder (data-content_root), so the link is a relative path and works from file:// too.
+// The language switch: every page links the same page in each other edition. The English
+// edition is the site's top folder, each translation a folder of its own (zh/); Sphinx marks
+// each page's edition folder (data-content_root), so the links are relative paths and work
+// from file:// too.
 document.addEventListener("DOMContentLoaded", () => {
   const root = new URL(document.documentElement.dataset.content_root || "./", location.href);
   const here = location.href.split("#")[0];
   if (!here.startsWith(root.href)) return;
   const page = here.slice(root.href.length) || "index.html";
-  const target = LANG === "zh" ? new URL(`../${page}`, root) : new URL(`zh/${page}`, root);
-  const link = document.createElement("a");
-  link.className = "language-switch";
-  link.href = target.href;
-  link.lang = LANG === "zh" ? "en" : "zh";
-  link.hreflang = link.lang;
-  link.title = say("otherTitle");
-  link.textContent = say("other");
+  const me = BOOK.editions.find((e) => e.lang === BOOK.lang);
+  const top = new URL(me.folder ? "../" : "./", root);          // the site's top folder
   const place = document.querySelector(".article-header-buttons") ||
     document.querySelector(".bd-header-article") || document.body;
-  place.prepend(link);
+  BOOK.editions.filter((e) => e !== me).reverse().forEach((other) => {
+    const link = document.createElement("a");
+    link.className = "language-switch";
+    link.href = new URL(other.folder + page, top).href;
+    link.lang = other.lang;
+    link.hreflang = other.lang;
+    link.title = other.read_in;
+    link.textContent = other.name;
+    place.prepend(link);
+  });
 });
 
 // A displayed equation wider than the text column is scaled down to fit it (to 70% at the

@@ -7,10 +7,13 @@
   if (!root) return;
   const data = window.EXPLORER_DATA;
   const $ = (id) => document.getElementById(id);
+  // The words the explorer writes, in the page's language: the build gives every page
+  // window.BOOK_WORDS from book/languages/ (`{name}` is filled in here).
+  const W = window.BOOK_WORDS.words;
+  const say = (key, values = {}) =>
+    W[key].replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
   if (!data || !data.sentences) {
-    $("explorer-pair").textContent =
-      "The weights are missing: this page needs the file _static/explorer-data.js, which " +
-      "the book's build writes.";
+    $("explorer-pair").textContent = W.missing;
     return;
   }
 
@@ -18,47 +21,24 @@
   const N = data.model.N, H = data.model.h, LEVELS = data.levels;
   const TOP = 5;                                  // attended keys listed for a hovered row
   const FONT_PX = 13;
-  // The words the explorer writes, in the page's language (the <html lang>).
-  const ZH = document.documentElement.lang.startsWith("zh");
-  const T = ZH ? {
-    names: { encoder: "编码器自注意力", decoder: "解码器自注意力（带掩码）",
-             cross: "编码器-解码器注意力" },
-    head: (h) => `头 ${h}`, of: (i, n) => `${i} / ${n}`, allHeads: "该层所有头",
-    which: (list) => (list.length > 1 ? `全部 ${H} 个头` : `第 ${list[0]} 个头（共 ${H} 个）`),
-    axes: { encoder: ["英文片段", "英文片段"],
-            decoder: ["解码器位置（译文，前面加一个起始词元）", "同样的位置"],
-            cross: ["正在写出的德文片段", "英文片段"] },
-    caption: (name, layer, which, what, keys) =>
-      `${name}，第 ${layer} 层（共 ${N} 层），${which}。行：${what}；列：${keys}。` +
-      "把鼠标停在某一行上，或让它的标签获得焦点，即可列出它最大的几个权重。",
-    table: (name, layer, head) => `${name}，第 ${layer} 层，头 ${head}：` +
-      "每行一个查询，每列一个键；短横线表示被掩码的键（权重为 0）。",
-    corner: "查询 \\ 键",
-    row: (i, token) => `第 ${i} 行，“${token}”`,
-    predicts: (next) => `（这个位置预测“${next}”）`,
-    fed: (fed) => `（这个位置写出的片段；它的输入是“${fed}”）`,
-    hover: (text) => `${text}：它最关注的键及其权重。`,
-    sentence: (n) => `句子 ${n}（英文）`, translation: "模型的译文（德文）",
-  } : {
-    names: { encoder: "Encoder self-attention", decoder: "Decoder self-attention (masked)",
-             cross: "Encoder-decoder attention" },
-    head: (h) => `Head ${h}`, of: (i, n) => `${i} of ${n}`, allHeads: "all heads of the layer",
-    which: (list) => (list.length > 1 ? `all ${H} heads` : `head ${list[0]} of ${H}`),
-    axes: { encoder: ["English pieces", "English pieces"],
-            decoder: ["decoder positions (the translation, after a start token)",
-                      "the same positions"],
-            cross: ["the German piece being written", "English pieces"] },
-    caption: (name, layer, which, what, keys) =>
-      `${name}, layer ${layer} of ${N}, ${which}. Rows: ${what}; columns: ${keys}. ` +
-      "Hover over a row, or focus its label, to list its largest weights.",
-    table: (name, layer, head) => `${name}, layer ${layer}, head ${head}: ` +
-      "one row per query, one column per key; a dash is a masked key (weight 0).",
-    corner: "query \\ key",
-    row: (i, token) => `Row ${i}, “${token}”`,
-    predicts: (next) => ` (this position predicts “${next}”)`,
-    fed: (fed) => ` (the piece this position writes; it is fed “${fed}”)`,
-    hover: (text) => `${text}: the keys it attends to most, with their weights.`,
-    sentence: (n) => `Sentence ${n} (English)`, translation: "The model's translation (German)",
+  const T = {
+    names: { encoder: W.encoder, decoder: W.decoder, cross: W.cross },
+    head: (h) => say("head", { h }), of: (i, n) => say("of", { i, n }), allHeads: W.all_heads,
+    which: (list) => (list.length > 1 ? say("which_all", { heads: H })
+      : say("which_one", { head: list[0], heads: H })),
+    axes: { encoder: [W.axis_encoder, W.axis_encoder],
+            decoder: [W.axis_decoder, W.axis_decoder_keys],
+            cross: [W.axis_cross, W.axis_encoder] },
+    caption: (name, layer, which, rows, keys) =>
+      say("caption", { name, layer, layers: N, which, rows, keys }),
+    table: (name, layer, head) => say("table", { name, layer, head }),
+    corner: W.corner,
+    row: (i, token) => say("row", { i, token }),
+    predicts: (next) => say("predicts", { next }),
+    fed: (fed) => say("fed", { fed }),
+    hover: (text) => say("hover", { text }),
+    sentence: (n) => say("sentence", { n }), translation: W.translation,
+    label: (label) => say("label", { label }),
   };
   const NAMES = T.names;
   const bytes = Uint8Array.from(atob(data.weights), (c) => c.charCodeAt(0));
@@ -264,7 +244,7 @@
       line.dataset.head = head;
       const name = document.createElement("span");
       name.className = "explorer-hover-name";
-      name.textContent = `${T.head(head)}${ZH ? "：" : ":"}`;
+      name.textContent = T.label(T.head(head)).trimEnd();
       line.appendChild(name);
       const list = document.createElement("ol");
       for (const [q, j] of top) {
@@ -316,7 +296,7 @@
     ]) {
       const p = document.createElement("p");
       const b = document.createElement("strong");
-      b.textContent = ZH ? `${label}：` : `${label}: `;
+      b.textContent = T.label(label);
       const t = document.createElement("span");
       t.lang = lang;
       t.textContent = text;
