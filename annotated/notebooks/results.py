@@ -125,10 +125,12 @@ def paper_table1() -> Markdown:
 
 
 def recipe() -> Markdown:
-    """The commands that train, average, decode and score base and big on WMT14, from
-    paper_tables.md, with DIR for the data folder."""
+    """The commands that train, average, decode and score base and big on WMT14, the code
+    block of paper_tables.md's section on reproducing them, with DIR for the data folder (the
+    chapter says what to expect, in its own words)."""
     text = section((RESULTS / "paper_tables.md").read_text(), "Reproducing")
-    return Markdown(re.sub(r"(?<=\s)data(?=[/\s])", "DIR", text))
+    commands = re.search(r"```bash\n.*?\n```", text, re.S).group(0)
+    return Markdown(re.sub(r"(?<=\s)data(?=[/\s])", "DIR", commands))
 
 
 def cost_table(paper: dict, schedule: dict, measured: dict) -> Markdown:
