@@ -4,7 +4,10 @@ for a course whose students should not see them.
 `python -m book translations [--add-missing]`: list what the translations lack (exit 1 if
 anything): English with no translation, translations whose English has changed since (with the
 difference), translations of English that is gone; --add-missing appends an empty unit for each
-piece of English that has none, for a translator to fill in."""
+piece of English that has none, for a translator to fill in.
+`python -m book terms`: list every glossary term a chapter uses before linking it to its entry,
+in every language, and every glossary entry that names another chapter than the one defining its
+term (exit 1 if anything)."""
 import sys
 
 # torch and Sphinx take seconds to import, before @command can turn Ctrl-C into its one line
@@ -13,7 +16,7 @@ try:
     import time
 
     from annotated.base.cli import command, path
-    from book import i18n, languages
+    from book import i18n, languages, terms
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)
@@ -22,8 +25,9 @@ except KeyboardInterrupt:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m book", description=__doc__)
-    parser.add_argument("command", choices=["build", "translations"],
-                        help="build the static site, or check the translations")
+    parser.add_argument("command", choices=["build", "translations", "terms"],
+                        help="build the static site, check the translations, or check the "
+                             "glossary's terms in the chapters")
     parser.add_argument("--add-missing", action="store_true",
                         help="translations: add an empty unit for each untranslated piece")
     parser.add_argument("--without-solutions", action="store_true",
@@ -41,6 +45,8 @@ def main(argv=None):
     args = parse_args(argv)
     if args.command == "translations":
         return translations(args.add_missing)
+    if args.command == "terms":
+        return check_terms()
     start = time.time()
     index = build(args.out, with_solutions=not args.without_solutions)
     print(f"built {index} in {time.time() - start:.0f} s; open it in a browser "
@@ -61,6 +67,17 @@ def translations(add: bool) -> None:
             problems += len(report.missing) + len(report.stale) + len(report.orphans)
     print(f"{problems} translation problem(s)" if problems else "every translation is up to date")
     if problems:
+        raise SystemExit(1)
+
+
+def check_terms() -> None:
+    """Print every problem of terms.problems(); exit 1 if there is one."""
+    found = terms.problems()
+    for line in found:
+        print(line)
+    print(f"{len(found)} term problem(s)" if found else
+          "every term is linked where a chapter first uses it, and defined where the glossary says")
+    if found:
         raise SystemExit(1)
 
 

@@ -184,7 +184,8 @@ def chapter_notebook(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-CHAPTER_PATHS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTER_PATHS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")) + \
+    sorted((ROOT / "chapters").glob("appendix_*.ipynb"))
 
 
 @pytest.mark.parametrize("path", CHAPTER_PATHS, ids=lambda p: p.stem[:2])

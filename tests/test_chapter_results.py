@@ -153,7 +153,8 @@ def test_a_number_no_output_and_no_results_file_holds_is_named():
 # ---- Every dotted name resolves ----
 
 DOTTED = re.compile(r"(?<![\w./-])((?:annotated|reference_numpy)(?:\.\w+)+)")
-PAGES = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.md"))
+PAGES = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.md")) + \
+    sorted((ROOT / "book" / "zh").glob("*.md"))
 
 
 def resolves(name: str) -> bool:

@@ -66,9 +66,10 @@ def same_but_the_exercises_language(en: dict, zh: dict) -> bool:
 
 def protected(text: str) -> list[str]:
     """What a translation keeps as it is: display and inline math, code (not directives, whose
-    captions are translated), inline code, and the target of each cross-reference role (its
-    link text is translated), whitespace normalised."""
+    captions are translated), inline code, and the target of each cross-reference role and
+    each markdown link (their link text is translated), whitespace normalised."""
     found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`>]+)>`", text)]
+    found += [f"]({t})" for t in re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", text)]
     text = re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text)
     for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
                     r"\$[^$]+\$"):
@@ -79,6 +80,8 @@ def protected(text: str) -> list[str]:
 
 
 def test_every_unit_keeps_its_english_code_math_and_link_targets():
+    assert protected("See [the query](../book/glossary.md#glossary-query-key-value).") == \
+        ["](../book/glossary.md#glossary-query-key-value)"]
     slips = []
     for source in SOURCES:
         for unit in i18n.read_units(i18n.translation_file(source, "zh"), "zh"):
