@@ -13,6 +13,7 @@ try:
     import time
 
     from annotated.base.cli import command, path
+    from annotated.base.signals import stops_unwind
     from book import i18n, languages
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:
@@ -40,7 +41,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.command == "translations":
-        return translations(args.add_missing)
+        with stops_unwind():                # --add-missing writes: SIGTERM stops as Ctrl-C
+            return translations(args.add_missing)
     start = time.time()
     index = build(args.out, with_solutions=not args.without_solutions)
     print(f"built {index} in {time.time() - start:.0f} s; open it in a browser "
