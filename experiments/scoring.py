@@ -22,6 +22,7 @@ from annotated.training.step import evaluate
 from experiments.commands import average
 from experiments.folders import relative
 from experiments.report import first_sentences
+from experiments.results_files import BLEU, PERPLEXITY, out_of_rule
 
 # Where models are scored: the GPU when there is one (decoding is then a matter of seconds).
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -148,16 +149,20 @@ SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warm
 # What a run's entry holds (multi30k_sweep.json, val_sweep.json), and each of its rows.
 ENTRY = ("preset", "overrides", "steps", "minutes", "config", "rows")
 ROW = ("average", "val_ppl", "beam", "alpha", "lowercase_bleu", "bleu")
+SCORES = {"val_ppl": PERPLEXITY, "lowercase_bleu": BLEU, "bleu": BLEU}      # a row's numbers
 
 
 def entry_problem(entry) -> str | None:
-    """What an entry read back from a file lacks, or None if it has all the sweep reads."""
+    """What an entry read back from a file lacks or holds that cannot be (a NaN or negative
+    score), or None if it has all the sweep reads."""
     if not isinstance(entry, dict) or any(k not in entry for k in ENTRY):
         return f"an entry without {', '.join(ENTRY)}"
     if not isinstance(entry["rows"], list) or not all(
             isinstance(r, dict) and all(k in r for k in ROW) for r in entry["rows"]):
         return f"rows without {', '.join(ROW)}"
-    return None
+    return next((f"row {i + 1}: {key} {problem}" for i, row in enumerate(entry["rows"])
+                 for key, rule in SCORES.items() if (problem := out_of_rule(row[key], rule))),
+                None)
 
 
 def kept_scores(kept: Path, key: dict) -> dict:

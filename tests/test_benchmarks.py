@@ -98,14 +98,25 @@ def test_the_schedule_estimate_is_the_measured_step_times_the_papers_steps(tmp_p
     assert base["hours"]["perfect_scaling"] < base["hours"]["per_gpu_share"]
 
 
-def test_the_schedule_estimate_refuses_timings_that_are_not_a_whole_gpu_run(tmp_path, capsys):
+@pytest.mark.parametrize("record,names", [
+    ({"complete": False, "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
+     ["interrupted"]),
+    ({"complete": True, "machine": {"cpu": "x86_64"}, "cases": [{"case": "copy"}]},
+     ["CPU run"]),
+    ({"complete": True, "command": "x", "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
+     ["no case 'base 1/8'", "--only base big"]),
+    ({"complete": True, "command": "x", "machine": {"gpu": "H100"}, "cases": [
+        {"case": f"{name}{share}", "step_s": -1} for name in ("base", "big")
+        for share in ("", " 1/8")]}, ["cases[1].step_s", "-1"])])
+def test_the_schedule_estimate_refuses_timings_that_are_not_a_whole_gpu_run(record, names,
+                                                                             tmp_path, capsys):
     timings = tmp_path / "gpu_train.json"
-    timings.write_text('{"complete": false, "machine": {"gpu": "H100"}, "cases": []}\n')
+    timings.write_text(json.dumps(record))
     with pytest.raises(SystemExit) as exit_:
         gpu_schedule.main(["--timings", str(timings), "--out-dir", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and not (tmp_path / "out").exists()
-    says(err, str(timings), "complete GPU measurement")
+    says(err.strip(), str(timings), *names, "python -m benchmarks.gpu_train")
 
 
 def gpu_train_refusal(capsys, *args) -> str:

@@ -17,7 +17,7 @@ from annotated import train
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.store.checkpoint_file import atomic_save, average, checkpoints, half, load
-from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
+from experiments import (install, multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
                          multi30k_sweep, paper_tables, pretrained, scoring, table3_small)
 from experiments.folders import ROOT
 
@@ -353,14 +353,25 @@ def test_table3_small_states_the_budget_its_rows_were_trained_with(tmp_path):
     assert md.count(" | 2000 |") == len(rows) - 1 and md.count(" | 500 |") == 1
 
 
-@pytest.mark.parametrize("content,says", [('{"base": ', "is not valid JSON"),
-                                          ("[]", "holds a JSON list"),
-                                          ('{"base": {}}', "row 'base' lacks paper_row"),
-                                          ("{}", "holds no rows")])
-def test_a_damaged_table3_small_json_is_one_error_naming_it(content, says, tmp_path, capsys):
+def committed_rows(**change) -> str:
+    """results/table3_small.json with `change` made to its first row."""
+    rows = json.loads((RESULTS / "table3_small.json").read_text())
+    rows[next(iter(rows))].update(change)
+    return json.dumps(rows)
+
+
+@pytest.mark.parametrize("content,names", [
+    ('{"base": ', ["is not valid JSON"]), ("[]", ["holds a JSON list"]),
+    ('{"base": {}}', ["base", "not a non-empty object"]),
+    ('{"base": {"paper_row": "base"}}', ["base.paper_ppl", "missing"]), ("{}", ["holds no rows"]),
+    (committed_rows(bleu=float("nan")), ["base.bleu", "nan", "0 <= BLEU <= 100"]),
+    (committed_rows(ppl=-3.0), ["base.ppl", "-3.0", ">= 1"]),
+    (committed_rows(lowercase_bleu=-1), ["base.lowercase_bleu", "-1"]),
+    (committed_rows(minutes="ten"), ["base.minutes", "'ten'"])])
+def test_a_damaged_table3_small_json_is_one_error_naming_it(content, names, tmp_path, capsys):
     (tmp_path / "table3_small.json").write_text(content)
     err = refused(table3_small, "--rows", "--out-dir", tmp_path, capsys=capsys)
-    assert f"{tmp_path / 'table3_small.json'}" in err and says in err
+    says(err, tmp_path / "table3_small.json", *names)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["table3_small.json"]
 
 
@@ -475,14 +486,30 @@ def test_a_sweep_with_no_runs_says_to_train_them(tmp_path, capsys):
 KEY = {"newest": "ckpt_0000020.pt", "sentences": 2}
 
 
+def sweep_entry(**change) -> dict:
+    """A val_sweep.json with one row, `change` made to it."""
+    row = dict(average=1, val_ppl=30.5, beam=4, alpha=0.6, lowercase_bleu=20.1, bleu=19.8)
+    return {"key": KEY, "entry": {"preset": "multi30k_tiny", "overrides": [], "steps": 20,
+                                  "minutes": 0.1, "config": {}, "rows": [{**row, **change}]}}
+
+
 @pytest.mark.parametrize("content", ['{"key": ', json.dumps({"key": KEY}), "[]", "NaN",
                                      json.dumps({"key": KEY, "entry": {}}),
-                                     json.dumps({"key": KEY, "entry": {"rows": [{}]}})])
+                                     json.dumps({"key": KEY, "entry": {"rows": [{}]}}),
+                                     json.dumps(sweep_entry(bleu=-2)),
+                                     json.dumps(sweep_entry(val_ppl=float("nan")))])
 def test_a_damaged_val_sweep_json_is_scored_again(content, tmp_path, capsys):
     kept = tmp_path / "val_sweep.json"
     kept.write_text(content)
     assert scoring.kept_scores(kept, KEY) == {}
     says(capsys.readouterr().out.strip(), "val_sweep.json", "damaged", "scoring")
+
+
+def test_a_whole_val_sweep_json_is_kept(tmp_path, capsys):
+    kept = tmp_path / "val_sweep.json"
+    kept.write_text(json.dumps(sweep_entry()))
+    assert list(scoring.kept_scores(kept, KEY)) == [(1, 4, 0.6)]
+    assert capsys.readouterr().out == ""
 
 
 def test_a_damaged_sweep_record_is_an_error_only_when_it_holds_what_is_gone(tiny_run, tmp_path,
@@ -532,3 +559,17 @@ def test_the_budget_script_takes_nproc_only_for_the_cpu_max_minutes_only_to_trai
                   tmp_path / "runs", code=2, capsys=capsys)
     says(err, "--max-minutes", "--train")
     assert everything_under(tmp_path) == set()
+
+
+# --- experiments.install: the README's two commands ---------------------------------------------
+
+@pytest.mark.parametrize("edit", [("# (1) install", "# 1. install"), ("# (2)", "# two")])
+def test_install_without_a_readme_command_is_one_line_before_any_work(edit, tmp_path, capsys,
+                                                                     monkeypatch):
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text().replace(*edit))
+    monkeypatch.setattr(install, "README", readme)
+    monkeypatch.setattr(install, "LOG", tmp_path / "runs" / "log.txt")
+    err = refused(install, "--out-dir", tmp_path / "out", capsys=capsys)
+    says(err, readme, edit[0].split()[1], "git checkout -- README.md")
+    assert everything_under(tmp_path) == {readme.relative_to(tmp_path)}
