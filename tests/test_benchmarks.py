@@ -1,6 +1,7 @@
 """The GPU benchmark's own code, run on the CPU with a small preset (the GPU run is the
 benchmark; this checks what it computes and writes), and the schedule estimate made from it."""
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from conftest import says
 from annotated import configs
 from annotated.training.flops import batch_training_flops
 from benchmarks import device_run, gpu_train, train_throughput
-from experiments import gpu_schedule
+from experiments import folders, gpu_schedule
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
@@ -129,10 +130,47 @@ def gpu_train_refusal(capsys, *args) -> str:
     return err
 
 
-def test_a_cpu_run_of_the_gpu_benchmark_never_writes_into_results(capsys):
+@pytest.mark.parametrize("out", ["results/gpu_train.json", "./results/../results/gpu_train.json",
+                                 str(RESULTS / "gpu_train.json"), "results/new/gpu_train.json",
+                                 "link/gpu_train.json", "linked.json"])
+def test_a_cpu_run_of_the_gpu_benchmark_never_writes_into_results(out, tmp_path, capsys,
+                                                                  monkeypatch):
+    """By any path: relative, through '..', absolute, a new folder, a link to the folder or to
+    the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").symlink_to(RESULTS)
+    (tmp_path / "link").symlink_to(RESULTS)
+    (tmp_path / "linked.json").symlink_to(RESULTS / "gpu_train.json")
     committed = (RESULTS / "gpu_train.json").read_bytes()
-    err = gpu_train_refusal(capsys, "--modes", "eager", "--out", str(RESULTS / "gpu_train.json"))
-    says(err, "results/", "--out")
+    err = gpu_train_refusal(capsys, "--modes", "eager", "--out", out)
+    says(err, f"--out {out.removeprefix('./')}", "results/", "CPU run")
+    assert (RESULTS / "gpu_train.json").read_bytes() == committed
+    assert not (RESULTS / "new").exists()
+
+
+def test_a_hard_link_of_the_gpu_record_is_refused_as_the_record(tmp_path, capsys, monkeypatch):
+    """A hard link is the file under another name: writing it would replace the record."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "gpu_train.json").write_text("the GPU's record\n")
+    os.link(results / "gpu_train.json", tmp_path / "elsewhere.json")
+    monkeypatch.setattr(folders, "COMMITTED", (results,))
+    err = gpu_train_refusal(capsys, "--modes", "eager", "--out", str(tmp_path / "elsewhere.json"))
+    says(err, "elsewhere.json", "hard link", "results/gpu_train.json", "CPU run")
+    assert (results / "gpu_train.json").read_text() == "the GPU's record\n"
+
+
+@pytest.mark.parametrize("args,names", [(["--only", "base", "--tokens", "2000"],
+                                         ["--only base", "base and big"]),
+                                        (["--tokens", "2000"], ["--tokens 2,000", "25,000"])])
+def test_a_gpu_run_other_than_the_record_never_writes_into_results(args, names, capsys,
+                                                                   monkeypatch):
+    monkeypatch.setattr(gpu_train.torch.cuda, "is_available", lambda: True)
+    committed = (RESULTS / "gpu_train.json").read_bytes()
+    with pytest.raises(SystemExit) as exit_:
+        gpu_train.main(["--out", str(RESULTS / "gpu_train.json"), *args])
+    assert exit_.value.code == 1
+    says(capsys.readouterr().err.strip(), "results/", *names)
     assert (RESULTS / "gpu_train.json").read_bytes() == committed
 
 
