@@ -5,11 +5,15 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import says
 
 from annotated import configs
+from annotated.base.errors import ConfigError
 from annotated.training.flops import batch_training_flops
-from benchmarks import device_run, gpu_train, train_throughput
+from benchmarks import (adam_step, attention_kernels, common, cpu_allocator, decode_speed,
+                        device_run, exercise_checks, gpu_train, train_step_vs_nn_transformer,
+                        train_throughput)
 from experiments import folders, gpu_schedule
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -234,3 +238,33 @@ def test_the_device_script_runs_every_stage_on_a_cpu(tmp_path):
                                                                                  "copy 1/8"]
     assert json.loads((out / "gpu_schedule.json").read_text())["models"] == \
         json.loads((RESULTS / "gpu_schedule.json").read_text())["models"]
+
+
+@pytest.mark.parametrize("module", [adam_step, attention_kernels, cpu_allocator, decode_speed,
+                                    exercise_checks, train_step_vs_nn_transformer,
+                                    train_throughput])
+def test_a_thread_count_torch_cannot_take_is_refused_before_any_work(module, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        module.main(["--threads", "100000"])
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.strip().splitlines()[-1], "--threads", "100000", "1,024")
+
+
+def test_bench_threads_that_torch_cannot_take_is_one_line(monkeypatch):
+    monkeypatch.setenv("BENCH_THREADS", "100000")
+    with pytest.raises(ConfigError) as error:
+        common.set_threads(None)
+    says(error, "BENCH_THREADS", "100000", "1 <= threads <= 1,024")
+
+
+def test_more_threads_than_cores_is_said(capsys):
+    before = torch.get_num_threads()
+    try:
+        assert common.set_threads(common.cores() + 1) == common.cores() + 1
+    finally:
+        torch.set_num_threads(before)
+    says(capsys.readouterr().err.strip(), f"{common.cores() + 1} threads",
+         f"{common.cores()} cores", f"--threads {common.cores()}")
+    common.set_threads(1)
+    torch.set_num_threads(before)
+    assert capsys.readouterr().err == ""
