@@ -19,7 +19,9 @@ recipe may not carry over to our tokenizer and code: dropout and the vocabulary 
    global batch. A run begun earlier is resumed (--resume, which continues exactly); one at
    train_steps is left as it is. With --max-minutes, training stops after that many minutes
    of this command, and the same command again goes on from there: a budget longer than a
-   session is trained over several;
+   session is trained over several. Each run's output is appended to RUNS_DIR/NAME.log, a
+   line naming each call; the trainers stop with this script, however it is stopped (Ctrl-C,
+   SIGTERM; on Linux kill -9 too), and a run folder a trainer is still at work in is refused;
 2. scores each English->German candidate on val: its last 1, 5 and 10 checkpoints averaged
    (§6.1), each decoded with every (beam, alpha) of DECODINGS; the best lowercased val BLEU wins;
 3. scores the winner on test2016 once, and its English->French twin with the very same
@@ -48,8 +50,8 @@ from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
 from annotated.store.checkpoint_file import checkpoints, load_model, step_in_name
 from annotated.training.run_dir import read_metrics
-from experiments.commands import (invocation, recorded, resume_command, start, train_command,
-                                  wait_for)
+from experiments.commands import (check_no_trainer, invocation, recorded, resume_command, start,
+                                  train_command, wait_for)
 from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
 from experiments.machine import machine_record
 from experiments.report import markdown_table, pair_name, published
@@ -194,6 +196,8 @@ def train_runs(args, runs: dict, train_steps: int) -> None:
     once, a process each; on the CPU one after another, each filling the cores."""
     todo = {key: spec for key, spec in runs.items() if trained_steps(args, *spec) < train_steps}
     folders = {key: run_dir(args.runs_dir, *spec) for key, spec in todo.items()}
+    for folder in folders.values():              # before any starts: none left at work
+        check_no_trainer(folder)
     if args.device == "cuda":
         wait_for({key: start(key, folders[key], run_command(args, *spec, args.max_minutes))
                   for key, spec in todo.items()}, folders)

@@ -3,22 +3,25 @@ what they did not write, never put a smoke test or a training run among the comm
 check their inputs before they make any folder, write their files all or nothing, and say in
 their files what was actually done."""
 import errno
+import fcntl
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import says
 
 from annotated import train
-from annotated.base.errors import DataError
+from annotated.base.errors import DataError, RunDirError
 from annotated.base.files import write_files
 from annotated.store.checkpoint_file import atomic_save, average, checkpoints, half, load
 from experiments import (install, multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
                          multi30k_sweep, paper_tables, pretrained, scoring, table3_small)
+from experiments.commands import check_no_trainer, start, wait_for
 from experiments.folders import ROOT
 
 RESULTS = ROOT / "results"
@@ -573,3 +576,88 @@ def test_install_without_a_readme_command_is_one_line_before_any_work(edit, tmp_
     err = refused(install, "--out-dir", tmp_path / "out", capsys=capsys)
     says(err, readme, edit[0].split()[1], "git checkout -- README.md")
     assert everything_under(tmp_path) == {readme.relative_to(tmp_path)}
+
+
+# --- the budget's trainers: none outlives the script, none is written over ------------------------
+
+BUDGET_CALL = ["--train", "--device", "cpu", "--nproc", "1", "--only", "published", "--limit", "3",
+               *TINY, "train_steps=100000"]
+
+
+def trainer_at_work(run) -> bool:
+    try:
+        check_no_trainer(run)
+    except RunDirError:
+        return True
+    return False
+
+
+def until(condition, seconds: float) -> bool:
+    """Whether `condition()` became true within `seconds`."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def end_trainer(run) -> None:
+    """Kill a trainer still at work in `run` (the pid its lock names): a failing test leaves
+    none behind."""
+    if trainer_at_work(run):
+        os.kill(int((run / ".lock").read_text()), signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kill -9 is followed on Linux")
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_a_stopped_budget_script_leaves_no_trainer_and_the_next_call_keeps_its_log(signum,
+                                                                                   tmp_path):
+    runs = tmp_path / "runs"
+    call = [sys.executable, "-m", "experiments.multi30k_budget", *BUDGET_CALL, "--runs-dir",
+            str(runs), "--out-dir", str(tmp_path / "out")]
+    run, log = runs / "published_en_de", runs / "published_en_de.log"
+    script = subprocess.Popen(call, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        assert until(lambda: trainer_at_work(run), 240), "the trainer did not start"
+        script.send_signal(signum)
+        _, err = script.communicate(timeout=120)
+        if signum == signal.SIGTERM:
+            assert (script.returncode, err.splitlines()[-1]) == (143, "interrupted by SIGTERM")
+            assert not trainer_at_work(run)               # it waited for its trainer to end
+        assert until(lambda: not trainer_at_work(run), 60), "the trainer outlived the script"
+    finally:
+        script.kill()
+        script.wait(timeout=60)
+        end_trainer(run)
+    first = log.read_text()
+    again = subprocess.run([*call, "--max-minutes", "1e-9"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    text = log.read_text()
+    assert text.startswith(first) and text.count("\n=== ") == 2 and "--max-minutes" in text
+
+
+def test_a_run_folder_a_trainer_is_at_work_in_is_refused_before_its_log_is_touched(
+        tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    run = tmp_path / "runs" / "published_en_de"
+    run.mkdir(parents=True)
+    with open(run / ".lock", "w") as lock:         # what a trainer holds while at work
+        lock.write("4242\n")
+        lock.flush()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        err = refused(multi30k_budget, *BUDGET_CALL, "--runs-dir", tmp_path / "runs",
+                      "--out-dir", tmp_path / "out", capsys=capsys)
+    says(err, str(run), "pid 4242", "kill 4242")
+    assert sorted(p.name for p in run.parent.iterdir()) == ["published_en_de"]
+
+
+def test_each_training_call_is_appended_to_its_log(tmp_path):
+    run = tmp_path / "runs" / "a"
+    for word in ("first", "second"):
+        wait_for({"a": start("a", run, ["python", "-c", f"print('{word}')"])}, {"a": run})
+    text = (tmp_path / "runs" / "a.log").read_text()
+    assert text.count("\n=== ") == 2 and text.index("first") < text.index("second")
