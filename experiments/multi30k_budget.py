@@ -149,7 +149,8 @@ def main(argv=None):
             return
         raise CheckpointError(f"{progress} of train_steps={config.train_steps:,} in "
                               f"{args.runs_dir}: train them to the end first (--train)")
-    result = {"machine": machine_record(), "budget": BUDGET, "preset": PRESET,
+    result = {"machine": machine_record(), "budget": merged(BUDGET, args.overrides),
+              "overrides": args.overrides, "preset": PRESET,
               "training": training_record(args, runs)}
     if len(sources) > (args.limit or len(sources)):       # a smoke test (--limit) says so
         result["limited"] = f"the first {args.limit:,} sentences of val and of test2016"
@@ -260,6 +261,14 @@ def decode_speed(checkpoint: Path, data_dir, limit) -> dict:
     return speeds
 
 
+def own_settings(name: str, user: list[str]) -> str:
+    """The candidate's settings that its runs kept: those the user's key=value did not set
+    for every run (the report states the user's among every run's)."""
+    keys = {item.partition("=")[0] for item in user}
+    kept = [item for item in CANDIDATES[name] if item.partition("=")[0] not in keys]
+    return " ".join(kept) or "(none: key=value set them)"
+
+
 def render_markdown(result: dict, command_line: str) -> str:
     m, b, t = result["machine"], result["best"], result["training"]
     machine = (f"{m['gpu']}, torch {m['torch']}, CUDA {m['cuda']}" if "gpu" in m else
@@ -271,10 +280,10 @@ def render_markdown(result: dict, command_line: str) -> str:
              *([f"A smoke test (--limit): every score below is on {result['limited']} only.",
                 ""] if result.get("limited") else []),
              f"Machine: {machine}.", "",
-             f"Every run: `{PRESET}` with `{' '.join(BUDGET)}`, and the candidate's own "
-             f"settings. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the Multi30k "
-             f"literature's metric); cased is sacreBLEU's default. Published English->German "
-             f"test2016 at this budget: {theirs}.", "",
+             f"Every run: `{PRESET}` with `{' '.join(result['budget'])}`, and the "
+             f"candidate's own settings. BLEU: lowercased is sacreBLEU `-lc` with its 13a "
+             f"tokenizer (the Multi30k literature's metric); cased is sacreBLEU's default. "
+             f"Published English->German test2016 at this budget: {theirs}.", "",
              f"The runs trained {t['how']}; minutes are each run's own training time.", ""]
     lines += markdown_table(["run", "steps", "minutes", "command"],
                             [[k, v["steps"], v["training_minutes"], f"`{v['command']}`"]
@@ -288,8 +297,8 @@ def render_markdown(result: dict, command_line: str) -> str:
     lines += markdown_table(
         ["candidate", "overrides", "checkpoints averaged", "val PPL", "beam", "alpha",
          "val lowercased BLEU", "val cased sacreBLEU"],
-        [[name, " ".join(CANDIDATES[name]), r["average"], r["val_ppl"], r["beam"], r["alpha"],
-          r["lowercase_bleu"], r["bleu"]] for name, c in result["candidates"].items()
+        [[name, own_settings(name, result["overrides"]), r["average"], r["val_ppl"], r["beam"],
+          r["alpha"], r["lowercase_bleu"], r["bleu"]] for name, c in result["candidates"].items()
          for r in c["rows"]])
     lines += ["", f"Best on val: **{b['candidate']}**, the average of the last {b['average']} "
               f"checkpoint(s), beam {b['beam']}, alpha {b['alpha']}: {b['lowercase_bleu']} "

@@ -661,3 +661,10 @@ def test_each_training_call_is_appended_to_its_log(tmp_path):
         wait_for({"a": start("a", run, ["python", "-c", f"print('{word}')"])}, {"a": run})
     text = (tmp_path / "runs" / "a.log").read_text()
     assert text.count("\n=== ") == 2 and text.index("first") < text.index("second")
+
+
+def test_the_budget_report_names_the_settings_every_run_had():
+    """The user's key=value take the place of the budget's and the candidate's own."""
+    assert multi30k_budget.own_settings("p02_v6k", []) == "P_drop=0.2 vocab_size=6000"
+    assert multi30k_budget.own_settings("p02_v6k", ["P_drop=0.1"]) == "vocab_size=6000"
+    assert "P_drop" not in multi30k_budget.own_settings("published", ["P_drop=0.1"])
