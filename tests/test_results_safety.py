@@ -443,6 +443,34 @@ def test_pretrained_rewrites_its_own_files_and_says_what_it_compared(tiny_run, t
     assert "validation sweep" not in readme and "multi30k_sample" in readme
 
 
+SWEPT = ("runs/sweep/tiny_2proc_p02_v6k/average.pt", 11152,          # the shipped model's run
+         dict(N=4, d_model=128, d_ff=256, h=4, P_drop=0.2, vocab_size=6000, dataset="multi30k"))
+
+
+@pytest.mark.parametrize("change,names", [
+    (lambda r: r["candidates"]["tiny"]["rows"][0].update(lowercase_bleu=float("nan")),
+     ["candidates.tiny.rows[0].lowercase_bleu", "nan"]),
+    (lambda r: r["candidates"]["tiny_2proc"]["rows"][1].update(lowercase_bleu=-3),
+     ["candidates.tiny_2proc.rows[1].lowercase_bleu", "-3"]),
+    (lambda r: r["best"].pop("candidate"), ["best.candidate", "missing"])])
+def test_the_shipped_models_readme_is_never_written_from_a_damaged_sweep_record(
+        change, names, tmp_path, monkeypatch):
+    """Which sweep candidate the shipped model is comes from results/multi30k_sweep.json:
+    read checked, before any work, not taken as 'not from the sweep' when damaged."""
+    sweep = tmp_path / "multi30k_sweep.json"
+    record = json.loads(pretrained.SWEEP.read_text())
+    change(record)
+    sweep.write_text(json.dumps(record))
+    monkeypatch.setattr(pretrained, "SWEEP", sweep)
+    with pytest.raises(DataError) as error:
+        pretrained.provenance(*SWEPT)
+    says(error, str(sweep), *names, "python -m experiments.multi30k_sweep")
+
+
+def test_the_shipped_models_readme_names_its_sweep_candidate():
+    assert pretrained.provenance(*SWEPT) in (SHIPPED / "README.md").read_text()
+
+
 # --- experiments.multi30k_metric: says what a smoke test scored --------------------------------------
 
 def test_a_smoke_test_says_it_scored_the_first_sentences(tiny_run, tmp_path):
