@@ -297,6 +297,21 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("text,names", [
+    ('{"wall_minutes": 60.1, "comm', ["not valid JSON"]),
+    ('{"wall_minutes": 60.1}', ["command", "missing"]),
+    ('{"wall_minutes": NaN, "command": "python -m annotated.train"}', ["wall_minutes", "nan"])])
+def test_a_damaged_train_json_is_one_line_before_the_run_is_scored(text, names, tiny_run,
+                                                                    tmp_path, capsys):
+    shutil.copytree(tiny_run, tmp_path / "run")
+    (tmp_path / "run" / "train.json").write_text(text)
+    before = everything_under(tmp_path / "run")
+    err = refused(multi30k, "--skip-train", "--run-dir", tmp_path / "run", "--out-dir",
+                  tmp_path / "out", "--limit", 3, capsys=capsys)
+    says(err, str(tmp_path / "run" / "train.json"), *names, "delete it")
+    assert everything_under(tmp_path / "run") == before and not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, tmp_path):
     shutil.copytree(tiny_run, tmp_path / "run")
