@@ -112,8 +112,14 @@ def source_units(source: Path) -> list[tuple[str, str]]:
         nb = nbformat.read(source, as_version=4)
         return [(f"cell {c['id']}", c["source"].strip("\n")) for c in nb.cells
                 if c.cell_type == "markdown" and c["source"].strip()]
-    return [("block", block) for block in page_blocks(source.read_text(encoding="utf-8"))
+    return [("block", block) for block in page_blocks(read_page(source))
             if translatable(block)]
+
+
+def read_page(source: Path) -> str:
+    """An English markdown page's text, read as the translation files are (read_lines): one
+    line naming the file and line if it is not UTF-8."""
+    return "".join(line + "\n" for line in read_lines(source))
 
 
 def page_blocks(text: str) -> list[str]:
@@ -250,7 +256,7 @@ def exercise_language(cell: dict, lang: str) -> None:
 def page_text(source: Path, lang: str) -> str:
     """A markdown page of the book in `lang`: as written for English, else translated_page."""
     if lang == languages.ENGLISH:
-        return source.read_text(encoding="utf-8")
+        return read_page(source)
     return translated_page(source, lang)
 
 
@@ -260,7 +266,7 @@ def translated_page(source: Path, lang: str) -> str:
     units = {u.en: u.text for u in read_units(where, lang) if u.key == "block" and u.text} \
         if where.exists() else {}
     return "\n\n".join(units.get(block, block) if translatable(block) else block
-                       for block in page_blocks(source.read_text(encoding="utf-8"))) + "\n"
+                       for block in page_blocks(read_page(source))) + "\n"
 
 
 def sources() -> list[Path]:

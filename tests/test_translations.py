@@ -256,6 +256,28 @@ def test_the_translations_command_says_a_conflict_in_one_line(tmp_path, monkeypa
     says(err.strip(), f"slips.md:{line}", "conflict marker")
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_english_page_not_in_utf8_is_one_line_naming_the_file_and_line(lang, tmp_path,
+                                                                        monkeypatch, capsys):
+    """As the translations check and the build (page_text) read it."""
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
+    text = (i18n.BOOK / "slips.md").read_text(encoding="utf-8")
+    (book / "slips.md").write_bytes(text.encode("utf-8") + "\nCaf\u00e9.\n".encode("latin-1"))
+    line = text.count("\n") + 2
+    with pytest.raises(DataError) as error:
+        i18n.page_text(book / "slips.md", lang)
+    says(error, f"slips.md, line {line}", "not UTF-8", "convert")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    with pytest.raises(SystemExit) as stopped:
+        book_main(["translations"])
+    assert stopped.value.code == 1
+    says(capsys.readouterr().err.strip(), f"slips.md, line {line}", "not UTF-8")
+
+
 def test_adding_missing_units_writes_a_translation_file_whole_or_not_at_all(
         copy_of_chapter_one, monkeypatch):
     path = copy_of_chapter_one
