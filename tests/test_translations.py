@@ -237,6 +237,18 @@ def test_a_translation_not_in_utf8_is_one_line_naming_the_file_and_line(tmp_path
     says(error, "start.md, line 11", "not UTF-8", "convert")
 
 
+def translations_error(book, monkeypatch, capsys) -> str:
+    """The one error line of `python -m book translations` on the book folder `book` (its
+    slips.md and zh/slips.md), which must exit 1."""
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", book.parent)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    with pytest.raises(SystemExit) as stopped:
+        book_main(["translations"])
+    assert stopped.value.code == 1
+    return capsys.readouterr().err.strip()
+
+
 def test_the_translations_command_says_a_conflict_in_one_line(tmp_path, monkeypatch, capsys):
     book = tmp_path / "book"
     (book / "zh").mkdir(parents=True)
@@ -245,15 +257,8 @@ def test_the_translations_command_says_a_conflict_in_one_line(tmp_path, monkeypa
     first = text.index("--- zh ---\n") + len("--- zh ---\n")
     (book / "zh" / "slips.md").write_text(text[:first] + "<<<<<<< HEAD\n" + text[first:],
                                           encoding="utf-8")
-    monkeypatch.setattr(i18n, "BOOK", book)
-    monkeypatch.setattr(i18n, "ROOT", tmp_path)
-    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
-    with pytest.raises(SystemExit) as stopped:
-        book_main(["translations"])
-    assert stopped.value.code == 1
-    err = capsys.readouterr().err
     line = text[:first].count("\n") + 1
-    says(err.strip(), f"slips.md:{line}", "conflict marker")
+    says(translations_error(book, monkeypatch, capsys), f"slips.md:{line}", "conflict marker")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -269,13 +274,7 @@ def test_an_english_page_not_in_utf8_is_one_line_naming_the_file_and_line(lang, 
     with pytest.raises(DataError) as error:
         i18n.page_text(book / "slips.md", lang)
     says(error, f"slips.md, line {line}", "not UTF-8", "convert")
-    monkeypatch.setattr(i18n, "BOOK", book)
-    monkeypatch.setattr(i18n, "ROOT", tmp_path)
-    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
-    with pytest.raises(SystemExit) as stopped:
-        book_main(["translations"])
-    assert stopped.value.code == 1
-    says(capsys.readouterr().err.strip(), f"slips.md, line {line}", "not UTF-8")
+    says(translations_error(book, monkeypatch, capsys), f"slips.md, line {line}", "not UTF-8")
 
 
 def test_adding_missing_units_writes_a_translation_file_whole_or_not_at_all(
