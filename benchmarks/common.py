@@ -1,25 +1,48 @@
 """Shared helpers for the benchmark scripts: thread setup and interleaved timing."""
 import os
 import statistics
+import sys
 import time
 
 import torch
 
 from annotated.base.cli import number
-from annotated.base.settings import at_least
+from annotated.base.errors import ConfigError
+from annotated.base.settings import at_least, between
+
+THREADS = between(1, 1024, "threads")    # far more makes torch crash (100,000: a segfault)
 
 
 def add_timing_arguments(parser, repeats: int):
     """--threads and --repeats, as the timing benchmarks take them."""
-    parser.add_argument("--threads", type=number(at_least(1)),
+    parser.add_argument("--threads", type=number(THREADS),
                         help="default: env BENCH_THREADS or all cores")
     parser.add_argument("--repeats", type=number(at_least(1)), default=repeats,
                         help=f"timed runs of each contender (median; default {repeats})")
 
 
+def cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def set_threads(n: int | None):
-    """Use the same number of intra-op threads for every contender; returns it."""
-    n = n or int(os.environ.get("BENCH_THREADS", os.cpu_count() or 1))
+    """Use the same number of intra-op threads for every contender (--threads, else env
+    BENCH_THREADS, else one a core); returns it. More threads than cores is said on stderr:
+    they take turns on the cores, and the times measure that."""
+    if n is None:
+        text = os.environ.get("BENCH_THREADS", str(cores()))
+        test, allowed = THREADS
+        if not text.strip().isdigit() or not test(int(text)):
+            raise ConfigError(f"env BENCH_THREADS={text!r}: expected a whole number, "
+                              f"{allowed}; set it so or unset it (then: one thread a core)")
+        n = int(text)
+    if n > cores():
+        print(f"note: {n} threads on the {cores()} cores this process may use: the threads "
+              f"take turns on the cores, and the times measure that wait; --threads "
+              f"{cores()} or fewer measures the code", file=sys.stderr, flush=True)
     torch.set_num_threads(n)
     return n
 

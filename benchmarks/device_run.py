@@ -36,7 +36,7 @@ from annotated.base.cli import command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open
 from annotated.base.settings import at_least
-from experiments.folders import ROOT, relative
+from experiments.folders import ROOT, committed_folder, relative
 from experiments.machine import machine_record
 
 STAGES = ["attention", "after", "schedule", "tests", "before"]
@@ -103,9 +103,10 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     results = ROOT / "results"
     args.out_dir = (args.out_dir or (results if args.device == "cuda" else None))
-    if args.out_dir is None or (args.device == "cpu" and args.out_dir.resolve() == results):
-        parser.error("--device cpu is a self-check: give --out-dir, a folder other than "
-                     "results/, which holds the GPU's measurements")
+    if args.out_dir is None or (args.device == "cpu"
+                                and committed_folder(args.out_dir) is not None):
+        parser.error("--device cpu is a self-check: give --out-dir, a folder outside results/ "
+                     "(which holds the GPU's measurements) and annotated/")
     if "before" in args.stages and not (args.before / "benchmarks" / "gpu_train.py").is_file():
         raise DataError(f"--before {args.before}: no benchmarks/gpu_train.py there; give a "
                         f"copy of the code to compare with (git archive REV annotated "

@@ -8,8 +8,10 @@ tokens/s, step time, peak memory and model FLOP utilisation (MFU).
 
 The modes: eager; compiled (`compile=true`); graphs (`compile=true cuda_graphs=true`: the
 compiled step replayed as CUDA graphs, each batch padded up to its bucket; see
-annotated.training.buckets). A CPU run checks the script itself and never writes into the
-repository's results/, which holds the GPU's measurements.
+annotated.training.buckets). A CPU run checks the script itself. results/ holds the GPU's
+record, which cannot be measured again without a GPU: only a run that measures it (base and
+big on a GPU, the paper's batch and vocabulary) may write there, by whatever path --out takes
+(a link, '..', a hard link of the file).
 
 A step is what `python -m annotated.train` does per step (benchmarks.train_throughput builds
 it): the token-batched global batch through annotated.training.step.train_step (collate,
@@ -49,10 +51,9 @@ from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import atomic_open, check_output
 from annotated.base.settings import at_least
 from benchmarks.train_throughput import training_step
-from experiments.folders import ROOT
+from experiments.folders import committed_file, relative
 from experiments.machine import machine_record
 
-RESULTS = ROOT / "results"
 VOCAB = 37_000
 PAPER_BATCH = 25_000                 # tokens a side per step (§5.1)
 GPUS = 8                             # the paper's machine (§5.2)
@@ -227,10 +228,8 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    if args.device == "cpu" and args.out and args.out.resolve().parent == RESULTS:
-        raise DataError(f"--out {args.out}: a CPU run checks the script; it never writes into "
-                        f"results/, which holds the GPU's measurements; give --out elsewhere")
     if args.out:
+        check_record(args)
         check_output(args.out)                  # before any measurement, not after the first
     if args.device == "cuda" and not torch.cuda.is_available():
         raise DeviceError("no CUDA GPU here; this benchmark measures one (CPU throughput: "
@@ -268,6 +267,34 @@ def main(argv=None):
         record["complete"] = True
         save(record, args.out)
         print(f"wrote {args.out}")
+
+
+def not_the_record(args) -> str | None:
+    """Why this run cannot be the GPU record that results/ holds (base and big on a GPU at the
+    paper's batch and vocabulary), or None if it can."""
+    if args.device == "cpu":
+        return "a CPU run, which checks the script only"
+    if not {"base", "big"} <= set(args.only):
+        return f"--only {' '.join(args.only)}, not base and big"
+    if args.tokens != PAPER_BATCH:
+        return f"--tokens {args.tokens:,}, not the paper's {PAPER_BATCH:,}"
+    if args.vocab != VOCAB:
+        return f"--vocab {args.vocab:,}, not the paper's {VOCAB:,}"
+    return None
+
+
+def check_record(args) -> None:
+    """Refuse an --out among the committed files, by whatever path (a link, '..', a hard link
+    of the file), unless this run measures the record they hold: it cannot be measured again
+    without a GPU."""
+    committed, problem = committed_file(args.out), not_the_record(args)
+    if committed is None or problem is None:
+        return
+    where = (f"is inside {relative(committed)}/" if committed.is_dir() else
+             f"is another name (a hard link) of {relative(committed)}")
+    raise DataError(f"--out {args.out} {where}, whose files are committed (results/ holds the "
+                    f"GPU's measurements of base and big); this run is {problem}: give --out a "
+                    f"file elsewhere, such as runs/gpu_train.json")
 
 
 def save(record: dict, out: Path) -> None:

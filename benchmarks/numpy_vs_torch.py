@@ -46,7 +46,7 @@ from annotated import batch_masks, configs  # noqa: E402
 from annotated.base.cli import command  # noqa: E402
 from annotated.loss import label_smoothed_loss  # noqa: E402
 from annotated.model import EncoderDecoder  # noqa: E402
-from benchmarks.common import interleaved_times  # noqa: E402
+from benchmarks.common import interleaved_times, set_threads  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
 # (name, config, shared vocabulary size)
@@ -109,7 +109,7 @@ def compare(name, config, vocab, batch, repeats):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, torch {torch.__version__}")
     print(f"threads: torch {torch.get_num_threads()}; numpy BLAS {blas_threads(args.threads)}")
     print(f"{'config':<26} {'tokens':>7} {'numpy (s)':>10} {'torch (s)':>10} {'ratio':>6}  "

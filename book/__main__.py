@@ -16,6 +16,7 @@ try:
     import time
 
     from annotated.base.cli import command, path
+    from annotated.base.signals import stops_unwind
     from book import i18n, languages, terms
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:
@@ -44,7 +45,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.command == "translations":
-        return translations(args.add_missing)
+        with stops_unwind():                # --add-missing writes: SIGTERM stops as Ctrl-C
+            return translations(args.add_missing)
     if args.command == "terms":
         return check_terms()
     start = time.time()

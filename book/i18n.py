@@ -30,12 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annotated.base.errors import DataError
+from annotated.base.files import read_lines, write_files
 from book import languages
 
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 CHAPTERS = ROOT / "chapters"
 HEADER = re.compile(r"^=== (cell [0-9a-zA-Z_-]+|block) ===$")
+# The lines git writes around a conflict it leaves in a file.
+CONFLICT = re.compile(r"^(<{7}|\|{7}|>{7})( |$)|^={7}$")
 EN, TARGET = "--- en ---", "--- {lang} ---"
 
 
@@ -48,9 +51,15 @@ class Unit:
 
 
 def read_units(path: Path, lang: str) -> list[Unit]:
-    """The units of a translation file, in order; a malformed file is one DataError naming the
-    file, the line and what was expected there."""
-    lines = path.read_text(encoding="utf-8").split("\n")
+    """The units of a translation file, in order; a malformed file (not UTF-8, a git conflict
+    left in it, a unit without its separator lines) is one DataError naming the file, the line
+    and what was expected there."""
+    lines = list(read_lines(path))
+    for number, line in enumerate(lines, 1):
+        if CONFLICT.match(line):
+            raise DataError(f"{path}:{number}: a git conflict marker ({line[:40]!r}): a merge "
+                            f"left two versions here; keep one, delete the marker lines, then "
+                            f"run python -m book translations again")
     units, i, target = [], 0, TARGET.format(lang=lang)
     while i < len(lines):
         if not lines[i].strip():
@@ -62,23 +71,38 @@ def read_units(path: Path, lang: str) -> list[Unit]:
                             f"'=== block ==='), found {lines[i][:60]!r}")
         if i + 1 >= len(lines) or lines[i + 1] != EN:
             raise DataError(f"{path}:{i + 2}: expected '{EN}' after the unit header")
-        try:
-            mid = lines.index(target, i + 2)
-        except ValueError:
-            raise DataError(f"{path}:{i + 1}: this unit has no '{target}' line") from None
-        end = next((j for j in range(mid + 1, len(lines)) if HEADER.match(lines[j])),
-                   len(lines))
+        end = next((j for j in range(i + 2, len(lines)) if HEADER.match(lines[j])), len(lines))
+        mid = _separator(path, lines, i, end, target)
         units.append(Unit(header.group(1), "\n".join(lines[i + 2:mid]).strip("\n"),
                           "\n".join(lines[mid + 1:end]).strip("\n"), i + 1))
         i = end
     return units
 
 
+def _separator(path: Path, lines: list[str], start: int, end: int, target: str) -> int:
+    """The index of the one `target` line ('--- zh ---') of the unit that spans lines[start:end]
+    (its header, its '--- en ---', ...); a unit without it, or with a second separator line
+    (two units run together), is a DataError naming the line."""
+    found = [j for j in range(start + 2, end) if lines[j] in (EN, target)]
+    if not found or lines[found[0]] != target:
+        where = f"line {found[0] + 1}" if found else \
+            (f"the next unit (line {end + 1})" if end < len(lines) else "the end of the file")
+        raise DataError(f"{path}:{start + 1}: this unit has no '{target}' line between its "
+                        f"English and {where}; add it where the English ends and its "
+                        f"translation begins")
+    if len(found) > 1:
+        raise DataError(f"{path}:{found[1] + 1}: a second {lines[found[1]]!r} line in the unit "
+                        f"that starts at line {start + 1}; each unit has one '{EN}' and one "
+                        f"'{target}' line: if two units ran together, put a unit header ("
+                        f"'=== block ===' or '=== cell ID ===') before the second")
+    return found[0]
+
+
 def write_units(path: Path, units: list[Unit], lang: str) -> None:
-    """Write a translation file (the format read_units reads)."""
+    """Write a translation file (the format read_units reads), whole or not at all."""
     parts = [f"=== {u.key} ===\n{EN}\n{u.en}\n{TARGET.format(lang=lang)}\n{u.text}\n"
              for u in units]
-    path.write_text("\n".join(parts), encoding="utf-8")
+    write_files({path: "\n".join(parts)})
 
 
 def source_units(source: Path) -> list[tuple[str, str]]:
@@ -88,8 +112,14 @@ def source_units(source: Path) -> list[tuple[str, str]]:
         nb = nbformat.read(source, as_version=4)
         return [(f"cell {c['id']}", c["source"].strip("\n")) for c in nb.cells
                 if c.cell_type == "markdown" and c["source"].strip()]
-    return [("block", block) for block in page_blocks(source.read_text(encoding="utf-8"))
+    return [("block", block) for block in page_blocks(read_page(source))
             if translatable(block)]
+
+
+def read_page(source: Path) -> str:
+    """An English markdown page's text, read as the translation files are (read_lines): one
+    line naming the file and line if it is not UTF-8."""
+    return "".join(line + "\n" for line in read_lines(source))
 
 
 def page_blocks(text: str) -> list[str]:
@@ -226,7 +256,7 @@ def exercise_language(cell: dict, lang: str) -> None:
 def page_text(source: Path, lang: str) -> str:
     """A markdown page of the book in `lang`: as written for English, else translated_page."""
     if lang == languages.ENGLISH:
-        return source.read_text(encoding="utf-8")
+        return read_page(source)
     return translated_page(source, lang)
 
 
@@ -236,7 +266,7 @@ def translated_page(source: Path, lang: str) -> str:
     units = {u.en: u.text for u in read_units(where, lang) if u.key == "block" and u.text} \
         if where.exists() else {}
     return "\n\n".join(units.get(block, block) if translatable(block) else block
-                       for block in page_blocks(source.read_text(encoding="utf-8"))) + "\n"
+                       for block in page_blocks(read_page(source))) + "\n"
 
 
 def sources() -> list[Path]:
@@ -255,6 +285,5 @@ def add_missing(source: Path, lang: str) -> int:
     new = [Unit(key, text, "", 0) for key, text in source_units(source)
            if (text if key == "block" else key) not in have]
     if new:
-        where.parent.mkdir(exist_ok=True)
         write_units(where, units + new, lang)
     return len(new)

@@ -1,13 +1,18 @@
 """The project's own commands as the results scripts run them and record them: the training
 command (fresh, or resumed; under torchrun for several processes), checkpoint averaging (§6.1),
 and the command line a results file names as the one that wrote it."""
+import ctypes
+import fcntl
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from annotated.base.errors import DataError
+from annotated.base.errors import DataError, RunDirError
+from annotated.base.signals import stops_unwind
 from annotated.configs import merged
 from annotated.store.checkpoint_file import checkpoints, header
 from experiments.folders import ROOT, relative
@@ -75,7 +80,7 @@ def run_command(cmd: list[str]) -> str:
     why on stderr: the ChildProcessError only names it."""
     line = shlex.join(cmd)
     print(f"+ {line}", flush=True)
-    done = subprocess.run(with_this_python(cmd), cwd=ROOT)
+    done = subprocess.run(with_this_python(cmd), cwd=ROOT, preexec_fn=ends_with(os.getpid()))
     if done.returncode != 0:
         raise ChildProcessError(f"`{line}` failed (exit code {done.returncode}); its error is "
                                 f"above")
@@ -114,16 +119,80 @@ def average(run_dir: Path, n: int, out: Path | None = None) -> tuple[Path, str]:
 
 
 def start(name: str, run: Path, cmd: list[str]) -> subprocess.Popen:
-    """Start one training command, its output in RUNS_DIR/NAME.log."""
+    """Start one training command in the run folder `run`, its output appended to
+    RUNS_DIR/NAME.log after a line naming the call (the logs of earlier calls stay). A trainer
+    still at work in `run` (left by an earlier call that was killed) is refused first, before
+    the log is touched; the one started here ends with this process, however it ends."""
+    check_no_trainer(run)
     print("+ " + " ".join(cmd), flush=True)
     run.parent.mkdir(parents=True, exist_ok=True)
-    log = open(run.parent / f"{name}.log", "w")
-    return subprocess.Popen(with_this_python(cmd), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    log = open(run.parent / f"{name}.log", "a")
+    log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')}: {shlex.join(cmd)}\n")
+    log.flush()
+    return subprocess.Popen(with_this_python(cmd), cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, preexec_fn=ends_with(os.getpid()))
+
+
+def check_no_trainer(run: Path) -> None:
+    """Refuse a run folder that a trainer is at work in: it holds the folder's lock
+    (annotated.training.run_dir), which the kernel drops when it ends."""
+    try:
+        lock = open(run / ".lock")
+    except OSError:                   # no lock, or none to read: no trainer at work there
+        return
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = lock.read().strip() or "unknown"
+            raise RunDirError(f"{run} is in use by a training process (pid {pid}), perhaps "
+                              f"started by an earlier call of this script that was killed; "
+                              f"wait for it to end or stop it (kill {pid}), then run this "
+                              f"again") from None
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+PR_SET_PDEATHSIG = 1                  # prctl(2)
+
+
+def ends_with(parent: int):
+    """A preexec_fn for a command this script starts: on Linux, the command gets SIGTERM
+    when `parent` (this process) ends, however it ends (kill -9 included), so that no trainer
+    outlives the script that started it and writes on into its log. Elsewhere None."""
+    if _LIBC is None:
+        return None
+
+    def in_the_child():
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:            # the parent ended before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+    return in_the_child
 
 
 def wait_for(procs: dict, runs: dict):
-    """Wait for every started training; one error naming the logs of those that failed."""
-    failed = [name for name, p in procs.items() if p.wait() != 0]
+    """Wait for every started training; one error naming the logs of those that failed.
+    Ctrl-C, SIGTERM or SIGHUP while waiting stops them (SIGTERM, which a trainer takes as
+    Ctrl-C) and waits for them to end; a second stop kills them."""
+    with stops_unwind():
+        try:
+            failed = [name for name, p in procs.items() if p.wait() != 0]
+        except KeyboardInterrupt:
+            stop(procs.values())
+            raise
     if failed:
         raise ChildProcessError(f"training failed for {', '.join(failed)}; see "
                                 f"{', '.join(str(runs[n].parent / f'{n}.log') for n in failed)}")
+
+
+def stop(procs) -> None:
+    """Ask the processes to stop (SIGTERM) and wait for them; kill them on a second stop."""
+    for p in procs:
+        p.terminate()
+    try:
+        for p in procs:
+            p.wait()
+    except KeyboardInterrupt:
+        for p in procs:
+            p.kill()
+        raise

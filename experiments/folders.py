@@ -41,6 +41,20 @@ def committed_folder(path) -> Path | None:
     return next((c for c in COMMITTED if resolved.is_relative_to(c)), None)
 
 
+def committed_file(path) -> Path | None:
+    """What writing the file `path` would change among the committed files: the committed
+    folder it is in, whatever the path says on the way (a link, '..'), or the committed file
+    it is another name of (a hard link, which a write goes through); None if nothing."""
+    folder = committed_folder(path)
+    if folder is not None:
+        return folder
+    path = Path(path)
+    if not path.is_file() or path.stat().st_nlink == 1:
+        return None
+    return next((f for c in COMMITTED for f in c.rglob("*")
+                 if f.is_file() and os.path.samefile(f, path)), None)
+
+
 def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=None) -> Path:
     """Refuse, before any work, an --out-dir that is no folder or cannot become one, or a smoke
     test's (--limit N, or the `smoke` option named) into a committed folder, directly or

@@ -18,13 +18,12 @@ Neither was measured on eight GPUs; both are labelled estimates wherever they ar
 """
 import argparse
 import json
-from pathlib import Path
 
 from annotated.base.cli import command, path
-from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from experiments.commands import invocation
 from experiments.folders import ROOT, add_out_dir, check_out_dir, relative
+from experiments.results_files import Record, fastest, gpu_timings
 
 # §5.2: one machine with 8 NVIDIA P100 GPUs.
 PAPER = {"base": {"steps": 100_000, "step_s": 0.4, "hours": 12.0},
@@ -32,20 +31,11 @@ PAPER = {"base": {"steps": 100_000, "step_s": 0.4, "hours": 12.0},
 GPUS = 8
 
 
-def fastest(cases: list[dict], name: str) -> dict:
-    """The fastest mode (eager, compiled or CUDA graphs) of one case of gpu_train.json."""
-    found = [c for c in cases if c["case"] == name]
-    if not found:
-        raise DataError(f"the timings hold no case {name!r}; run python -m benchmarks.gpu_train "
-                        f"--only base big --out results/gpu_train.json on a GPU first")
-    return min(found, key=lambda c: c["step_s"])
-
-
-def estimate(timings: dict) -> dict:
+def estimate(timings: Record) -> dict:
     """Per model: the paper's schedule, and both estimates of it in hours on 8 such GPUs."""
     models = {}
     for name, paper in PAPER.items():
-        share, whole = fastest(timings["cases"], f"{name} 1/{GPUS}"), fastest(timings["cases"], name)
+        share, whole = fastest(timings, f"{name} 1/{GPUS}"), fastest(timings, name)
         hours = {"per_gpu_share": paper["steps"] * share["step_s"] / 3600,
                  "perfect_scaling": paper["steps"] * whole["step_s"] / GPUS / 3600}
         models[name] = {"paper_steps": paper["steps"], "paper_step_s": paper["step_s"],
@@ -87,17 +77,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     out_dir = check_out_dir(args.out_dir)
-    try:
-        timings = json.loads(Path(args.timings).read_text())
-    except (OSError, ValueError) as e:
-        raise DataError(f"--timings {args.timings}: cannot read it as JSON ({e}); give the file "
-                        f"python -m benchmarks.gpu_train --out wrote") from None
-    if not timings.get("complete") or "gpu" not in timings.get("machine", {}):
-        raise DataError(f"--timings {args.timings} is not a complete GPU measurement "
-                        f"(\"complete\": true and a GPU named); rerun benchmarks.gpu_train")
+    timings = gpu_timings(args.timings)
     record = {"command": invocation("experiments.gpu_schedule", argv),
-              "timings": relative(args.timings), "timings_command": timings["command"],
-              "machine": timings["machine"], "gpus": GPUS, "models": estimate(timings)}
+              "timings": relative(args.timings),
+              "timings_command": timings.get("command", kind=str),
+              "machine": timings.get("machine", kind=dict), "gpus": GPUS,
+              "models": estimate(timings)}
     write_files({out_dir / "gpu_schedule.json": json.dumps(record, indent=1) + "\n",
                  out_dir / "gpu_schedule.md": render(record)})
     for name, r in record["models"].items():

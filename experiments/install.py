@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from annotated.base.cli import command
-from annotated.base.files import write_files
+from annotated.base.errors import DataError
+from annotated.base.files import read_lines, write_files
 from experiments.commands import invocation
 from experiments.folders import ROOT, add_out_dir, check_out_dir
 from experiments.machine import machine_record
@@ -29,12 +30,18 @@ README = ROOT / "README.md"
 
 
 def commands() -> dict[str, str]:
-    """The README's two commands, split into their install and their run."""
-    lines = README.read_text().splitlines()
+    """The README's two commands (each the line after its comment, `# (1) ...`), split into
+    their install and their run; a README without them is one DataError naming the mark."""
+    lines = list(read_lines(README))
     found = {}
     for mark in ("(1)", "(2)"):
-        line = lines[next(i for i, t in enumerate(lines) if t.startswith(f"# {mark}")) + 1]
+        at = next((i for i, t in enumerate(lines) if t.startswith(f"# {mark}")), None)
+        line = lines[at + 1] if at is not None and at + 1 < len(lines) else ""
         install, _, run = line.rpartition(" && ")
+        if not install:
+            raise DataError(f"{README}: no command after a line beginning '# {mark}' (the "
+                            f"comment above the README's command {mark}, which this times); "
+                            f"put the comment back as it was (git checkout -- README.md)")
         found[mark] = {"install": install, "run": run}
     return found
 
@@ -102,13 +109,14 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     check_out_dir(args.out_dir)
+    timed_commands = commands()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANNOTATED_", "VIRTUAL"))}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
                                   if not p.startswith(sys.prefix))    # not this .venv's python
     LOG.parent.mkdir(parents=True, exist_ok=True)
     LOG.write_text("")
     result = {"commands": {}, "machine": machine_record()}
-    for mark, line in commands().items():
+    for mark, line in timed_commands.items():
         print(f"timing {mark}: {line['install']} && {line['run']}", flush=True)
         result["commands"][mark] = {**line, **measure(mark, line, env)}
     rows = [[mark, f"{r['install_s']} s", f"{r['run_s']} s", f"{r['venv_bytes'] / 2**30:.1f} GB",

@@ -48,7 +48,7 @@ from annotated.inference.search import attention_maps
 from annotated.store.checkpoint_file import checkpoints, config_from, load, load_model, step_in_name
 from experiments.commands import invocation, train
 from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
-from experiments.report import PUBLISHED, file_stem, markdown_table, pair_name
+from experiments.report import file_stem, markdown_table, pair_name, published
 from experiments.scoring import evaluate_run, trained_checkpoints
 
 PRESETS = ("multi30k", "multi30k_tiny")
@@ -95,6 +95,7 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    published()                        # the scores ours are set beside, checked before any work
     check_run_folder(args.run_dir)
     if args.skip_train:
         preset = trained_preset(args.run_dir, args.config)
@@ -185,10 +186,10 @@ def attention_file(checkpoint: Path, examples: list[dict]) -> bytes:
 
 def published_section(result: dict, ours: dict) -> list[str]:
     """Our first decoding beside the published numbers for this language pair, if any."""
-    published = PUBLISHED.get((result["config"]["source_lang"], result["config"]["target_lang"]))
-    if not published:
+    theirs = published().get((result["config"]["source_lang"], result["config"]["target_lang"]))
+    if not theirs:
         return []
-    rows = [[system, bleu, metric, f"{tokens:,}"] for system, bleu, metric, tokens in published]
+    rows = [[system, bleu, metric, f"{tokens:,}"] for system, bleu, metric, tokens in theirs]
     ref_tokens = ours.get("lowercase_ref_tokens")
     text = ", trained on lowercased text" if result["config"].get("lowercase") else ""
     rows.append([f"this model ({result['preset']}{text}), {next(iter(result['test2016']))}",

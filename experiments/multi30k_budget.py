@@ -19,7 +19,9 @@ recipe may not carry over to our tokenizer and code: dropout and the vocabulary 
    global batch. A run begun earlier is resumed (--resume, which continues exactly); one at
    train_steps is left as it is. With --max-minutes, training stops after that many minutes
    of this command, and the same command again goes on from there: a budget longer than a
-   session is trained over several;
+   session is trained over several. Each run's output is appended to RUNS_DIR/NAME.log, a
+   line naming each call; the trainers stop with this script, however it is stopped (Ctrl-C,
+   SIGTERM; on Linux kill -9 too), and a run folder a trainer is still at work in is refused;
 2. scores each English->German candidate on val: its last 1, 5 and 10 checkpoints averaged
    (§6.1), each decoded with every (beam, alpha) of DECODINGS; the best lowercased val BLEU wins;
 3. scores the winner on test2016 once, and its English->French twin with the very same
@@ -48,11 +50,11 @@ from annotated.data.corpus import load_corpus
 from annotated.inference.batched import translate_lines
 from annotated.store.checkpoint_file import checkpoints, load_model, step_in_name
 from annotated.training.run_dir import read_metrics
-from experiments.commands import (invocation, recorded, resume_command, start, train_command,
-                                  wait_for)
+from experiments.commands import (check_no_trainer, invocation, recorded, resume_command, start,
+                                  train_command, wait_for)
 from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
 from experiments.machine import machine_record
-from experiments.report import PUBLISHED, markdown_table, pair_name
+from experiments.report import markdown_table, pair_name, published
 from experiments.scoring import DEVICE, evaluate_run, split_text, sweep_run
 
 PRESET = "multi30k_tiny"
@@ -127,6 +129,7 @@ def run_dir(runs: Path, name: str, target: str) -> Path:
 @command
 def main(argv=None):
     args = parse_args(argv)
+    published()                        # the scores ours are set beside, checked before any work
     check_device(args.device)
     check_run_folder(args.runs_dir, "--runs-dir")
     check_out_dir(args.out_dir, args.limit)
@@ -146,7 +149,8 @@ def main(argv=None):
             return
         raise CheckpointError(f"{progress} of train_steps={config.train_steps:,} in "
                               f"{args.runs_dir}: train them to the end first (--train)")
-    result = {"machine": machine_record(), "budget": BUDGET, "preset": PRESET,
+    result = {"machine": machine_record(), "budget": merged(BUDGET, args.overrides),
+              "overrides": args.overrides, "preset": PRESET,
               "training": training_record(args, runs)}
     if len(sources) > (args.limit or len(sources)):       # a smoke test (--limit) says so
         result["limited"] = f"the first {args.limit:,} sentences of val and of test2016"
@@ -193,6 +197,8 @@ def train_runs(args, runs: dict, train_steps: int) -> None:
     once, a process each; on the CPU one after another, each filling the cores."""
     todo = {key: spec for key, spec in runs.items() if trained_steps(args, *spec) < train_steps}
     folders = {key: run_dir(args.runs_dir, *spec) for key, spec in todo.items()}
+    for folder in folders.values():              # before any starts: none left at work
+        check_no_trainer(folder)
     if args.device == "cuda":
         wait_for({key: start(key, folders[key], run_command(args, *spec, args.max_minutes))
                   for key, spec in todo.items()}, folders)
@@ -255,21 +261,29 @@ def decode_speed(checkpoint: Path, data_dir, limit) -> dict:
     return speeds
 
 
+def own_settings(name: str, user: list[str]) -> str:
+    """The candidate's settings that its runs kept: those the user's key=value did not set
+    for every run (the report states the user's among every run's)."""
+    keys = {item.partition("=")[0] for item in user}
+    kept = [item for item in CANDIDATES[name] if item.partition("=")[0] not in keys]
+    return " ".join(kept) or "(none: key=value set them)"
+
+
 def render_markdown(result: dict, command_line: str) -> str:
     m, b, t = result["machine"], result["best"], result["training"]
     machine = (f"{m['gpu']}, torch {m['torch']}, CUDA {m['cuda']}" if "gpu" in m else
                f"no GPU: {m['cpu']}, {m['cores']} cores, torch {m['torch']}")
-    published = ", ".join(f"{system.split(':')[0]}: {bleu} ({metric})"
-                          for system, bleu, metric, _ in PUBLISHED[("en", "de")])
+    theirs = ", ".join(f"{system.split(':')[0]}: {bleu} ({metric})"
+                       for system, bleu, metric, _ in published()[("en", "de")])
     lines = [f"# Multi30k at the published budget, on {'one GPU' if 'gpu' in m else 'a CPU'}",
              "", f"Written by `{command_line}` (do not edit by hand).", "",
              *([f"A smoke test (--limit): every score below is on {result['limited']} only.",
                 ""] if result.get("limited") else []),
              f"Machine: {machine}.", "",
-             f"Every run: `{PRESET}` with `{' '.join(BUDGET)}`, and the candidate's own "
-             f"settings. BLEU: lowercased is sacreBLEU `-lc` with its 13a tokenizer (the Multi30k "
-             f"literature's metric); cased is sacreBLEU's default. Published English->German "
-             f"test2016 at this budget: {published}.", "",
+             f"Every run: `{PRESET}` with `{' '.join(result['budget'])}`, and the "
+             f"candidate's own settings. BLEU: lowercased is sacreBLEU `-lc` with its 13a "
+             f"tokenizer (the Multi30k literature's metric); cased is sacreBLEU's default. "
+             f"Published English->German test2016 at this budget: {theirs}.", "",
              f"The runs trained {t['how']}; minutes are each run's own training time.", ""]
     lines += markdown_table(["run", "steps", "minutes", "command"],
                             [[k, v["steps"], v["training_minutes"], f"`{v['command']}`"]
@@ -283,8 +297,8 @@ def render_markdown(result: dict, command_line: str) -> str:
     lines += markdown_table(
         ["candidate", "overrides", "checkpoints averaged", "val PPL", "beam", "alpha",
          "val lowercased BLEU", "val cased sacreBLEU"],
-        [[name, " ".join(CANDIDATES[name]), r["average"], r["val_ppl"], r["beam"], r["alpha"],
-          r["lowercase_bleu"], r["bleu"]] for name, c in result["candidates"].items()
+        [[name, own_settings(name, result["overrides"]), r["average"], r["val_ppl"], r["beam"],
+          r["alpha"], r["lowercase_bleu"], r["bleu"]] for name, c in result["candidates"].items()
          for r in c["rows"]])
     lines += ["", f"Best on val: **{b['candidate']}**, the average of the last {b['average']} "
               f"checkpoint(s), beam {b['beam']}, alpha {b['alpha']}: {b['lowercase_bleu']} "

@@ -26,7 +26,7 @@ from annotated.inference.bleu import paired_bootstrap
 from annotated.store.checkpoint_file import config_from, load
 from experiments.commands import invocation
 from experiments.folders import add_out_dir, check_out_dir, relative
-from experiments.report import PUBLISHED, first_sentences, markdown_table
+from experiments.report import first_sentences, markdown_table, published
 from experiments.scoring import score, split_text
 
 SPLITS = {"valid": "val", "test": "test2016"}
@@ -82,6 +82,7 @@ def system(name: str, checkpoint: str, beam: str, alpha: str) -> dict:
 @command
 def main(argv=None):
     args = parse_args(argv)
+    published()                        # the scores ours are set beside, checked before any work
     config = same_corpus(args.system)
     check_out_dir(args.out_dir, args.limit)
     result = {"systems": [dict(s, checkpoint=relative(s["checkpoint"])) for s in args.system],
@@ -149,8 +150,8 @@ def render_markdown(result: dict, command_line: str) -> str:
 def published_lines(result: dict) -> list[str]:
     """Where each published test2016 number for this pair falls against each system's 95%
     interval: outside it, the gap is more than the sampling of test sentences explains."""
-    published = PUBLISHED.get(tuple(result["pair"]), [])
-    if not published:
+    theirs = published().get(tuple(result["pair"]), [])
+    if not theirs:
         return []
     lower = result["test2016"]["lowercased BLEU"]
     ours = [(result["systems"][0]["name"], lower["bleu"], lower["interval"]),
@@ -159,7 +160,7 @@ def published_lines(result: dict) -> list[str]:
              "The published systems' translations are not available, so this is no paired test: "
              "it says whether a published number lies within what the sample of test sentences "
              "alone moves each of our scores.", ""]
-    for system_text, bleu, _, _ in published:
+    for system_text, bleu, _, _ in theirs:
         who = system_text.split(":")[0]
         for name, score_, (lo, hi) in ours:
             where = "above" if bleu > hi else "below" if bleu < lo else "inside"

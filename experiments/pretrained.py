@@ -38,6 +38,7 @@ from annotated.store.checkpoint_file import atomic_save, config_from, half, load
 from experiments.commands import invocation, recorded
 from experiments.folders import ROOT, check_out_dir, committed_folder, relative
 from experiments.report import first_sentences, pair_name
+from experiments.results_files import BLEU, COUNT, Record
 from experiments.scoring import score
 
 SHIPPED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.pt"
@@ -77,6 +78,7 @@ def main(argv=None):
     check_out_dir(args.out_dir, args.limit)
     check_source(args.checkpoint, source, config, args.out_dir)
     check_own_files(args.out_dir)
+    origin = provenance(relative(args.checkpoint), source["step"], source["config"])
     shipped = args.out_dir / SHIPPED.name
     decode = dict(beam_size=args.beam_size, alpha=args.alpha, max_extra=50, batch_tokens=2000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +92,8 @@ def main(argv=None):
                   "averaged_from": source.get("averaged_from"), "run_id": source["run_id"],
                   "step": source["step"], "sha256": sha256_file(halved),
                   "bytes": halved.stat().st_size, "decode": decode, **record}
-        readme = render_readme(record, source["config"], invocation("experiments.pretrained", argv))
+        readme = render_readme(record, source["config"], origin,
+                               invocation("experiments.pretrained", argv))
         write_files({shipped: halved.read_bytes(),
                      shipped.with_suffix(".json"): json.dumps(record, indent=1,
                                                               ensure_ascii=False) + "\n",
@@ -158,32 +161,33 @@ def compare(source: Path, shipped: Path, corpus, decode: dict, limit=None) -> di
             "examples": [dict(source=s, translation=t) for s, t in zip(examples, translations)]}
 
 
-def sweep_candidate(record: dict) -> tuple[str, bool] | None:
+def sweep_candidate(checkpoint: str, step: int) -> tuple[str, bool] | None:
     """(name, whether it is the best cased candidate after a lowercased one ranked first) if
-    the source is the final checkpoint (or average) of a run of the Multi30k sweep, as
-    results/multi30k_sweep.json records it (the run folder's name and its steps); else None."""
-    name = Path(record["source"]).parent.name
-    try:
-        sweep = json.loads(SWEEP.read_text())
-        candidates = sweep["candidates"]
-        if candidates[name]["steps"] != record["step"]:
-            return None
-        top = {n: max(r["lowercase_bleu"] for r in c["rows"]) for n, c in candidates.items()}
-        cased = [n for n in top if "lowercase=true" not in candidates[n]["overrides"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    `checkpoint` (at `step`) is the final checkpoint (or average) of a run of the Multi30k
+    sweep, as results/multi30k_sweep.json records it (the run folder's name and its steps);
+    else None. The sweep's record is read checked (Record): a damaged one is one line."""
+    sweep = Record(SWEEP, "python -m experiments.multi30k_sweep --data-dir DIR --out-dir "
+                          "results")
+    candidates, name = sweep.get("candidates", kind=dict), Path(checkpoint).parent.name
+    if name not in candidates or sweep.get("candidates", name, "steps", rule=COUNT) != step:
         return None
-    best_cased = max(cased, key=top.get) == name and sweep["best"]["candidate"] not in cased
+    top = {n: max(sweep.get("candidates", n, "rows", i, "lowercase_bleu", rule=BLEU)
+                  for i in range(len(sweep.get("candidates", n, "rows", kind=list))))
+           for n in candidates}
+    cased = [n for n in top if "lowercase=true" not in sweep.get("candidates", n, "overrides")]
+    best_cased = max(cased, key=top.get) == name and \
+        sweep.get("best", "candidate", kind=str) not in cased
     return name, best_cased
 
 
-def provenance(record: dict, config: dict) -> str:
+def provenance(checkpoint: str, step: int, config: dict) -> str:
     """Where the model comes from, as the checkpoint and the sweep's record say."""
     shape = (f"N={config['N']}, d_model={config['d_model']}, d_ff={config['d_ff']}, "
              f"h={config['h']}, P_drop={config['P_drop']}, a shared BPE vocabulary of "
              f"{config['vocab_size']:,}")
-    found = sweep_candidate(record) if config["dataset"] == "multi30k" else None
+    found = sweep_candidate(checkpoint, step) if config["dataset"] == "multi30k" else None
     if found is None:
-        return (f"comes from `{record['source']}`: {shape}, trained {record['step']:,} steps on "
+        return (f"comes from `{checkpoint}`: {shape}, trained {step:,} steps on "
                 f"{DATASETS[config['dataset']]}")
     name, best_cased = found
     which = (", the best on val of the candidates that write German with its capitals (the "
@@ -191,10 +195,11 @@ def provenance(record: dict, config: dict) -> str:
              "same on test2016: `results/multi30k_paired.md`)" if best_cased
              else f", its candidate {name}")
     return (f"comes from the Multi30k validation sweep (`results/multi30k_sweep.md`){which}: "
-            f"{shape}, trained {record['step']:,} steps in an hour on a 2-core CPU")
+            f"{shape}, trained {step:,} steps in an hour on a 2-core CPU")
 
 
-def render_readme(record: dict, config: dict, command_line: str) -> str:
+def render_readme(record: dict, config: dict, origin: str, command_line: str) -> str:
+    """The README beside the shipped file; `origin`: provenance()'s words."""
     f32, f16 = record["float32"], record["float16"]
     source = ("the average of " + ", ".join(record["averaged_from"])
               if record.get("averaged_from")
@@ -204,7 +209,7 @@ def render_readme(record: dict, config: dict, command_line: str) -> str:
         "# A trained English->German model that ships with the project", "",
         f"Written by `{command_line}` (do not edit by hand).", "",
         f"`multi30k_en_de.pt` ({record['bytes'] / 2**20:.1f} MiB, sha256 `{record['sha256']}`) "
-        f"{provenance(record, config)}; {source}.", "",
+        f"{origin}; {source}.", "",
         f"Its weights are stored in float16 (`{record['command']}`), half the size of the "
         f"float32 file; loading casts them back to float32, so the model computes in float32 "
         f"with weights rounded once. On {sentences} "

@@ -1,17 +1,33 @@
 """What the results files' text shares: Markdown tables, the names of language pairs and of
 results files, how a smoke test's sentences are named, and the published scores that ours are
 set beside (results/published.json)."""
-import json
+import functools
 
+from annotated.base.settings import at_least
 from experiments.folders import ROOT
+from experiments.results_files import BLEU, Record
 
 LANGUAGES = {"en": "English", "de": "German", "fr": "French"}
-# Published from-scratch text-only results on test2016, by language pair, as results/published.json
-# gives them (system, BLEU, metric, reference length in tokens in the published evaluation log).
-PUBLISHED = {tuple(pair.split("-")): [(r["system"], r["bleu"], r["metric"], r["reference_tokens"])
-                                      for r in rows]
-             for pair, rows in json.loads((ROOT / "results" / "published.json").read_text())
-             ["multi30k_test2016"].items()}
+
+
+# What each published result holds, and how it is checked (Record.get).
+PUBLISHED_ROW = {"system": dict(kind=str), "bleu": dict(rule=BLEU), "metric": dict(kind=str),
+                 "reference_tokens": dict(rule=at_least(1))}
+
+
+@functools.cache
+def published(results=ROOT / "results") -> dict:
+    """Published from-scratch text-only results on test2016, by language pair ("en", "de"), as
+    results/published.json (in the folder `results`) gives them: (system, BLEU, metric,
+    reference length in tokens in the published evaluation log), each checked. The scripts
+    call it before any work."""
+    record, key = Record(results / "published.json", None), "multi30k_test2016"
+    found = {}
+    for pair in record.get(key, kind=dict):
+        found[tuple(pair.split("-"))] = [
+            tuple(record.get(key, pair, i, name, **check) for name, check in PUBLISHED_ROW.items())
+            for i in range(len(record.get(key, pair, kind=list)))]
+    return found
 
 
 def file_stem(preset: str, config: dict) -> str:

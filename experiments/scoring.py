@@ -22,6 +22,7 @@ from annotated.training.step import evaluate
 from experiments.commands import average
 from experiments.folders import relative
 from experiments.report import first_sentences
+from experiments.results_files import BLEU, COUNT, PERPLEXITY, Record, out_of_rule
 
 # Where models are scored: the GPU when there is one (decoding is then a matter of seconds).
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -80,11 +81,27 @@ def trained_checkpoints(run: Path, fix: str = SCORE_A_RUN) -> list[Path]:
     return found
 
 
+def train_record(run: Path) -> dict | None:
+    """How experiments.multi30k trained the run (its train.json: the command, its wall
+    minutes, the step it reached), read checked for the report; None if the run has none."""
+    path = run / "train.json"
+    if not path.exists():
+        return None
+    record = Record(path, "python -m experiments.multi30k trains the run again; or delete it, "
+                          "and the report reads the run's metrics.jsonl instead")
+    record.get("command", kind=str)
+    record.get("wall_minutes", rule=COUNT)
+    if "step" in record.data:
+        record.get("step", rule=COUNT)
+    return record.data
+
+
 def evaluate_run(run: Path, n_average: int, beam: dict, data_dir, limit) -> tuple[dict, int]:
     """Average the run's last checkpoints (n_average, or all it has if fewer: the results say
     how many), then score them on test2016 and val: the contents of multi30k.json, and how
     many test sentences were scored."""
     found = trained_checkpoints(run)
+    trained = train_record(run)
     last = found[-1]
     config = config_from(load(last), last)               # what the run trained
     corpus = load_corpus(config, data_dir=data_dir, log=lambda *_: None)
@@ -92,9 +109,7 @@ def evaluate_run(run: Path, n_average: int, beam: dict, data_dir, limit) -> tupl
         print(f"{run} holds {len(found)} checkpoints, not --average {n_average}: averaging "
               f"those {len(found)}", flush=True)
         n_average = len(found)
-    result = {}
-    if (run / "train.json").is_file():                  # how the run was made
-        result["train"] = json.loads((run / "train.json").read_text())
+    result = {} if trained is None else {"train": trained}
     result["metrics"] = read_metrics(run)
     averaged, average_cmd = average(run, n_average)
     result["average"] = {"command": average_cmd,
@@ -148,16 +163,20 @@ SHOWN = ("N", "d_model", "d_ff", "h", "P_drop", "vocab_size", "lr_factor", "warm
 # What a run's entry holds (multi30k_sweep.json, val_sweep.json), and each of its rows.
 ENTRY = ("preset", "overrides", "steps", "minutes", "config", "rows")
 ROW = ("average", "val_ppl", "beam", "alpha", "lowercase_bleu", "bleu")
+SCORES = {"val_ppl": PERPLEXITY, "lowercase_bleu": BLEU, "bleu": BLEU}      # a row's numbers
 
 
 def entry_problem(entry) -> str | None:
-    """What an entry read back from a file lacks, or None if it has all the sweep reads."""
+    """What an entry read back from a file lacks or holds that cannot be (a NaN or negative
+    score), or None if it has all the sweep reads."""
     if not isinstance(entry, dict) or any(k not in entry for k in ENTRY):
         return f"an entry without {', '.join(ENTRY)}"
     if not isinstance(entry["rows"], list) or not all(
             isinstance(r, dict) and all(k in r for k in ROW) for r in entry["rows"]):
         return f"rows without {', '.join(ROW)}"
-    return None
+    return next((f"row {i + 1}: {key} {problem}" for i, row in enumerate(entry["rows"])
+                 for key, rule in SCORES.items() if (problem := out_of_rule(row[key], rule))),
+                None)
 
 
 def kept_scores(kept: Path, key: dict) -> dict:

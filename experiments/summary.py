@@ -11,13 +11,14 @@ A test checks that README.md holds exactly these tables, so a results file that 
 without the README (or the other way round) fails the tests until this command is run.
 """
 import argparse
-import json
 
 from annotated.base.cli import command
 from annotated.base.errors import DataError
-from annotated.base.files import atomic_open
+from annotated.base.files import read_lines, write_files
+from annotated.base.settings import POSITIVE
 from experiments.folders import ROOT
-from experiments.report import markdown_table
+from experiments.report import markdown_table, published
+from experiments.results_files import BLEU, COUNT, Record, fastest, gpu_timings
 
 README = ROOT / "README.md"
 RESULTS = ROOT / "results"
@@ -45,27 +46,33 @@ def table() -> str:
     """The table of Multi30k test2016 scores, from results/*.json and results/published.json."""
     rows = []
     for what, name, cased in ROWS:
-        first = next(iter(json.loads((RESULTS / name).read_text())["test2016"].values()))
-        rows.append([what, f"{first['lowercase_bleu']:.2f}",
-                     f"{first['bleu']:.2f}" if cased else "(writes lowercase)"])
-    published = json.loads((RESULTS / "published.json").read_text())["multi30k_test2016"]
-    for pair, entries in published.items():
-        for entry in entries:
-            rows.append([f"{entry['system'].split(':')[0]}, {pair} (published)",
-                         f"{entry['bleu']:.2f}", "not reported"])
+        record = Record(RESULTS / name, "with the command that the .md beside it names: "
+                                        "python -m experiments.multi30k ...")
+        first = next(iter(record.get("test2016", kind=dict)))
+        lower = record.get("test2016", first, "lowercase_bleu", rule=BLEU)
+        rows.append([what, f"{lower:.2f}", f"{record.get('test2016', first, 'bleu', rule=BLEU):.2f}"
+                     if cased else "(writes lowercase)"])
+    for pair, entries in published(RESULTS).items():
+        for system, bleu, _, _ in entries:
+            rows.append([f"{system.split(':')[0]}, {'-'.join(pair)} (published)", f"{bleu:.2f}",
+                         "not reported"])
     return "\n".join(markdown_table(["model", "test2016 lowercased BLEU",
                                      "test2016 sacreBLEU (cased)"], rows))
 
 
 def commands_table() -> str:
     """The two commands' install and run times and sizes, from results/install.json."""
-    measured = json.loads((RESULTS / "install.json").read_text())["commands"]
+    measured = Record(RESULTS / "install.json", "python -m experiments.install --out-dir results")
     what = {"(1)": ("the package and the chapters", "training, then three test sentences "
                     "translated"),
             "(2)": ("everything: the chapters, the website, the tests", "every test")}
-    rows = [[f"{mark} {what[mark][0]}", minutes(r["install_s"]),
-             f"{minutes(r['run_s'])}: {what[mark][1]}", f"{r['venv_bytes'] / 2**30:.1f} GB",
-             r["packages"]] for mark, r in measured.items()]
+    rows = []
+    for mark, (name, then) in what.items():
+        install_s, run_s, size, packages = (
+            measured.get("commands", mark, key, rule=COUNT)
+            for key in ("install_s", "run_s", "venv_bytes", "packages"))
+        rows.append([f"{mark} {name}", minutes(install_s), f"{minutes(run_s)}: {then}",
+                     f"{size / 2**30:.1f} GB", packages])
     return "\n".join(markdown_table(["command", "install", "then", "size of `.venv/`",
                                      "packages"], rows))
 
@@ -73,24 +80,27 @@ def commands_table() -> str:
 def gpu_table() -> str:
     """The base and big models' training step on one GPU at the paper's batch (the fastest of
     its modes: eager, compiled, CUDA graphs), and the paper's schedule on 8 such GPUs (an estimate)."""
-    measured = json.loads((RESULTS / "gpu_train.json").read_text())
-    schedule = json.loads((RESULTS / "gpu_schedule.json").read_text())["models"]
+    measured = gpu_timings(RESULTS / "gpu_train.json")
+    schedule = Record(RESULTS / "gpu_schedule.json",
+                      "python -m experiments.gpu_schedule --out-dir results")
     rows = []
-    for name, plan in schedule.items():
-        case = min((c for c in measured["cases"] if c["case"] == name), key=lambda c: c["step_s"])
+    for name in schedule.get("models", kind=dict):
+        case = fastest(measured, name)
+        steps = schedule.get("models", name, "paper_steps", rule=POSITIVE)
+        hours = schedule.get("models", name, "hours", "per_gpu_share", rule=POSITIVE)
+        paper_hours = schedule.get("models", name, "paper_hours", rule=POSITIVE)
         rows.append([name, f"{case['source_tokens']:,} + {case['target_tokens']:,}",
                      f"{case['step_s'] * 1000:.1f} ms" + mode_label(case),
                      f"{case['tokens_per_s']:,}", f"{case['MFU']:.3f}",
                      f"{case['peak_memory_GiB']:g} GiB",
-                     f"{plan['paper_steps']:,} steps: about {plan['hours']['per_gpu_share']:g} h "
-                     f"(paper: {plan['paper_hours']:g} h on 8 x P100)"])
+                     f"{steps:,} steps: about {hours:g} h (paper: {paper_hours:g} h on 8 x P100)"])
     return "\n".join(markdown_table(["model", "tokens a step", "step", "tokens/s", "MFU (bf16)",
                                      "peak memory", "on 8 such GPUs (estimate)"], rows))
 
 
 def mode_label(case: dict) -> str:
     """How a case of gpu_train.json ran: ' (compiled)', ' (compiled, CUDA graphs)' or ''."""
-    if case.get("cuda_graphs"):                     # not recorded before CUDA graphs existed
+    if case.get("cuda_graphs") is True:             # not recorded before CUDA graphs existed
         return " (compiled, CUDA graphs)"
     return " (compiled)" if case["compile"] else ""
 
@@ -103,11 +113,20 @@ TABLES = {"results": table, "commands": commands_table, "gpu": gpu_table}
 
 
 def readme_table(text: str, name: str = "results") -> str:
-    """The table README.md holds between the markers of `name`."""
+    """The table README.md holds between the markers of `name`: each marker once, the
+    beginning before the end; anything else is a DataError naming the marker."""
     begin, end = MARKERS[name]
-    if begin not in text or end not in text:
-        raise DataError(f"{README} lacks the markers {begin!r} and {end!r} around its {name} "
-                        f"table; put them back")
+    for marker in (begin, end):
+        if text.count(marker) != 1:
+            lines = [n for n, line in enumerate(text.split("\n"), 1) if marker in line]
+            found = f"on lines {', '.join(map(str, lines))}" if lines else "nowhere"
+            raise DataError(f"{README}: the marker {marker!r} of the {name} table must be there "
+                            f"once, but is {found}; put the markers back around the table, "
+                            f"once each (git checkout -- README.md restores them)")
+    if text.index(end) < text.index(begin):
+        raise DataError(f"{README}: the end of the {name} table ({end!r}) comes before its "
+                        f"beginning ({begin!r}); put them back in order around the table "
+                        f"(git checkout -- README.md restores them)")
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
 
 
@@ -124,14 +143,14 @@ def main(argv=None):
     if not args.write:
         print("\n\n".join(render() for render in TABLES.values()))
         return
-    readme = README.read_text(encoding="utf-8")
+    readme = "\n".join(read_lines(README)) + "\n"
+    for name in TABLES:
+        readme_table(readme, name)                  # every marker there, before any table
     for name, render in TABLES.items():
-        readme_table(readme, name)                          # the markers are there
         begin, end = MARKERS[name]
         before, rest = readme.split(begin, 1)
         readme = f"{before}{begin}\n{render()}\n{end}{rest.split(end, 1)[1]}"
-    with atomic_open(README, "w") as f:
-        f.write(readme)
+    write_files({README: readme})
     print(f"wrote the tables into {README}")
 
 

@@ -41,6 +41,7 @@ from annotated.training.run_dir import read_metrics
 from experiments.commands import invocation, recorded, train, train_command
 from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
 from experiments.report import first_sentences, markdown_table
+from experiments.results_files import BLEU, COUNT, PERPLEXITY, Record
 from experiments.scoring import rounded, score
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
@@ -136,34 +137,34 @@ def write_table(args, results: dict, argv, kept: Path | None = None):
     print(f"wrote {args.out_dir / 'table3_small.md'}")
 
 
-# What every recorded row holds, as the table shows it.
-RECORDED = {"paper_row": str, "paper_ppl": (int, float), "paper_bleu": (int, float),
-            "command": str, "sentences": int, "minutes": (int, float), "ppl": (int, float),
-            "bleu": (int, float), "signature": str}
+# What every recorded row holds, as the table shows it: a kind, or a number's rule.
+RECORDED = {"paper_row": str, "paper_ppl": PERPLEXITY, "paper_bleu": BLEU, "command": str,
+            "sentences": at_least(1), "minutes": COUNT, "ppl": PERPLEXITY, "bleu": BLEU,
+            "signature": str}
 
 
 def read_records(kept: Path) -> dict:
     """The rows an earlier invocation recorded in table3_small.json ({} if there is none),
-    each checked to hold what the table shows: a damaged file is one error naming it."""
+    each checked to hold what the table shows, every number finite and in its range (and
+    lowercase_bleu, where a row has it): a damaged file is one error naming it."""
     if not kept.is_file():
         return {}
-    fix = "restore it (git checkout for the committed one) or delete it to start afresh"
-    try:
-        records = json.loads(kept.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise DataError(f"{kept} is not valid JSON ({e}); {fix}") from None
-    if not isinstance(records, dict):
-        raise DataError(f"{kept} holds a JSON {type(records).__name__}, not the table's rows "
-                        f"(an object of rows by name); {fix}")
-    for name, record in records.items():
-        wrong = ([k for k, kind in RECORDED.items() if not isinstance(record.get(k), kind)]
-                 if isinstance(record, dict) else ["everything"])
-        if not wrong and steps_of(record) is None:
-            wrong = ["--max-steps in its command"]
-        if wrong:
-            raise DataError(f"{kept}: row {name!r} lacks {', '.join(wrong)} (or holds another "
-                            f"kind of value); {fix}")
-    return records
+    record = Record(kept, "python -m experiments.table3_small --rows ROW ..., or delete it to "
+                          "start afresh")
+    if not isinstance(record.data, dict):
+        raise DataError(f"{kept} holds a JSON {type(record.data).__name__}, not the table's rows "
+                        f"(an object of rows by name); {record.fix}")
+    for name, row in record.data.items():
+        record.get(name, kind=dict)
+        for key, check in RECORDED.items():
+            record.get(name, key, **({"kind": check} if isinstance(check, type) else
+                                     {"rule": check}))
+        if "lowercase_bleu" in row:
+            record.get(name, "lowercase_bleu", rule=BLEU)
+        if steps_of(row) is None:
+            raise DataError(f"{kept}: row {name!r} has no --max-steps in its command; "
+                            f"{record.fix}")
+    return record.data
 
 
 def row_overrides(user: list[str], changes: dict) -> list[str]:

@@ -1,15 +1,20 @@
 """The GPU benchmark's own code, run on the CPU with a small preset (the GPU run is the
 benchmark; this checks what it computes and writes), and the schedule estimate made from it."""
 import json
+import os
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import says
 
 from annotated import configs
+from annotated.base.errors import ConfigError
 from annotated.training.flops import batch_training_flops
-from benchmarks import device_run, gpu_train, train_throughput
-from experiments import gpu_schedule
+from benchmarks import (adam_step, attention_kernels, common, cpu_allocator, decode_speed,
+                        device_run, exercise_checks, gpu_train, train_step_vs_nn_transformer,
+                        train_throughput)
+from experiments import folders, gpu_schedule
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
@@ -98,14 +103,25 @@ def test_the_schedule_estimate_is_the_measured_step_times_the_papers_steps(tmp_p
     assert base["hours"]["perfect_scaling"] < base["hours"]["per_gpu_share"]
 
 
-def test_the_schedule_estimate_refuses_timings_that_are_not_a_whole_gpu_run(tmp_path, capsys):
+@pytest.mark.parametrize("record,names", [
+    ({"complete": False, "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
+     ["interrupted"]),
+    ({"complete": True, "machine": {"cpu": "x86_64"}, "cases": [{"case": "copy"}]},
+     ["CPU run"]),
+    ({"complete": True, "command": "x", "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
+     ["no case 'base 1/8'", "--only base big"]),
+    ({"complete": True, "command": "x", "machine": {"gpu": "H100"}, "cases": [
+        {"case": f"{name}{share}", "step_s": -1} for name in ("base", "big")
+        for share in ("", " 1/8")]}, ["cases[1].step_s", "-1"])])
+def test_the_schedule_estimate_refuses_timings_that_are_not_a_whole_gpu_run(record, names,
+                                                                             tmp_path, capsys):
     timings = tmp_path / "gpu_train.json"
-    timings.write_text('{"complete": false, "machine": {"gpu": "H100"}, "cases": []}\n')
+    timings.write_text(json.dumps(record))
     with pytest.raises(SystemExit) as exit_:
         gpu_schedule.main(["--timings", str(timings), "--out-dir", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and not (tmp_path / "out").exists()
-    says(err, str(timings), "complete GPU measurement")
+    says(err.strip(), str(timings), *names, "python -m benchmarks.gpu_train")
 
 
 def gpu_train_refusal(capsys, *args) -> str:
@@ -118,10 +134,47 @@ def gpu_train_refusal(capsys, *args) -> str:
     return err
 
 
-def test_a_cpu_run_of_the_gpu_benchmark_never_writes_into_results(capsys):
+@pytest.mark.parametrize("out", ["results/gpu_train.json", "./results/../results/gpu_train.json",
+                                 str(RESULTS / "gpu_train.json"), "results/new/gpu_train.json",
+                                 "link/gpu_train.json", "linked.json"])
+def test_a_cpu_run_of_the_gpu_benchmark_never_writes_into_results(out, tmp_path, capsys,
+                                                                  monkeypatch):
+    """By any path: relative, through '..', absolute, a new folder, a link to the folder or to
+    the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").symlink_to(RESULTS)
+    (tmp_path / "link").symlink_to(RESULTS)
+    (tmp_path / "linked.json").symlink_to(RESULTS / "gpu_train.json")
     committed = (RESULTS / "gpu_train.json").read_bytes()
-    err = gpu_train_refusal(capsys, "--modes", "eager", "--out", str(RESULTS / "gpu_train.json"))
-    says(err, "results/", "--out")
+    err = gpu_train_refusal(capsys, "--modes", "eager", "--out", out)
+    says(err, f"--out {out.removeprefix('./')}", "results/", "CPU run")
+    assert (RESULTS / "gpu_train.json").read_bytes() == committed
+    assert not (RESULTS / "new").exists()
+
+
+def test_a_hard_link_of_the_gpu_record_is_refused_as_the_record(tmp_path, capsys, monkeypatch):
+    """A hard link is the file under another name: writing it would replace the record."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "gpu_train.json").write_text("the GPU's record\n")
+    os.link(results / "gpu_train.json", tmp_path / "elsewhere.json")
+    monkeypatch.setattr(folders, "COMMITTED", (results,))
+    err = gpu_train_refusal(capsys, "--modes", "eager", "--out", str(tmp_path / "elsewhere.json"))
+    says(err, "elsewhere.json", "hard link", "results/gpu_train.json", "CPU run")
+    assert (results / "gpu_train.json").read_text() == "the GPU's record\n"
+
+
+@pytest.mark.parametrize("args,names", [(["--only", "base", "--tokens", "2000"],
+                                         ["--only base", "base and big"]),
+                                        (["--tokens", "2000"], ["--tokens 2,000", "25,000"])])
+def test_a_gpu_run_other_than_the_record_never_writes_into_results(args, names, capsys,
+                                                                   monkeypatch):
+    monkeypatch.setattr(gpu_train.torch.cuda, "is_available", lambda: True)
+    committed = (RESULTS / "gpu_train.json").read_bytes()
+    with pytest.raises(SystemExit) as exit_:
+        gpu_train.main(["--out", str(RESULTS / "gpu_train.json"), *args])
+    assert exit_.value.code == 1
+    says(capsys.readouterr().err.strip(), "results/", *names)
     assert (RESULTS / "gpu_train.json").read_bytes() == committed
 
 
@@ -185,3 +238,33 @@ def test_the_device_script_runs_every_stage_on_a_cpu(tmp_path):
                                                                                  "copy 1/8"]
     assert json.loads((out / "gpu_schedule.json").read_text())["models"] == \
         json.loads((RESULTS / "gpu_schedule.json").read_text())["models"]
+
+
+@pytest.mark.parametrize("module", [adam_step, attention_kernels, cpu_allocator, decode_speed,
+                                    exercise_checks, train_step_vs_nn_transformer,
+                                    train_throughput])
+def test_a_thread_count_torch_cannot_take_is_refused_before_any_work(module, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        module.main(["--threads", "100000"])
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.strip().splitlines()[-1], "--threads", "100000", "1,024")
+
+
+def test_bench_threads_that_torch_cannot_take_is_one_line(monkeypatch):
+    monkeypatch.setenv("BENCH_THREADS", "100000")
+    with pytest.raises(ConfigError) as error:
+        common.set_threads(None)
+    says(error, "BENCH_THREADS", "100000", "1 <= threads <= 1,024")
+
+
+def test_more_threads_than_cores_is_said(capsys):
+    before = torch.get_num_threads()
+    try:
+        assert common.set_threads(common.cores() + 1) == common.cores() + 1
+    finally:
+        torch.set_num_threads(before)
+    says(capsys.readouterr().err.strip(), f"{common.cores() + 1} threads",
+         f"{common.cores()} cores", f"--threads {common.cores()}")
+    common.set_threads(1)
+    torch.set_num_threads(before)
+    assert capsys.readouterr().err == ""

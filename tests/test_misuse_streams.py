@@ -344,6 +344,17 @@ def test_references_in_a_script_without_spaces_given_another_language_are_refuse
     says(error, "spaces", "(zh)", f"'{lang}'")
 
 
+@pytest.mark.parametrize("lang", ["zh", "ja", "th"])
+def test_references_in_another_script_given_a_language_without_spaces_are_refused(lang, tmp_path,
+                                                                                 capsys):
+    """German references scored --lang zh would carry the zh tokenizer in their signature."""
+    (tmp_path / "ref").write_text("Ein Hund läuft am Strand.\nZwei Männer spielen Fußball.\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "ref"), "--ref",
+                                     str(tmp_path / "ref"), "--lang", lang])
+    says(error_line(capsys), f"'{lang}'", "without spaces", "another script", "de")
+    assert tokenizer_for(lang, ["12 34", ""]) in ("zh", "char")       # no letters: no guess
+
+
 def test_references_that_are_all_blank_are_not_scored(tmp_path, capsys):
     (tmp_path / "blank").write_text("\n\n")
     exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "blank"), "--ref",

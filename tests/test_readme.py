@@ -5,9 +5,11 @@ number on the README and on results/README.md must be found in a results file, s
 that changes without its prose (or prose that changes without its result) fails here."""
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
+from conftest import says
 
 from experiments import summary
 
@@ -93,3 +95,102 @@ def test_the_chinese_readme_gives_the_same_two_commands():
     english = commands((ROOT / "README.md").read_text())
     assert len(english) == 5 and "apt-get install chromium chromium-driver" in english[4]
     assert commands((ROOT / "README.zh-CN.md").read_text(encoding="utf-8")) == english
+
+
+# --- experiments.summary reads every results file it publishes from, checked ---------------------
+
+@pytest.fixture
+def scratch_summary(tmp_path, monkeypatch):
+    """experiments.summary pointed at copies of results/ and README.md; returns their folder."""
+    shutil.copytree(RESULTS, tmp_path / "results")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    monkeypatch.setattr(summary, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(summary, "README", tmp_path / "README.md")
+    return tmp_path
+
+
+def refused_summary(folder, capsys) -> str:
+    """`experiments.summary --write` that must stop with one error line and leave README.md
+    and the folder as they were; the line."""
+    readme = (folder / "README.md").read_bytes()
+    before = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(SystemExit) as stopped:
+        summary.main(["--write"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 1 and "Traceback" not in err and err.count("\n") == 1, err
+    assert (folder / "README.md").read_bytes() == readme
+    assert sorted(p.name for p in folder.iterdir()) == before
+    return err
+
+
+def edit_json(path, change):
+    record = json.loads(path.read_text())
+    change(record)
+    path.write_text(json.dumps(record))
+
+
+def first_test2016(record):
+    return next(iter(record["test2016"].values()))
+
+
+@pytest.mark.parametrize("value,names", [(float("nan"), ("nan",)), (-12.5, ("-12.5",)),
+                                         (100.5, ("100.5", "<= 100")), ("39", ("'39'",))])
+def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
+                                                                 scratch_summary, capsys):
+    edit_json(scratch_summary / "results" / "multi30k_tiny.json",
+              lambda r: first_test2016(r).update(lowercase_bleu=value))
+    err = refused_summary(scratch_summary, capsys)
+    says(err, "multi30k_tiny.json", "lowercase_bleu", *names, "python -m experiments.multi30k")
+
+
+@pytest.mark.parametrize("name,change,names", [
+    ("install.json", lambda r: r["commands"]["(2)"].pop("run_s"),
+     ("install.json", "commands.(2).run_s", "missing", "python -m experiments.install")),
+    ("install.json", lambda r: r["commands"]["(1)"].update(venv_bytes=-1),
+     ("install.json", "venv_bytes", "-1")),
+    ("gpu_schedule.json", lambda r: r["models"]["base"]["hours"].update(per_gpu_share=0),
+     ("gpu_schedule.json", "per_gpu_share", "python -m experiments.gpu_schedule")),
+    ("gpu_train.json", lambda r: [c.update(MFU=float("inf")) for c in r["cases"]],
+     ("gpu_train.json", "].MFU", "inf")),
+    ("published.json", lambda r: r["multi30k_test2016"]["en-de"][0].pop("bleu"),
+     ("published.json", "multi30k_test2016.en-de[0].bleu", "missing"))])
+def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, names,
+                                                                  scratch_summary, capsys):
+    edit_json(scratch_summary / "results" / name, change)
+    says(refused_summary(scratch_summary, capsys), *names)
+
+
+@pytest.mark.parametrize("text", ['{"commands": ', "", "\xff\xfe".encode("latin-1")])
+def test_a_broken_results_file_is_one_line_naming_it(text, scratch_summary, capsys):
+    path = scratch_summary / "results" / "install.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    says(refused_summary(scratch_summary, capsys), str(path), "write it again",
+         "python -m experiments.install")
+
+
+def test_a_cpu_run_in_place_of_the_gpu_record_is_one_line(scratch_summary, capsys):
+    """What a CPU run of benchmarks.gpu_train writes: a record without a GPU."""
+    edit_json(scratch_summary / "results" / "gpu_train.json",
+              lambda r: (r["machine"].pop("gpu"), r.update(cases=[{"case": "copy"}])))
+    err = refused_summary(scratch_summary, capsys)
+    says(err, "gpu_train.json", "not a complete GPU measurement", "CPU run",
+         "python -m benchmarks.gpu_train")
+
+
+@pytest.mark.parametrize("edit", ["swapped", "missing", "twice"])
+def test_readme_markers_out_of_place_are_one_line_naming_them(edit, scratch_summary, capsys):
+    readme = scratch_summary / "README.md"
+    begin, end = summary.MARKERS["gpu"]
+    text = readme.read_text()
+    text = {"swapped": text.replace(begin, "\0").replace(end, begin).replace("\0", end),
+            "missing": text.replace(end, ""),
+            "twice": text + f"\n{begin}\n"}[edit]
+    readme.write_text(text)
+    err = refused_summary(scratch_summary, capsys)
+    says(err, "README.md", begin if edit != "missing" else end, "git checkout -- README.md")
+
+
+def test_the_summary_writes_the_readme_it_checks_against(scratch_summary):
+    summary.main(["--write"])
+    assert (scratch_summary / "README.md").read_text() == (ROOT / "README.md").read_text()
+    assert sorted(p.name for p in scratch_summary.iterdir()) == ["README.md", "results"]

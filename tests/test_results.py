@@ -437,7 +437,12 @@ def test_budget_trains_both_pairs_chooses_on_german_val_and_scores_test_once(
         first = next(iter(scored["test2016"]))
         assert first.startswith(f"beam {best['beam']}, alpha {best['alpha']}")
     assert len(result["decode_speed"]) == 2 and all(v > 0 for v in result["decode_speed"].values())
-    assert "Best on val: **" in (out / "multi30k_budget.md").read_text()
+    report = (out / "multi30k_budget.md").read_text()
+    assert "Best on val: **" in report
+    every_run = next(line for line in report.splitlines() if line.startswith("Every run:"))
+    settings = every_run.split("`")[3].split()          # Every run: `PRESET` with `...`
+    assert {"train_steps=2", "warmup_steps=1", "vocab_size=500"} <= set(settings)   # the user's
+    assert not {"train_steps=8000", "warmup_steps=2000"} & set(settings)
 
 
 def test_budget_on_the_cpu_stops_at_max_minutes_and_goes_on_where_it_stopped(

@@ -3,22 +3,25 @@ what they did not write, never put a smoke test or a training run among the comm
 check their inputs before they make any folder, write their files all or nothing, and say in
 their files what was actually done."""
 import errno
+import fcntl
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import says
 
 from annotated import train
-from annotated.base.errors import DataError
+from annotated.base.errors import DataError, RunDirError
 from annotated.base.files import write_files
 from annotated.store.checkpoint_file import atomic_save, average, checkpoints, half, load
-from experiments import (multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
+from experiments import (install, multi30k, multi30k_budget, multi30k_metric, multi30k_paired,
                          multi30k_sweep, paper_tables, pretrained, scoring, table3_small)
+from experiments.commands import check_no_trainer, start, wait_for
 from experiments.folders import ROOT
 
 RESULTS = ROOT / "results"
@@ -294,6 +297,21 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("text,names", [
+    ('{"wall_minutes": 60.1, "comm', ["not valid JSON"]),
+    ('{"wall_minutes": 60.1}', ["command", "missing"]),
+    ('{"wall_minutes": NaN, "command": "python -m annotated.train"}', ["wall_minutes", "nan"])])
+def test_a_damaged_train_json_is_one_line_before_the_run_is_scored(text, names, tiny_run,
+                                                                    tmp_path, capsys):
+    shutil.copytree(tiny_run, tmp_path / "run")
+    (tmp_path / "run" / "train.json").write_text(text)
+    before = everything_under(tmp_path / "run")
+    err = refused(multi30k, "--skip-train", "--run-dir", tmp_path / "run", "--out-dir",
+                  tmp_path / "out", "--limit", 3, capsys=capsys)
+    says(err, str(tmp_path / "run" / "train.json"), *names, "delete it")
+    assert everything_under(tmp_path / "run") == before and not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, tmp_path):
     shutil.copytree(tiny_run, tmp_path / "run")
@@ -353,14 +371,25 @@ def test_table3_small_states_the_budget_its_rows_were_trained_with(tmp_path):
     assert md.count(" | 2000 |") == len(rows) - 1 and md.count(" | 500 |") == 1
 
 
-@pytest.mark.parametrize("content,says", [('{"base": ', "is not valid JSON"),
-                                          ("[]", "holds a JSON list"),
-                                          ('{"base": {}}', "row 'base' lacks paper_row"),
-                                          ("{}", "holds no rows")])
-def test_a_damaged_table3_small_json_is_one_error_naming_it(content, says, tmp_path, capsys):
+def committed_rows(**change) -> str:
+    """results/table3_small.json with `change` made to its first row."""
+    rows = json.loads((RESULTS / "table3_small.json").read_text())
+    rows[next(iter(rows))].update(change)
+    return json.dumps(rows)
+
+
+@pytest.mark.parametrize("content,names", [
+    ('{"base": ', ["is not valid JSON"]), ("[]", ["holds a JSON list"]),
+    ('{"base": {}}', ["base", "not a non-empty object"]),
+    ('{"base": {"paper_row": "base"}}', ["base.paper_ppl", "missing"]), ("{}", ["holds no rows"]),
+    (committed_rows(bleu=float("nan")), ["base.bleu", "nan", "0 <= BLEU <= 100"]),
+    (committed_rows(ppl=-3.0), ["base.ppl", "-3.0", ">= 1"]),
+    (committed_rows(lowercase_bleu=-1), ["base.lowercase_bleu", "-1"]),
+    (committed_rows(minutes="ten"), ["base.minutes", "'ten'"])])
+def test_a_damaged_table3_small_json_is_one_error_naming_it(content, names, tmp_path, capsys):
     (tmp_path / "table3_small.json").write_text(content)
     err = refused(table3_small, "--rows", "--out-dir", tmp_path, capsys=capsys)
-    assert f"{tmp_path / 'table3_small.json'}" in err and says in err
+    says(err, tmp_path / "table3_small.json", *names)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["table3_small.json"]
 
 
@@ -429,6 +458,34 @@ def test_pretrained_rewrites_its_own_files_and_says_what_it_compared(tiny_run, t
     assert "validation sweep" not in readme and "multi30k_sample" in readme
 
 
+SWEPT = ("runs/sweep/tiny_2proc_p02_v6k/average.pt", 11152,          # the shipped model's run
+         dict(N=4, d_model=128, d_ff=256, h=4, P_drop=0.2, vocab_size=6000, dataset="multi30k"))
+
+
+@pytest.mark.parametrize("change,names", [
+    (lambda r: r["candidates"]["tiny"]["rows"][0].update(lowercase_bleu=float("nan")),
+     ["candidates.tiny.rows[0].lowercase_bleu", "nan"]),
+    (lambda r: r["candidates"]["tiny_2proc"]["rows"][1].update(lowercase_bleu=-3),
+     ["candidates.tiny_2proc.rows[1].lowercase_bleu", "-3"]),
+    (lambda r: r["best"].pop("candidate"), ["best.candidate", "missing"])])
+def test_the_shipped_models_readme_is_never_written_from_a_damaged_sweep_record(
+        change, names, tmp_path, monkeypatch):
+    """Which sweep candidate the shipped model is comes from results/multi30k_sweep.json:
+    read checked, before any work, not taken as 'not from the sweep' when damaged."""
+    sweep = tmp_path / "multi30k_sweep.json"
+    record = json.loads(pretrained.SWEEP.read_text())
+    change(record)
+    sweep.write_text(json.dumps(record))
+    monkeypatch.setattr(pretrained, "SWEEP", sweep)
+    with pytest.raises(DataError) as error:
+        pretrained.provenance(*SWEPT)
+    says(error, str(sweep), *names, "python -m experiments.multi30k_sweep")
+
+
+def test_the_shipped_models_readme_names_its_sweep_candidate():
+    assert pretrained.provenance(*SWEPT) in (SHIPPED / "README.md").read_text()
+
+
 # --- experiments.multi30k_metric: says what a smoke test scored --------------------------------------
 
 def test_a_smoke_test_says_it_scored_the_first_sentences(tiny_run, tmp_path):
@@ -475,14 +532,30 @@ def test_a_sweep_with_no_runs_says_to_train_them(tmp_path, capsys):
 KEY = {"newest": "ckpt_0000020.pt", "sentences": 2}
 
 
+def sweep_entry(**change) -> dict:
+    """A val_sweep.json with one row, `change` made to it."""
+    row = dict(average=1, val_ppl=30.5, beam=4, alpha=0.6, lowercase_bleu=20.1, bleu=19.8)
+    return {"key": KEY, "entry": {"preset": "multi30k_tiny", "overrides": [], "steps": 20,
+                                  "minutes": 0.1, "config": {}, "rows": [{**row, **change}]}}
+
+
 @pytest.mark.parametrize("content", ['{"key": ', json.dumps({"key": KEY}), "[]", "NaN",
                                      json.dumps({"key": KEY, "entry": {}}),
-                                     json.dumps({"key": KEY, "entry": {"rows": [{}]}})])
+                                     json.dumps({"key": KEY, "entry": {"rows": [{}]}}),
+                                     json.dumps(sweep_entry(bleu=-2)),
+                                     json.dumps(sweep_entry(val_ppl=float("nan")))])
 def test_a_damaged_val_sweep_json_is_scored_again(content, tmp_path, capsys):
     kept = tmp_path / "val_sweep.json"
     kept.write_text(content)
     assert scoring.kept_scores(kept, KEY) == {}
     says(capsys.readouterr().out.strip(), "val_sweep.json", "damaged", "scoring")
+
+
+def test_a_whole_val_sweep_json_is_kept(tmp_path, capsys):
+    kept = tmp_path / "val_sweep.json"
+    kept.write_text(json.dumps(sweep_entry()))
+    assert list(scoring.kept_scores(kept, KEY)) == [(1, 4, 0.6)]
+    assert capsys.readouterr().out == ""
 
 
 def test_a_damaged_sweep_record_is_an_error_only_when_it_holds_what_is_gone(tiny_run, tmp_path,
@@ -532,3 +605,109 @@ def test_the_budget_script_takes_nproc_only_for_the_cpu_max_minutes_only_to_trai
                   tmp_path / "runs", code=2, capsys=capsys)
     says(err, "--max-minutes", "--train")
     assert everything_under(tmp_path) == set()
+
+
+# --- experiments.install: the README's two commands ---------------------------------------------
+
+@pytest.mark.parametrize("edit", [("# (1) install", "# 1. install"), ("# (2)", "# two")])
+def test_install_without_a_readme_command_is_one_line_before_any_work(edit, tmp_path, capsys,
+                                                                     monkeypatch):
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text().replace(*edit))
+    monkeypatch.setattr(install, "README", readme)
+    monkeypatch.setattr(install, "LOG", tmp_path / "runs" / "log.txt")
+    err = refused(install, "--out-dir", tmp_path / "out", capsys=capsys)
+    says(err, readme, edit[0].split()[1], "git checkout -- README.md")
+    assert everything_under(tmp_path) == {readme.relative_to(tmp_path)}
+
+
+# --- the budget's trainers: none outlives the script, none is written over ------------------------
+
+BUDGET_CALL = ["--train", "--device", "cpu", "--nproc", "1", "--only", "published", "--limit", "3",
+               *TINY, "train_steps=100000"]
+
+
+def trainer_at_work(run) -> bool:
+    try:
+        check_no_trainer(run)
+    except RunDirError:
+        return True
+    return False
+
+
+def until(condition, seconds: float) -> bool:
+    """Whether `condition()` became true within `seconds`."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def end_trainer(run) -> None:
+    """Kill a trainer still at work in `run` (the pid its lock names): a failing test leaves
+    none behind."""
+    if trainer_at_work(run):
+        os.kill(int((run / ".lock").read_text()), signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kill -9 is followed on Linux")
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_a_stopped_budget_script_leaves_no_trainer_and_the_next_call_keeps_its_log(signum,
+                                                                                   tmp_path):
+    runs = tmp_path / "runs"
+    call = [sys.executable, "-m", "experiments.multi30k_budget", *BUDGET_CALL, "--runs-dir",
+            str(runs), "--out-dir", str(tmp_path / "out")]
+    run, log = runs / "published_en_de", runs / "published_en_de.log"
+    script = subprocess.Popen(call, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        assert until(lambda: trainer_at_work(run), 240), "the trainer did not start"
+        script.send_signal(signum)
+        _, err = script.communicate(timeout=120)
+        if signum == signal.SIGTERM:
+            assert (script.returncode, err.splitlines()[-1]) == (143, "interrupted by SIGTERM")
+            assert not trainer_at_work(run)               # it waited for its trainer to end
+        assert until(lambda: not trainer_at_work(run), 60), "the trainer outlived the script"
+    finally:
+        script.kill()
+        script.wait(timeout=60)
+        end_trainer(run)
+    first = log.read_text()
+    again = subprocess.run([*call, "--max-minutes", "1e-9"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    text = log.read_text()
+    assert text.startswith(first) and text.count("\n=== ") == 2 and "--max-minutes" in text
+
+
+def test_a_run_folder_a_trainer_is_at_work_in_is_refused_before_its_log_is_touched(
+        tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(multi30k_budget.torch.cuda, "is_available", lambda: False)
+    run = tmp_path / "runs" / "published_en_de"
+    run.mkdir(parents=True)
+    with open(run / ".lock", "w") as lock:         # what a trainer holds while at work
+        lock.write("4242\n")
+        lock.flush()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        err = refused(multi30k_budget, *BUDGET_CALL, "--runs-dir", tmp_path / "runs",
+                      "--out-dir", tmp_path / "out", capsys=capsys)
+    says(err, str(run), "pid 4242", "kill 4242")
+    assert sorted(p.name for p in run.parent.iterdir()) == ["published_en_de"]
+
+
+def test_each_training_call_is_appended_to_its_log(tmp_path):
+    run = tmp_path / "runs" / "a"
+    for word in ("first", "second"):
+        wait_for({"a": start("a", run, ["python", "-c", f"print('{word}')"])}, {"a": run})
+    text = (tmp_path / "runs" / "a.log").read_text()
+    assert text.count("\n=== ") == 2 and text.index("first") < text.index("second")
+
+
+def test_the_budget_report_names_the_settings_every_run_had():
+    """The user's key=value take the place of the budget's and the candidate's own."""
+    assert multi30k_budget.own_settings("p02_v6k", []) == "P_drop=0.2 vocab_size=6000"
+    assert multi30k_budget.own_settings("p02_v6k", ["P_drop=0.1"]) == "vocab_size=6000"
+    assert "P_drop" not in multi30k_budget.own_settings("published", ["P_drop=0.1"])

@@ -3,8 +3,10 @@ translation that quotes the English it translates, as it is now; a translated ch
 English chapter's code and outputs exactly; and a change to the English is reported as stale,
 with the difference, until its translation is revisited."""
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -13,7 +15,9 @@ import pytest
 from conftest import says
 
 from annotated.base.errors import DataError
+from annotated.base.signals import Stopped, stops_unwind
 from book import i18n
+from book.__main__ import main as book_main
 
 SOURCES = i18n.sources()
 CHAPTERS = [p for p in SOURCES if p.suffix == ".ipynb"]
@@ -199,3 +203,102 @@ def test_each_language_module_holds_every_word_the_build_writes():
     assert languages.ENGLISH not in languages.TRANSLATIONS
     for lang in languages.TRANSLATIONS:
         assert (i18n.BOOK / lang).is_dir(), f"book/{lang}/ is missing"
+
+
+UNITS = ("=== block ===\n--- en ---\nFirst.\n--- zh ---\n第一。\n\n"
+         "=== block ===\n--- en ---\nSecond.\n--- zh ---\n第二。\n")
+
+
+@pytest.mark.parametrize("marker", ["<<<<<<< HEAD", "=======", ">>>>>>> theirs", "||||||| base"])
+def test_a_git_conflict_left_in_a_translation_is_refused_naming_its_line(marker, tmp_path):
+    path = tmp_path / "start.md"
+    path.write_text(UNITS.replace("第一。\n", f"第一。\n{marker}\n第一句。\n"), encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md:6", "conflict", marker, "python -m book translations")
+
+
+def test_a_unit_without_its_separator_is_refused_not_merged_with_the_next(tmp_path):
+    path = tmp_path / "start.md"
+    path.write_text(UNITS.replace("--- zh ---\n第一。", "第一。", 1), encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md:1", "no '--- zh ---' line", "line 6")
+    path.write_text(UNITS.replace("--- zh ---\n第二。", "第二。"), encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md:7", "no '--- zh ---' line", "end of the file")
+    path.write_text(UNITS.replace("\n=== block ===\n--- en ---\nSecond.", "\n--- en ---\nSecond."),
+                    encoding="utf-8")                          # the second header lost
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md:7", "second '--- en ---'", "=== block ===")
+
+
+def test_a_translation_not_in_utf8_is_one_line_naming_the_file_and_line(tmp_path):
+    path = tmp_path / "start.md"
+    path.write_bytes(UNITS.encode("utf-8").replace("第二。".encode("utf-8"),
+                                                   "第二。".encode("gb18030")))
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md, line 11", "not UTF-8", "convert")
+
+
+def translations_error(book, monkeypatch, capsys) -> str:
+    """The one error line of `python -m book translations` on the book folder `book` (its
+    slips.md and zh/slips.md), which must exit 1."""
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", book.parent)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    with pytest.raises(SystemExit) as stopped:
+        book_main(["translations"])
+    assert stopped.value.code == 1
+    return capsys.readouterr().err.strip()
+
+
+def test_the_translations_command_says_a_conflict_in_one_line(tmp_path, monkeypatch, capsys):
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "slips.md", book / "slips.md")
+    text = (i18n.BOOK / "zh" / "slips.md").read_text(encoding="utf-8")
+    first = text.index("--- zh ---\n") + len("--- zh ---\n")
+    (book / "zh" / "slips.md").write_text(text[:first] + "<<<<<<< HEAD\n" + text[first:],
+                                          encoding="utf-8")
+    line = text[:first].count("\n") + 1
+    says(translations_error(book, monkeypatch, capsys), f"slips.md:{line}", "conflict marker")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_english_page_not_in_utf8_is_one_line_naming_the_file_and_line(lang, tmp_path,
+                                                                        monkeypatch, capsys):
+    """As the translations check and the build (page_text) read it."""
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
+    text = (i18n.BOOK / "slips.md").read_text(encoding="utf-8")
+    (book / "slips.md").write_bytes(text.encode("utf-8") + "\nCaf\u00e9.\n".encode("latin-1"))
+    line = text.count("\n") + 2
+    with pytest.raises(DataError) as error:
+        i18n.page_text(book / "slips.md", lang)
+    says(error, f"slips.md, line {line}", "not UTF-8", "convert")
+    says(translations_error(book, monkeypatch, capsys), f"slips.md, line {line}", "not UTF-8")
+
+
+def test_adding_missing_units_writes_a_translation_file_whole_or_not_at_all(
+        copy_of_chapter_one, monkeypatch):
+    path = copy_of_chapter_one
+    where = i18n.translation_file(path, "zh")
+    before = where.read_bytes()
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("A new paragraph."))
+    nbformat.write(nb, path)
+    real = os.fsync
+
+    def stopped(fd):                 # SIGTERM while the new file is written beside the old
+        os.kill(os.getpid(), signal.SIGTERM)
+        real(fd)
+    monkeypatch.setattr(os, "fsync", stopped)
+    with stops_unwind(), pytest.raises(Stopped):
+        i18n.add_missing(path, "zh")
+    assert where.read_bytes() == before
+    assert sorted(p.name for p in where.parent.iterdir()) == [where.name]

@@ -94,6 +94,13 @@ def tokenizer_for(lang: str | None = None, references=()) -> str:
                         f"({guessed}), but their language is given as {lang!r}: scored by "
                         f"spaces, each sentence would be one token; give the language as "
                         f"{guessed}, or check the references")
+    if guessed is None and code in SPACELESS and any(
+            ch.isalpha() for line in list(references)[:200] for ch in line):
+        raise DataError(f"the references' language is given as {lang!r}, which is written "
+                        f"without spaces between words, but they are mostly in another script: "
+                        f"their scores would carry the {code} tokenizer, not theirs; give the "
+                        f"references' own language (such as de or fr), or leave the language "
+                        f"out to guess it from their script")
     return name
 
 

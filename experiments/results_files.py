@@ -1,0 +1,118 @@
+"""Results files read back by the scripts that publish from them (the README's tables, a
+results page rewritten from its JSON): every value is checked before anything is written.
+
+`Record(path, remake)` reads a results file's JSON; `get` takes one value from it, checked to be
+there, of its kind and, for a number, finite and within its rule (BLEU 0 to 100, perplexity at
+least 1, ...). A file that is missing, not UTF-8 or not JSON, a missing key or an impossible
+number is one DataError naming the file, the key, what was found and the fix: restore the
+committed file (git checkout) or write it again with the command that made it (`remake`).
+`gpu_timings` and `fastest` read benchmarks.gpu_train's record, which the README's GPU table
+and experiments.gpu_schedule publish from.
+"""
+import json
+import math
+from pathlib import Path
+
+from annotated.base.errors import DataError
+from annotated.base.settings import POSITIVE, at_least, between, shown
+from experiments.folders import committed_folder, relative
+
+BLEU = between(0, 100, "BLEU")
+PERPLEXITY = at_least(1)                # exp of a cross-entropy, which is at least 0
+COUNT = at_least(0)                     # seconds, bytes, minutes
+FRACTION = between(0, 1, "fraction")
+KINDS = {dict: "object", list: "list", str: "text", bool: "true or false"}
+
+
+class Record:
+    """A results file's JSON, read to publish from (see the module's docstring)."""
+
+    def __init__(self, path, remake: str | None):
+        self.path = Path(path)
+        restore = (f"restore it (git checkout -- {relative(self.path)})"
+                   if committed_folder(self.path) is not None else None)
+        again = f"write it again ({remake})" if remake else None
+        self.fix = " or ".join(filter(None, [restore, again])) or "restore it"
+        try:
+            self.data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(f"{self.path} does not exist; {self.fix}") from None
+        except UnicodeDecodeError as e:
+            raise DataError(f"{self.path} is not UTF-8 text ({e.reason} at byte {e.start}); "
+                            f"{self.fix}") from None
+        except json.JSONDecodeError as e:
+            raise DataError(f"{self.path} is not valid JSON ({e}); {self.fix}") from None
+        except OSError as e:
+            raise DataError(f"cannot read {self.path} ({e.strerror}); {self.fix}") from None
+
+    def get(self, *keys, kind=None, rule=None):
+        """The value at `keys` (object keys and list positions), checked: with `rule`, a finite
+        number (not true or false) that keeps it; with `kind` (dict, list, str, bool), a
+        value of that kind, a dict or list not empty."""
+        value = self.data
+        for depth, key in enumerate(keys):
+            inside = isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value)
+            if not (inside or (isinstance(value, dict) and key in value)):
+                raise DataError(f"{self.path}: {_named(keys[:depth + 1])} is missing; {self.fix}")
+            value = value[key]
+        if rule is not None and (problem := out_of_rule(value, rule)):
+            raise DataError(f"{self.path}: {_named(keys)} {problem}; {self.fix}")
+        if kind is not None and (not isinstance(value, kind)
+                                 or (kind in (dict, list) and not value)):
+            expected = f"a non-empty {KINDS[kind]}" if kind in (dict, list) else KINDS[kind]
+            raise DataError(f"{self.path}: {_named(keys)} is {shown(value)}, not {expected}; "
+                            f"{self.fix}")
+        return value
+
+
+def out_of_rule(value, rule) -> str | None:
+    """Why `value` is not a finite number (true and false are not) that keeps `rule`, the
+    rule's (test, what is allowed in words); None if it is one."""
+    test, allowed = rule
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and math.isfinite(value) and test(value):
+        return None
+    return f"is {shown(value)}, not a number {allowed}"
+
+
+def _named(keys) -> str:
+    """keys as the message names them: test2016.bleu, cases[3].step_s."""
+    text = ""
+    for key in keys:
+        text += f"[{key}]" if isinstance(key, int) else ("." if text else "") + str(key)
+    return text
+
+
+GPU_RECORD = "on a GPU: python -m benchmarks.gpu_train --out results/gpu_train.json"
+
+
+def gpu_timings(path) -> Record:
+    """benchmarks.gpu_train's record at `path`, checked to be a whole measurement on a GPU: a
+    CPU run (which only checks the script) or an interrupted one is one DataError."""
+    record = Record(path, GPU_RECORD)
+    machine = record.get("machine", kind=dict)
+    if "gpu" not in machine or record.data.get("complete") is not True:
+        what = ("a CPU run, which only checks the script" if "gpu" not in machine
+                else "an interrupted run (\"complete\" is not true)")
+        raise DataError(f"{path} is not a complete GPU measurement: it holds {what}; "
+                        f"{record.fix}")
+    record.get("cases", kind=list)
+    return record
+
+
+def fastest(record: Record, name: str) -> dict:
+    """The fastest mode (eager, compiled or CUDA graphs) of the case `name` in a gpu_timings
+    record, each of its numbers checked."""
+    found = [i for i, case in enumerate(record.data["cases"])
+             if isinstance(case, dict) and case.get("case") == name]
+    if not found:
+        raise DataError(f"{record.path} holds no case {name!r}; measure it {GPU_RECORD} "
+                        f"--only base big")
+    for i in found:
+        record.get("cases", i, "step_s", rule=POSITIVE)
+    best = min(found, key=lambda i: record.data["cases"][i]["step_s"])
+    for key in ("source_tokens", "target_tokens", "tokens_per_s", "peak_memory_GiB"):
+        record.get("cases", best, key, rule=POSITIVE)
+    record.get("cases", best, "MFU", rule=FRACTION)
+    record.get("cases", best, "compile", kind=bool)
+    return record.data["cases"][best]
