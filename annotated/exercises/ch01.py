@@ -167,7 +167,7 @@ def backward_cases() -> list[Case]:
               randn(2, 3, 4, seed=17, dtype=torch.float32).softmax(-1))),
         Case(Text("masked entries, p = 0 exactly", "被屏蔽的元素，p 恰好为 0"),
              (randn(2, 4, seed=18), masked.softmax(-1))),
-        Case(Text("a saturated row, p nearly one-hot", "饱和的一行，p 几乎是 one-hot"),
+        Case(Text("a saturated row, p nearly one-hot", "饱和的一行，p 几乎是独热向量"),
              (randn(1, 6, seed=19), (40 * randn(1, 6, seed=20)).softmax(-1))),
         Case(Text("a single entry, p = 1", "只有一个元素，p = 1"),
              (rows([[0.7]]), rows([[1.0]]))),
@@ -200,7 +200,7 @@ BACKWARD = Exercise(
              lambda dp, p: p * dp),
         Slip(Text("Your sum term adds up dp alone: it is the rowwise sum of dp * p, each "
                   "gradient weighted by its p.",
-                  "你的求和项只对 dp 求和：它应当是 dp * p 按行求的和，每个梯度都要乘以它的 p。"),
+                  "你的求和项只对 `dp` 求和：它应当是 `dp * p` 按行求的和，每个梯度都要乘以它的 p。"),
              lambda dp, p: p * (dp - dp.sum(-1, keepdim=True))),
         Slip(Text("Your gradient is not multiplied by p in front: a masked entry (p = 0) must "
                   "get exactly zero gradient.",

@@ -161,7 +161,7 @@ MASKED = Exercise(
         Slip(Text("Your code fills the keys the mask opens: in this book True means attend, so "
                   "fill where the mask is False (~mask).",
                   "你的代码填充的是掩码开放的键：本书中 True 表示可以关注，所以应在掩码为 False "
-                  "的地方（~mask）填充。"),
+                  "的地方（`~mask`）填充。"),
              filled(float("-inf"), inverted=True), "slip-future-leak"),
         Slip(Text("Your code zeroes the weights after the softmax: the rows no longer sum to 1.",
                   "你的代码在 softmax 之后才把权重置零：每行的和不再是 1。"),

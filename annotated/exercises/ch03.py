@@ -108,8 +108,8 @@ CONCAT = Exercise(
              lambda x: x.reshape(x.size(0), x.size(2), -1), "slip-view-merge"),
         Slip(Text("view() cannot merge axes that a transpose has put out of memory order: merge "
                   "them with reshape (or call .contiguous() before view).",
-                  "转置之后，轴在内存中已不按顺序排列，view() 无法合并它们：请用 reshape 合并"
-                  "（或者先调用 .contiguous() 再 view）。"),
+                  "转置之后，轴在内存中已不按顺序排列，`view()` 无法合并它们：请用 `reshape` 合并"
+                  "（或者先调用 `.contiguous()` 再 `view`）。"),
              lambda x: x.transpose(1, 2).view(x.size(0), x.size(2), -1), "slip-view-merge"),
         Slip(Text("Your Concat interleaves the heads, feature j of head i at j*h + i: Concat puts "
                   "head 1's d features first, then head 2's.",
@@ -229,7 +229,7 @@ MULTI_HEAD = Exercise(
              slipped(merge="view"), "slip-view-merge"),
         Slip(Text("Your heads were split with a view to (batch, h, seq, d) alone: each head mixes "
                   "several positions. Cut the features into (h, d), then move the head axis.",
-                  "你只用 view 变成 (batch, h, seq, d) 来拆分各个头：每个头都混进了好几个位置。"
+                  "你只用 `view` 变成 (batch, h, seq, d) 来拆分各个头：每个头都混进了好几个位置。"
                   "应先把特征切成 (h, d)，再移动头轴。"),
              slipped(split="view")),
         Slip(Text("Your projections compute x W: a weight is stored as (out_features, "

@@ -107,7 +107,7 @@ TABLE = Exercise(
              table_with(lambda pos, i, d: pos / 10000 ** ((2 * i) // d))),
         Slip(Text("Your frequencies grow with i: pos is multiplied by 10000^(2i/d_model) where it "
                   "should be divided by it.",
-                  "你的频率随 i 增大：pos 被乘以 10000^(2i/d_model)，而它应当被除以这个数。"),
+                  "你的频率随 i 增大：`pos` 被乘以 10000^(2i/d_model)，而它应当被除以这个数。"),
              table_with(lambda pos, i, d: pos * 10000 ** (2 * i / d))),
         Slip(FLOAT32, float32_exp),
         Slip(FLOAT32, float32_pow),
@@ -243,7 +243,7 @@ LEARNED = Exercise(
         Slip(Text("Your gradient has one row per position of the batch, not one per row of the "
                   "table: the rows from seq to max_len - 1 are part of the table too, with a "
                   "gradient of zero.",
-                  "你的梯度每个批次位置一行，而不是表的每行一行：从 seq 到 max_len - 1 的行也属于"
+                  "你的梯度每个批次位置一行，而不是表的每行一行：从 `seq` 到 `max_len - 1` 的行也属于"
                   "这张表，它们的梯度为零。"),
              lambda dy, max_len: dy.sum(dim=0)),
         Slip(Text("Your code sums over the positions of each sentence, not over the sentences: "

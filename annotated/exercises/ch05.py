@@ -171,7 +171,7 @@ def sublayer_cases() -> list[Case]:
         sublayer_case(Text("an input 100 times larger", "输入大 100 倍"), (2, 3, 8), 0.1,
                       seed=30, scale=100.0),
         one_dropped,
-        sublayer_case(Text("dropout off (eval mode)", "关闭 dropout（eval 模式）"), (2, 4, 8),
+        sublayer_case(Text("dropout off (eval mode)", "关闭 dropout（评估模式）"), (2, 4, 8),
                       None, seed=50),
     ]
 
@@ -200,8 +200,8 @@ SUBLAYER = Exercise(
     hint=Text("§3.1 and §5.4: dropout on the sublayer's output, then the residual sum with x, "
               "then the LayerNorm of that sum; call the `norm` and `drop` you are given, each "
               "once.",
-              "§3.1 和 §5.4：先对子层的输出做 dropout，再与 x 做残差求和，最后对这个和做 "
-              "LayerNorm；调用传给你的 `norm` 和 `drop`，各一次。"),
+              "§3.1 和 §5.4：先对子层的输出做 dropout，再与 x 做残差求和，最后对这个和做"
+              "层归一化；调用传给你的 `norm` 和 `drop`，各一次。"),
     slips=(
         Slip(PRE_LN, lambda x, fx, norm, drop: x + drop(fx), "slip-pre-ln"),
         Slip(Text("Your code normalises x before adding the sublayer's output: "
@@ -217,7 +217,7 @@ SUBLAYER = Exercise(
              lambda x, fx, norm, drop: norm(drop(x + fx))),
         Slip(Text("Your dropout comes after the LayerNorm: §5.4 drops the sublayer's output "
                   "before it is added to x and normalised.",
-                  "你的 dropout 放在 LayerNorm 之后：§5.4 是在子层的输出加到 x 上、再做归一化之前"
+                  "你的 dropout 放在层归一化之后：§5.4 是在子层的输出加到 x 上、再做归一化之前"
                   "对它做 dropout。"),
              lambda x, fx, norm, drop: drop(norm(x + fx))),
         Slip(Text("Your code has no residual: x must be added to the sublayer's output before "

@@ -55,12 +55,12 @@ LRATE = Exercise(
         Slip(Text("Your rate at step s is the paper's rate at step s + 1: step here already counts "
                   "from 1, as in the paper; only a counter that starts at 0 (LambdaLR's) needs the "
                   "+ 1.",
-                  "你在第 s 步的学习率是论文第 s + 1 步的学习率：这里的 step 和论文一样已经从 1 "
+                  "你在第 s 步的学习率是论文第 s + 1 步的学习率：这里的 `step` 和论文一样已经从 1 "
                   "开始计；只有从 0 开始的计数器（如 LambdaLR 的）才需要加 1。"),
              lambda s, d, w: noam(s + 1, d, w)),
         Slip(Text("Your rate at step s is the paper's rate at step s - 1: step here counts from 1, "
                   "as in the paper, so use it as it is (at step 1 your formula divides by zero).",
-                  "你在第 s 步的学习率是论文第 s - 1 步的学习率：这里的 step 和论文一样从 1 "
+                  "你在第 s 步的学习率是论文第 s - 1 步的学习率：这里的 `step` 和论文一样从 1 "
                   "开始计，直接使用即可（在第 1 步，你的公式会除以零）。"),
              lambda s, d, w: noam(s - 1, d, w)),
         Slip(Text("Your rate lacks the factor d_model^-0.5, which makes a wider model's rate "
@@ -122,7 +122,7 @@ TARGETS = Exercise(
               "eps_ls evenly among the other classes, so it sums to 1 (§5.4); a padding position "
               "gets a row of zeros. The result has one more axis than target, of size V.",
               "在真实位置上，q 给答案 1 - eps_ls，给 PAD 0，其余的类平分 eps_ls，所以总和为 1"
-              "（§5.4）；填充位置得到全零的一行。结果比 target 多一个长度为 V 的轴。"),
+              "（§5.4）；填充位置得到全零的一行。结果比 `target` 多一个长度为 V 的轴。"),
     slips=(
         Slip(SPREAD_OVER_PAD, lambda t, V, pad, e: spread(t, V, pad, e, e / (V - 1),
                                                           zero_pad=False),
@@ -333,7 +333,7 @@ GRAD = Exercise(
              lambda z, t, pad, e: grad_with(z, t, pad, e, rows="all"), "slip-smoothing-padding"),
         Slip(Text("Your gradient uses the one-hot target: with label smoothing it is softmax "
                   "minus the smoothed q.",
-                  "你的梯度用的是 one-hot 目标：做标签平滑时，梯度是 softmax 减去平滑后的 q。"),
+                  "你的梯度用的是独热目标：做标签平滑时，梯度是 softmax 减去平滑后的 q。"),
              lambda z, t, pad, e: grad_with(z, t, pad, e, q=one_hot_target(z, t))),
         Slip(Text("Your gradient divides by every position of the batch: n counts the "
                   "non-padding target tokens only.",

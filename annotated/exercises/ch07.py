@@ -36,7 +36,7 @@ LP = Exercise(
     hint=Text("§6.1 takes GNMT's penalty: the fraction (5 + |Y|) / 6, all of it raised to the "
               "power alpha; it is 1 for |Y| = 1 and for alpha = 0. Write it with operators that "
               "work on a number and on a tensor alike.",
-              "§6.1 采用 GNMT 的惩罚：分数 (5 + |Y|) / 6 整个取 alpha 次幂；|Y| = 1 或 "
+              "§6.1 采用 GNMT 的惩罚：把 (5 + |Y|) / 6 整体取 alpha 次幂；|Y| = 1 或 "
               "alpha = 0 时它等于 1。请用对数值和张量都适用的运算符来写。"),
     slips=(
         Slip(Text("Your penalty is (5 + |Y|) / 6 without the power alpha.",
@@ -48,7 +48,7 @@ LP = Exercise(
              lambda n, alpha: n ** alpha),
         Slip(Text("Your penalty raises only 5 + |Y| to the power alpha: the whole fraction "
                   "(5 + |Y|) / 6 is raised.",
-                  "你的惩罚只把 5 + |Y| 取了 alpha 次幂：应对整个分数 (5 + |Y|) / 6 取幂。"),
+                  "你的惩罚只把 5 + |Y| 取了 alpha 次幂：应把 (5 + |Y|) / 6 整体取幂。"),
              lambda n, alpha: (5.0 + n) ** alpha / 6.0),
     ))
 
@@ -121,7 +121,7 @@ def k_worst(scores, log_probs, k):
 RANKED_BY_LOG_P = Text("Your candidates are ranked by the new token's log p alone: add the score "
                        "of the hypothesis it extends before ranking, since log P(Y) is a sum over "
                        "all its tokens.",
-                       "你的候选只按新词元的 log p 排序：排序之前应加上它所扩展的假设的得分，"
+                       "你的候选只按新词元的 log p 排序：排序之前应加上它所扩展的假设的分数，"
                        "因为 log P(Y) 是所有词元的和。")
 
 
@@ -157,8 +157,8 @@ STEP = Exercise(
              lambda s, lp, k: ranked(s[:, None] + lp, k, lp.size(-1), split=k)),
         Slip(Text("Your beam keeps the k worst candidates: argsort sorts in increasing order, so "
                   "the best are at the end (or sort descending, or use topk).",
-                  "你的束保留了最差的 k 个候选：argsort 按升序排序，最好的在最后"
-                  "（或者按降序排序，或者用 topk）。"),
+                  "你的束保留了最差的 k 个候选：`argsort` 按升序排序，最好的在最后"
+                  "（或者按降序排序，或者用 `topk`）。"),
              k_worst),
     ))
 
@@ -209,8 +209,8 @@ FINISHED = Exercise(
     hint=Text("a finished hypothesis is scored by log P(Y|X) / lp(Y), with lp(Y) = ((5 + |Y|) / "
               "6)^alpha and |Y| its number of tokens, EOS included (§6.1); return the position of "
               "the best one in the list and its score.",
-              "已完成假设的得分是 log P(Y|X) / lp(Y)，其中 lp(Y) = ((5 + |Y|) / 6)^alpha，|Y| "
-              "是它的词元个数，包括 EOS（§6.1）；返回得分最高的假设在列表中的位置及其得分。"),
+              "已完成假设的分数是 log P(Y|X) / lp(Y)，其中 lp(Y) = ((5 + |Y|) / 6)^alpha，|Y| "
+              "是它的词元个数，包括 EOS（§6.1）；返回分数最高的假设在列表中的位置及其分数。"),
     slips=(
         Slip(Text("Your choice goes by log P alone: every token lowers log P, so the shortest "
                   "output wins. Divide by lp(Y).",
@@ -219,18 +219,18 @@ FINISHED = Exercise(
              best_by(lambda tokens, log_p, alpha: log_p)),
         Slip(Text("Your score divides log P by the length |Y|: §6.1 divides by "
                   "lp(Y) = ((5 + |Y|) / 6)^alpha.",
-                  "你的得分用 log P 除以长度 |Y|：§6.1 除以的是 lp(Y) = ((5 + |Y|) / 6)^alpha。"),
+                  "你的分数用 log P 除以长度 |Y|：§6.1 除以的是 lp(Y) = ((5 + |Y|) / 6)^alpha。"),
              best_by(lambda tokens, log_p, alpha: log_p / len(tokens))),
         Slip(Text("Your score divides by |Y|^alpha: the penalty is ((5 + |Y|) / 6)^alpha.",
-                  "你的得分除以的是 |Y|^alpha：惩罚应为 ((5 + |Y|) / 6)^alpha。"),
+                  "你的分数除以的是 |Y|^alpha：惩罚应为 ((5 + |Y|) / 6)^alpha。"),
              best_by(lambda tokens, log_p, alpha: log_p / len(tokens) ** alpha)),
         Slip(Text("Your |Y| leaves out the EOS: it counts every token of the hypothesis, EOS "
                   "included, as the search's scores do.",
-                  "你的 |Y| 没有计入 EOS：它应计入假设的每个词元，包括 EOS，和搜索的得分一致。"),
+                  "你的 |Y| 没有计入 EOS：它应计入假设的每个词元，包括 EOS，和搜索的分数一致。"),
              best_by(lambda tokens, log_p, alpha: log_p / length_penalty(len(tokens) - 1, alpha))),
         Slip(Text("Your score multiplies log P by lp(Y): divide, so that a longer output's lower "
                   "log P is forgiven, not punished twice.",
-                  "你的得分用 log P 乘以 lp(Y)：应当相除，这样长输出较低的 log P 才会得到宽容，"
+                  "你的分数用 log P 乘以 lp(Y)：应当相除，这样长输出较低的 log P 才会得到宽容，"
                   "而不是受到双重惩罚。"),
              best_by(lambda tokens, log_p, alpha: log_p * length_penalty(len(tokens), alpha))),
     ))

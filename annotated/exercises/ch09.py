@@ -103,7 +103,7 @@ AVERAGE = Exercise(
         Slip(Text("Your code asks torch.mean for the mean of an integer entry, which torch "
                   "refuses: an entry that is not floating point is not averaged; keep the "
                   "newest checkpoint's value.",
-                  "你的代码让 torch.mean 对整数条目求平均，而 torch 拒绝这样做：不是浮点数的条目不参与平均，"
+                  "你的代码让 `torch.mean` 对整数条目求平均，而 PyTorch 拒绝这样做：不是浮点数的条目不参与平均，"
                   "应保留最新检查点的值。"),
              integers(lambda vs: torch.stack(vs).mean(0))),
         Slip(Text("Your code keeps the first checkpoint's value of an integer entry: keep the "
@@ -245,7 +245,7 @@ PIECES = Exercise(
              combined(lambda g, n: sum(g) / sum(n) / len(g))),
         Slip(Text("Your gradient holds the last piece only: .grad was reset between pieces. Let "
                   "the pieces' gradients accumulate, and reset once, before the first.",
-                  "你的梯度只含最后一块：在各块之间 .grad 被清零了。应让各块的梯度累加，"
+                  "你的梯度只含最后一块：在各块之间 `.grad` 被清零了。应让各块的梯度累加，"
                   "只在第一块之前清零一次。"),
              combined(lambda g, n: g[-1] / sum(n))),
         Slip(Text("Your count includes padding positions: n is the number of tokens the loss "
