@@ -220,11 +220,42 @@ def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path,
     says(error_line(capsys, alone=False), *names)
 
 
-def test_a_side_that_shows_nothing_counts_as_blank(tmp_path):
-    pairs = [("\u200b", "invisible"), ("\ufeff", "a mark"), *PAIRS[:5]]
-    location = corpus(tmp_path, pairs)
-    pairs_read, stats = data.read_parallel(location / "train.en", location / "train.fr")
-    assert stats["empty"] == 2 and len(pairs_read) == 5
+# Sides that carry no text: the tokenizer turns each into no token, or into UNK and word
+# boundaries only; a control character or a NUL byte inside a sentence is not such a side.
+NO_TEXT = ["\x07\x1b\x7f", "\x00" * 8192, "   \t ", "\u200b", "\ufeff\u2060", "\u200d \x1b"]
+
+
+def test_a_side_that_encodes_to_no_token_is_dropped_and_counted_in_every_split(tmp_path):
+    """The tokenizer's ids decide: a side of control characters, NUL bytes (what a crash
+    leaves), whitespace or zero-width characters is dropped with its pair, from test too
+    (its raw text with it), and the log counts them by reason."""
+    pairs = [*PAIRS[:40], *[(side, f"le chat {i}") for i, side in enumerate(NO_TEXT)],
+             ("the cat\x00 sits", NO_TEXT[1]), ("a\x07 cat", "un\x07 chat")]
+    location = corpus(tmp_path / "data", pairs)
+    for split in ("valid", "test"):
+        for side, lang in enumerate(("en", "fr")):
+            text = "".join(pair[side] + "\n" for pair in [*PAIRS[:3], *pairs[40:]])
+            (location / f"{split}.{lang}").write_text(text, encoding="utf-8")
+    logs = []
+    config = get("copy").override(**dict(item.split("=") for item in FILES[:3]), vocab_size=60)
+    found = load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=logs.append)
+    dropped = len(NO_TEXT) + 1
+    for split, kept in (("train", 41), ("valid", 4), ("test", 4)):
+        assert (found.stats[split]["empty"], found.stats[split]["kept"]) == (dropped, kept)
+        line = next(line for line in logs if line.startswith(f"files {split}:"))
+        says(line, f"{dropped} with a side that encodes to no token dropped")
+    assert found.test_src == [*(s for s, _ in PAIRS[:3]), "a\x07 cat"]
+    assert found.test_ref == [*(t for _, t in PAIRS[:3]), "un\x07 chat"]
+
+
+def test_a_split_whose_every_pair_has_a_side_without_text_is_one_line(tmp_path):
+    pairs = [(side, f"le chat {i}") for i, side in enumerate(NO_TEXT * 5)]
+    location = corpus(tmp_path / "data", PAIRS[:40], valid_pairs=pairs)
+    config = get("copy").override(**dict(item.split("=") for item in FILES[:3]), vocab_size=60)
+    with pytest.raises(DataError) as error:
+        load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=lambda _: None)
+    says(error, location / "valid.en", location / "valid.fr", "no sentence pair",
+         "encodes to no token", "check the files")
 
 
 @pytest.mark.parametrize("where", ["cache", "cache/tokenizers"])

@@ -29,6 +29,7 @@ import io
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 import sentencepiece as spm
@@ -101,6 +102,19 @@ class Tokenizer:
     def decode(self, ids) -> str:
         return self.sp.decode([int(i) for i in ids if int(i) not in SPECIAL])
 
+    def ids_without_text(self) -> set[int]:
+        """The ids that carry no text: UNK (a character the training text never showed, a NUL
+        byte) and the pieces that show nothing, made of word boundaries ("▁"), spaces,
+        control and format characters (a zero-width joiner the training text held). A
+        sentence of these only encodes to no token of text."""
+        return {UNK} | {i for i in range(self.vocab_size) if _shows_nothing(self.sp.id_to_piece(i))}
+
+
+def _shows_nothing(piece: str) -> bool:
+    """True for a piece of word boundaries, separators (Unicode's Z categories) and control,
+    format or unassigned characters (its C categories) alone."""
+    return all(c == "▁" or unicodedata.category(c)[0] in "CZ" for c in piece)
+
 
 class CopyTokenizer:
     """The copy task's vocabulary: ids 4..V-1 are the symbols, written as their decimal ids, so
@@ -142,6 +156,9 @@ class CopyTokenizer:
     def decode(self, ids) -> str:
         return " ".join("⁇" if int(i) == UNK else str(int(i)) for i in ids
                         if int(i) not in SPECIAL)
+
+    def ids_without_text(self) -> set[int]:
+        return {UNK}
 
 
 # --- training and the cache ----------------------------------------------------------------------
