@@ -53,7 +53,7 @@ def _check_out(out, paths) -> None:
     if str(out) == "-":
         raise CheckpointError("--out -: a checkpoint is a binary file, not text for stdout; "
                               "give a file name, e.g. average.pt")
-    check_output(out, reads=paths)
+    check_output(out, reads=paths, say=say_error)
     target = Path(os.path.realpath(out))
     for named in {Path(out), target}:
         if NAME.fullmatch(named.name):

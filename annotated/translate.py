@@ -67,7 +67,7 @@ def main(argv=None):
     source = None if str(args.input) in ("None", "-") else args.input
     out_path = None if str(args.out) in ("None", "-") else args.out
     if out_path is not None:              # before any work: never over a file this reads
-        check_output(out_path, reads=[args.checkpoint, source, args.ref])
+        check_output(out_path, reads=[args.checkpoint, source, args.ref], say=log)
     elif sys.stdout is None:
         raise DataError("stdout is closed: there is nowhere to write the translations; give "
                         "--out FILE")

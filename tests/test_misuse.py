@@ -396,6 +396,34 @@ def test_a_killed_write_leaves_a_temporary_file_that_the_next_write_removes(tmp_
     assert not stale.exists() and live.exists() and other.exists()
 
 
+def test_a_killed_writes_temporary_file_is_removed_by_a_write_of_any_file_in_its_folder(
+        tmp_path):
+    """Whatever the next write in the folder writes; and a process that was given the killed
+    writer's id later (a container's next run often gets the same one) does not keep it."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".average.pt.{files._HOST}.{dead.pid}.0123abcd.tmp"
+    reused = tmp_path / f".ckpt_0000005.pt.{files._HOST}.{os.getpid()}.89abcdef.tmp"
+    for p in (stale, reused):
+        p.write_text("half\n")
+    os.utime(reused, (time.time() - 86400, time.time() - 86400))   # before this process began
+    files.write_files({tmp_path / "other.md": "new\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.md"]
+
+
+def test_a_temporary_file_of_another_machine_is_named_and_kept(tmp_path, capsys):
+    """A shared folder, or an earlier container with another host name: whether that write
+    still goes on cannot be told here, so the next command writing there names the file."""
+    foreign = tmp_path / ".out.txt.another-host.12345.0123abcd.tmp"
+    foreign.write_text("half\n")
+    (tmp_path / "in.txt").write_text("a dog runs .\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"),
+                    "--out", str(tmp_path / "out.txt")])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "note:" in line),
+         foreign, "another-host", "delete it")
+    assert foreign.exists() and (tmp_path / "out.txt").exists()
+
+
 # --- the rest of the list ---------------------------------------------------------------------
 
 def test_not_enough_memory_for_the_model_is_one_line_before_it_is_built(tmp_path, capsys,

@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 
 from annotated.base.errors import CheckpointError, DataError, RunDirError
-from annotated.base.files import atomic_open, remove_stale_temporaries
+from annotated.base.files import atomic_open, clear_temporaries
 from annotated.store import checkpoint_file
 
 
@@ -35,7 +35,8 @@ class RunDir:
         self._lock = None
 
     def open(self) -> "RunDir":
-        """Create and lock the folder, and remove temporary files of an interrupted save."""
+        """Create and lock the folder, and remove (or name) temporary files of an interrupted
+        save."""
         if not self.active:
             return self
         self._check_kind()
@@ -78,8 +79,7 @@ class RunDir:
                               f"({self.path / '.lock'}: {e.strerror}); choose another "
                               f"--run-dir") from None
         self._lock = lock
-        for stale in remove_stale_temporaries(self.path):
-            self.say(f"removed {stale.name}, left by an interrupted write")
+        clear_temporaries(self.path, self.say)
         return self
 
     def _check_kind(self):
