@@ -181,8 +181,10 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
     raw = {}
     for item in items:
         key, sep, text = item.partition("=")
-        if not sep:
-            raise ConfigError(f"expected key=value, got {shown(item)}")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected key=value, got {shown(item)}: "
+                              f"{'no =' if not sep else 'the key before = is missing'}; "
+                              f"e.g. P_drop=0.3 (keys: {', '.join(FIELDS)})")
         if key in raw:
             raise ConfigError(f"{key} is given twice ({key}={raw[key]} and {item}); give it once")
         raw[key] = text

@@ -488,9 +488,18 @@ def test_a_full_disk_while_appending_metrics_names_the_metrics_file(tmp_path):
 
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
     for item, names in [("P_drop=", ("P_drop = ''", "not a float")),
-                        ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model"))]:
+                        ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model")),
+                        ("=5", ("'=5'", "key", "missing", "P_drop=0.3")),
+                        ("P_drop", ("'P_drop'", "no =", "P_drop=0.3"))]:
         exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path), item])
         says(error_line(capsys), *names)
+
+
+def test_a_run_folder_without_config_or_resume_asks_for_one_of_them(tmp_path, capsys):
+    exits_with_error(train.main, ["--run-dir", str(tmp_path / "run")], code=2)
+    says(capsys.readouterr().err.splitlines()[-1], f"--run-dir {tmp_path / 'run'}",
+         "--config NAME", "--resume")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("where", ["a file", "missing"])
