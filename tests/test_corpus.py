@@ -233,7 +233,7 @@ def test_shipped_sample_is_the_first_lines_of_multi30k():
 def test_relative_data_location_is_read_where_it_was_set(tmp_path, monkeypatch):
     """A Jupyter kernel runs in the notebook's folder, not where ANNOTATED_DATA_DIR was set."""
     (tmp_path / "data").mkdir()
-    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "here").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "chapters")
     monkeypatch.setenv("PWD", str(tmp_path))
     monkeypatch.setenv(data.DATA_ENV, "data")

@@ -198,6 +198,8 @@ def test_a_resume_whose_saved_data_location_moved_says_where_it_came_from(tmp_pa
     ("the same text both sides", ("train.en", "train.fr", "same text")),
     ("a symlink loop", ("Symlink loop",)),
     ("no such user", ("no such user",)),
+    ("a corpus file that is a folder", ("train.en", "a folder")),
+    ("a corpus file that is a loop of links", ("train.fr", "loop")),
 ])
 def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path, capsys,
                                                                       monkeypatch, case,
@@ -212,9 +214,15 @@ def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path,
         (tmp_path / "a").symlink_to(tmp_path / "b")
         (tmp_path / "b").symlink_to(tmp_path / "a")
         location = tmp_path / "a"
-    else:
+    elif case == "no such user":
         monkeypatch.setenv(data.DATA_ENV, "~nosuchuser/data")
         location = None
+    elif case == "a corpus file that is a folder":
+        (location / "train.en").unlink()
+        (location / "train.en").mkdir()
+    else:
+        (location / "train.fr").unlink()
+        (location / "train.fr").symlink_to(location / "train.fr")
     run_fails(tmp_path / "run", "--config", "copy", "--cache-dir", tmp_path / "cache",
               *(["--data-dir", location] if location else []), *FILES)
     says(error_line(capsys, alone=False), *names)

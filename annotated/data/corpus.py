@@ -37,6 +37,7 @@ import numpy as np
 from annotated.base.errors import DataError, DownloadError
 from annotated.base.files import (check_aligned, download, expand, read_lines, resolved,
                                   text_sha256)
+from annotated.data.datasets import DATASETS
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
@@ -152,14 +153,23 @@ def data_location(data_dir=None) -> Path | None:
     the user set it: from the current folder or, when nothing is there (a Jupyter kernel runs
     in the notebook's folder), from the shell's folder that started the process ($PWD)."""
     if data_dir:
-        return resolved(data_dir)
+        return _folder(resolved(data_dir))
     value = os.environ.get(DATA_ENV)
     if not value:
         return None
     path = expand(value)
     if not path.is_absolute() and not path.exists() and os.environ.get("PWD"):
         path = Path(os.environ["PWD"]) / path
-    return resolved(path)
+    return _folder(resolved(path))
+
+
+def _folder(location: Path) -> Path:
+    """`location` if it is a folder; else a DataError saying what it is instead."""
+    if not location.is_dir():
+        what = "a file, not a folder" if location.exists() else "not there"
+        raise DataError(f"the data location {location} is {what}: point --data-dir (or "
+                        f"{DATA_ENV}) at the folder that holds the corpora")
+    return location
 
 
 def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
@@ -167,7 +177,8 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     if config.dataset == "copy":
         return _copy_corpus(config, log)
     cache = cache_folder(cache_dir)
-    files = corpus_files(config, data_location(data_dir), cache, log)
+    location = data_location(data_dir) if DATASETS[config.dataset].location else None
+    files = corpus_files(config, location, cache, log)
     for src_path, tgt_path in files.values():     # a misaligned corpus fails in seconds, not
         check_line_counts(src_path, tgt_path)     # after training a tokenizer on it
     text, stats = {}, {}                          # ... and so does an empty one
@@ -237,6 +248,13 @@ def _user_files(data_dir, langs) -> dict:
                         "--data-dir DIR (or ANNOTATED_DATA_DIR), where DIR holds train.SRC, "
                         "train.TGT, valid.SRC, valid.TGT, test.SRC and test.TGT")
     files, missing = {}, []
+    for p in (Path(data_dir) / f"{stem}.{lang}{gz}" for stems in USER_SPLITS.values()
+              for stem in stems for lang in langs for gz in ("", ".gz")):
+        if (p.exists() or p.is_symlink()) and not p.is_file():
+            what = ("a folder" if p.is_dir() else "a broken link or a loop of links"
+                    if p.is_symlink() else "not a regular file")
+            raise DataError(f"{p} is {what}: dataset=files reads it as a corpus file; put the "
+                            f"file there (or rename that entry)")
     for split, stems in USER_SPLITS.items():
         found = [[Path(data_dir) / f"{stem}.{lang}{gz}" for gz in ("", ".gz")
                   if (Path(data_dir) / f"{stem}.{lang}{gz}").is_file()]
