@@ -210,6 +210,17 @@ def test_a_checkpoint_option_naming_a_folder_says_it_is_a_folder(tmp_path, capsy
     says(error_line(capsys), str(tmp_path), "a folder", str(tmp_path / "ckpt_0000003.pt"))
 
 
+def test_a_text_file_named_like_a_checkpoint_is_called_text(tmp_path, capsys):
+    """Not "corrupt (KeyError: 101)", torch.load's word for a file it cannot read."""
+    (tmp_path / "notes.pt").write_text("hello world\nmore\n")
+    for main, argv in [(translate.main, ["--checkpoint", str(tmp_path / "notes.pt")]),
+                       (checkpoint_command.main, ["verify", str(tmp_path / "notes.pt")])]:
+        exits_with_error(main, argv)
+        text = says(error_line(capsys, alone=False), str(tmp_path / "notes.pt"), "not a checkpoint",
+                    "holds text", "'hello world'", "annotated.train")
+        assert "Error" not in text
+
+
 def test_the_same_checkpoint_twice_in_an_average_is_refused(tmp_path, capsys):
     ckpt = save(tmp_path / "ckpt_0000001.pt")
     os.link(ckpt, tmp_path / "again.pt")
