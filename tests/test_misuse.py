@@ -533,6 +533,18 @@ def test_a_cache_location_that_is_a_file_is_one_line(tmp_path, capsys):
     assert str(tmp_path / "cache") in error_line(capsys, alone=False)
 
 
+def test_a_cache_that_cannot_be_written_is_one_line_before_the_tokenizer_is_trained(
+        tmp_path, capsys, monkeypatch):
+    """A read-only home: no folder can be made under /proc, whoever runs the test."""
+    monkeypatch.delenv("ANNOTATED_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", "/proc")
+    exits_with_error(train.main, ["--config", "sample", "--run-dir", str(tmp_path / "run"),
+                                  "--max-steps", "1"])
+    out = capsys.readouterr()
+    says(out.err.splitlines()[-1], "/proc/.cache", "cannot write", "--cache-dir")
+    assert "training a" not in out.out + out.err
+
+
 def test_a_folder_given_as_hypotheses_is_one_line(tmp_path, capsys):
     (tmp_path / "ref").write_text("a\n")
     exits_with_error(evaluate.main, ["--hyp", str(tmp_path), "--ref", str(tmp_path / "ref")])
