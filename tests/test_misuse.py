@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -496,6 +497,20 @@ def test_a_full_disk_while_appending_metrics_names_the_metrics_file(tmp_path):
 
 
 # --- probes beyond the outside tester's list: what a tired user or a hostile file does next ---
+
+def test_a_file_size_limit_names_the_file_it_stopped(tmp_path):
+    """`ulimit -f`: the write fails with EFBIG, whose error names no file."""
+    (tmp_path / "h.pt").write_bytes(b"mine")
+    process = subprocess.run(
+        [sys.executable, "-m", "annotated.checkpoint", "half", str(SHIPPED), "--out",
+         str(tmp_path / "h.pt")], capture_output=True, text=True, cwd=ROOT,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)))
+    assert process.returncode == 1
+    says(process.stderr.splitlines()[-1], str(tmp_path / "h.pt"), "file too large", "ulimit -f",
+         "unchanged")
+    assert [p.name for p in tmp_path.iterdir()] == ["h.pt"]
+    assert (tmp_path / "h.pt").read_bytes() == b"mine"
+
 
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
     for item, names in [("P_drop=", ("P_drop = ''", "not a float")),

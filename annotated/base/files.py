@@ -330,10 +330,16 @@ def atomic_open(path, mode="wb"):
                 os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(e.errno, f"{os.strerror(e.errno).lower()} while writing {path}; the "
-                                   f"file that was there, if any, is unchanged") from e
+        if isinstance(e, OSError) and e.errno and (
+                e.errno in (errno.ENOSPC, errno.EDQUOT) or not e.filename):
+            raise OSError(e.errno, f"{os.strerror(e.errno).lower()}{_LIMITS.get(e.errno, '')} "
+                                   f"while writing {path}; the file that was there, if any, is "
+                                   f"unchanged") from e
         raise
+
+
+# What a write error owes to a limit of this process rather than to the file.
+_LIMITS = {errno.EFBIG: " (over the limit on a file's size: see `ulimit -f`)"}
 
 
 def _keep_mode(fd: int, old: os.stat_result) -> None:
