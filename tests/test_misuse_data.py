@@ -86,6 +86,30 @@ def test_things_named_like_checkpoints_that_are_not_files_are_not_checkpoints(tm
                                                                    "ckpt_0000003.pt"]
 
 
+def test_a_folder_under_the_name_of_a_checkpoint_to_save_is_refused_before_training(
+        tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "ckpt_0000004.pt").mkdir()
+    run_fails(tmp_path / "run", "--config", "copy", "--max-steps", 4,
+              *merged(TINY_RUN, ["ckpt_every=2"]))
+    says(error_line(capsys, alone=False), str(tmp_path / "run" / "ckpt_0000004.pt"), "a folder",
+         "step 4", "move it away", "--run-dir")
+    assert checkpoint_file.checkpoints(tmp_path / "run") == []          # not after 2 steps
+
+
+def test_a_read_only_metrics_log_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    """Root may write a read-only file, so os.access is told what it tells any other user."""
+    copy_run(tmp_path)
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.chmod(0o444)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **k: (
+        False if Path(p) == metrics and mode & os.W_OK else real(p, mode, **k)))
+    run_fails(tmp_path, "--resume", "--max-steps", 4)
+    says(error_line(capsys, alone=False), str(metrics), "read-only", "chmod u+w", "--run-dir")
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000002.pt"]
+
+
 def test_a_fresh_run_keeps_the_log_of_an_earlier_run_it_finds(tmp_path, capsys):
     copy_run(tmp_path)
     earlier = (tmp_path / "metrics.jsonl").read_text()

@@ -70,6 +70,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     say = printer(rank == 0)
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
+        folder.check_checkpoint_names(resumed["step"] if resumed else 0, steps)
         corpus, state = _data(config, data_dir, cache_dir, resumed, folder)
         V = corpus.tokenizer.vocab_size
         check_memory(config, V, device)

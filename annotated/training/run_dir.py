@@ -96,6 +96,23 @@ class RunDir:
             what = "a link" if self.metrics.is_symlink() else "not a file"
             raise RunDirError(f"{self.metrics} is {what}; a run's metrics log is its own file: "
                               f"move it away")
+        if self.metrics.exists() and not os.access(self.metrics, os.W_OK):
+            raise RunDirError(f"{self.metrics} is read-only: the run appends to it; make it "
+                              f"writable (chmod u+w) or choose another --run-dir")
+
+    def check_checkpoint_names(self, after: int, until: int):
+        """Refuse, before training, an entry that is not a file (a folder, a pipe) under the
+        name of a checkpoint this run may save, of a step in (after, until]: the save would
+        fail there after all the work."""
+        if not self.active:
+            return
+        for p in self.path.glob("ckpt_*.pt"):
+            m = checkpoint_file.NAME.fullmatch(p.name)
+            if m and after < int(m.group(1)) <= until and not p.is_file():
+                what = "a folder" if p.is_dir() else "not a file"
+                raise RunDirError(f"{p} is {what}, under the name of the checkpoint this run "
+                                  f"may save at step {int(m.group(1)):,}; move it away or "
+                                  f"choose another --run-dir")
 
     def close(self):
         if self._lock is not None:
