@@ -96,7 +96,9 @@ def test_every_number_option_refuses_what_means_nothing_in_one_line(main, before
 
 @pytest.mark.parametrize("item", ["P_drop=nan", "lr_factor=inf", "alpha=inf", "N=1000000",
                                   "seed=" + HUGE, "max_extra=1000000000", "beam_size=0",
-                                  "d_model=" + HUGE, "P_drop=0.1 P_drop=0.2"])
+                                  "d_model=" + HUGE, "P_drop=0.1 P_drop=0.2",
+                                  "copy_examples=100000000",
+                                  "copy_examples=1000000 copy_len=1000"])
 def test_every_key_value_setting_refuses_what_means_nothing_before_any_work(item, tmp_path,
                                                                            capsys):
     exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path / "run"),
