@@ -514,6 +514,20 @@ def test_a_file_size_limit_names_the_file_it_stopped(tmp_path):
     assert (tmp_path / "h.pt").read_bytes() == b"mine"
 
 
+def test_more_threads_than_cores_is_done_with_a_note(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})      # two cores
+    before = torch.get_num_threads()
+    try:
+        for threads, noted in [(2, False), (3, True)]:
+            train.main(["--config", "copy", "--run-dir", str(tmp_path / str(threads)),
+                        "--max-steps", "1", "--threads", str(threads), *TINY_RUN])
+            notes = [line for line in capsys.readouterr().err.splitlines() if "--threads" in line]
+            assert bool(notes) == noted, notes
+        says(notes[0], "--threads 3", "2 CPU core(s)", "slower", "--threads 2 or fewer")
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
     for item, names in [("P_drop=", ("P_drop = ''", "not a float")),
                         ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model")),
