@@ -88,10 +88,13 @@ def main(argv=None):
     how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
     log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
         f"{', uncached' if args.no_cache else ''}")
-    out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
-                          max_extra=max_extra, batch_tokens=args.batch_tokens,
-                          greedy=args.greedy, cached=not args.no_cache, log=log,
-                          longest=config.max_sentence_len)
+    try:
+        out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
+                              max_extra=max_extra, batch_tokens=args.batch_tokens,
+                              greedy=args.greedy, cached=not args.no_cache, log=log,
+                              longest=config.max_sentence_len)
+    except DataError as e:                         # a line that cannot be translated
+        raise DataError(f"{source or 'stdin'}, {e}") from None
     scores = report(out, refs, config.target_lang) if refs is not None else None
     write(out, out_path)
     if scores is not None:

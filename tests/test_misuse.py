@@ -528,6 +528,18 @@ def test_more_threads_than_cores_is_done_with_a_note(tmp_path, capsys, monkeypat
         torch.set_num_threads(before)
 
 
+def test_a_line_far_longer_than_any_trained_on_is_refused_before_decoding(tmp_path, capsys):
+    """Decoding time grows with the square of a line's length: a line of thousands of tokens
+    would run for a long time with no output."""
+    (tmp_path / "in.txt").write_text("a dog runs .\n" + "dog " * 1100 + "\n")
+    (tmp_path / "out.txt").write_text("mine\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.txt"), "--out", str(tmp_path / "out.txt")])
+    says(error_line(capsys, alone=False), str(tmp_path / "in.txt"), "line 2", "1,101 tokens",
+         "longest sentence", "256", "split it")
+    assert (tmp_path / "out.txt").read_text() == "mine\n"
+
+
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
     for item, names in [("P_drop=", ("P_drop = ''", "not a float")),
                         ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model")),
