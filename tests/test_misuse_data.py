@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import says
 import torch
-from test_faults import error_line, exits_with_error
+from test_faults import error_line, exits_with_error, snapshot
 from test_misuse import FILES, PAIRS, TINY_RUN, corpus, run, run_fails
 
 from annotated import train
@@ -108,6 +108,26 @@ def test_a_read_only_metrics_log_is_refused_before_training(tmp_path, capsys, mo
     run_fails(tmp_path, "--resume", "--max-steps", 4)
     says(error_line(capsys, alone=False), str(metrics), "read-only", "chmod u+w", "--run-dir")
     assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000002.pt"]
+
+
+@pytest.mark.parametrize("run_dir", ["results", "results/new", ".", "link"])
+def test_a_run_folder_among_committed_files_is_refused(tmp_path, capsys, run_dir):
+    """A git repository with results/ committed: training there (or through a link to it)
+    would put checkpoints and logs among the committed files; runs/ does not hold any."""
+    repo = tmp_path / "repo"
+    (repo / "results").mkdir(parents=True)
+    (repo / "results" / "table.json").write_text("{}\n")
+    (tmp_path / "link").symlink_to(repo / "results")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "results/table.json"], check=True)
+    folder = tmp_path / "link" if run_dir == "link" else repo / run_dir
+    before = snapshot(repo / "results")
+    run_fails(folder, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    says(error_line(capsys, alone=False), str(folder), "committed", str(repo),
+         "results/table.json", "--run-dir")
+    assert snapshot(repo / "results") == before
+    copy_run(repo / "runs" / "a", steps=1)
+    assert checkpoint_file.checkpoints(repo / "runs" / "a")
 
 
 def test_a_fresh_run_keeps_the_log_of_an_earlier_run_it_finds(tmp_path, capsys):

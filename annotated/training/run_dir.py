@@ -20,6 +20,7 @@ import fcntl
 import json
 import os
 import stat
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -92,6 +93,7 @@ class RunDir:
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"the run folder {self.path} is a file, not a folder; choose "
                               f"another --run-dir")
+        _check_not_committed(self.path)
         if self.metrics.is_symlink() or (self.metrics.exists() and not self.metrics.is_file()):
             what = "a link" if self.metrics.is_symlink() else "not a file"
             raise RunDirError(f"{self.metrics} is {what}; a run's metrics log is its own file: "
@@ -169,6 +171,32 @@ class RunDir:
         while (self.path / f"metrics.earlier-{n}.jsonl").exists():
             n += 1
         return self.path / f"metrics.earlier-{n}.jsonl"
+
+
+def _check_not_committed(folder: Path):
+    """Refuse a run folder that holds files committed to a git repository, or is made in a
+    folder that does (results/, the package, the repository's top): the run's checkpoints and
+    logs would land among them. Outside a repository, or without git, nothing is checked."""
+    absolute = Path(os.path.abspath(folder))
+    existing = next(p for p in (absolute, *absolute.parents) if p.exists())
+    try:
+        top, files = (subprocess.run(["git", "-C", str(existing), *args], capture_output=True,
+                                     text=True, timeout=30, check=True).stdout
+                      for args in (["rev-parse", "--show-toplevel"], ["ls-files", "--full-name"]))
+    except (OSError, subprocess.SubprocessError):
+        return
+    top = Path(top.strip()).resolve()
+    here = Path(os.path.realpath(absolute))
+    if not here.is_relative_to(top):
+        return
+    inside = [p for p in (here, *here.parents) if p.is_relative_to(top) and p != top] or [top]
+    for name in files.splitlines():
+        tracked = top / name
+        if tracked.is_relative_to(here) or tracked.parent in inside:
+            raise RunDirError(f"the run folder {folder} would hold its checkpoints and logs "
+                              f"among files committed to the repository {top} (such as "
+                              f"{tracked.relative_to(top)}); choose another --run-dir, such as "
+                              f"runs/NAME")
 
 
 def read_metrics(run_dir, split: str | None = None) -> list[dict]:
