@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import command, number, out_file, path, say_error
+from annotated.base.cli import command, number, out_file, path, say_error, unwritable_on_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, check_aligned, check_output, read_lines
 from annotated.base.settings import between
@@ -74,6 +74,11 @@ def main(argv=None):
     if source is None and sys.stdin is None:
         raise DataError("stdin is closed: there is nothing to translate; give --input FILE")
     model, config, tokenizer = load_model(args.checkpoint, map_location=args.device)
+    if out_path is None and (c := unwritable_on_stdout(
+            "".join(tokenizer.decode([i]) for i in range(tokenizer.vocab_size)))):
+        raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write this model's "
+                        f"{config.target_lang} translations (such as {c!r}); set "
+                        f"PYTHONIOENCODING=utf-8 (or a UTF-8 locale), or give --out FILE")
     use_threads(count_parameters(model))
     lines = list(read_lines(source or sys.stdin.buffer))
     if not lines:

@@ -540,6 +540,27 @@ def test_a_line_far_longer_than_any_trained_on_is_refused_before_decoding(tmp_pa
     assert (tmp_path / "out.txt").read_text() == "mine\n"
 
 
+def test_a_terminal_that_cannot_write_the_target_language_breaks_nothing(tmp_path):
+    """PYTHONIOENCODING=ascii (or latin-1 with Chinese): training ends with the model at work,
+    its characters escaped; translate refuses before any work, naming the encoding."""
+    location = corpus(tmp_path / "data", PAIRS)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "OMP_NUM_THREADS": "1"}
+    trained = subprocess.run(
+        [sys.executable, "-m", "annotated.train", "--config", "copy", "--run-dir",
+         str(tmp_path / "run"), "--data-dir", str(location), "--cache-dir", str(tmp_path / "c"),
+         "--max-steps", "2", "--threads", "1", *FILES], capture_output=True, text=True,
+        cwd=ROOT, env=env)
+    assert trained.returncode == 0 and "Traceback" not in trained.stderr, trained.stderr
+    assert "reference  le chat num\\xe9ro" in trained.stdout and "Next:" in trained.stdout
+    translated = subprocess.run(
+        [sys.executable, "-m", "annotated.translate", "--checkpoint",
+         str(checkpoint_file.checkpoints(tmp_path / "run")[-1])], input="the cat\n",
+        capture_output=True, text=True, cwd=ROOT, env=env)
+    assert translated.returncode == 1 and not translated.stdout
+    says(translated.stderr.splitlines()[-1], "ascii", "fr translations", "PYTHONIOENCODING=utf-8",
+         "--out")
+
+
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
     for item, names in [("P_drop=", ("P_drop = ''", "not a float")),
                         ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model")),

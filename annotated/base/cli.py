@@ -139,6 +139,20 @@ def require_stdout(what: str) -> None:
         raise OSError(f"stdout is closed: there is nowhere to print {what}")
 
 
+def unwritable_on_stdout(text: str) -> str | None:
+    """A character of `text` that stdout's encoding (PYTHONIOENCODING, the locale: ascii,
+    latin-1) cannot write, or None."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    for c in set(text):
+        try:
+            c.encode(encoding)
+        except UnicodeEncodeError:
+            return c
+        except LookupError:                        # an encoding Python does not know
+            return None
+    return None
+
+
 def _quiet_broken_pipe():
     """The reader of stdout went away (`| head -1`): not an error of ours. Point stdout at
     /dev/null so that Python's exit does not complain while flushing it, and exit as a

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from annotated.base.cli import unwritable_on_stdout
 from annotated.base.errors import ConfigError, DataError
 from annotated.configs import Config
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
@@ -229,6 +230,9 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
     src = source_batch([tokenizer.encode(s) for s, _ in sentences],
                        next(model.parameters()).device)
     hyps = beam_search(model, src, config.beam_size, config.alpha, config.max_extra)
+    shown = "".join(s + r + tokenizer.decode(h.tokens) for (s, r), h in zip(sentences, hyps))
+    if unwritable_on_stdout(shown) and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")    # the model is saved: show it all
     print(f"\nThe model at work on {len(sentences)} test sentences it never saw in training "
           f"(beam {config.beam_size}, alpha {config.alpha}):")
     for (source, reference), hyp in zip(sentences, hyps):
