@@ -502,7 +502,6 @@ def test_a_full_disk_while_appending_metrics_names_the_metrics_file(tmp_path):
 
 def test_a_file_size_limit_names_the_file_it_stopped(tmp_path):
     """`ulimit -f`: the write fails with EFBIG, whose error names no file."""
-    (tmp_path / "h.pt").write_bytes(b"mine")
     process = subprocess.run(
         [sys.executable, "-m", "annotated.checkpoint", "half", str(SHIPPED), "--out",
          str(tmp_path / "h.pt")], capture_output=True, text=True, cwd=ROOT,
@@ -510,8 +509,7 @@ def test_a_file_size_limit_names_the_file_it_stopped(tmp_path):
     assert process.returncode == 1
     says(process.stderr.splitlines()[-1], str(tmp_path / "h.pt"), "file too large", "ulimit -f",
          "unchanged")
-    assert [p.name for p in tmp_path.iterdir()] == ["h.pt"]
-    assert (tmp_path / "h.pt").read_bytes() == b"mine"
+    assert list(tmp_path.iterdir()) == []                 # no part of it, no temporary file
 
 
 def test_more_threads_than_cores_is_done_with_a_note(tmp_path, capsys, monkeypatch):
@@ -559,6 +557,26 @@ def test_a_terminal_that_cannot_write_the_target_language_breaks_nothing(tmp_pat
     assert translated.returncode == 1 and not translated.stdout
     says(translated.stderr.splitlines()[-1], "ascii", "fr translations", "PYTHONIOENCODING=utf-8",
          "--out")
+
+
+def test_the_closing_advice_averages_only_the_checkpoints_there_are(tmp_path, capsys):
+    for steps, every, average in [(1, 1000, None), (3, 1, "--last 2")]:
+        train.main(["--config", "copy", "--run-dir", str(tmp_path / str(steps)), "--max-steps",
+                    str(steps), "--threads", "1", *merged(TINY_RUN, [f"ckpt_every={every}"])])
+        lines = [line for line in capsys.readouterr().out.splitlines() if "average" in line]
+        assert [average in line for line in lines] == ([True] if average else []), lines
+
+
+def test_average_or_half_never_writes_over_a_file_that_is_not_a_checkpoint(tmp_path, capsys):
+    """Another run's metrics.jsonl given as --out: its log stays."""
+    ckpt = save(tmp_path / "a" / "ckpt_0000001.pt")
+    log = tmp_path / "other" / "metrics.jsonl"
+    log.parent.mkdir()
+    log.write_text('{"step": 1, "loss": 2.0}\n')
+    for argv in (["average", "--last", "1", str(tmp_path / "a")], ["half", str(ckpt)]):
+        exits_with_error(checkpoint_command.main, [*argv, "--out", str(log)])
+        says(error_line(capsys), str(log), "holds text", "not a checkpoint", "another name")
+    assert log.read_text() == '{"step": 1, "loss": 2.0}\n'
 
 
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):

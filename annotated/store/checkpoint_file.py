@@ -235,7 +235,7 @@ def _sealed(path: Path) -> bool:
 def _read(path: Path, device) -> dict:
     """load() without the advice on what to use instead of a damaged file."""
     sealed = _sealed(path)
-    if not sealed and (found := _not_torch_save(path)):
+    if not sealed and (found := not_a_checkpoint(path)):
         raise _Damaged(f"checkpoint {path} is corrupt or truncated, or not a checkpoint: it "
                        f"{found}, not the zip archive torch.save writes; give a checkpoint "
                        f"that annotated.train or annotated.checkpoint wrote")
@@ -255,9 +255,9 @@ def _read(path: Path, device) -> dict:
     return payload
 
 
-def _not_torch_save(path: Path) -> str | None:
-    """What `path` holds instead of torch.save's zip archive (empty, text, other bytes), or
-    None if it begins as one."""
+def not_a_checkpoint(path: Path) -> str | None:
+    """What the file `path` holds instead of torch.save's zip archive (empty, text, other
+    bytes), or None if it begins as one."""
     with open(path, "rb") as f:
         head = f.read(200)
     if head.startswith(b"PK\x03\x04"):

@@ -241,13 +241,13 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
     found = checkpoint_file.checkpoints(run_dir)
     if not found:
         return
-    last = found[-1]
+    last, n = found[-1], min(config.keep_last, len(found))    # what the folder holds
     print(f"Next:\n  the checkpoint         {last}\n"
           f"  translate with it      echo {shlex.quote(sentences[0][0])} | "
-          f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}\n"
-          f"  average the last ones  python -m annotated.checkpoint average --last "
-          f"{config.keep_last} {shlex.quote(str(run_dir))} --out "
-          f"{shlex.quote(str(run_dir / 'average.pt'))}")
+          f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}")
+    if n > 1:
+        print(f"  average the last ones  python -m annotated.checkpoint average --last {n} "
+              f"{shlex.quote(str(run_dir))} --out {shlex.quote(str(run_dir / 'average.pt'))}")
     if config.dataset in ("copy", "multi30k_sample"):
         print("  read the chapters      jupyter lab chapters/\n"
               "  train on all of Multi30k (29,000 pairs)\n"
