@@ -579,6 +579,18 @@ def test_average_or_half_never_writes_over_a_file_that_is_not_a_checkpoint(tmp_p
     assert log.read_text() == '{"step": 1, "loss": 2.0}\n'
 
 
+def test_an_output_in_a_folder_where_no_file_can_be_made_names_it_not_a_temporary(tmp_path,
+                                                                                  capsys):
+    """/proc takes no new file, whoever runs the test."""
+    for main, argv in [(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                         str(tmp_path / "in.txt"), "--out", "/proc/t.txt"]),
+                       (checkpoint_command.main, ["half", str(SHIPPED), "--out", "/proc/h.pt"])]:
+        (tmp_path / "in.txt").write_text("a dog runs .\n")
+        exits_with_error(main, argv)
+        text = says(error_line(capsys, alone=False), f"error: {argv[-1]}:", "folder /proc", "no file was changed")
+        assert ".tmp" not in text
+
+
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
     for item, names in [("P_drop=", ("P_drop = ''", "not a float")),
                         ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model")),

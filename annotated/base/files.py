@@ -314,7 +314,11 @@ def atomic_open(path, mode="wb"):
     remove_stale_temporaries(path.parent)
     old = path.stat() if path.exists() else None
     tmp = temporary_beside(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
+    except OSError as e:                  # name the file asked for, not the temporary one
+        raise OSError(e.errno, f"no file can be made in its folder {path.parent} "
+                               f"({e.strerror}); {UNCHANGED}", str(path)) from None
     try:
         if old is not None:
             _keep_mode(fd, old)
