@@ -20,7 +20,8 @@ from annotated.base.errors import CheckpointError
 from annotated.base.files import check_output
 from annotated.base.settings import at_least
 from annotated.configs import option
-from annotated.store.checkpoint_file import NAME, atomic_save, average, checkpoints, half, verify
+from annotated.store.checkpoint_file import (NAME, atomic_save, average, checkpoints, half,
+                                             not_a_checkpoint, verify)
 
 
 def _average_inputs(args) -> list[Path]:
@@ -53,8 +54,13 @@ def _check_out(out, paths) -> None:
     if str(out) == "-":
         raise CheckpointError("--out -: a checkpoint is a binary file, not text for stdout; "
                               "give a file name, e.g. average.pt")
-    check_output(out, reads=paths)
+    check_output(out, reads=paths, say=say_error)
     target = Path(os.path.realpath(out))
+    holds = not_a_checkpoint(target) if target.is_file() and target.stat().st_size else None
+    if holds:
+        raise CheckpointError(f"refusing to write {out}: that file {holds}, not a checkpoint, "
+                              f"and the checkpoint would replace it; choose another name, e.g. "
+                              f"average.pt")
     for named in {Path(out), target}:
         if NAME.fullmatch(named.name):
             link = f" (a link to {target})" if named == target != Path(out) else ""

@@ -29,6 +29,9 @@ from annotated.model import ModelConfig
 
 MAX_EXTRA = 1000          # tokens an output may run past its input (§6.3's parsing used 300)
 MAX_ALPHA = 10            # length penalty exponent (§6.1 uses 0.6); lp(Y) stays a float
+# The copy task's pairs are drawn in memory, one array each, before training starts: its size
+# is bounded so that they are made in seconds, not for minutes before running out of memory.
+MAX_COPY_PAIRS, MAX_COPY_SYMBOLS = 10 ** 6, 10 ** 8
 # Fields that older versions of this code saved in every Config, and that a saved config may
 # still carry: the paper's reported numbers, now in TABLE3.
 RETIRED = ("paper_params_M", "paper_ppl", "paper_bleu")
@@ -49,7 +52,7 @@ class Config(ModelConfig):
     max_sentence_len: int = setting(256, ((lambda v: 2 <= v <= 10 ** 5), "2 (a token and "
                                     "EOS) <= value <= 100,000"))  # longer pairs are dropped
     copy_len: int = setting(10, between(1, 10 ** 5))    # copy task: 1..copy_len symbols
-    copy_examples: int = setting(10_000, between(10, 10 ** 8))  # copy task: training pairs
+    copy_examples: int = setting(10_000, between(10, MAX_COPY_PAIRS))  # copy task: pairs
     # training (§5.2-5.4)
     eps_ls: float = setting(0.1, PROBABILITY)
     train_steps: int = setting(100_000, at_least(1), resumable=True)
@@ -85,6 +88,11 @@ class Config(ModelConfig):
                               f"different languages" + (f" of {', '.join(sorted(languages))}"
                                                         if languages else "")
                               + "; dataset=files takes any pair")
+        if self.dataset == "copy" and self.copy_examples * self.copy_len > MAX_COPY_SYMBOLS:
+            raise ConfigError(f"config: copy_examples x copy_len = {self.copy_examples:,} x "
+                              f"{self.copy_len:,} symbols, above {MAX_COPY_SYMBOLS:,}: the copy "
+                              f"task's pairs are made in memory before training; lower "
+                              f"copy_examples or copy_len")
         if self.cooldown_steps > self.train_steps:
             raise ConfigError(f"config: cooldown_steps = {self.cooldown_steps} is above "
                               f"train_steps = {self.train_steps}; the cool-down is part of "
@@ -181,8 +189,10 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
     raw = {}
     for item in items:
         key, sep, text = item.partition("=")
-        if not sep:
-            raise ConfigError(f"expected key=value, got {shown(item)}")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected key=value, got {shown(item)}: "
+                              f"{'no =' if not sep else 'the key before = is missing'}; "
+                              f"e.g. P_drop=0.3 (keys: {', '.join(FIELDS)})")
         if key in raw:
             raise ConfigError(f"{key} is given twice ({key}={raw[key]} and {item}); give it once")
         raw[key] = text

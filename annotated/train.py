@@ -52,8 +52,11 @@ def parse_args(argv=None):
                         "as an uninterrupted one (a CPU run always does)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override config fields")
     args = p.parse_intermixed_args(argv)
-    if args.run_dir is None and args.config is None:
-        p.error("give --config NAME (and/or --run-dir RUN_DIR with --resume)")
+    if args.config is None and args.run_dir is None:
+        p.error("give --config NAME (or --run-dir RUN_DIR --resume to continue a run)")
+    if args.config is None and not args.resume:
+        p.error(f"--run-dir {args.run_dir} without --config: give --config NAME to start a "
+                f"run there, or --resume to continue the run it holds")
     return args
 
 

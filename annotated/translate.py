@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import command, number, out_file, path, say_error
+from annotated.base.cli import command, number, out_file, path, say_error, unwritable_on_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, check_aligned, check_output, read_lines
 from annotated.base.settings import between
@@ -67,13 +67,18 @@ def main(argv=None):
     source = None if str(args.input) in ("None", "-") else args.input
     out_path = None if str(args.out) in ("None", "-") else args.out
     if out_path is not None:              # before any work: never over a file this reads
-        check_output(out_path, reads=[args.checkpoint, source, args.ref])
+        check_output(out_path, reads=[args.checkpoint, source, args.ref], say=log)
     elif sys.stdout is None:
         raise DataError("stdout is closed: there is nowhere to write the translations; give "
                         "--out FILE")
     if source is None and sys.stdin is None:
         raise DataError("stdin is closed: there is nothing to translate; give --input FILE")
     model, config, tokenizer = load_model(args.checkpoint, map_location=args.device)
+    if out_path is None and (c := unwritable_on_stdout(
+            "".join(tokenizer.decode([i]) for i in range(tokenizer.vocab_size)))):
+        raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write this model's "
+                        f"{config.target_lang} translations (such as {c!r}); set "
+                        f"PYTHONIOENCODING=utf-8 (or a UTF-8 locale), or give --out FILE")
     use_threads(count_parameters(model))
     lines = list(read_lines(source or sys.stdin.buffer))
     if not lines:
@@ -88,10 +93,13 @@ def main(argv=None):
     how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
     log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
         f"{', uncached' if args.no_cache else ''}")
-    out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
-                          max_extra=max_extra, batch_tokens=args.batch_tokens,
-                          greedy=args.greedy, cached=not args.no_cache, log=log,
-                          longest=config.max_sentence_len)
+    try:
+        out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
+                              max_extra=max_extra, batch_tokens=args.batch_tokens,
+                              greedy=args.greedy, cached=not args.no_cache, log=log,
+                              longest=config.max_sentence_len)
+    except DataError as e:                         # a line that cannot be translated
+        raise DataError(f"{source or 'stdin'}, {e}") from None
     scores = report(out, refs, config.target_lang) if refs is not None else None
     write(out, out_path)
     if scores is not None:

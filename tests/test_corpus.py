@@ -25,13 +25,14 @@ def quiet(*_):
 
 # --- read_parallel ---------------------------------------------------------------------------
 
-def test_read_parallel_gzip_and_plain_with_empty_pairs(tmp_path):
+def test_read_parallel_gzip_and_plain_every_pair_stripped(tmp_path):
     with gzip.open(tmp_path / "a.en.gz", "wt", encoding="utf-8") as f:
-        f.write("A dog.\n\nA cat.\n   \nTwo men.\n")
-    (tmp_path / "a.de").write_text("Ein Hund.\nLeer.\nEine Katze.\nZwei.\nZwei Männer.\n")
+        f.write("A dog.\n\nA cat. \n   \nTwo men.\n")
+    (tmp_path / "a.de").write_text("Ein Hund.\nLeer.\n Eine Katze.\nZwei.\nZwei Männer.\n")
     pairs, stats = read_parallel(tmp_path / "a.en.gz", tmp_path / "a.de")
-    assert pairs == [("A dog.", "Ein Hund."), ("A cat.", "Eine Katze."), ("Two men.", "Zwei Männer.")]
-    assert stats == {"read": 5, "empty": 2}
+    assert pairs == [("A dog.", "Ein Hund."), ("", "Leer."), ("A cat.", "Eine Katze."),
+                     ("", "Zwei."), ("Two men.", "Zwei Männer.")]
+    assert stats == {"read": 5}          # load_corpus drops what encodes to no token
 
 
 def test_read_parallel_line_count_mismatch_names_both(tmp_path):
@@ -232,7 +233,7 @@ def test_shipped_sample_is_the_first_lines_of_multi30k():
 def test_relative_data_location_is_read_where_it_was_set(tmp_path, monkeypatch):
     """A Jupyter kernel runs in the notebook's folder, not where ANNOTATED_DATA_DIR was set."""
     (tmp_path / "data").mkdir()
-    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "here").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "chapters")
     monkeypatch.setenv("PWD", str(tmp_path))
     monkeypatch.setenv(data.DATA_ENV, "data")

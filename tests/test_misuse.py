@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -95,7 +96,9 @@ def test_every_number_option_refuses_what_means_nothing_in_one_line(main, before
 
 @pytest.mark.parametrize("item", ["P_drop=nan", "lr_factor=inf", "alpha=inf", "N=1000000",
                                   "seed=" + HUGE, "max_extra=1000000000", "beam_size=0",
-                                  "d_model=" + HUGE, "P_drop=0.1 P_drop=0.2"])
+                                  "d_model=" + HUGE, "P_drop=0.1 P_drop=0.2",
+                                  "copy_examples=100000000",
+                                  "copy_examples=1000000 copy_len=1000"])
 def test_every_key_value_setting_refuses_what_means_nothing_before_any_work(item, tmp_path,
                                                                            capsys):
     exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path / "run"),
@@ -208,6 +211,17 @@ def test_a_checkpoint_option_naming_a_folder_says_it_is_a_folder(tmp_path, capsy
     save(tmp_path / "ckpt_0000003.pt", step=3)
     exits_with_error(translate.main, ["--checkpoint", str(tmp_path)])
     says(error_line(capsys), str(tmp_path), "a folder", str(tmp_path / "ckpt_0000003.pt"))
+
+
+def test_a_text_file_named_like_a_checkpoint_is_called_text(tmp_path, capsys):
+    """Not "corrupt (KeyError: 101)", torch.load's word for a file it cannot read."""
+    (tmp_path / "notes.pt").write_text("hello world\nmore\n")
+    for main, argv in [(translate.main, ["--checkpoint", str(tmp_path / "notes.pt")]),
+                       (checkpoint_command.main, ["verify", str(tmp_path / "notes.pt")])]:
+        exits_with_error(main, argv)
+        text = says(error_line(capsys, alone=False), str(tmp_path / "notes.pt"), "not a checkpoint",
+                    "holds text", "'hello world'", "annotated.train")
+        assert "Error" not in text
 
 
 def test_the_same_checkpoint_twice_in_an_average_is_refused(tmp_path, capsys):
@@ -396,6 +410,34 @@ def test_a_killed_write_leaves_a_temporary_file_that_the_next_write_removes(tmp_
     assert not stale.exists() and live.exists() and other.exists()
 
 
+def test_a_killed_writes_temporary_file_is_removed_by_a_write_of_any_file_in_its_folder(
+        tmp_path):
+    """Whatever the next write in the folder writes; and a process that was given the killed
+    writer's id later (a container's next run often gets the same one) does not keep it."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".average.pt.{files._HOST}.{dead.pid}.0123abcd.tmp"
+    reused = tmp_path / f".ckpt_0000005.pt.{files._HOST}.{os.getpid()}.89abcdef.tmp"
+    for p in (stale, reused):
+        p.write_text("half\n")
+    os.utime(reused, (time.time() - 86400, time.time() - 86400))   # before this process began
+    files.write_files({tmp_path / "other.md": "new\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.md"]
+
+
+def test_a_temporary_file_of_another_machine_is_named_and_kept(tmp_path, capsys):
+    """A shared folder, or an earlier container with another host name: whether that write
+    still goes on cannot be told here, so the next command writing there names the file."""
+    foreign = tmp_path / ".out.txt.another-host.12345.0123abcd.tmp"
+    foreign.write_text("half\n")
+    (tmp_path / "in.txt").write_text("a dog runs .\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"),
+                    "--out", str(tmp_path / "out.txt")])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "note:" in line),
+         foreign, "another-host", "delete it")
+    assert foreign.exists() and (tmp_path / "out.txt").exists()
+
+
 # --- the rest of the list ---------------------------------------------------------------------
 
 def test_not_enough_memory_for_the_model_is_one_line_before_it_is_built(tmp_path, capsys,
@@ -430,7 +472,7 @@ def test_shipping_a_model_with_a_wrong_data_location_changes_no_shipped_file(tmp
     before = snapshot(out)
     exits_with_error(pretrained.main, [str(SHIPPED), "--data-dir", str(tmp_path / "typo"),
                                        "--out-dir", str(out)])
-    assert "multi30k: looked for" in error_line(capsys)
+    says(error_line(capsys), str(tmp_path / "typo"), "not there", "--data-dir")
     assert snapshot(out) == before
 
 
@@ -458,11 +500,111 @@ def test_a_full_disk_while_appending_metrics_names_the_metrics_file(tmp_path):
 
 # --- probes beyond the outside tester's list: what a tired user or a hostile file does next ---
 
+def test_a_file_size_limit_names_the_file_it_stopped(tmp_path):
+    """`ulimit -f`: the write fails with EFBIG, whose error names no file."""
+    process = subprocess.run(
+        [sys.executable, "-m", "annotated.checkpoint", "half", str(SHIPPED), "--out",
+         str(tmp_path / "h.pt")], capture_output=True, text=True, cwd=ROOT,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)))
+    assert process.returncode == 1
+    says(process.stderr.splitlines()[-1], str(tmp_path / "h.pt"), "file too large", "ulimit -f",
+         "unchanged")
+    assert list(tmp_path.iterdir()) == []                 # no part of it, no temporary file
+
+
+def test_more_threads_than_cores_is_done_with_a_note(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})      # two cores
+    before = torch.get_num_threads()
+    try:
+        for threads, noted in [(2, False), (3, True)]:
+            train.main(["--config", "copy", "--run-dir", str(tmp_path / str(threads)),
+                        "--max-steps", "1", "--threads", str(threads), *TINY_RUN])
+            notes = [line for line in capsys.readouterr().err.splitlines() if "--threads" in line]
+            assert bool(notes) == noted, notes
+        says(notes[0], "--threads 3", "2 CPU core(s)", "slower", "--threads 2 or fewer")
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_line_far_longer_than_any_trained_on_is_refused_before_decoding(tmp_path, capsys):
+    """Decoding time grows with the square of a line's length: a line of thousands of tokens
+    would run for a long time with no output."""
+    (tmp_path / "in.txt").write_text("a dog runs .\n" + "dog " * 1100 + "\n")
+    (tmp_path / "out.txt").write_text("mine\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.txt"), "--out", str(tmp_path / "out.txt")])
+    says(error_line(capsys, alone=False), str(tmp_path / "in.txt"), "line 2", "1,101 tokens",
+         "longest sentence", "256", "split it")
+    assert (tmp_path / "out.txt").read_text() == "mine\n"
+
+
+def test_a_terminal_that_cannot_write_the_target_language_breaks_nothing(tmp_path):
+    """PYTHONIOENCODING=ascii (or latin-1 with Chinese): training ends with the model at work,
+    its characters escaped; translate refuses before any work, naming the encoding."""
+    location = corpus(tmp_path / "data", PAIRS)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "OMP_NUM_THREADS": "1"}
+    trained = subprocess.run(
+        [sys.executable, "-m", "annotated.train", "--config", "copy", "--run-dir",
+         str(tmp_path / "run"), "--data-dir", str(location), "--cache-dir", str(tmp_path / "c"),
+         "--max-steps", "2", "--threads", "1", *FILES], capture_output=True, text=True,
+        cwd=ROOT, env=env)
+    assert trained.returncode == 0 and "Traceback" not in trained.stderr, trained.stderr
+    assert "reference  le chat num\\xe9ro" in trained.stdout and "Next:" in trained.stdout
+    translated = subprocess.run(
+        [sys.executable, "-m", "annotated.translate", "--checkpoint",
+         str(checkpoint_file.checkpoints(tmp_path / "run")[-1])], input="the cat\n",
+        capture_output=True, text=True, cwd=ROOT, env=env)
+    assert translated.returncode == 1 and not translated.stdout
+    says(translated.stderr.splitlines()[-1], "ascii", "fr translations", "PYTHONIOENCODING=utf-8",
+         "--out")
+
+
+def test_the_closing_advice_averages_only_the_checkpoints_there_are(tmp_path, capsys):
+    for steps, every, average in [(1, 1000, None), (3, 1, "--last 2")]:
+        train.main(["--config", "copy", "--run-dir", str(tmp_path / str(steps)), "--max-steps",
+                    str(steps), "--threads", "1", *merged(TINY_RUN, [f"ckpt_every={every}"])])
+        lines = [line for line in capsys.readouterr().out.splitlines() if "average" in line]
+        assert [average in line for line in lines] == ([True] if average else []), lines
+
+
+def test_average_or_half_never_writes_over_a_file_that_is_not_a_checkpoint(tmp_path, capsys):
+    """Another run's metrics.jsonl given as --out: its log stays."""
+    ckpt = save(tmp_path / "a" / "ckpt_0000001.pt")
+    log = tmp_path / "other" / "metrics.jsonl"
+    log.parent.mkdir()
+    log.write_text('{"step": 1, "loss": 2.0}\n')
+    for argv in (["average", "--last", "1", str(tmp_path / "a")], ["half", str(ckpt)]):
+        exits_with_error(checkpoint_command.main, [*argv, "--out", str(log)])
+        says(error_line(capsys), str(log), "holds text", "not a checkpoint", "another name")
+    assert log.read_text() == '{"step": 1, "loss": 2.0}\n'
+
+
+def test_an_output_in_a_folder_where_no_file_can_be_made_names_it_not_a_temporary(tmp_path,
+                                                                                  capsys):
+    """/proc takes no new file, whoever runs the test."""
+    for main, argv in [(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                         str(tmp_path / "in.txt"), "--out", "/proc/t.txt"]),
+                       (checkpoint_command.main, ["half", str(SHIPPED), "--out", "/proc/h.pt"])]:
+        (tmp_path / "in.txt").write_text("a dog runs .\n")
+        exits_with_error(main, argv)
+        text = says(error_line(capsys, alone=False), f"error: {argv[-1]}:", "folder /proc", "no file was changed")
+        assert ".tmp" not in text
+
+
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
     for item, names in [("P_drop=", ("P_drop = ''", "not a float")),
-                        ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model"))]:
+                        ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model")),
+                        ("=5", ("'=5'", "key", "missing", "P_drop=0.3")),
+                        ("P_drop", ("'P_drop'", "no =", "P_drop=0.3"))]:
         exits_with_error(train.main, ["--config", "copy", "--run-dir", str(tmp_path), item])
         says(error_line(capsys), *names)
+
+
+def test_a_run_folder_without_config_or_resume_asks_for_one_of_them(tmp_path, capsys):
+    exits_with_error(train.main, ["--run-dir", str(tmp_path / "run")], code=2)
+    says(capsys.readouterr().err.splitlines()[-1], f"--run-dir {tmp_path / 'run'}",
+         "--config NAME", "--resume")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("where", ["a file", "missing"])
@@ -474,7 +616,8 @@ def test_a_data_location_that_is_a_file_or_missing_is_one_line_naming_it(tmp_pat
     monkeypatch.setenv("ANNOTATED_DATA_DIR", str(location))
     exits_with_error(train.main, ["--config", "multi30k", "--run-dir", str(tmp_path / "run"),
                                   "--cache-dir", str(tmp_path / "cache")])
-    says(error_line(capsys), "multi30k", "train.en.gz", f" in {location}")
+    says(error_line(capsys), str(location), "ANNOTATED_DATA_DIR",
+         "not a folder" if where == "a file" else "not there")
 
 
 def test_a_cache_location_that_is_a_file_is_one_line(tmp_path, capsys):
@@ -482,6 +625,18 @@ def test_a_cache_location_that_is_a_file_is_one_line(tmp_path, capsys):
     exits_with_error(train.main, ["--config", "sample", "--run-dir", str(tmp_path / "run"),
                                   "--cache-dir", str(tmp_path / "cache"), "--max-steps", "1"])
     assert str(tmp_path / "cache") in error_line(capsys, alone=False)
+
+
+def test_a_cache_that_cannot_be_written_is_one_line_before_the_tokenizer_is_trained(
+        tmp_path, capsys, monkeypatch):
+    """A read-only home: no folder can be made under /proc, whoever runs the test."""
+    monkeypatch.delenv("ANNOTATED_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", "/proc")
+    exits_with_error(train.main, ["--config", "sample", "--run-dir", str(tmp_path / "run"),
+                                  "--max-steps", "1"])
+    out = capsys.readouterr()
+    says(out.err.splitlines()[-1], "/proc/.cache", "cannot write", "--cache-dir")
+    assert "training a" not in out.out + out.err
 
 
 def test_a_folder_given_as_hypotheses_is_one_line(tmp_path, capsys):

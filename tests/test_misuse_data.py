@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import says
 import torch
-from test_faults import error_line, exits_with_error
+from test_faults import error_line, exits_with_error, snapshot
 from test_misuse import FILES, PAIRS, TINY_RUN, corpus, run, run_fails
 
 from annotated import train
@@ -84,6 +84,50 @@ def test_things_named_like_checkpoints_that_are_not_files_are_not_checkpoints(tm
     run(tmp_path, "--resume", "--max-steps", 3)
     assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000002.pt",
                                                                    "ckpt_0000003.pt"]
+
+
+def test_a_folder_under_the_name_of_a_checkpoint_to_save_is_refused_before_training(
+        tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "ckpt_0000004.pt").mkdir()
+    run_fails(tmp_path / "run", "--config", "copy", "--max-steps", 4,
+              *merged(TINY_RUN, ["ckpt_every=2"]))
+    says(error_line(capsys, alone=False), str(tmp_path / "run" / "ckpt_0000004.pt"), "a folder",
+         "step 4", "move it away", "--run-dir")
+    assert checkpoint_file.checkpoints(tmp_path / "run") == []          # not after 2 steps
+
+
+def test_a_read_only_metrics_log_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    """Root may write a read-only file, so os.access is told what it tells any other user."""
+    copy_run(tmp_path)
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.chmod(0o444)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **k: (
+        False if Path(p) == metrics and mode & os.W_OK else real(p, mode, **k)))
+    run_fails(tmp_path, "--resume", "--max-steps", 4)
+    says(error_line(capsys, alone=False), str(metrics), "read-only", "chmod u+w", "--run-dir")
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000002.pt"]
+
+
+@pytest.mark.parametrize("run_dir", ["results", "results/new", ".", "link"])
+def test_a_run_folder_among_committed_files_is_refused(tmp_path, capsys, run_dir):
+    """A git repository with results/ committed: training there (or through a link to it)
+    would put checkpoints and logs among the committed files; runs/ does not hold any."""
+    repo = tmp_path / "repo"
+    (repo / "results").mkdir(parents=True)
+    (repo / "results" / "table.json").write_text("{}\n")
+    (tmp_path / "link").symlink_to(repo / "results")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "results/table.json"], check=True)
+    folder = tmp_path / "link" if run_dir == "link" else repo / run_dir
+    before = snapshot(repo / "results")
+    run_fails(folder, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    says(error_line(capsys, alone=False), str(folder), "committed", str(repo),
+         "results/table.json", "--run-dir")
+    assert snapshot(repo / "results") == before
+    copy_run(repo / "runs" / "a", steps=1)
+    assert checkpoint_file.checkpoints(repo / "runs" / "a")
 
 
 def test_a_fresh_run_keeps_the_log_of_an_earlier_run_it_finds(tmp_path, capsys):
@@ -198,6 +242,8 @@ def test_a_resume_whose_saved_data_location_moved_says_where_it_came_from(tmp_pa
     ("the same text both sides", ("train.en", "train.fr", "same text")),
     ("a symlink loop", ("Symlink loop",)),
     ("no such user", ("no such user",)),
+    ("a corpus file that is a folder", ("train.en", "a folder")),
+    ("a corpus file that is a loop of links", ("train.fr", "loop")),
 ])
 def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path, capsys,
                                                                       monkeypatch, case,
@@ -212,19 +258,56 @@ def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path,
         (tmp_path / "a").symlink_to(tmp_path / "b")
         (tmp_path / "b").symlink_to(tmp_path / "a")
         location = tmp_path / "a"
-    else:
+    elif case == "no such user":
         monkeypatch.setenv(data.DATA_ENV, "~nosuchuser/data")
         location = None
+    elif case == "a corpus file that is a folder":
+        (location / "train.en").unlink()
+        (location / "train.en").mkdir()
+    else:
+        (location / "train.fr").unlink()
+        (location / "train.fr").symlink_to(location / "train.fr")
     run_fails(tmp_path / "run", "--config", "copy", "--cache-dir", tmp_path / "cache",
               *(["--data-dir", location] if location else []), *FILES)
     says(error_line(capsys, alone=False), *names)
 
 
-def test_a_side_that_shows_nothing_counts_as_blank(tmp_path):
-    pairs = [("\u200b", "invisible"), ("\ufeff", "a mark"), *PAIRS[:5]]
-    location = corpus(tmp_path, pairs)
-    pairs_read, stats = data.read_parallel(location / "train.en", location / "train.fr")
-    assert stats["empty"] == 2 and len(pairs_read) == 5
+# Sides that carry no text: the tokenizer turns each into no token, or into UNK and word
+# boundaries only; a control character or a NUL byte inside a sentence is not such a side.
+NO_TEXT = ["\x07\x1b\x7f", "\x00" * 8192, "   \t ", "\u200b", "\ufeff\u2060", "\u200d \x1b"]
+
+
+def test_a_side_that_encodes_to_no_token_is_dropped_and_counted_in_every_split(tmp_path):
+    """The tokenizer's ids decide: a side of control characters, NUL bytes (what a crash
+    leaves), whitespace or zero-width characters is dropped with its pair, from test too
+    (its raw text with it), and the log counts them by reason."""
+    pairs = [*PAIRS[:40], *[(side, f"le chat {i}") for i, side in enumerate(NO_TEXT)],
+             ("the cat\x00 sits", NO_TEXT[1]), ("a\x07 cat", "un\x07 chat")]
+    location = corpus(tmp_path / "data", pairs)
+    for split in ("valid", "test"):
+        for side, lang in enumerate(("en", "fr")):
+            text = "".join(pair[side] + "\n" for pair in [*PAIRS[:3], *pairs[40:]])
+            (location / f"{split}.{lang}").write_text(text, encoding="utf-8")
+    logs = []
+    config = get("copy").override(**dict(item.split("=") for item in FILES[:3]), vocab_size=60)
+    found = load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=logs.append)
+    dropped = len(NO_TEXT) + 1
+    for split, kept in (("train", 41), ("valid", 4), ("test", 4)):
+        assert (found.stats[split]["empty"], found.stats[split]["kept"]) == (dropped, kept)
+        line = next(line for line in logs if line.startswith(f"files {split}:"))
+        says(line, f"{dropped} with a side that encodes to no token dropped")
+    assert found.test_src == [*(s for s, _ in PAIRS[:3]), "a\x07 cat"]
+    assert found.test_ref == [*(t for _, t in PAIRS[:3]), "un\x07 chat"]
+
+
+def test_a_split_whose_every_pair_has_a_side_without_text_is_one_line(tmp_path):
+    pairs = [(side, f"le chat {i}") for i, side in enumerate(NO_TEXT * 5)]
+    location = corpus(tmp_path / "data", PAIRS[:40], valid_pairs=pairs)
+    config = get("copy").override(**dict(item.split("=") for item in FILES[:3]), vocab_size=60)
+    with pytest.raises(DataError) as error:
+        load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=lambda _: None)
+    says(error, location / "valid.en", location / "valid.fr", "no sentence pair",
+         "encodes to no token", "check the files")
 
 
 @pytest.mark.parametrize("where", ["cache", "cache/tokenizers"])

@@ -60,7 +60,7 @@ def test_the_pages_commands_train_translate_and_score_chinese(tmp_path):
                               stdin=subprocess.DEVNULL)
         assert done.returncode == 0, (command, done.stderr[-2000:])
         said.append(done.stdout + done.stderr)
-    assert re.search(r"files train: 300 pairs read, 0 with a blank side dropped", said[0])
+    assert re.search(r"files train: 300 pairs read, 0 with a side that encodes to no token dropped", said[0])
     assert "averaged 5 checkpoints" in said[1]
     translated = (tmp_path / "test.zh").read_text(encoding="utf-8").split("\n")
     assert len(translated) == 31 and translated[-1] == ""

@@ -8,11 +8,12 @@
 - `@command` turns a user's error (a bad setting, a missing, damaged, unreadable or unwritable
   file, no network, not enough memory) into ONE line, `error: ...`, naming the file and the
   fix, with exit code 1 and no traceback. Ctrl-C is one line, `interrupted` (exit code 130);
-  SIGTERM or SIGHUP, where the command turns them into an exception (base.signals.
-  stops_unwind), is `interrupted by SIGTERM` with the signal's own status (143, 129);
-  a reader that stops reading the output early (`| head -1`) ends the command quietly (exit
-  code 141, as a pipe's writer killed by SIGPIPE). Anything else is a bug and keeps its
-  traceback.
+  SIGTERM and SIGHUP (`kill`, `timeout`, a service manager, a closed terminal) stop a command
+  as Ctrl-C does, unwinding it (base.signals.stops_unwind: temporary files removed, a
+  half-done replacement put back), with one line, `interrupted by SIGTERM`, and the signal's
+  own status (143, 129); a reader that stops reading the output early (`| head -1`) ends the
+  command quietly (exit code 141, as a pipe's writer killed by SIGPIPE). Anything else is a
+  bug and keeps its traceback.
 """
 import argparse
 import functools
@@ -25,7 +26,7 @@ import torch
 
 from annotated.base.errors import USER_ERRORS, DataError
 from annotated.base.files import expand
-from annotated.base.signals import Stopped
+from annotated.base.signals import Stopped, stops_unwind
 from annotated.base.settings import POSITIVE
 
 
@@ -65,7 +66,8 @@ def command(main):
     def run(argv=None):
         _fill_closed_streams()
         try:
-            return main(argv)
+            with stops_unwind():
+                return main(argv)
         except USER_ERRORS as e:
             if isinstance(e, BrokenPipeError):
                 _quiet_broken_pipe()
@@ -135,6 +137,20 @@ def require_stdout(what: str) -> None:
     closed: the work would be done for nothing."""
     if sys.stdout is None:
         raise OSError(f"stdout is closed: there is nowhere to print {what}")
+
+
+def unwritable_on_stdout(text: str) -> str | None:
+    """A character of `text` that stdout's encoding (PYTHONIOENCODING, the locale: ascii,
+    latin-1) cannot write, or None."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    for c in set(text):
+        try:
+            c.encode(encoding)
+        except UnicodeEncodeError:
+            return c
+        except LookupError:                        # an encoding Python does not know
+            return None
+    return None
 
 
 def _quiet_broken_pipe():

@@ -9,8 +9,8 @@
   its permissions, and a full disk says so and keeps the old file. A symbolic link is written
   through (its target is replaced, the link stays); a device, a named pipe, or the file stdout
   already goes to, is written to as it is, never replaced. Temporary files that a killed
-  process left behind are removed by the next write to the same name
-  (`remove_stale_temporaries`).
+  process left behind are removed by the next write into the same folder
+  (`remove_stale_temporaries`); `clear_temporaries` also names those of other machines.
 - `write_files`: several files written all or nothing, on `all_or_nothing`, which replaces a
   set of files (the book's site too): the old ones moved aside, the new ones moved in, and on
   any failure or stop everything put back; `scratch_folder`: a temporary folder that no stop
@@ -180,14 +180,34 @@ _TEMPORARY = re.compile(
     r"\.(?P<target>.+)\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
 
 
-def _alive(pid: int) -> bool:
+def _writer_ended(pid: int, tmp: Path) -> bool:
+    """Whether the process of this machine that wrote `tmp` has ended: no process has its id,
+    or the one that has it started after the file was last written (it was given the id of
+    the killed writer, as happens in a container)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
-    except PermissionError:              # another user's live process
         return True
-    return True
+    except PermissionError:              # another user's live process
+        pass
+    started = _start_time(pid)
+    try:
+        return started is not None and started > tmp.stat().st_mtime + 1   # /proc/stat: 1 s
+    except FileNotFoundError:
+        return False
+
+
+def _start_time(pid: int) -> float | None:
+    """When the process `pid` started, in seconds since the epoch (Linux's /proc); None where
+    that cannot be told."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])     # field 22, starttime
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def temporary_beside(path: Path) -> Path:
@@ -196,17 +216,34 @@ def temporary_beside(path: Path) -> Path:
     return path.parent / f".{path.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
 
 
-def remove_stale_temporaries(folder, target: str | None = None) -> list[Path]:
-    """Delete the temporary files of atomic_open in `folder` (only those for `target`, if
-    given) whose writer, a process of this machine, is no longer running; returns them."""
-    stale = []
+def _temporaries(folder):
+    """(path, host, pid) of each temporary file of atomic_open in `folder`."""
     for p in Path(folder).glob(".*.tmp"):
-        m = _TEMPORARY.fullmatch(p.name)
-        if (m and (target is None or m["target"] == target) and m["host"] == _HOST
-                and not _alive(int(m["pid"]))):
-            p.unlink(missing_ok=True)
-            stale.append(p)
+        if m := _TEMPORARY.fullmatch(p.name):
+            yield p, m["host"], int(m["pid"])
+
+
+def remove_stale_temporaries(folder) -> list[Path]:
+    """Delete the temporary files of atomic_open in `folder` whose writer, a process of this
+    machine, has ended (killed while it wrote); returns them. Every write does it in the folder
+    it writes into, whatever file it writes."""
+    stale = [p for p, host, pid in _temporaries(folder)
+             if host == _HOST and _writer_ended(pid, p)]
+    for p in stale:
+        p.unlink(missing_ok=True)
     return stale
+
+
+def clear_temporaries(folder, say) -> None:
+    """Before a command writes into `folder`: remove the temporary files that killed writes of
+    this machine left there, saying so, and name those that another machine's processes wrote
+    (a shared folder, an earlier container), whose writers this one cannot see."""
+    for p in remove_stale_temporaries(folder):
+        say(f"removed {p}, left by an interrupted write")
+    for p, host, _ in _temporaries(folder):
+        if host != _HOST:
+            say(f"note: {p} is the temporary file of a write on {host} (another machine or "
+                f"container); delete it unless that write is still going on")
 
 
 def std_stream(path) -> int | None:
@@ -274,10 +311,14 @@ def atomic_open(path, mode="wb"):
         path = Path(os.path.realpath(path))       # replace the target, keep the link
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path.parent, path.name)
+    remove_stale_temporaries(path.parent)
     old = path.stat() if path.exists() else None
     tmp = temporary_beside(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # the umask applies
+    except OSError as e:                  # name the file asked for, not the temporary one
+        raise OSError(e.errno, f"no file can be made in its folder {path.parent} "
+                               f"({e.strerror}); {UNCHANGED}", str(path)) from None
     try:
         if old is not None:
             _keep_mode(fd, old)
@@ -293,10 +334,16 @@ def atomic_open(path, mode="wb"):
                 os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(e.errno, f"{os.strerror(e.errno).lower()} while writing {path}; the "
-                                   f"file that was there, if any, is unchanged") from e
+        if isinstance(e, OSError) and e.errno and (
+                e.errno in (errno.ENOSPC, errno.EDQUOT) or not e.filename):
+            raise OSError(e.errno, f"{os.strerror(e.errno).lower()}{_LIMITS.get(e.errno, '')} "
+                                   f"while writing {path}; the file that was there, if any, is "
+                                   f"unchanged") from e
         raise
+
+
+# What a write error owes to a limit of this process rather than to the file.
+_LIMITS = {errno.EFBIG: " (over the limit on a file's size: see `ulimit -f`)"}
 
 
 def _keep_mode(fd: int, old: os.stat_result) -> None:
@@ -479,7 +526,7 @@ def _stage(path: Path, content) -> Path:
     binary = isinstance(content, bytes)
     with _naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(path.parent, path.name)
+        remove_stale_temporaries(path.parent)
         tmp = temporary_beside(path)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)     # the umask applies
     try:
@@ -523,11 +570,12 @@ def scratch_folder(parent, prefix: str):
                 shutil.rmtree(folder, ignore_errors=True)
 
 
-def check_output(path, reads=()) -> Path:
+def check_output(path, reads=(), say=None) -> Path:
     """Refuse, before any work is done, to write `path` if it is one of the files the command
     reads (`reads`; None entries are skipped) or the file on stdin, or if it cannot be
     written: a DataError whose one line says why. stdout and stderr (`/dev/stdout`), devices
-    and pipes are fine."""
+    and pipes are fine. With `say`, the temporary files of killed writes in its folder are
+    removed or named (clear_temporaries)."""
     path = Path(path)
     for source in reads:
         if source is not None and path.exists() and Path(source).exists() \
@@ -559,6 +607,8 @@ def check_output(path, reads=()) -> Path:
         raise DataError(f"cannot write {path}{link}: the folder {target.parent} is not writable")
     if target.exists() and not os.access(target, os.W_OK):
         raise DataError(f"cannot write {path}{link}: the file is read-only")
+    if say is not None:
+        clear_temporaries(target.parent, say)
     return path
 
 

@@ -5,10 +5,14 @@ service manager, a cancelled job) and SIGHUP (a closed terminal).
   a set of files being written); they take effect when it ends.
 - `stops_unwind`: SIGTERM and SIGHUP raise `Stopped`, as Ctrl-C raises KeyboardInterrupt, so
   that a command they stop unwinds (its temporary files removed, a half-done replacement put
-  back) instead of dying where it stands; `annotated.base.cli.command` then exits with the
-  signal's own status, 128 + its number.
+  back) instead of dying where it stands; every command runs inside it, and
+  `annotated.base.cli.command` then exits with the signal's own status, 128 + its number.
+- `quiet_interrupt_at_start`: Ctrl-C while a command is still starting (importing torch takes
+  seconds, in each process of a torchrun job too) is the same one line, `interrupted`, not a
+  traceback of the imports.
 """
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -71,3 +75,18 @@ def signals_held(signals=STOPS):
             signal.signal(s, handler)
         for number in dict.fromkeys(caught):
             signal.raise_signal(number)
+
+
+def quiet_interrupt_at_start() -> None:
+    """Make an uncaught KeyboardInterrupt print `interrupted` instead of its traceback, as
+    `annotated.base.cli.command` does once the command runs; the process still ends by the
+    signal. For a process that runs one of the project's commands only (annotated/__init__.py
+    decides): a program that imports the package keeps Python's traceback."""
+    previous = sys.excepthook
+
+    def hook(kind, error, traceback):
+        if issubclass(kind, KeyboardInterrupt):
+            print("interrupted", file=sys.stderr, flush=True)
+        else:
+            previous(kind, error, traceback)
+    sys.excepthook = hook

@@ -5,9 +5,14 @@ A small model (under SMALL_MODEL parameters) gets one thread: a second gains it 
 while other work holds the cores two threads wait for each other at every one of its many
 small operations, which can make it many times slower (`python -m benchmarks.decode_speed
 --threads 2` against `--threads 1` on a busy machine shows it). A larger model gets torch's
-default, a thread per core. `--threads N` overrides the rule.
+default, a thread per core. `--threads N` overrides the rule; more threads than the cores
+this process may use is done as asked, with a note that it slows the work down.
 """
+import os
+
 import torch
+
+from annotated.base.cli import say_error
 
 SMALL_MODEL = 5_000_000   # parameters
 
@@ -22,3 +27,8 @@ def use_threads(parameters: int, requested: int | None = None) -> None:
     threads = threads_for(parameters, requested)
     if threads:
         torch.set_num_threads(threads)
+    cores = len(os.sched_getaffinity(0))
+    if requested and requested > cores:
+        say_error(f"note: --threads {requested} is more than the {cores} CPU core(s) this "
+                  f"process may use: the threads wait for each other, which makes each step "
+                  f"slower, not faster; give --threads {cores} or fewer")

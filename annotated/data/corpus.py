@@ -6,7 +6,10 @@ dropped on the way. Nothing is dropped silently:
 
 - parallel files must have the same number of lines (else an error naming both counts),
   checked for every split before any tokenizer is trained;
-- pairs with a blank side carry no translation and are dropped and counted;
+- pairs with a side that encodes to no token of text carry no translation and are dropped and
+  counted, in every split: a blank line, or one of characters the tokenizer drops or does not
+  know (control characters, the NUL bytes a crash leaves, zero-width spaces); the tokenizer's
+  ids decide (Tokenizer.ids_without_text), not a list of characters;
 - pairs longer than `max_sentence_len` tokens on either side (EOS/BOS counted) are dropped from
   train and valid and counted, never from test: the test set is scored whole.
 
@@ -34,6 +37,7 @@ import numpy as np
 from annotated.base.errors import DataError, DownloadError
 from annotated.base.files import (check_aligned, download, expand, read_lines, resolved,
                                   text_sha256)
+from annotated.data.datasets import DATASETS
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
@@ -81,7 +85,8 @@ class Corpus:
     valid: list
     test: list
     tokenizer: object    # Tokenizer or CopyTokenizer, shared by source and target
-    stats: dict          # {split: {"read", "empty", "too_long", "kept"}}
+    stats: dict          # {split: {"read", "empty", "too_long", "kept"}}; empty: a side that
+                         # encodes to no token
     test_src: list = field(default_factory=list)   # raw test sentences, aligned with test
     test_ref: list = field(default_factory=list)   # raw references, for BLEU
 
@@ -104,30 +109,22 @@ def fingerprint(pairs) -> str:
 
 
 def read_parallel(src_path, tgt_path):
-    """Line-aligned sentence pairs of two text files (plain or gzip), blank pairs dropped.
+    """Line-aligned sentence pairs of two text files (plain or gzip), each side stripped.
 
-    Returns (pairs, stats) with stats = {"read": lines read, "empty": pairs dropped}.
+    Returns (pairs, stats) with stats = {"read": lines read}. Files with no line that has text
+    on both sides are an error now, before a tokenizer is trained on them; which pairs carry
+    no token is for the tokenizer to say (load_corpus drops them).
     """
     src, tgt = list(read_lines(src_path)), list(read_lines(tgt_path))
     check_aligned(len(src), len(tgt), src_path, tgt_path)
-    if src == tgt and any(map(_visible, src)):
+    if src == tgt and any(s.strip() for s in src):
         raise DataError(f"{src_path} and {tgt_path} hold the same text, line for line: a "
                         f"parallel corpus pairs each sentence with its translation")
     pairs = [(s.strip(), t.strip()) for s, t in zip(src, tgt)]
-    kept = [(s, t) for s, t in pairs if _visible(s) and _visible(t)]
-    if not kept:
+    if not any(s and t for s, t in pairs):
         raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
                         f"all blank on one side or both); check the files")
-    return kept, {"read": len(pairs), "empty": len(pairs) - len(kept)}
-
-
-def _visible(text: str) -> bool:
-    """True unless `text` is blank, or holds only characters that show nothing (zero-width
-    spaces and joiners, a byte-order mark): such a side encodes to no token at all."""
-    return bool(text.strip(INVISIBLE).strip())
-
-
-INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+    return pairs, {"read": len(pairs)}
 
 
 def check_line_counts(src_path, tgt_path) -> int:
@@ -156,14 +153,23 @@ def data_location(data_dir=None) -> Path | None:
     the user set it: from the current folder or, when nothing is there (a Jupyter kernel runs
     in the notebook's folder), from the shell's folder that started the process ($PWD)."""
     if data_dir:
-        return resolved(data_dir)
+        return _folder(resolved(data_dir))
     value = os.environ.get(DATA_ENV)
     if not value:
         return None
     path = expand(value)
     if not path.is_absolute() and not path.exists() and os.environ.get("PWD"):
         path = Path(os.environ["PWD"]) / path
-    return resolved(path)
+    return _folder(resolved(path))
+
+
+def _folder(location: Path) -> Path:
+    """`location` if it is a folder; else a DataError saying what it is instead."""
+    if not location.is_dir():
+        what = "a file, not a folder" if location.exists() else "not there"
+        raise DataError(f"the data location {location} is {what}: point --data-dir (or "
+                        f"{DATA_ENV}) at the folder that holds the corpora")
+    return location
 
 
 def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
@@ -171,7 +177,8 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     if config.dataset == "copy":
         return _copy_corpus(config, log)
     cache = cache_folder(cache_dir)
-    files = corpus_files(config, data_location(data_dir), cache, log)
+    location = data_location(data_dir) if DATASETS[config.dataset].location else None
+    files = corpus_files(config, location, cache, log)
     for src_path, tgt_path in files.values():     # a misaligned corpus fails in seconds, not
         check_line_counts(src_path, tgt_path)     # after training a tokenizer on it
     text, stats = {}, {}                          # ... and so does an empty one
@@ -183,13 +190,26 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
                               lowercase=config.lowercase)
     splits = {}
     for split, pairs in text.items():
-        src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
-        ids = list(zip(_encode(tokenizer, src), _encode(tokenizer, tgt)))
+        ids, kept = _with_text(tokenizer, pairs, files[split], stats[split])
         splits[split] = _filter(config, split, ids, stats[split], log)
         if split == "test":
-            test_src, test_ref = src, tgt          # raw text, for BLEU
+            test_src, test_ref = [s for s, _ in kept], [t for _, t in kept]   # raw, for BLEU
     return Corpus(splits["train"], splits["valid"], splits["test"], tokenizer, stats,
                   test_src, test_ref)
+
+
+def _with_text(tokenizer, pairs, files, stats):
+    """(token ids, text) of the pairs whose sides both encode to a token of text; the others
+    are counted in stats["empty"]. No pair left is an error naming the files."""
+    src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
+    (src_ids, src_text), (tgt_ids, tgt_text) = _encode(tokenizer, src), _encode(tokenizer, tgt)
+    kept = [i for i, both in enumerate(zip(src_text, tgt_text)) if all(both)]
+    stats["empty"] = len(pairs) - len(kept)
+    if not kept:
+        raise DataError(f"{' and '.join(map(str, files))} hold no sentence pair: each of their "
+                        f"{len(pairs):,} lines has a side that encodes to no token (blank, or "
+                        f"only control, NUL or unknown characters); check the files")
+    return [(src_ids[i], tgt_ids[i]) for i in kept], [pairs[i] for i in kept]
 
 
 def corpus_files(config, data_dir, cache, log) -> dict:
@@ -228,6 +248,13 @@ def _user_files(data_dir, langs) -> dict:
                         "--data-dir DIR (or ANNOTATED_DATA_DIR), where DIR holds train.SRC, "
                         "train.TGT, valid.SRC, valid.TGT, test.SRC and test.TGT")
     files, missing = {}, []
+    for p in (Path(data_dir) / f"{stem}.{lang}{gz}" for stems in USER_SPLITS.values()
+              for stem in stems for lang in langs for gz in ("", ".gz")):
+        if (p.exists() or p.is_symlink()) and not p.is_file():
+            what = ("a folder" if p.is_dir() else "a broken link or a loop of links"
+                    if p.is_symlink() else "not a regular file")
+            raise DataError(f"{p} is {what}: dataset=files reads it as a corpus file; put the "
+                            f"file there (or rename that entry)")
     for split, stems in USER_SPLITS.items():
         found = [[Path(data_dir) / f"{stem}.{lang}{gz}" for gz in ("", ".gz")
                   if (Path(data_dir) / f"{stem}.{lang}{gz}").is_file()]
@@ -266,9 +293,16 @@ def _copy_corpus(config, log) -> Corpus:
 
 
 def _encode(tokenizer, texts, chunk=100_000):
-    """Token ids as int32 arrays, a chunk at a time: lists of Python ints take 10x the memory."""
-    return [np.asarray(ids, dtype=np.int32) for start in range(0, len(texts), chunk)
-            for ids in tokenizer.encode_all(texts[start:start + chunk])]
+    """(token ids as int32 arrays, for each whether it holds a token of text), a chunk at a
+    time: lists of Python ints take 10x the memory. A blank line, or one of characters the
+    tokenizer drops or does not know, holds none (Tokenizer.ids_without_text)."""
+    without_text = tokenizer.ids_without_text()
+    ids, text = [], []
+    for start in range(0, len(texts), chunk):
+        for x in tokenizer.encode_all(texts[start:start + chunk]):
+            ids.append(np.asarray(x, dtype=np.int32))
+            text.append(not without_text.issuperset(x))
+    return ids, text
 
 
 def _filter(config, split, pairs, stats, log):
@@ -294,8 +328,8 @@ def _drop_too_long(pairs, max_len, stats):
 
 
 def _describe(s) -> str:
-    return (f"{s['read']:,} pairs read, {s['empty']:,} with a blank side dropped, "
-            f"{s['too_long']:,} longer than max_sentence_len dropped, {s['kept']:,} kept")
+    return (f"{s['read']:,} pairs read, {s['empty']:,} with a side that encodes to no token "
+            f"dropped, {s['too_long']:,} longer than max_sentence_len dropped, {s['kept']:,} kept")
 
 
 def _find(dataset, names, location) -> Path:

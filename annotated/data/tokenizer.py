@@ -29,6 +29,8 @@ import io
 import json
 import os
 import re
+import tempfile
+import unicodedata
 from pathlib import Path
 
 import sentencepiece as spm
@@ -101,6 +103,19 @@ class Tokenizer:
     def decode(self, ids) -> str:
         return self.sp.decode([int(i) for i in ids if int(i) not in SPECIAL])
 
+    def ids_without_text(self) -> set[int]:
+        """The ids that carry no text: UNK (a character the training text never showed, a NUL
+        byte) and the pieces that show nothing, made of word boundaries ("▁"), spaces,
+        control and format characters (a zero-width joiner the training text held). A
+        sentence of these only encodes to no token of text."""
+        return {UNK} | {i for i in range(self.vocab_size) if _shows_nothing(self.sp.id_to_piece(i))}
+
+
+def _shows_nothing(piece: str) -> bool:
+    """True for a piece of word boundaries, separators (Unicode's Z categories) and control,
+    format or unassigned characters (its C categories) alone."""
+    return all(c == "▁" or unicodedata.category(c)[0] in "CZ" for c in piece)
+
 
 class CopyTokenizer:
     """The copy task's vocabulary: ids 4..V-1 are the symbols, written as their decimal ids, so
@@ -142,6 +157,9 @@ class CopyTokenizer:
     def decode(self, ids) -> str:
         return " ".join("⁇" if int(i) == UNK else str(int(i)) for i in ids
                         if int(i) not in SPECIAL)
+
+    def ids_without_text(self) -> set[int]:
+        return {UNK}
 
 
 # --- training and the cache ----------------------------------------------------------------------
@@ -230,6 +248,7 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
     cached = _cached(model_path, record_path, record, log)
     if cached is not None:
         return cached
+    _check_writable(Path(cache_dir))
     log(f"tokenizer: training a {vocab_size:,}-token{' lowercased' if lowercase else ''} BPE "
         f"vocabulary on {', '.join(Path(f).name for f in files)}")
     tokenizer = train_bpe(files, vocab_size, model_path, character_coverage, lowercase)
@@ -237,6 +256,20 @@ def load_or_train(files, vocab_size: int, cache_dir, name: str, log=print,
         json.dump({**record, "model_sha256": sha256_file(model_path)}, f, indent=1,
                   sort_keys=True)
     return tokenizer
+
+
+def _check_writable(cache_dir: Path) -> None:
+    """Make the cache folder and write a file there before training, so that a cache that
+    cannot be written (a read-only home) is one line now, not after the training."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache_dir):
+            pass
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename and str(e.filename) != str(cache_dir) else ""
+        raise DataError(f"cannot write the tokenizer cache {cache_dir}: {e.strerror}{where}; "
+                        f"give --cache-dir DIR (or ANNOTATED_CACHE_DIR) a folder you can "
+                        f"write") from None
 
 
 def _cached(model_path: Path, record_path: Path, record: dict, log) -> Tokenizer | None:

@@ -12,6 +12,12 @@ from annotated.base.errors import DataError
 from annotated.data.batching import make_batches
 from annotated.inference.search import beam_search, greedy_decode, source_batch
 
+# A line longer than this many times the longest sentence the model was trained on is refused:
+# its decoding time grows with the square of its length, so it would run for a long time with
+# no output, and the model has never seen anything like it. Cutting it short instead would drop
+# text from the translation without a word.
+LONGEST_TIMES = 4
+
 
 def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
                     alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 2000,
@@ -28,6 +34,13 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
                         f"included); this model's learned positions cover {limit}: shorten "
                         f"or split it ({len(too_long)} line(s) are too long)")
     longer = [i for i in todo if longest is not None and len(ids[i]) + 1 > longest]
+    refused = [i for i in longer if len(ids[i]) + 1 > LONGEST_TIMES * longest]
+    if refused:
+        raise DataError(f"line {refused[0] + 1} has {len(ids[refused[0]]) + 1:,} tokens (EOS "
+                        f"included), over {LONGEST_TIMES} times the longest sentence this model "
+                        f"was trained on ({longest}): decoding it would take very long, its "
+                        f"time growing with the square of its length, for a poor translation; "
+                        f"split it into sentences ({len(refused)} line(s) are that long)")
     if longer and log:
         log(f"warning: {len(longer)} line(s) are longer than any sentence this model was "
             f"trained on ({longest} tokens), line {longer[0] + 1} with {len(ids[longer[0]]) + 1}"

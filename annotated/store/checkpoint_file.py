@@ -57,6 +57,7 @@ import torch
 
 from annotated.base.errors import CheckpointError, ConfigError, DeviceError
 from annotated.base.files import atomic_open
+from annotated.base.settings import shown
 from annotated.base.signals import signals_held
 from annotated.configs import SHAPE, Config
 from annotated.data.tokenizer import Tokenizer
@@ -234,6 +235,10 @@ def _sealed(path: Path) -> bool:
 def _read(path: Path, device) -> dict:
     """load() without the advice on what to use instead of a damaged file."""
     sealed = _sealed(path)
+    if not sealed and (found := not_a_checkpoint(path)):
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated, or not a checkpoint: it "
+                       f"{found}, not the zip archive torch.save writes; give a checkpoint "
+                       f"that annotated.train or annotated.checkpoint wrote")
     try:
         payload = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
@@ -248,6 +253,25 @@ def _read(path: Path, device) -> dict:
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
     return payload
+
+
+def not_a_checkpoint(path: Path) -> str | None:
+    """What the file `path` holds instead of torch.save's zip archive (empty, text, other
+    bytes), or None if it begins as one."""
+    with open(path, "rb") as f:
+        head = f.read(200)
+    if head.startswith(b"PK\x03\x04"):
+        return None
+    if not head:
+        return "is empty"
+    try:
+        text = head.decode()
+    except UnicodeDecodeError as e:                # text whose last character was cut here
+        if e.start < len(head) - 3:
+            return f"begins with the bytes {head[:8].hex(' ')}"
+        text = head[:e.start].decode()
+    line = text.splitlines()[0] if text.strip() and "\x00" not in text else ""
+    return f"holds text ({shown(line, 40)})" if line else f"begins with {shown(head[:8])}"
 
 
 def _check_format(payload, path: Path) -> int:

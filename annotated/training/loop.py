@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from annotated.base.cli import unwritable_on_stdout
 from annotated.base.errors import ConfigError, DataError
 from annotated.configs import Config
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
@@ -70,6 +71,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     say = printer(rank == 0)
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
+        folder.check_checkpoint_names(resumed["step"] if resumed else 0, steps)
         corpus, state = _data(config, data_dir, cache_dir, resumed, folder)
         V = corpus.tokenizer.vocab_size
         check_memory(config, V, device)
@@ -228,6 +230,9 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
     src = source_batch([tokenizer.encode(s) for s, _ in sentences],
                        next(model.parameters()).device)
     hyps = beam_search(model, src, config.beam_size, config.alpha, config.max_extra)
+    shown = "".join(s + r + tokenizer.decode(h.tokens) for (s, r), h in zip(sentences, hyps))
+    if unwritable_on_stdout(shown) and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")    # the model is saved: show it all
     print(f"\nThe model at work on {len(sentences)} test sentences it never saw in training "
           f"(beam {config.beam_size}, alpha {config.alpha}):")
     for (source, reference), hyp in zip(sentences, hyps):
@@ -236,13 +241,13 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
     found = checkpoint_file.checkpoints(run_dir)
     if not found:
         return
-    last = found[-1]
+    last, n = found[-1], min(config.keep_last, len(found))    # what the folder holds
     print(f"Next:\n  the checkpoint         {last}\n"
           f"  translate with it      echo {shlex.quote(sentences[0][0])} | "
-          f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}\n"
-          f"  average the last ones  python -m annotated.checkpoint average --last "
-          f"{config.keep_last} {shlex.quote(str(run_dir))} --out "
-          f"{shlex.quote(str(run_dir / 'average.pt'))}")
+          f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}")
+    if n > 1:
+        print(f"  average the last ones  python -m annotated.checkpoint average --last {n} "
+              f"{shlex.quote(str(run_dir))} --out {shlex.quote(str(run_dir / 'average.pt'))}")
     if config.dataset in ("copy", "multi30k_sample"):
         print("  read the chapters      jupyter lab chapters/\n"
               "  train on all of Multi30k (29,000 pairs)\n"

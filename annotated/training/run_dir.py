@@ -20,11 +20,12 @@ import fcntl
 import json
 import os
 import stat
+import subprocess
 import warnings
 from pathlib import Path
 
 from annotated.base.errors import CheckpointError, DataError, RunDirError
-from annotated.base.files import atomic_open, remove_stale_temporaries
+from annotated.base.files import atomic_open, clear_temporaries
 from annotated.store import checkpoint_file
 
 
@@ -35,7 +36,8 @@ class RunDir:
         self._lock = None
 
     def open(self) -> "RunDir":
-        """Create and lock the folder, and remove temporary files of an interrupted save."""
+        """Create and lock the folder, and remove (or name) temporary files of an interrupted
+        save."""
         if not self.active:
             return self
         self._check_kind()
@@ -78,8 +80,7 @@ class RunDir:
                               f"({self.path / '.lock'}: {e.strerror}); choose another "
                               f"--run-dir") from None
         self._lock = lock
-        for stale in remove_stale_temporaries(self.path):
-            self.say(f"removed {stale.name}, left by an interrupted write")
+        clear_temporaries(self.path, self.say)
         return self
 
     def _check_kind(self):
@@ -92,10 +93,28 @@ class RunDir:
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"the run folder {self.path} is a file, not a folder; choose "
                               f"another --run-dir")
+        _check_not_committed(self.path)
         if self.metrics.is_symlink() or (self.metrics.exists() and not self.metrics.is_file()):
             what = "a link" if self.metrics.is_symlink() else "not a file"
             raise RunDirError(f"{self.metrics} is {what}; a run's metrics log is its own file: "
                               f"move it away")
+        if self.metrics.exists() and not os.access(self.metrics, os.W_OK):
+            raise RunDirError(f"{self.metrics} is read-only: the run appends to it; make it "
+                              f"writable (chmod u+w) or choose another --run-dir")
+
+    def check_checkpoint_names(self, after: int, until: int):
+        """Refuse, before training, an entry that is not a file (a folder, a pipe) under the
+        name of a checkpoint this run may save, of a step in (after, until]: the save would
+        fail there after all the work."""
+        if not self.active:
+            return
+        for p in self.path.glob("ckpt_*.pt"):
+            m = checkpoint_file.NAME.fullmatch(p.name)
+            if m and after < int(m.group(1)) <= until and not p.is_file():
+                what = "a folder" if p.is_dir() else "not a file"
+                raise RunDirError(f"{p} is {what}, under the name of the checkpoint this run "
+                                  f"may save at step {int(m.group(1)):,}; move it away or "
+                                  f"choose another --run-dir")
 
     def close(self):
         if self._lock is not None:
@@ -152,6 +171,32 @@ class RunDir:
         while (self.path / f"metrics.earlier-{n}.jsonl").exists():
             n += 1
         return self.path / f"metrics.earlier-{n}.jsonl"
+
+
+def _check_not_committed(folder: Path):
+    """Refuse a run folder that holds files committed to a git repository, or is made in a
+    folder that does (results/, the package, the repository's top): the run's checkpoints and
+    logs would land among them. Outside a repository, or without git, nothing is checked."""
+    absolute = Path(os.path.abspath(folder))
+    existing = next(p for p in (absolute, *absolute.parents) if p.exists())
+    try:
+        top, files = (subprocess.run(["git", "-C", str(existing), *args], capture_output=True,
+                                     text=True, timeout=30, check=True).stdout
+                      for args in (["rev-parse", "--show-toplevel"], ["ls-files", "--full-name"]))
+    except (OSError, subprocess.SubprocessError):
+        return
+    top = Path(top.strip()).resolve()
+    here = Path(os.path.realpath(absolute))
+    if not here.is_relative_to(top):
+        return
+    inside = [p for p in (here, *here.parents) if p.is_relative_to(top) and p != top] or [top]
+    for name in files.splitlines():
+        tracked = top / name
+        if tracked.is_relative_to(here) or tracked.parent in inside:
+            raise RunDirError(f"the run folder {folder} would hold its checkpoints and logs "
+                              f"among files committed to the repository {top} (such as "
+                              f"{tracked.relative_to(top)}); choose another --run-dir, such as "
+                              f"runs/NAME")
 
 
 def read_metrics(run_dir, split: str | None = None) -> list[dict]:

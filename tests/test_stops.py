@@ -1,0 +1,112 @@
+"""Ctrl-C, SIGTERM and SIGHUP stop every command the same way: one line, the signal's own exit
+status, and nothing half-written: a checkpoint being written is finished first, a translation
+being written is dropped with its temporary file, the file that was there stays.
+
+Each probe runs a command in a process of its own that sends itself the signal at a known
+moment (its first fsync, the moment a file's bytes are all written, or its first import of
+torch), so that the result does not depend on timing."""
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from annotated.store import checkpoint_file
+from test_misuse import TINY_RUN, run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A command's main(argv) run with SIGNUM sent to itself at its first fsync (a file's bytes are
+# all written), as `kill` or `timeout` would send it; SIGTERM and SIGHUP as a terminal leaves them.
+STOP_AT_FSYNC = """
+import importlib, os, signal, sys
+for number in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, signal.SIG_DFL)
+signum, module, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+
+def fsync(fd, real=os.fsync, sent=[]):
+    if not sent:
+        sent.append(os.kill(os.getpid(), signum))
+    return real(fd)
+
+os.fsync = fsync
+importlib.import_module(module).main(argv)
+"""
+
+
+def stopped(signum, module, *argv) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-c", STOP_AT_FSYNC, str(int(signum)), module,
+                           *map(str, argv)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    name = signal.Signals(signum).name
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (128 + signum,
+                                                                [f"interrupted by {name}"]), \
+        done.stderr
+    assert "Traceback" not in done.stderr
+    return done
+
+
+def temporaries(folder) -> list[str]:
+    return sorted(p.name for p in Path(folder).glob(".*.tmp"))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A copy-task run with two checkpoints."""
+    folder = tmp_path_factory.mktemp("run")
+    run(folder, "--config", "copy", "--max-steps", 2, *TINY_RUN[:-1], "ckpt_every=1")
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_training_stopped_while_it_saves_finishes_the_checkpoint_and_resumes(tmp_path, signum):
+    stopped(signum, "annotated.train", "--config", "copy", "--run-dir", tmp_path, "--threads", 1,
+            "--max-steps", 50, *TINY_RUN[:-1], "ckpt_every=5")
+    assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000005.pt"]
+    checkpoint_file.verify(tmp_path / "ckpt_0000005.pt")
+    assert temporaries(tmp_path) == [] and (tmp_path / ".lock").read_text() == ""
+    run(tmp_path, "--resume", "--max-steps", 6)          # the run goes on from there
+
+
+@pytest.mark.parametrize("signum, command", [(signal.SIGTERM, "average"),
+                                             (signal.SIGHUP, "half")])
+def test_averaging_or_halving_stopped_while_it_writes_finishes_the_file(tiny_run, tmp_path,
+                                                                        signum, command):
+    found = checkpoint_file.checkpoints(tiny_run)
+    inputs = ["--last", 2, tiny_run] if command == "average" else [found[-1]]
+    stopped(signum, "annotated.checkpoint", command, "--out", tmp_path / "out.pt", *inputs)
+    checkpoint_file.verify(tmp_path / "out.pt")
+    assert temporaries(tmp_path) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_translating_stopped_while_it_writes_keeps_the_old_output(tiny_run, tmp_path, signum):
+    (tmp_path / "in.txt").write_text("4 5 6\n7 8\n")
+    (tmp_path / "out.txt").write_text("the old translations\n")
+    stopped(signum, "annotated.translate", "--checkpoint",
+            checkpoint_file.checkpoints(tiny_run)[-1], "--input", tmp_path / "in.txt", "--out",
+            tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_text() == "the old translations\n"
+    assert temporaries(tmp_path) == []
+
+
+def test_ctrl_c_while_a_command_is_still_starting_is_one_line(tmp_path):
+    """Importing torch takes seconds, in each process of a torchrun job too: Ctrl-C then (here
+    sent as torch's import begins) is `interrupted`, not a traceback of the imports."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import importlib.abc, os, signal, sys\n"
+        "class Interrupt(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'torch':\n"
+        "            sys.meta_path.remove(self)\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "sys.meta_path.insert(0, Interrupt())\n")
+    done = subprocess.run([sys.executable, "-m", "annotated.train", "--config", "copy"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert (done.returncode, done.stderr) == (-signal.SIGINT, "interrupted\n")
+    assert not (tmp_path / "runs").exists()
