@@ -137,10 +137,10 @@ def amounts(nb: dict) -> tuple[int, int, int, int, int]:
     return words, hanzi, code, printed, figures
 
 
-def link_listings(nb: dict, modules: set[str]) -> None:
+def link_listings(nb: dict, modules: set[str], words: dict) -> None:
     """In a staged chapter: the path above each listing that show() printed links to its
     module's page of the API reference (at the function or class shown, if public) and to
-    its highlighted source."""
+    its highlighted source, in the `words` of the edition's language."""
     for cell in nb["cells"]:
         for output in cell.get("outputs", []):
             text = "".join(output.get("data", {}).get("text/markdown", ""))
@@ -154,9 +154,10 @@ def link_listings(nb: dict, modules: set[str]) -> None:
             page = f"api/{module}.html" + (f"#{module}.{name}" if name else "")
             source = f"_modules/{module.replace('.', '/')}.html" + (f"#{name}" if name else "")
             output["data"]["text/markdown"] = (
-                f'<a class="listing-api" href="{page}" title="{module} in the API reference">'
+                f'<a class="listing-api" href="{page}" '
+                f'title="{words["api_title"].format(module=module)}">'
                 f'<code>{found.group(1)}</code></a> '
-                f'<a class="listing-source" href="{source}">(highlighted source)</a>\n{rest}')
+                f'<a class="listing-source" href="{source}">{words["source"]}</a>\n{rest}')
 
 
 def notebook_problem(nb) -> str | None:
@@ -226,7 +227,7 @@ def stage_notebook(src: Path, dest: Path, edition: Edition = Edition()) -> tuple
             tags.append("hide-input")
     tag_exercise_checks(nb)
     stage_figures(nb, chapter_label(src), text["figure"])
-    link_listings(nb, set(edition.modules))
+    link_listings(nb, set(edition.modules), text)
     dest.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     return minutes
 

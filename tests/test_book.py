@@ -292,6 +292,7 @@ def test_a_chapters_links_to_the_books_pages_lead_to_them_on_the_site():
 
 
 def test_a_listing_links_its_module_page_and_its_source():
+    from book import languages
     from book.stage import link_listings
     listing = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [
         "`annotated/multihead.py`\n", "```python\n", "@decorated\n", "class MultiHeadAttention:\n",
@@ -300,7 +301,8 @@ def test_a_listing_links_its_module_page_and_its_source():
                "`annotated/inference/search.py`\n```python\nclass _NextToken:\n```"}}
     table = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": "| a |"}}
     nb = {"cells": [cell("code", outputs=[listing, private, table])]}
-    link_listings(nb, {"annotated.multihead", "annotated.inference.search"})
+    link_listings(nb, {"annotated.multihead", "annotated.inference.search"},
+                  languages.ALL[languages.ENGLISH].WORDS)
     text = [o["data"]["text/markdown"] for o in nb["cells"][0]["outputs"]]
     assert text[0].startswith(
         '<a class="listing-api" href="api/annotated.multihead.html#annotated.multihead.'

@@ -188,7 +188,8 @@ def test_each_language_module_holds_every_word_the_build_writes():
     from book.figures import CAPTION
     given = dict(name="01.ipynb", link="<a>", zip="x.zip", mb=1.0, low=9.0, high=11.0,
                  counts="9", label="3", n=9, words=(75, 90), hanzi=(130, 155), code=(7, 9),
-                 printed=(10, 12), figure=(1.5, 2.0), page="solutions/01.ipynb")
+                 printed=(10, 12), figure=(1.5, 2.0), page="solutions/01.ipynb",
+                 module="annotated.attention")
     english = languages.ALL[languages.ENGLISH]
     for lang, words in languages.ALL.items():
         assert words.WORDS.keys() == english.WORDS.keys(), lang

@@ -10,6 +10,8 @@ WORDS = {
     "project": ", or {link}the whole project ({zip}, {mb:.1f} MB)</a> to run it offline",
     "minutes": "About {low:.0f} to {high:.0f} minutes to read ({counts}).",
     "figure": "Figure from chapter {label}",
+    "source": "(highlighted source)",
+    "api_title": "{module} in the API reference",
     "reference": "Reference",
     "solutions": "Solutions",
     "show_solution": "Show the solution",

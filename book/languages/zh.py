@@ -9,6 +9,8 @@ WORDS = {
     "project": "，或下载{link}整个项目（{zip}，{mb:.1f} MB）</a>，离线运行",
     "minutes": "阅读约需 {low:.0f} 到 {high:.0f} 分钟（{counts}）。",
     "figure": "第 {label} 章的图",
+    "source": "（高亮显示的源代码）",
+    "api_title": "API 参考中的 {module}",
     "reference": "参考",
     "solutions": "解答",
     "show_solution": "显示解答",
