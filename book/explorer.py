@@ -70,7 +70,7 @@ BATCH_TOKENS = 2000                      # translate_lines' default, as `transla
 #: ("life vest", Schwimmweste).
 FEATURED = (0, 8, 4, 68, 85, 286, 12, 40, 24, 39, 77, 203, 266, 64, 189, 22, 9, 275, 41, 73)
 #: How the page shows the special tokens and the subword pieces.
-START, END, UNKNOWN = "<start>", "<end>", "<unk>"
+START, END, UNKNOWN = "<s>", "</s>", "<unk>"   # as chapter 8's figures write them
 WORD, CONTINUES = "\u2581", "\u00b7"     # sentencepiece's word-start mark; ours for the rest
 
 

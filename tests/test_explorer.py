@@ -120,8 +120,8 @@ def test_the_data_holds_every_sentence_and_stays_small(data, model):
         assert entry["translation"] == translation, n
         assert tokenizer.decode(entry["out_ids"]) == translation
         assert entry["src_ids"] == tokenizer.encode(entry["source"])
-        assert len(entry["src"]) == len(entry["src_ids"]) + 1 and entry["src"][-1] == "<end>"
-        assert entry["tgt"][0] == "<start>" and entry["tgt"][1:] == entry["next"][:-1]
+        assert len(entry["src"]) == len(entry["src_ids"]) + 1 and entry["src"][-1] == "</s>"
+        assert entry["tgt"][0] == "<s>" and entry["tgt"][1:] == entry["next"][:-1]
         assert len(entry["next"]) == len(entry["out_ids"])
     entry = data["sentences"][0]
     assert entry["src"][:8] == ["A", "man", "in", "an", "orange", "hat", "star", "·ring"]
