@@ -31,15 +31,16 @@ run folder), which uses both. Above the commands stands the teaching layer, `not
 chapters' helpers and figures), which nothing else imports; `pretrained` holds a trained
 Multi30k English->German model that ships with the project.
 """
+import contextlib
 import sys
 
-from annotated.base.signals import quiet_interrupt_at_start
+from annotated.base.signals import command_starting
 
-if sys.argv[:1] == ["-m"]:       # `python -m annotated.<command>` is starting: Python imports
-    quiet_interrupt_at_start()   # this package first, and torch with it, which takes seconds
-
-from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
-from annotated.model import EncoderDecoder, ModelConfig, count_parameters, make_model
+# `python -m annotated.<command>` is starting: Python imports this package first, and torch
+# with it, which takes seconds; a stop meanwhile waits for the imports (command_starting).
+with command_starting() if sys.argv[:1] == ["-m"] else contextlib.nullcontext():
+    from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
+    from annotated.model import EncoderDecoder, ModelConfig, count_parameters, make_model
 
 __all__ = ["configs", "make_model", "EncoderDecoder", "ModelConfig", "count_parameters",
            "batch_masks", "padding_mask", "subsequent_mask", "target_mask"]

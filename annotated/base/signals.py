@@ -7,9 +7,9 @@ service manager, a cancelled job) and SIGHUP (a closed terminal).
   that a command they stop unwinds (its temporary files removed, a half-done replacement put
   back) instead of dying where it stands; every command runs inside it, and
   `annotated.base.cli.command` then exits with the signal's own status, 128 + its number.
-- `quiet_interrupt_at_start`: Ctrl-C while a command is still starting (importing torch takes
-  seconds, in each process of a torchrun job too) is the same one line, `interrupted`, not a
-  traceback of the imports.
+- `command_starting`: a stop while a command is still starting (importing torch takes
+  seconds, in each process of a torchrun job too) waits for the imports, then is the same one
+  line, not a traceback of the imports or a library left half-loaded.
 """
 import signal
 import sys
@@ -77,16 +77,30 @@ def signals_held(signals=STOPS):
             signal.raise_signal(number)
 
 
-def quiet_interrupt_at_start() -> None:
-    """Make an uncaught KeyboardInterrupt print `interrupted` instead of its traceback, as
-    `annotated.base.cli.command` does once the command runs; the process still ends by the
-    signal. For a process that runs one of the project's commands only (annotated/__init__.py
-    decides): a program that imports the package keeps Python's traceback."""
+@contextmanager
+def command_starting():
+    """Around the imports of a process that runs one of the project's commands
+    (annotated/__init__.py decides: a program that imports the package keeps Python's ways).
+    Importing torch and numpy takes seconds, in each process of a torchrun job too, and a
+    Ctrl-C that lands inside a library's import can leave it half-loaded or be swallowed by it:
+    so Ctrl-C, SIGTERM and SIGHUP are held until the imports are done (signals_held). From
+    then on SIGTERM and SIGHUP raise Stopped, and a stop that nothing catches (one held here,
+    or one before the command runs) prints one line, `interrupted` or `interrupted by
+    SIGTERM`, as annotated.base.cli.command does, and ends the process by its signal."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) == signal.SIG_DFL:
+            signal.signal(s, _raise_stopped)
     previous = sys.excepthook
 
     def hook(kind, error, traceback):
-        if issubclass(kind, KeyboardInterrupt):
-            print("interrupted", file=sys.stderr, flush=True)
-        else:
-            previous(kind, error, traceback)
+        if not issubclass(kind, KeyboardInterrupt):
+            return previous(kind, error, traceback)
+        stopped = isinstance(error, Stopped)
+        print(f"interrupted by {error}" if stopped else "interrupted", file=sys.stderr,
+              flush=True)
+        if stopped:                      # Python would end a KeyboardInterrupt by SIGINT
+            signal.signal(error.signum, signal.SIG_DFL)
+            signal.raise_signal(error.signum)
     sys.excepthook = hook
+    with signals_held():
+        yield
