@@ -21,7 +21,8 @@ from annotated.base.files import check_output
 from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.store.checkpoint_file import (NAME, atomic_save, average, checkpoints, half,
-                                             not_a_checkpoint, verify)
+                                             not_a_checkpoint, step_in_name, verify)
+from annotated.training.run_dir import check_one_run, misnamed
 
 
 def _average_inputs(args) -> list[Path]:
@@ -40,6 +41,7 @@ def _average_inputs(args) -> list[Path]:
                               f"{'not a folder' if Path(args.paths[0]).exists() else 'no folder'}"
                               f"; give the run folder whose newest {args.last} checkpoints to "
                               f"average")
+    check_one_run(args.paths[0])          # the newest by name are the newest by step
     found = checkpoints(args.paths[0])
     if len(found) < args.last:
         raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
@@ -80,7 +82,16 @@ def _verify_command(paths) -> int:
         for path in found:
             try:
                 verify(path)
+                if not given.is_dir() and step_in_name(path) is not None and (
+                        wrong := misnamed(path, path.parent)):
+                    raise CheckpointError(wrong)      # a folder's are checked below, together
                 print(f"{path}: intact")
+            except CheckpointError as e:
+                failed += 1
+                say_error(f"error: {e}")
+        if given.is_dir() and found:
+            try:
+                check_one_run(given)
             except CheckpointError as e:
                 failed += 1
                 say_error(f"error: {e}")

@@ -86,6 +86,34 @@ def test_things_named_like_checkpoints_that_are_not_files_are_not_checkpoints(tm
                                                                    "ckpt_0000003.pt"]
 
 
+def test_a_renamed_checkpoint_is_refused_by_average_last_and_named_by_verify(tmp_path, capsys):
+    """--last N takes the newest checkpoints by name: a checkpoint renamed to a later step
+    would be averaged in place of the newest. Average refuses the folder, as resume does, and
+    verify names the file, by itself or in its folder."""
+    from annotated import checkpoint as checkpoint_command
+    copy_run(tmp_path / "run", "ckpt_every=1", steps=3)
+    (tmp_path / "run" / "ckpt_0000002.pt").rename(tmp_path / "run" / "ckpt_0000009.pt")
+    exits_with_error(checkpoint_command.main, ["average", "--last", "1", str(tmp_path / "run"),
+                                               "--out", str(tmp_path / "average.pt")])
+    says(error_line(capsys), "ckpt_0000009.pt", "step 2", "renamed", "ckpt_0000002.pt")
+    assert not (tmp_path / "average.pt").exists()
+    for given in (tmp_path / "run", tmp_path / "run" / "ckpt_0000009.pt"):
+        exits_with_error(checkpoint_command.main, ["verify", str(given)])
+        says(error_line(capsys, alone=False), "ckpt_0000009.pt", "step 2", "renamed")
+
+
+def test_a_checkpoint_of_another_run_is_named_as_such_whatever_its_name(tmp_path, capsys):
+    """Another run's checkpoint copied in under a step of this run's names is another run's,
+    not a renamed one: the advice to rename it would mix the two runs."""
+    copy_run(tmp_path / "run", steps=2)
+    copy_run(tmp_path / "other", "seed=7", steps=3)
+    shutil.copy(tmp_path / "other" / "ckpt_0000003.pt", tmp_path / "run" / "ckpt_0000008.pt")
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 9)
+    line = says(error_line(capsys, alone=False), str(tmp_path / "run"), "2 different runs",
+                "move")
+    assert "renamed" not in line
+
+
 def test_a_folder_under_the_name_of_a_checkpoint_to_save_is_refused_before_training(
         tmp_path, capsys):
     (tmp_path / "run").mkdir()
@@ -244,6 +272,9 @@ def test_a_resume_whose_saved_data_location_moved_says_where_it_came_from(tmp_pa
     ("no such user", ("no such user",)),
     ("a corpus file that is a folder", ("train.en", "a folder")),
     ("a corpus file that is a loop of links", ("train.fr", "loop")),
+    ("a corpus file that links to a device", ("train.fr", "not a regular file")),
+    ("two validation pairs", ("valid.en/valid.fr", "dev.en/dev.fr", "valid", "keep one")),
+    ("a file of NUL bytes", ("train.fr", "NUL bytes", "not a text file")),
 ])
 def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path, capsys,
                                                                       monkeypatch, case,
@@ -264,6 +295,14 @@ def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path,
     elif case == "a corpus file that is a folder":
         (location / "train.en").unlink()
         (location / "train.en").mkdir()
+    elif case == "a corpus file that links to a device":
+        (location / "train.fr").unlink()
+        (location / "train.fr").symlink_to("/dev/null")
+    elif case == "two validation pairs":
+        for lang in ("en", "fr"):
+            shutil.copy(location / f"valid.{lang}", location / f"dev.{lang}")
+    elif case == "a file of NUL bytes":
+        (location / "train.fr").write_bytes(b"\0" * 20_000)
     else:
         (location / "train.fr").unlink()
         (location / "train.fr").symlink_to(location / "train.fr")

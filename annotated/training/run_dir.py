@@ -235,18 +235,14 @@ def check_one_run(run_dir) -> None:
     folder's own checkpoints for the other run's. Files that cannot be read are left to the
     checks that load them. A checkpoint whose name says another step than it holds (renamed)
     is refused too: the run would resume from the wrong one, or rotate the wrong one away."""
-    runs = {}
+    runs, renamed = {}, []
     for p in checkpoint_file.checkpoints(run_dir):
         try:
             head = checkpoint_file.header(p)
         except Exception:                          # damaged: load() says so, naming it
             continue
         runs.setdefault(head.get("run_id"), []).append(p)
-        if head.get("step") != checkpoint_file.step_in_name(p):
-            raise CheckpointError(
-                f"{p} holds step {head.get('step'):,}, not the step its name says: was it "
-                f"renamed? Give it its own name, {checkpoint_file.checkpoint_name(head['step'])}"
-                f", or move it out of {run_dir}")
+        renamed += [p] if head.get("step") != checkpoint_file.step_in_name(p) else []
     if len(runs) > 1:
         described = "; ".join(
             f"run {run_id}: "
@@ -256,6 +252,18 @@ def check_one_run(run_dir) -> None:
         raise CheckpointError(f"{run_dir} holds checkpoints of {len(runs)} different runs "
                               f"({described}); a run folder holds one run: move the other "
                               f"run's checkpoints into a folder of their own, then start again")
+    if renamed:
+        raise CheckpointError(misnamed(renamed[0], run_dir))
+
+
+def misnamed(p, run_dir) -> str | None:
+    """What is wrong with checkpoint `p` if its name says another step than it holds (it was
+    renamed); None if its name is right."""
+    step = checkpoint_file.header(p).get("step")
+    if step == checkpoint_file.step_in_name(p):
+        return None
+    return (f"{p} holds step {step:,}, not the step its name says: was it renamed? Give it its "
+            f"own name, {checkpoint_file.checkpoint_name(step)}, or move it out of {run_dir}")
 
 
 def rotate(run_dir, keep_last: int, keep=(), run_id: str | None = None) -> list[Path]:
