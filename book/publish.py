@@ -4,18 +4,17 @@ last build wrote there.
 The output folder may be empty, missing, or a site built here before: a list of the files each
 build writes, with their sha256 (`.book-files`, the manifest), tells the next build what it
 may replace. A list that does not look like ours, or that names anything but a file inside the
-folder, is refused. A rebuild removes only listed files still as the last build wrote them, and
-overwrites only those and listed ones it writes again (an edited page is rebuilt, with a note);
-anything else in the folder stays (a `.git/` or a `CNAME` of a site published from it, a listed
-page edited since that the new site no longer has). Every check (the list, and the new site's
-files against what is there) comes before the first change; the swap then moves the old files
+folder, is refused, and so is a listed file changed since (an edited page: a rebuild would lose
+the edit), before the build starts. A rebuild removes and overwrites only listed files still as
+the last build wrote them; anything else in the folder stays (a `.git/` or a `CNAME` of a site
+published from it). Every check (the list, and the new site's files against what is there)
+comes before the first change; the swap then moves the old files
 aside into a folder inside the output folder, moves the new ones in and the list last, and on
 any failure or stop (Ctrl-C, SIGTERM, SIGHUP) puts the old ones back
 (annotated.base.files.all_or_nothing).
 """
 import os
 import secrets
-import sys
 from pathlib import Path, PurePosixPath
 
 from annotated.base.errors import DataError
@@ -109,7 +108,20 @@ def check_out(out: Path) -> dict[str, str]:
                         f"{MANIFEST}); choose another --out, or empty it yourself")
     if not os.access(out, os.W_OK | os.X_OK):
         raise DataError(f"cannot write into {out}; choose another --out")
-    return read_manifest(out)
+    before = read_manifest(out)
+    refuse_edited(out, sorted(n for n in set(before) - still_ours(out, before)
+                              if os.path.lexists(out / n)))
+    return before
+
+
+def refuse_edited(out: Path, edited: list[str]) -> None:
+    """Refuse to replace the listed files `edited`, changed since the last build wrote them: a
+    rebuild would lose the change."""
+    if edited:
+        more = f" (and {len(edited) - 1} more)" if edited[1:] else ""
+        raise DataError(f"{out / edited[0]}{more} was changed since the last build wrote it; a "
+                        f"rebuild would lose the change: move it out of {out} (or undo the "
+                        f"change), then build again")
 
 
 def still_ours(out: Path, before: dict[str, str]) -> set[str]:
@@ -137,14 +149,14 @@ def in_the_way(out: Path, new: set[str], going: set[str]) -> list[str]:
 
 def publish(site: Path, out: Path, before: dict[str, str]) -> None:
     """Replace the earlier build's files in `out` with the new site's; other files stay. The
-    listed files still as the last build wrote them go, and so do listed ones the new site
-    writes again (an edited page is rebuilt); a listed file changed since and no longer part
-    of the site stays, and anything in the way of a new file is refused before any change.
-    The new manifest is written beside `site` first."""
+    listed files still as the last build wrote them go; one changed since (check_out refuses
+    it before the build, this again for an edit during it) or anything else in the way of a
+    new file is refused before any change. The new manifest is written beside `site` first."""
     new = files_under(site)
     ours = still_ours(out, before)
-    rebuilt = {n for n in before if n in new and os.path.lexists(out / n)} - ours
-    theirs = in_the_way(out, new, ours | rebuilt)
+    refuse_edited(out, sorted({n for n in before if n in new and os.path.lexists(out / n)}
+                              - ours))                    # edited during this build
+    theirs = in_the_way(out, new, ours)
     if theirs:
         raise DataError(f"{out} holds files this build would overwrite but did not write "
                         f"({', '.join(theirs[:3])}{', ...' if len(theirs) > 3 else ''}); move them "
@@ -152,13 +164,7 @@ def publish(site: Path, out: Path, before: dict[str, str]) -> None:
     listing = site.parent / MANIFEST
     listing.write_text(MANIFEST_HEADER + "\n" + "".join(f"{sha256_file(site / n)}  {n}\n"
                                                        for n in sorted(new)), encoding="utf-8")
-    swap(site, out, sorted(new), sorted(ours | rebuilt), listing)
-    kept = sorted(n for n in before if n not in ours | new and os.path.lexists(out / n))
-    for names, what in [(sorted(rebuilt), "replaced"), (kept, "kept")]:
-        if names:
-            print(f"note: {what} {len(names)} file(s) in {out} that the last build wrote but "
-                  f"that were changed since: {', '.join(names[:3])}"
-                  f"{', ...' if len(names) > 3 else ''}", file=sys.stderr)
+    swap(site, out, sorted(new), sorted(ours), listing)
 
 
 def swap(site: Path, out: Path, new: list[str], old: list[str], listing: Path) -> None:
