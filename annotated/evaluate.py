@@ -13,6 +13,10 @@ than the luck of which sentences the test set holds. --lang names the references
 without spaces); by default it is guessed from the references' script.
 """
 import argparse
+import os
+import sys
+import unicodedata
+from pathlib import Path
 
 from annotated.base.cli import command, path, require_stdout, show
 from annotated.base.errors import DataError
@@ -24,7 +28,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m annotated.evaluate",
                                      description="BLEU three ways; with --baseline, a "
                                                  "paired bootstrap")
-    parser.add_argument("--hyp", type=path, required=True, help="translations, one per line")
+    parser.add_argument("--hyp", type=path, required=True,
+                        help="translations, one per line (-: standard input)")
     parser.add_argument("--ref", type=path, required=True,
                         help="references, line-aligned with --hyp")
     parser.add_argument("--baseline", type=path, help="another system's translations, "
@@ -41,9 +46,9 @@ def main(argv=None):
     require_stdout("the scores")
     refs = list(read_lines(args.ref))
     hyps = aligned(args.hyp, refs, args.ref)
+    baseline = aligned(args.baseline, refs, args.ref) if args.baseline else None
     show(report(hyps, refs, args.lang))
-    if args.baseline:
-        baseline = aligned(args.baseline, refs, args.ref)
+    if baseline is not None:
         tok = tokenizer_for(args.lang, refs)
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
@@ -51,11 +56,26 @@ def main(argv=None):
 
 
 def aligned(path, refs, ref_path) -> list[str]:
-    """The lines of `path`, checked to be as many as the references."""
-    lines = list(read_lines(path))
+    """The lines of `path` (- for standard input), checked to be as many as the references
+    and not the references themselves; a note on stderr names lines that hold characters one
+    cannot see, which count in BLEU."""
+    if path == Path("-"):
+        lines = list(read_lines(sys.stdin.buffer, "standard input"))
+    elif os.path.exists(path) and os.path.samefile(path, ref_path):
+        raise DataError(f"{path} is the references file itself: give the translations to score "
+                        f"as --hyp (or --baseline) and the references as --ref")
+    else:
+        lines = list(read_lines(path))
     check_aligned(len(lines), len(refs), path, ref_path)
     if not lines:
         raise DataError(f"{path} and {ref_path} are empty: no sentences to score")
+    hidden = [i for i, line in enumerate(lines, 1) if any(
+        unicodedata.category(c) in ("Cc", "Cf") and c != "\t" for c in line)]
+    if hidden:
+        many = f"{len(hidden):,} such lines in all" if len(hidden) > 1 else "the only such line"
+        print(f"note: {path}, line {hidden[0]} ({many}): control or zero-width characters, "
+              f"which count in BLEU as they stand; remove them if they are not part of the "
+              f"text", file=sys.stderr)
     return lines
 
 

@@ -80,6 +80,9 @@ def main(argv=None):
                         f"{config.target_lang} translations (such as {c!r}); set "
                         f"PYTHONIOENCODING=utf-8 (or a UTF-8 locale), or give --out FILE")
     use_threads(count_parameters(model))
+    if source is None and sys.stdin.isatty():
+        log("reading sentences from the terminal, one a line; end with Ctrl-D (or give "
+            "--input FILE)")
     lines = list(read_lines(source or sys.stdin.buffer))
     if not lines:
         raise DataError(f"{source or 'stdin'} is empty: there is nothing to translate"

@@ -348,8 +348,9 @@ def test_references_in_a_script_without_spaces_given_another_language_are_refuse
 def test_references_in_another_script_given_a_language_without_spaces_are_refused(lang, tmp_path,
                                                                                  capsys):
     """German references scored --lang zh would carry the zh tokenizer in their signature."""
-    (tmp_path / "ref").write_text("Ein Hund läuft am Strand.\nZwei Männer spielen Fußball.\n")
-    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "ref"), "--ref",
+    for name in ("hyp", "ref"):
+        (tmp_path / name).write_text("Ein Hund läuft am Strand.\nZwei Männer spielen Fußball.\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "hyp"), "--ref",
                                      str(tmp_path / "ref"), "--lang", lang])
     says(error_line(capsys), f"'{lang}'", "without spaces", "another script", "de")
     assert tokenizer_for(lang, ["12 34", ""]) in ("zh", "char")       # no letters: no guess
@@ -357,6 +358,73 @@ def test_references_in_another_script_given_a_language_without_spaces_are_refuse
 
 def test_references_that_are_all_blank_are_not_scored(tmp_path, capsys):
     (tmp_path / "blank").write_text("\n\n")
-    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "blank"), "--ref",
+    (tmp_path / "hyp").write_text("a\nb\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "hyp"), "--ref",
                                      str(tmp_path / "blank")])
     says(error_line(capsys), "2 references", "blank lines")
+
+
+# --- texts that are not lines of text; what evaluate and translate read ---------------------
+
+@pytest.mark.parametrize("content, names", [
+    (b"\0" * 20_000, ["NUL bytes", "not a text file", "copy or write it again"]),
+    (b"Ein Hund.\rZwei Katzen.\rDrei.\r", ["CR alone", "LF"]),
+])
+def test_a_file_that_is_not_lines_of_text_is_named_for_what_it_is(tmp_path, capsys, content,
+                                                                  names):
+    """A file of NUL bytes, or one with old Mac line ends, reads as one long line: the
+    message says what the file is, not that its lines do not align."""
+    (tmp_path / "hyp.de").write_bytes(content)
+    (tmp_path / "ref.de").write_text("Ein Hund.\nZwei Katzen.\nDrei.\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "hyp.de"),
+                                     "--ref", str(tmp_path / "ref.de")])
+    line = says(error_line(capsys), str(tmp_path / "hyp.de"), *names)
+    assert "line-aligned" not in line
+
+
+def test_evaluate_checks_every_input_before_it_prints_a_score(tmp_path, capsys):
+    (tmp_path / "ref.de").write_text("Ein Hund.\nZwei Katzen.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katze.\n")
+    (tmp_path / "short.de").write_text("Ein Hund.\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "hyp.de"), "--ref",
+                                     str(tmp_path / "ref.de"), "--baseline",
+                                     str(tmp_path / "short.de")])
+    assert capsys.readouterr().out == ""                 # no score before the refusal
+
+
+def test_evaluate_refuses_the_references_as_the_translations(tmp_path, capsys):
+    (tmp_path / "ref.de").write_text("Ein Hund.\nZwei Katzen.\n")
+    os.link(tmp_path / "ref.de", tmp_path / "same.de")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "same.de"),
+                                     "--ref", str(tmp_path / "ref.de")])
+    says(error_line(capsys), str(tmp_path / "same.de"), "references", "--hyp", "--ref")
+
+
+def test_evaluate_reads_the_translations_from_stdin_and_notes_invisible_characters(tmp_path):
+    """--hyp - reads standard input; a zero-width space, which leaves a line looking the same
+    and sinks its BLEU, is named by line on stderr."""
+    (tmp_path / "ref.de").write_text("Ein Hund.\nZwei Katzen.\n")
+    done = subprocess.run([sys.executable, "-m", "annotated.evaluate", "--hyp", "-", "--ref",
+                           str(tmp_path / "ref.de")], input="Ein Hund.\nZwei\u200b Katzen.\n",
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("sacreBLEU")
+    says(done.stderr.strip(), "line 2", "zero-width", "remove them")
+
+
+def test_translate_from_a_terminal_says_it_waits_for_sentences(tmp_path):
+    """With no --input and a terminal on stdin, translate says it reads the terminal and how to
+    end, instead of seeming to hang (here the terminal sends end-of-file at once)."""
+    import pty
+    master, slave = pty.openpty()
+    try:
+        child = subprocess.Popen([sys.executable, "-m", "annotated.translate", "--checkpoint",
+                                  str(SHIPPED)], stdin=slave, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        os.close(slave)
+        os.write(master, b"\x04")                        # Ctrl-D: end of input
+        out, err = child.communicate(timeout=120)
+    finally:
+        os.close(master)
+    says(next(line for line in err.splitlines() if "terminal" in line), "Ctrl-D", "--input")
+    assert "empty" in err and child.returncode == 1

@@ -82,6 +82,8 @@ def _read(path, raw):
     """read_lines of the open binary stream `raw`, named `path` in errors."""
     start = raw.tell() if raw.seekable() else None
     head = raw.read(6)
+    if not head:               # empty; a terminal's Ctrl-D ends its input once, not for ever
+        return
     for magic, tool in COMPRESSED.items():
         if head.startswith(magic):
             raise DataError(f"{path} is {tool}-compressed; this reads plain or gzip text: "
@@ -131,10 +133,36 @@ def _damaged(f) -> bool:
 
 def check_aligned(n_a: int, n_b: int, a, b) -> None:
     """Refuse two texts that must be line-aligned (a parallel corpus, translations and their
-    references) but have different numbers of lines: a DataError naming both counts."""
-    if n_a != n_b:
-        raise DataError(f"{a} has {n_a:,} lines but {b} has {n_b:,}: they must be line-aligned, "
-                        f"one sentence a line, in the same order")
+    references) but have different numbers of lines: a DataError naming both counts, or,
+    where a file is not text one line a sentence at all, what it is instead."""
+    if n_a == n_b:
+        return
+    for path in (a, b):
+        if why := not_lines_of_text(path):
+            raise DataError(f"{path} {why}")
+    raise DataError(f"{a} has {n_a:,} lines but {b} has {n_b:,}: they must be line-aligned, "
+                    f"one sentence a line, in the same order")
+
+
+def not_lines_of_text(path) -> str | None:
+    """Why the file `path` (a path; anything else is no file) cannot be lines of text, judged
+    by its first MiB: NUL bytes (what a crash leaves), or lines ended by CR alone (old Mac
+    files); None if neither."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except (OSError, TypeError):
+        return None
+    if head[:2] == b"\x1f\x8b":
+        return None                                  # gzip: its bytes say nothing of its lines
+    if b"\0" in head:
+        nul = head.count(b"\0")
+        return (f"holds NUL bytes ({nul:,} in its first MiB): it is not a text "
+                f"file; a crash can leave one: copy or write it again")
+    if b"\r" in head and b"\n" not in head:
+        return (f"ends its lines with CR alone (old Mac line ends), so it reads as one line: "
+                "convert them to LF line ends (e.g. with dos2unix -c mac)")
+    return None
 
 
 def expand(text) -> Path:

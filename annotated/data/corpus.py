@@ -251,8 +251,8 @@ def _user_files(data_dir, langs) -> dict:
     for p in (Path(data_dir) / f"{stem}.{lang}{gz}" for stems in USER_SPLITS.values()
               for stem in stems for lang in langs for gz in ("", ".gz")):
         if (p.exists() or p.is_symlink()) and not p.is_file():
-            what = ("a folder" if p.is_dir() else "a broken link or a loop of links"
-                    if p.is_symlink() else "not a regular file")
+            what = ("a folder" if p.is_dir() else "not a regular file" if p.exists()
+                    else "a broken link or a loop of links")
             raise DataError(f"{p} is {what}: dataset=files reads it as a corpus file; put the "
                             f"file there (or rename that entry)")
     for split, stems in USER_SPLITS.items():
@@ -264,6 +264,10 @@ def _user_files(data_dir, langs) -> dict:
                             f"one of them (they would be read as one corpus each)")
         pairs = [found[i] + found[i + 1] for i in range(0, len(found), 2)
                  if found[i] and found[i + 1]]
+        if len(pairs) > 1:
+            names = " and ".join(f"{a.name}/{b.name}" for a, b in pairs)
+            raise DataError(f"{data_dir} holds {names} for the {split} split: keep one pair of "
+                            f"them")
         if pairs:
             files[split] = pairs[0]
         else:
