@@ -44,6 +44,8 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):      # reports quote the book's text: on a terminal
+        sys.stdout.reconfigure(errors="backslashreplace")    # that cannot show it, escaped
     if args.command == "translations":
         with stops_unwind():                # --add-missing writes: SIGTERM stops as Ctrl-C
             return translations(args.add_missing)

@@ -85,6 +85,10 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
     out = Path(out).expanduser().resolve()
     with stops_unwind():
         before = publish.check_out(out)
+        for lang in languages.TRANSLATIONS:       # a damaged translation file, before the work
+            for source in i18n.sources():
+                if (where := i18n.translation_file(source, lang)).exists():
+                    i18n.read_units(where, lang)
         out.parent.mkdir(parents=True, exist_ok=True)
         with scratch_folder(out.parent, ".book-") as tmp:
             zip_size = project.project_zip(tmp / project.PROJECT_ZIP, leave_out=(

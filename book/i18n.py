@@ -73,8 +73,13 @@ def read_units(path: Path, lang: str) -> list[Unit]:
             raise DataError(f"{path}:{i + 2}: expected '{EN}' after the unit header")
         end = next((j for j in range(i + 2, len(lines)) if HEADER.match(lines[j])), len(lines))
         mid = _separator(path, lines, i, end, target)
-        units.append(Unit(header.group(1), "\n".join(lines[i + 2:mid]).strip("\n"),
-                          "\n".join(lines[mid + 1:end]).strip("\n"), i + 1))
+        unit = Unit(header.group(1), "\n".join(lines[i + 2:mid]).strip("\n"),
+                    "\n".join(lines[mid + 1:end]).strip("\n"), i + 1)
+        twin = next((u for u in units if u.key.startswith("cell ") and u.key == unit.key), None)
+        if twin:
+            raise DataError(f"{path}:{i + 1}: {unit.key} is translated twice (also at line "
+                            f"{twin.line}); keep one of the two units")
+        units.append(unit)
         i = end
     return units
 

@@ -351,6 +351,29 @@ def fake_sphinx(monkeypatch):
     return book_build, site
 
 
+def test_a_damaged_translation_file_stops_the_build_before_any_work(tmp_path, fake_sphinx,
+                                                                   monkeypatch):
+    """A conflict marker in a Chinese page is named in seconds, not after the English edition
+    has been built."""
+    from book import i18n, run_sphinx
+    build, site = fake_sphinx
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "slips.md", book / "slips.md")
+    zh = (i18n.BOOK / "zh" / "slips.md").read_text(encoding="utf-8")
+    (book / "zh" / "slips.md").write_text(zh.replace("--- zh ---\n", "--- zh ---\n=======\n", 1),
+                                          encoding="utf-8")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    monkeypatch.setattr(languages, "TRANSLATIONS", {"zh": languages.ALL["zh"]})
+    calls = []
+    monkeypatch.setattr(run_sphinx, "build_main", lambda args: calls.append(args) or 0)
+    with pytest.raises(DataError) as refused:
+        build.build(tmp_path / "site")
+    says(refused, "slips.md:", "conflict marker", "keep one")
+    assert not calls and not (tmp_path / "site").exists()
+
+
 def test_a_rebuild_replaces_only_what_the_last_build_wrote(tmp_path, fake_sphinx):
     build, site = fake_sphinx
     out = tmp_path / "site"

@@ -219,6 +219,17 @@ def test_a_git_conflict_left_in_a_translation_is_refused_naming_its_line(marker,
     says(error, "start.md:6", "conflict", marker, "python -m book translations")
 
 
+def test_a_cell_translated_twice_is_refused_naming_both_units(tmp_path):
+    """Two units for one cell (a merge, a paste) would pass the check and fail the build late,
+    naming a temporary file: the translation file says it, with both lines."""
+    path = tmp_path / "02_masking.md"
+    unit = "=== cell 0f42a1df ===\n--- en ---\nFirst.\n--- zh ---\n{}\n"
+    path.write_text(unit.format("第一。") + "\n" + unit.format("第一句。"), encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "02_masking.md:7", "cell 0f42a1df", "twice", "line 1", "keep one")
+
+
 def test_a_unit_without_its_separator_is_refused_not_merged_with_the_next(tmp_path):
     path = tmp_path / "start.md"
     path.write_text(UNITS.replace("--- zh ---\n第一。", "第一。", 1), encoding="utf-8")
