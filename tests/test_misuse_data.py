@@ -86,6 +86,25 @@ def test_things_named_like_checkpoints_that_are_not_files_are_not_checkpoints(tm
                                                                    "ckpt_0000003.pt"]
 
 
+def test_max_steps_past_the_planned_length_is_done_with_a_note(tmp_path, capsys):
+    run(tmp_path / "run", "--config", "copy", "--max-steps", 3,
+        *merged(TINY_RUN, ["train_steps=2"]))
+    says(next(line for line in capsys.readouterr().out.splitlines() if "note:" in line),
+         "--max-steps 3", "train_steps=2", "--max-minutes")
+    assert checkpoint_file.checkpoints(tmp_path / "run")[-1].name == "ckpt_0000003.pt"
+
+
+def test_a_run_refused_before_its_first_file_leaves_no_run_folder(tmp_path, capsys):
+    """A setting refused once the run folder is locked (fp16 on a CPU) leaves no folder holding
+    only the lock; a folder that was there stays."""
+    run_fails(tmp_path / "new", "--config", "copy", "--max-steps", 1, *TINY_RUN, "amp=fp16")
+    says(error_line(capsys, alone=False), "amp=fp16", "GPU")
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "mine").mkdir()
+    run_fails(tmp_path / "mine", "--config", "copy", "--max-steps", 1, *TINY_RUN, "amp=fp16")
+    assert (tmp_path / "mine").is_dir()
+
+
 def test_a_renamed_checkpoint_is_refused_by_average_last_and_named_by_verify(tmp_path, capsys):
     """--last N takes the newest checkpoints by name: a checkpoint renamed to a later step
     would be averaged in place of the newest. Average refuses the folder, as resume does, and

@@ -69,6 +69,9 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     if device.type == "cpu":
         keep_freed_memory()          # no page faults on each step's large tensors (machine)
     say = printer(rank == 0)
+    if steps > config.train_steps:
+        say(f"note: --max-steps {steps:,} runs past train_steps={config.train_steps:,}, the "
+            f"run's planned length (--max-minutes or Ctrl-C stop it; --resume goes on)")
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
         folder.check_checkpoint_names(resumed["step"] if resumed else 0, steps)

@@ -34,6 +34,7 @@ class RunDir:
         self.path, self.active, self.say = Path(path), active, say
         self.metrics = self.path / "metrics.jsonl"
         self._lock = None
+        self._made = False
 
     def open(self) -> "RunDir":
         """Create and lock the folder, and remove (or name) temporary files of an interrupted
@@ -41,6 +42,7 @@ class RunDir:
         if not self.active:
             return self
         self._check_kind()
+        self._made = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
@@ -117,6 +119,8 @@ class RunDir:
                                   f"choose another --run-dir")
 
     def close(self):
+        """Unlock the folder; one this run made and left with nothing but its lock (refused
+        before its first file) is removed."""
         if self._lock is not None:
             try:
                 self._lock.truncate(0)
@@ -124,6 +128,9 @@ class RunDir:
             except OSError:                           # a full disk: the kernel still releases it
                 pass
             self._lock = None
+            if self._made and [p.name for p in self.path.iterdir()] == [".lock"]:
+                (self.path / ".lock").unlink()
+                self.path.rmdir()
 
     def record(self, entry: dict):
         """Append one line to metrics.jsonl; a failed write (a full disk, a file size limit)
