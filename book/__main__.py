@@ -2,9 +2,10 @@
 (default build/site/); --without-solutions leaves the exercises' worked solutions out of it,
 for a course whose students should not see them.
 `python -m book translations [--add-missing]`: list what the translations lack (exit 1 if
-anything): English with no translation, translations whose English has changed since (with the
-difference), translations of English that is gone; --add-missing appends an empty unit for each
-piece of English that has none, for a translator to fill in.
+anything): English with no translation (prose, and the cells of the chapters' results tables),
+translations whose English has changed since (with the difference), translations of English that
+is gone; --add-missing appends an empty unit for each piece of English that has none, for a
+translator to fill in.
 `python -m book terms`: list every glossary term a chapter uses before linking it to its entry,
 in every language, and every glossary entry that names another chapter than the one defining its
 term (exit 1 if anything)."""
@@ -65,13 +66,22 @@ def translations(add: bool) -> None:
             if add and (n := i18n.add_missing(source, lang)):
                 print(f"{i18n.translation_file(source, lang).relative_to(i18n.ROOT)}: "
                       f"{n} empty unit(s) added")
-            report = i18n.check(source, lang)
-            for line in report.missing + report.stale + report.orphans:
-                print(line)
-            problems += len(report.missing) + len(report.stale) + len(report.orphans)
+            problems += printed(i18n.check(source, lang))
+        if add and (n := i18n.add_missing_cells(lang)):
+            print(f"{(i18n.BOOK / lang / i18n.TABLES).relative_to(i18n.ROOT)}: "
+                  f"{n} empty unit(s) added")
+        problems += printed(i18n.check_tables(lang))
     print(f"{problems} translation problem(s)" if problems else "every translation is up to date")
     if problems:
         raise SystemExit(1)
+
+
+def printed(report: i18n.Report) -> int:
+    """Print a report's lines; return how many."""
+    lines = report.missing + report.stale + report.orphans
+    for line in lines:
+        print(line)
+    return len(lines)
 
 
 def check_terms() -> None:

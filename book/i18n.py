@@ -21,7 +21,19 @@ exactly what changed: `python -m book translations` prints, for each stale unit,
 between the English it translated and the English now. MyST-NB cannot translate notebooks
 through Sphinx's gettext catalogues, so the translated chapters are made here instead: the
 English notebook with each markdown cell replaced by its translation, every code cell and
-output untouched (translated_notebook).
+output untouched but the tables (translated_notebook).
+
+A chapter's results tables are outputs: markdown tables (text/markdown with a row of `| --- |`)
+that the code draws. Their cells are translated by one file for the whole book,
+book/<lang>/tables.md, of `=== block ===` units, each the English of one cell (a header, a row
+label, a value; or a line of the output outside the table) with each number written `#`: the
+cell "dropout 0.3 instead of 0.1" is the unit "dropout # instead of #", whose translation puts
+the cell's numbers back at its `#`s, in order (a number inside a word, test2016, 6k, 5e-03, is
+text, not a number). A cell needs a unit when, outside inline code, it
+has a word of two or more Latin letters; numbers, identifiers (`d_model=64`, `test2016`) and code
+need none. Data and names (a test sentence and its German, `multi30k`, sacreBLEU) have a unit
+whose translation is the English as it is. check_tables names, for each cell with no unit, the
+chapter, the table's caption number and the cell; a unit no table shows any more is an orphan.
 """
 import copy
 import difflib
@@ -40,6 +52,11 @@ HEADER = re.compile(r"^=== (cell [0-9a-zA-Z_-]+|block) ===$")
 # The lines git writes around a conflict it leaves in a file.
 CONFLICT = re.compile(r"^(<{7}|\|{7}|>{7})( |$)|^={7}$")
 EN, TARGET = "--- en ---", "--- {lang} ---"
+TABLES = "tables.md"                     # book/<lang>/tables.md: the chapters' table cells
+NUMBER = re.compile(r"(?<![\w.])(?<!\de-)\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")  # 11,152 0.3, not in 5e-03
+WORD = re.compile(r"\b[A-Za-z]{2,}\b")
+TABLE_RULE = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")                 # | --- | ---: |
+CAPTION = re.compile(r"^\*\*(Table [\w.]+?)\.\*\*")
 
 
 @dataclass
@@ -230,17 +247,23 @@ def short(text: str, n: int = 60) -> str:
 
 def translated_notebook(nb: dict, source: Path, lang: str) -> dict:
     """The chapter `nb` (as JSON) in `lang`: each markdown cell replaced by its unit's
-    translation (English where there is none yet, which `check` reports); code cells and their
-    outputs as they are, but for the exercises (exercise_language)."""
+    translation (English where there is none yet, which `check` reports), the cells of each
+    table output by theirs (translated_table); code cells and their other outputs as they are,
+    but for the exercises (exercise_language)."""
     where = translation_file(source, lang)
     units = {u.key: u.text for u in read_units(where, lang)} if where.exists() else {}
     out = copy.deepcopy(nb)
+    table_text = table_units(lang)
     for cell in out["cells"]:
         text = units.get(f"cell {cell.get('id')}")
         if cell["cell_type"] == "markdown" and text:
             cell["source"] = text
         if cell["cell_type"] == "code":
             exercise_language(cell, lang)
+            for output in (o for o in cell.get("outputs", []) if table_of(o) is not None):
+                text = translated_table(table_of(output), table_text)
+                kept_as_lines = isinstance(output["data"]["text/markdown"], list)
+                output["data"]["text/markdown"] = text.splitlines(True) if kept_as_lines else text
     out["metadata"]["language"] = languages.ALL[lang].SPHINX["language"]
     return out
 
@@ -289,6 +312,128 @@ def add_missing(source: Path, lang: str) -> int:
     have = {u.key for u in units if u.key != "block"} | {u.en for u in units if u.key == "block"}
     new = [Unit(key, text, "", 0) for key, text in source_units(source)
            if (text if key == "block" else key) not in have]
+    if new:
+        write_units(where, units + new, lang)
+    return len(new)
+
+
+def table_of(output: dict) -> str | None:
+    """The markdown of a table output (text/markdown with a table rule row), else None."""
+    text = output.get("data", {}).get("text/markdown")
+    text = "".join(text) if isinstance(text, list) else text
+    if text and any(TABLE_RULE.match(line.strip()) for line in text.split("\n")):
+        return text
+    return None
+
+
+def table_pieces(text: str) -> list[str]:
+    """What a table output holds to translate: each cell of its rows, header included, and
+    each other line, that needs a unit (needs_unit)."""
+    pieces = []
+    for line in text.split("\n"):
+        if TABLE_RULE.match(line.strip()):
+            continue
+        pieces += row_cells(line) if line.startswith("|") else [line.strip()]
+    return [piece for piece in pieces if needs_unit(piece)]
+
+
+def row_cells(line: str) -> list[str]:
+    """The cells of a table row '| a | b |', stripped."""
+    return [cell.strip() for cell in line.strip()[1:-1].split("|")]
+
+
+def needs_unit(piece: str) -> bool:
+    """True for a table cell with a word of two or more Latin letters outside inline code."""
+    return bool(WORD.search(re.sub(r"`[^`]*`", " ", piece)))
+
+
+def cell_key(piece: str) -> str:
+    """The English a table cell's unit quotes: the cell with each number written #."""
+    return NUMBER.sub("#", piece)
+
+
+def table_units(lang: str) -> dict[str, str]:
+    """English (cell_key) -> translation of book/<lang>/tables.md's units that have one."""
+    where = BOOK / lang / TABLES
+    return {u.en: u.text for u in read_units(where, lang) if u.text} if where.exists() else {}
+
+
+def translated_piece(piece: str, units: dict[str, str]) -> str:
+    """A table cell in the units' language, its numbers put back at the translation's #s; as
+    it is when it has no unit, or one whose #s are not the cell's numbers (check_tables)."""
+    numbers, text = NUMBER.findall(piece), units.get(cell_key(piece))
+    if not needs_unit(piece) or not text or text.count("#") != len(numbers):
+        return piece
+    numbers.reverse()
+    return re.sub("#", lambda _: numbers.pop(), text)
+
+
+def translated_table(text: str, units: dict[str, str]) -> str:
+    """A table output's markdown with each cell and other line translated (translated_piece);
+    its rule row and its rows' layout as they are."""
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith("|") and not TABLE_RULE.match(line.strip()):
+            cells = [translated_piece(cell, units) for cell in row_cells(line)]
+            line = "| " + " | ".join(cells) + " |" if cells != row_cells(line) else line
+        elif line.strip() and not TABLE_RULE.match(line.strip()):
+            line = line.replace(line.strip(), translated_piece(line.strip(), units))
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def book_table_pieces() -> list[tuple[str, str]]:
+    """(where, cell) of every table cell of the chapters that needs a unit, where naming the
+    chapter, the table's caption number (from the caption cell that follows it) and its cell."""
+    import nbformat
+    found = []
+    for source in (s for s in sources() if s.suffix == ".ipynb"):
+        cells = nbformat.read(source, as_version=4).cells
+        for i, cell in enumerate(cells):
+            tables = [t for o in cell.get("outputs", []) if (t := table_of(o)) is not None]
+            after = next((c.source for c in cells[i + 1:] if c.cell_type == "markdown"), "")
+            caption = CAPTION.match(after)
+            where = (f"{source.relative_to(ROOT)}, {caption.group(1) if caption else 'a table'}"
+                     f" (cell {cell.get('id')})")
+            found += [(where, piece) for text in tables for piece in table_pieces(text)]
+    return found
+
+
+def check_tables(lang: str) -> Report:
+    """The chapters' table cells against book/<lang>/tables.md: a cell with no unit is missing,
+    a unit whose #s are not its English's is stale, a unit no table shows is an orphan."""
+    where = BOOK / lang / TABLES
+    units = read_units(where, lang) if where.exists() else []
+    name, report, seen = where.relative_to(ROOT), Report([], [], []), set()
+    by_en = {u.en: u for u in units}
+    for place, piece in book_table_pieces():
+        key = cell_key(piece)
+        if key in seen:
+            continue
+        seen.add(key)
+        unit = by_en.get(key)
+        if unit is None or not unit.text.strip():
+            report.missing.append(f"{name}: no translation of the table cell {short(key)}: "
+                                  f"{place}")
+        elif unit.text.count("#") != key.count("#"):
+            report.stale.append(f"{name}:{unit.line}: the translation of {short(key)} writes "
+                                f"{unit.text.count('#')} '#', its English {key.count('#')}: "
+                                f"write one # for each number of the cell")
+    report.orphans += [f"{name}:{u.line}: a table cell no chapter shows any more: {short(u.en)}"
+                       for u in units if u.en not in seen]
+    return report
+
+
+def add_missing_cells(lang: str) -> int:
+    """Append a unit with empty translation to book/<lang>/tables.md for each table cell that
+    has none (for a translator to fill in); return how many."""
+    where = BOOK / lang / TABLES
+    units = read_units(where, lang) if where.exists() else []
+    have, new = {u.en for u in units}, []
+    for _, piece in book_table_pieces():
+        if cell_key(piece) not in have:
+            have.add(cell_key(piece))
+            new.append(Unit("block", cell_key(piece), "", 0))
     if new:
         write_units(where, units + new, lang)
     return len(new)

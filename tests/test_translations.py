@@ -62,10 +62,30 @@ def same_but_the_exercises_language(en: dict, zh: dict) -> bool:
         if said:
             assert o_zh["data"]["text/plain"] == said["zh"] != said["en"]
             assert re.search(r"[\u4e00-\u9fff]", said["zh"])
+        elif i18n.table_of(o_en) is not None:
+            assert same_table_but_its_words(o_en, o_zh)
         else:
             assert o_zh == o_en
     return {k: v for k, v in zh.items() if k not in ("source", "outputs")} == \
         {k: v for k, v in en.items() if k not in ("source", "outputs")}
+
+
+def same_table_but_its_words(en: dict, zh: dict) -> bool:
+    """A table output of a translated chapter is the English output but for the words of its
+    cells: the same rows, the same cells in each, and each cell without words as it is."""
+    lines_en, lines_zh = i18n.table_of(en).split("\n"), i18n.table_of(zh).split("\n")
+    assert len(lines_en) == len(lines_zh)
+    for line_en, line_zh in zip(lines_en, lines_zh):
+        if not line_en.startswith("|"):
+            continue
+        cells_en, cells_zh = i18n.row_cells(line_en), i18n.row_cells(line_zh)
+        assert len(cells_en) == len(cells_zh), line_zh
+        assert [c for c in cells_en if not i18n.needs_unit(c)] == \
+            [z for c, z in zip(cells_en, cells_zh) if not i18n.needs_unit(c)]
+    return {k: v for k, v in en.items() if k != "data"} == \
+        {k: v for k, v in zh.items() if k != "data"} and \
+        {k: v for k, v in en["data"].items() if k != "text/markdown"} == \
+        {k: v for k, v in zh["data"].items() if k != "text/markdown"}
 
 
 def protected(text: str) -> list[str]:
@@ -87,10 +107,10 @@ def test_every_unit_keeps_its_english_code_math_and_link_targets():
     assert protected("See [the query](../book/glossary.md#glossary-query-key-value).") == \
         ["](../book/glossary.md#glossary-query-key-value)"]
     slips = []
-    for source in SOURCES:
-        for unit in i18n.read_units(i18n.translation_file(source, "zh"), "zh"):
+    for path in [i18n.translation_file(s, "zh") for s in SOURCES] + [i18n.BOOK / "zh" / i18n.TABLES]:
+        for unit in i18n.read_units(path, "zh"):
             flat = " ".join(unit.text.split())
-            slips += [f"{source.name}:{unit.line}: {piece[:70]}" for piece in protected(unit.en)
+            slips += [f"{path.name}:{unit.line}: {piece[:70]}" for piece in protected(unit.en)
                       if piece not in flat]
     assert not slips, "\n".join(slips[:30])
 
@@ -296,6 +316,92 @@ def test_an_english_page_not_in_utf8_is_one_line_naming_the_file_and_line(lang, 
     says(translations_error(book, monkeypatch, capsys), f"slips.md, line {line}", "not UTF-8")
 
 
+@pytest.fixture
+def copy_of_chapter_eight(tmp_path, monkeypatch):
+    """Chapter 8 alone in a scratch book, with a table translation file of three units: a
+    cell's words, a cell with numbers, a German sentence kept as it is; the module pointed at
+    it."""
+    chapters, book = tmp_path / "chapters", tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    chapters.mkdir()
+    chapter = next(p for p in CHAPTERS if p.name.startswith("08_"))
+    shutil.copy(chapter, chapters / chapter.name)
+    german = next(cell for _, cell in i18n.book_table_pieces() if cell.startswith("Ein Mann"))
+    i18n.write_units(book / "zh" / i18n.TABLES, [
+        i18n.Unit("block", "the shipped model", "随附模型", 0),
+        i18n.Unit("block", "# x # = # million", "# × # = # 百万", 0),
+        i18n.Unit("block", german, german, 0)], "zh")
+    for name, value in (("BOOK", book), ("ROOT", tmp_path), ("CHAPTERS", chapters)):
+        monkeypatch.setattr(i18n, name, value)
+    return chapters / chapter.name, german
+
+
+def table_output(nb: dict, caption: str) -> str:
+    """The markdown of the table output that the caption cell `caption` follows."""
+    cells = nb["cells"]
+    at = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+              and "".join(c["source"]).startswith(f"**{caption}.**"))
+    code = next(c for c in reversed(cells[:at]) if c["cell_type"] == "code")
+    return next(t for o in code["outputs"] if (t := i18n.table_of(o)) is not None)
+
+
+def test_a_table_cell_with_a_unit_is_translated_and_data_kept_stays(copy_of_chapter_eight):
+    path, german = copy_of_chapter_eight
+    english = json.loads(path.read_text(encoding="utf-8"))
+    chinese = i18n.translated_notebook(english, path, "zh")
+    en, zh = table_output(english, "Table 8.3"), table_output(chinese, "Table 8.3")
+    product = next(c for c in re.findall(r"[^|]+", en) if "million" in c).strip()
+    assert "| 随附模型 |" in zh and "the shipped model" not in zh
+    assert "{} × {} = {} 百万".format(*i18n.NUMBER.findall(product)) in zh
+    assert "| system |" in zh                            # no unit yet: as it is
+    assert [re.findall(r"\d[\d,.]*", line) for line in en.split("\n")] == \
+        [re.findall(r"\d[\d,.]*", line) for line in zh.split("\n")]
+    assert german in table_output(chinese, "Table 8.4")
+    assert "随附模型" in table_output(chinese, "Table 8.4").split("\n")[0]
+    assert same_table_but_its_words({"data": {"text/markdown": en}},
+                                    {"data": {"text/markdown": zh}})
+
+
+def test_a_table_cell_without_a_unit_is_missing_and_a_unit_no_table_shows_orphaned(
+        copy_of_chapter_eight):
+    path, german = copy_of_chapter_eight
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if "examples_table" in c.source)
+    output = cell.outputs[0]
+    output.data["text/markdown"] = output.data["text/markdown"].replace(german, "Ein Satz.")
+    nbformat.write(nb, path)
+    report = i18n.check_tables("zh")
+    says(next(m for m in report.missing if "'system'" in m), "book/zh/tables.md",
+         "chapters/08_results.ipynb", "Table 8.3", "cell 53e9fee3")
+    says(next(m for m in report.missing if "Ein Satz." in m), "Table 8.4")
+    assert not [m for m in report.missing if "'the shipped model'" in m or "'# x # = #" in m]
+    assert len(report.orphans) == 1
+    says(report.orphans[0], "book/zh/tables.md:", "no chapter shows", german[:20])
+    before = i18n.read_units(i18n.BOOK / "zh" / i18n.TABLES, "zh")
+    assert i18n.add_missing_cells("zh") == len(report.missing)
+    after = i18n.read_units(i18n.BOOK / "zh" / i18n.TABLES, "zh")
+    assert [u.text for u in after[:len(before)]] == [u.text for u in before]
+    assert {u.en for u in after[len(before):]} >= {"system", "Ein Satz."}
+    assert not [u for u in after[len(before):] if u.text]       # for a translator to fill
+    assert len(i18n.check_tables("zh").missing) == len(report.missing)
+    assert i18n.add_missing_cells("zh") == 0
+
+
+def test_a_table_unit_that_drops_a_number_is_stale_and_leaves_its_cell_as_it_is(
+        copy_of_chapter_eight):
+    path, _ = copy_of_chapter_eight
+    where = i18n.BOOK / "zh" / i18n.TABLES
+    units = i18n.read_units(where, "zh")
+    units[1].text = "# × # 百万"
+    i18n.write_units(where, units, "zh")
+    stale = i18n.check_tables("zh").stale
+    assert len(stale) == 1
+    says(stale[0], f"tables.md:{units[1].line}", "million", "#")
+    english = json.loads(path.read_text(encoding="utf-8"))
+    chinese = i18n.translated_notebook(english, path, "zh")
+    assert "million" in table_output(chinese, "Table 8.3")
+
+
 def test_adding_missing_units_writes_a_translation_file_whole_or_not_at_all(
         copy_of_chapter_one, monkeypatch):
     path = copy_of_chapter_one
@@ -355,17 +461,26 @@ def blank(found: re.Match) -> str:
 
 
 def chinese_of_units(path) -> list[tuple[int, str]]:
-    """(line, prose) of the Chinese of a translation file: the text after each '--- zh ---'."""
-    lines, out, unit = path.read_text(encoding="utf-8").split("\n"), [], []
+    """(line, prose) of the Chinese of a translation file: the text after each '--- zh ---'.
+    A table cell's unit whose Chinese is its English is data or a name kept as it is (a test
+    sentence, its German, a citation): it holds no Chinese prose."""
+    lines, out = path.read_text(encoding="utf-8").split("\n"), []
+    english, unit = [], []
     for number, line in enumerate(lines + ["=== block ==="], 1):
         if i18n.HEADER.match(line):
-            prose = chinese_prose("\n".join(text for _, text in unit)).split("\n")
-            out += [(n, p) for (n, _), p in zip(unit, prose)]
-            unit = None
+            chinese = "\n".join(text for _, text in unit)
+            kept = path.name == i18n.TABLES and chinese.strip() == "\n".join(english).strip()
+            prose = chinese_prose(chinese).split("\n")
+            out += [] if kept else [(n, p) for (n, _), p in zip(unit, prose)]
+            english, unit = None, None
+        elif line == i18n.EN:
+            english = []
         elif line == i18n.TARGET.format(lang="zh"):
             unit = []
         elif unit is not None:
             unit.append((number, line))
+        elif english is not None:
+            english.append(line)
     return out
 
 
