@@ -79,13 +79,13 @@ def _verify_command(paths) -> int:
         if not found:
             failed += 1
             say_error(f"error: {given} holds no checkpoints")
-        for path in found:
+        for file in found:
             try:
-                verify(path)
-                if not given.is_dir() and step_in_name(path) is not None and (
-                        wrong := misnamed(path, path.parent)):
+                verify(file)
+                if not given.is_dir() and step_in_name(file) is not None and (
+                        wrong := misnamed(file, file.parent)):
                     raise CheckpointError(wrong)      # a folder's are checked below, together
-                print(f"{path}: intact")
+                print(f"{file}: intact")
             except CheckpointError as e:
                 failed += 1
                 say_error(f"error: {e}")

@@ -44,6 +44,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     require_stdout("the scores")
+    if args.ref == Path("-"):
+        raise DataError("--ref -: the references are read from a file; give its path (only "
+                        "--hyp may be - for standard input)")
+    if args.baseline == Path("-"):
+        raise DataError("--baseline -: only --hyp may be - for standard input; give the "
+                        "baseline's translations as a file")
     refs = list(read_lines(args.ref))
     hyps = aligned(args.hyp, refs, args.ref)
     baseline = aligned(args.baseline, refs, args.ref) if args.baseline else None
@@ -60,6 +66,9 @@ def aligned(path, refs, ref_path) -> list[str]:
     and not the references themselves; a note on stderr names lines that hold characters one
     cannot see, which count in BLEU."""
     if path == Path("-"):
+        if sys.stdin is not None and os.path.samestat(os.fstat(0), os.stat(ref_path)):
+            raise DataError(f"standard input is the references file {ref_path} itself: give "
+                            f"the translations to score on standard input (--hyp -)")
         lines = list(read_lines(sys.stdin.buffer, "standard input"))
     elif os.path.exists(path) and os.path.samefile(path, ref_path):
         raise DataError(f"{path} is the references file itself: give the translations to score "

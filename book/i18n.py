@@ -72,11 +72,15 @@ def read_units(path: Path, lang: str) -> list[Unit]:
     left in it, a unit without its separator lines) is one DataError naming the file, the line
     and what was expected there."""
     lines = list(read_lines(path))
+    merged = any(CONFLICT.match(line) and not line.startswith("=") for line in lines)
     for number, line in enumerate(lines, 1):
-        if CONFLICT.match(line):
+        if CONFLICT.match(line) and merged:           # ======= alone is a Markdown heading
             raise DataError(f"{path}:{number}: a git conflict marker ({line[:40]!r}): a merge "
                             f"left two versions here; keep one, delete the marker lines, then "
                             f"run python -m book translations again")
+        if "\0" in line:
+            raise DataError(f"{path}:{number}: a NUL byte, which is not text (a crash or a "
+                            f"bad copy leaves them); delete it, or restore the file from git")
     units, i, target = [], 0, TARGET.format(lang=lang)
     while i < len(lines):
         if not lines[i].strip():

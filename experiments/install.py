@@ -121,7 +121,7 @@ def main(argv=None):
         result["commands"][mark] = {**line, **measure(mark, line, env)}
     rows = [[mark, f"{r['install_s']} s", f"{r['run_s']} s", f"{r['venv_bytes'] / 2**30:.1f} GB",
              r["packages"]] for mark, r in result["commands"].items()]
-    text = "\n".join([f"# The README's two commands, timed", "",
+    text = "\n".join(["# The README's two commands, timed", "",
                       f"Written by `{invocation('experiments.install', argv)}` (do not edit by "
                       f"hand).", ""] + markdown_table(
         ["command", "install", "run", "size of .venv/", "packages"], rows)

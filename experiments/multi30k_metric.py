@@ -16,7 +16,6 @@ and .json (runs/results by default; a smoke test, --limit, never into the commit
 """
 import argparse
 import json
-from pathlib import Path
 
 from sacrebleu.metrics import BLEU
 from sacremoses import MosesPunctNormalizer, MosesTokenizer

@@ -361,8 +361,8 @@ def test_a_damaged_translation_file_stops_the_build_before_any_work(tmp_path, fa
     (book / "zh").mkdir(parents=True)
     shutil.copy(i18n.BOOK / "slips.md", book / "slips.md")
     zh = (i18n.BOOK / "zh" / "slips.md").read_text(encoding="utf-8")
-    (book / "zh" / "slips.md").write_text(zh.replace("--- zh ---\n", "--- zh ---\n=======\n", 1),
-                                          encoding="utf-8")
+    damaged = zh.replace("--- zh ---\n", "--- zh ---\n<<<<<<< HEAD\n", 1)
+    (book / "zh" / "slips.md").write_text(damaged, encoding="utf-8")
     monkeypatch.setattr(i18n, "BOOK", book)
     monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
     monkeypatch.setattr(languages, "TRANSLATIONS", {"zh": languages.ALL["zh"]})

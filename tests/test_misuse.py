@@ -8,7 +8,6 @@ write); and what a run folder, an output path or a site folder may hold that is 
 command's own.
 """
 import errno
-import json
 import os
 import re
 import resource

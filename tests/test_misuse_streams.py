@@ -428,3 +428,36 @@ def test_translate_from_a_terminal_says_it_waits_for_sentences(tmp_path):
         os.close(master)
     says(next(line for line in err.splitlines() if "terminal" in line), "Ctrl-D", "--input")
     assert "empty" in err and child.returncode == 1
+
+
+@pytest.mark.parametrize("content, names", [
+    (b"\0" * 300, ["NUL bytes", "not a text file"]),
+    (b"A dog runs.\rA cat sleeps.\r", ["CR alone", "LF"]),
+])
+@pytest.mark.parametrize("given", ["--input", "stdin"])
+def test_translate_refuses_input_that_is_not_lines_of_text(tmp_path, content, names, given):
+    """NUL bytes would be translated into an invented sentence, CR-only line ends into one
+    line for many: refused before decoding, from a file or from stdin, the output untouched."""
+    (tmp_path / "in.en").write_bytes(content)
+    (tmp_path / "out.de").write_text("kept\n")
+    argv = [sys.executable, "-m", "annotated.translate", "--checkpoint", str(SHIPPED),
+            "--out", str(tmp_path / "out.de")]
+    with open(tmp_path / "in.en", "rb") as stdin:
+        done = subprocess.run(argv + (["--input", str(tmp_path / "in.en")] if given == "--input"
+                                      else []), stdin=stdin, capture_output=True, text=True,
+                              timeout=300)
+    assert done.returncode == 1
+    says(done.stderr.strip().splitlines()[-1], *names)
+    assert (tmp_path / "out.de").read_text() == "kept\n"
+
+
+def test_evaluate_refuses_the_references_on_stdin_and_stdin_for_them(tmp_path):
+    (tmp_path / "ref.de").write_text("Ein Hund.\nZwei Katzen.\n")
+    for argv, names in [(["--hyp", "-", "--ref", str(tmp_path / "ref.de")],
+                         ["standard input", str(tmp_path / "ref.de"), "--hyp -"]),
+                        (["--hyp", str(tmp_path / "ref.de"), "--ref", "-"], ["--ref -", "file"])]:
+        with open(tmp_path / "ref.de", "rb") as stdin:
+            done = subprocess.run([sys.executable, "-m", "annotated.evaluate", *argv],
+                                  stdin=stdin, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and done.stdout == ""
+        says(done.stderr.strip(), *names)

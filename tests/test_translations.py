@@ -230,13 +230,30 @@ UNITS = ("=== block ===\n--- en ---\nFirst.\n--- zh ---\n第一。\n\n"
          "=== block ===\n--- en ---\nSecond.\n--- zh ---\n第二。\n")
 
 
-@pytest.mark.parametrize("marker", ["<<<<<<< HEAD", "=======", ">>>>>>> theirs", "||||||| base"])
+@pytest.mark.parametrize("marker", ["<<<<<<< HEAD", ">>>>>>> theirs", "||||||| base"])
 def test_a_git_conflict_left_in_a_translation_is_refused_naming_its_line(marker, tmp_path):
     path = tmp_path / "start.md"
     path.write_text(UNITS.replace("第一。\n", f"第一。\n{marker}\n第一句。\n"), encoding="utf-8")
     with pytest.raises(DataError) as error:
         i18n.read_units(path, "zh")
     says(error, "start.md:6", "conflict", marker, "python -m book translations")
+
+
+def test_a_line_of_equals_signs_is_a_conflict_marker_only_beside_the_others(tmp_path):
+    """======= alone is a Markdown heading's underline; with <<<<<<< in the file it is the
+    middle of a conflict. A NUL byte is never text."""
+    path = tmp_path / "start.md"
+    path.write_text(UNITS.replace("第一。\n", "标题\n=======\n第一。\n"), encoding="utf-8")
+    assert [u.text for u in i18n.read_units(path, "zh")][0] == "标题\n=======\n第一。"
+    path.write_text(UNITS.replace("第一。\n", "<<<<<<< HEAD\n第一。\n=======\n第一句。\n"),
+                    encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md:5", "conflict", "<<<<<<<")
+    path.write_text(UNITS.replace("第一。", "第\0一。"), encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md:5", "NUL byte", "restore")
 
 
 def test_a_cell_translated_twice_is_refused_naming_both_units(tmp_path):

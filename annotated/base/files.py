@@ -160,7 +160,7 @@ def not_lines_of_text(path) -> str | None:
         return (f"holds NUL bytes ({nul:,} in its first MiB): it is not a text "
                 f"file; a crash can leave one: copy or write it again")
     if b"\r" in head and b"\n" not in head:
-        return (f"ends its lines with CR alone (old Mac line ends), so it reads as one line: "
+        return ("ends its lines with CR alone (old Mac line ends), so it reads as one line: "
                 "convert them to LF line ends (e.g. with dos2unix -c mac)")
     return None
 

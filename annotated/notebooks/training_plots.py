@@ -406,7 +406,6 @@ def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: 
     tried, as the appendix's table numbers them)."""
     import itertools
     import matplotlib.pyplot as plt
-    import numpy as np
     candidates = sweep["candidates"]
     names = list(candidates)
     labels = labels or {name: str(i) for i, name in enumerate(names, start=1)}

@@ -206,7 +206,7 @@ def _sealed(path: Path) -> bool:
     if path.is_dir():
         found = checkpoints(path)
         hint = (f", such as {found[-1]}, its newest" if found else
-                f"; it holds no ckpt_*.pt file")
+                "; it holds no ckpt_*.pt file")
         raise CheckpointError(f"{path} is a folder; give one checkpoint file{hint}")
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist")

@@ -11,7 +11,6 @@ added row is an empty sentence (EOS alone as its source, BOS as its target input
 every row has a key to attend to; the states of added rows and positions are cut away before
 the loss, so they add nothing to it, to the token counts or to any gradient.
 """
-import torch
 
 from annotated.data.tokenizer import BOS, EOS, PAD
 

@@ -38,7 +38,7 @@ from annotated.training.meter import Meter, printer, silence_stdout
 from annotated.training.rng import rng_state, set_rng_state
 from annotated.training.run_dir import RunDir, rotate
 from annotated.training.state import TrainState, load_states
-from annotated.training.step import Engine, evaluate, make_engine, train_step
+from annotated.training.step import Engine, check_device, evaluate, make_engine, train_step
 
 
 @dataclass
@@ -66,6 +66,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     if deterministic:
         use_deterministic_kernels()
     rank, _, device = distributed.init_distributed()
+    check_device(config, device)
     if device.type == "cpu":
         keep_freed_memory()          # no page faults on each step's large tensors (machine)
     say = printer(rank == 0)

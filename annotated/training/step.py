@@ -56,16 +56,22 @@ class Engine:
         return torch.autocast(self.device.type, dtype=self.amp) if self.amp else nullcontext()
 
 
-def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
-    """Wrap `model` for config.amp, config.compile and config.cuda_graphs on `device`, and in
-    DDP under torchrun."""
-    amp = AMP_DTYPES[config.amp]
-    if amp is torch.float16 and device.type != "cuda":
+def check_device(config, device: torch.device) -> None:
+    """Refuse the settings that need a GPU on another device (training checks this before it
+    reads any data)."""
+    if config.amp == "fp16" and device.type != "cuda":
         raise ConfigError("amp=fp16 needs a GPU (its loss scaling is CUDA's); on a CPU use "
-                         "amp=bf16 or amp=none")
+                          "amp=bf16 or amp=none")
     if config.cuda_graphs and device.type != "cuda":
         raise ConfigError("cuda_graphs=true needs a GPU (the graphs are CUDA's); on a CPU "
                           "leave it false")
+
+
+def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
+    """Wrap `model` for config.amp, config.compile and config.cuda_graphs on `device`, and in
+    DDP under torchrun."""
+    check_device(config, device)
+    amp = AMP_DTYPES[config.amp]
     ddp = None
     states = DecoderStates(model)
     if distributed.active():
