@@ -44,6 +44,9 @@ class Record:
             raise DataError(f"{self.path} is not valid JSON ({e}); {self.fix}") from None
         except OSError as e:
             raise DataError(f"cannot read {self.path} ({e.strerror}); {self.fix}") from None
+        if not isinstance(self.data, dict):
+            raise DataError(f"{self.path} holds a JSON {type(self.data).__name__}, not the "
+                            f"object a results file is; {self.fix}")
 
     def get(self, *keys, kind=None, rule=None):
         """The value at `keys` (object keys and list positions), checked: with `rule`, a finite

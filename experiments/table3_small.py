@@ -151,9 +151,6 @@ def read_records(kept: Path) -> dict:
         return {}
     record = Record(kept, "python -m experiments.table3_small --rows ROW ..., or delete it to "
                           "start afresh")
-    if not isinstance(record.data, dict):
-        raise DataError(f"{kept} holds a JSON {type(record.data).__name__}, not the table's rows "
-                        f"(an object of rows by name); {record.fix}")
     for name, row in record.data.items():
         record.get(name, kind=dict)
         for key, check in RECORDED.items():

@@ -160,7 +160,7 @@ def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, 
     says(refused_summary(scratch_summary, capsys), *names)
 
 
-@pytest.mark.parametrize("text", ['{"commands": ', "", "\xff\xfe".encode("latin-1")])
+@pytest.mark.parametrize("text", ['{"commands": ', "", "\xff\xfe".encode("latin-1"), "[1, 2, 3]"])
 def test_a_broken_results_file_is_one_line_naming_it(text, scratch_summary, capsys):
     path = scratch_summary / "results" / "install.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
