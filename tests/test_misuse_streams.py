@@ -203,13 +203,14 @@ def test_with_stderr_closed_the_translations_alone_reach_stdout(tmp_path):
 @pytest.mark.parametrize("command_line,names", [
     ("python -m annotated.configs >&-", ("stdout is closed", "the table")),
     ("python -m annotated.configs > /dev/full", ("stdout", "No space left")),
-    ("python -m annotated.evaluate --hyp in.txt --ref in.txt >&-", ("stdout is closed", "scores")),
-    ("python -m annotated.evaluate --hyp in.txt --ref in.txt > /dev/full",
+    ("python -m annotated.evaluate --hyp hyp.txt --ref in.txt >&-", ("stdout is closed", "scores")),
+    ("python -m annotated.evaluate --hyp hyp.txt --ref in.txt > /dev/full",
      ("stdout", "No space left")),
 ])
 @pytest.mark.slow
 def test_a_result_with_nowhere_to_go_is_an_error(tmp_path, command_line, names):
     (tmp_path / "in.txt").write_text(INPUT)
+    (tmp_path / "hyp.txt").write_text(INPUT)
     done = shell(command_line, tmp_path)
     err = done.stderr.decode()
     assert done.returncode == 1 and "Traceback" not in err, err
