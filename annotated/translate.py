@@ -24,7 +24,8 @@ import torch
 
 from annotated.base.cli import command, number, out_file, path, say_error, unwritable_on_stdout
 from annotated.base.errors import DataError
-from annotated.base.files import atomic_open, check_aligned, check_output, read_lines
+from annotated.base.files import (atomic_open, check_aligned, check_output, not_lines_of_text,
+                                  read_lines)
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
@@ -84,7 +85,7 @@ def main(argv=None):
         log("reading sentences from the terminal, one a line; end with Ctrl-D (or give "
             "--input FILE)")
     lines = list(read_lines(source or sys.stdin.buffer))
-    if why := _not_text(lines):
+    if why := not_lines_of_text(lines):
         raise DataError(f"{source or 'stdin'} {why}")
     if not lines:
         raise DataError(f"{source or 'stdin'} is empty: there is nothing to translate"
@@ -127,18 +128,6 @@ def write(translations: list[str], out_path) -> None:
     except OSError as e:
         raise DataError(f"cannot write the translations to stdout: {e.strerror}; give "
                         f"--out FILE") from None
-
-
-def _not_text(lines: list[str]) -> str | None:
-    """Why `lines` are not sentences one a line: a line of NUL bytes alone (what a crash
-    leaves; one inside a sentence is translated as it stands), or one line holding CRs (old Mac
-    line ends); None if neither (annotated.base.files.not_lines_of_text says it of a file)."""
-    if any(line.strip("\0 ") == "" and "\0" in line for line in lines):
-        return "holds NUL bytes: it is not a text file; a crash can leave them: write it again"
-    if len(lines) == 1 and "\r" in lines[0]:
-        return ("ends its lines with CR alone (old Mac line ends), so it reads as one line: "
-                "convert them to LF line ends (e.g. with dos2unix -c mac)")
-    return None
 
 
 def log(message):

@@ -144,22 +144,24 @@ def check_aligned(n_a: int, n_b: int, a, b) -> None:
                     f"one sentence a line, in the same order")
 
 
-def not_lines_of_text(path) -> str | None:
-    """Why the file `path` (a path; anything else is no file) cannot be lines of text, judged
-    by its first MiB: NUL bytes (what a crash leaves), or lines ended by CR alone (old Mac
-    files); None if neither."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
-    except (OSError, TypeError):
-        return None
-    if head[:2] == b"\x1f\x8b":
-        return None                                  # gzip: its bytes say nothing of its lines
-    if b"\0" in head:
-        nul = head.count(b"\0")
-        return (f"holds NUL bytes ({nul:,} in its first MiB): it is not a text "
-                f"file; a crash can leave one: copy or write it again")
-    if b"\r" in head and b"\n" not in head:
+def not_lines_of_text(source) -> str | None:
+    """Why `source` cannot be sentences one a line: a line of NUL bytes alone (what a crash
+    leaves; one inside a sentence is text as it stands), or a single line holding CRs (old Mac
+    line ends); None if neither. `source` is the lines themselves, or a file's path, judged by
+    its first MiB (anything else is no file)."""
+    if not isinstance(source, list):
+        try:
+            with open(source, "rb") as f:
+                head = f.read(1 << 20)
+        except (OSError, TypeError):
+            return None
+        if head[:2] == b"\x1f\x8b":
+            return None                              # gzip: its bytes say nothing of its lines
+        source = head.decode("utf-8", "replace").removesuffix("\n").split("\n")
+    if any("\0" in line and line.strip("\0 ") == "" for line in source):
+        return ("holds NUL bytes: it is not a text file; a crash can leave them: copy or "
+                "write it again")
+    if len(source) == 1 and "\r" in source[0].rstrip("\r"):
         return ("ends its lines with CR alone (old Mac line ends), so it reads as one line: "
                 "convert them to LF line ends (e.g. with dos2unix -c mac)")
     return None
