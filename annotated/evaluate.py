@@ -20,6 +20,7 @@ from pathlib import Path
 
 from annotated.base.cli import command, path, require_stdout, show
 from annotated.base.errors import DataError
+from annotated.data.tokenizer import is_language
 from annotated.base.files import check_aligned, read_lines
 from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
 
@@ -35,9 +36,18 @@ def parse_args(argv=None):
     parser.add_argument("--baseline", type=path, help="another system's translations, "
                                                       "line-aligned: compare with a paired "
                                                       "bootstrap")
-    parser.add_argument("--lang", help="the references' language code, e.g. de or zh (default: "
+    parser.add_argument("--lang", type=language, help="the references' language code, e.g. de or zh (default: "
                                        "guessed from their script)")
     return parser.parse_args(argv)
+
+
+def language(text: str) -> str:
+    """An argparse type: a language code (ISO 639-1, or three letters), which picks the
+    tokenizer; an unknown one would be scored with 13a without a word."""
+    if not is_language(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a language code: give the "
+                                         f"references' ISO 639 code, such as de, fr or zh")
+    return text
 
 
 @command

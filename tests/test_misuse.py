@@ -321,6 +321,18 @@ def test_the_bleu_tokenizer_follows_the_language(lang, text, expected):
     assert tokenizer_for(lang, [text]) == expected       # ja/ko: MeCab is not installed here
 
 
+@pytest.mark.parametrize("lang", ["xx", "german", ""])
+def test_a_language_code_that_names_no_language_is_refused(tmp_path, capsys, lang):
+    """An unknown code would be scored with 13a without a word: refused, naming it."""
+    (tmp_path / "ref").write_text("Ein Hund.\n")
+    (tmp_path / "hyp").write_text("Ein Hund.\n")
+    with pytest.raises(SystemExit):
+        evaluate.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
+                       "--lang", lang])
+    says(capsys.readouterr().err.strip().splitlines()[-1], "--lang", repr(lang), "such as de")
+    assert capsys.readouterr().out == ""
+
+
 def test_a_report_names_its_tokenizer_only_when_it_is_not_13a():
     assert not report(["a b c d"], ["a b c d"], "de").startswith("tokenizer")
     assert report(["我喜欢猫。"], ["我喜欢猫。"], "zh").startswith("tokenizer: zh")

@@ -178,6 +178,14 @@ LARGE_SCRIPTS = {"zh", "ja", "ko", "yue", "wuu"}
 # Three-letter codes (ISO 639-2/3) of the languages whose script decides something here.
 THREE_LETTERS = {"zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "tha": "th",
                  "lao": "lo", "khm": "km", "mya": "my", "bur": "my"}
+# The two-letter codes of ISO 639-1.
+TWO_LETTERS = set("""aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co
+    cr cs cu cv cy da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he
+    hi ho hr ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku
+    kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr
+    nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr
+    ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo
+    za zh zu""".split())
 
 
 def base_language(code: str | None) -> str:
@@ -185,6 +193,13 @@ def base_language(code: str | None) -> str:
     two-letter code where one is known here: `zh`."""
     base = re.split(r"[-_]", (code or "").strip().lower())[0]
     return THREE_LETTERS.get(base, base)
+
+
+def is_language(code: str) -> bool:
+    """Whether `code` reads as a language: an ISO 639-1 code, or three letters (ISO 639-2/3),
+    with or without a region or script (zh_CN, zh-Hant)."""
+    base = base_language(code)
+    return base in TWO_LETTERS or re.fullmatch(r"[a-z]{3}", base) is not None
 
 
 def coverage(*langs: str) -> float:
