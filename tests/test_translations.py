@@ -161,17 +161,20 @@ def test_a_new_english_cell_is_missing_and_a_removed_one_orphaned(copy_of_chapte
     assert len(i18n.check(path, "zh").missing) == 1          # added, but still empty
 
 
+def refused(path, text: str, *names: str) -> None:
+    """Write `text` to the translation file `path`: reading it must raise one DataError that
+    names each of `names`."""
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, *names)
+
+
 def test_a_damaged_translation_file_is_one_line_naming_the_file_and_line(tmp_path):
     path = tmp_path / "broken.md"
-    path.write_text("a stray line\n=== cell abc ===\n--- en ---\nHello\n--- zh ---\n你好\n",
-                    encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "broken.md:1", "unit header")
-    path.write_text("=== block ===\nno en line\n", encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "broken.md:2", "'--- en ---'")
+    refused(path, "a stray line\n=== cell abc ===\n--- en ---\nHello\n--- zh ---\n你好\n",
+            "broken.md:1", "unit header")
+    refused(path, "=== block ===\nno en line\n", "broken.md:2", "'--- en ---'")
 
 
 def test_the_translations_command_lists_nothing_and_exits_0():
@@ -233,10 +236,8 @@ UNITS = ("=== block ===\n--- en ---\nFirst.\n--- zh ---\n第一。\n\n"
 @pytest.mark.parametrize("marker", ["<<<<<<< HEAD", ">>>>>>> theirs", "||||||| base"])
 def test_a_git_conflict_left_in_a_translation_is_refused_naming_its_line(marker, tmp_path):
     path = tmp_path / "start.md"
-    path.write_text(UNITS.replace("第一。\n", f"第一。\n{marker}\n第一句。\n"), encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "start.md:6", "conflict", marker, "python -m book translations")
+    refused(path, UNITS.replace("第一。\n", f"第一。\n{marker}\n第一句。\n"),
+            "start.md:6", "conflict", marker, "python -m book translations")
 
 
 def test_a_line_of_equals_signs_is_a_conflict_marker_only_beside_the_others(tmp_path):
@@ -245,15 +246,10 @@ def test_a_line_of_equals_signs_is_a_conflict_marker_only_beside_the_others(tmp_
     path = tmp_path / "start.md"
     path.write_text(UNITS.replace("第一。\n", "标题\n=======\n第一。\n"), encoding="utf-8")
     assert [u.text for u in i18n.read_units(path, "zh")][0] == "标题\n=======\n第一。"
-    path.write_text(UNITS.replace("第一。\n", "<<<<<<< HEAD\n第一。\n=======\n第一句。\n"),
-                    encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "start.md:5", "conflict", "<<<<<<<")
-    path.write_text(UNITS.replace("第一。", "第\0一。"), encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "start.md:5", "NUL byte", "restore")
+    refused(path, UNITS.replace("第一。\n", "<<<<<<< HEAD\n第一。\n=======\n第一句。\n"),
+            "start.md:5", "conflict", "<<<<<<<")
+    refused(path, UNITS.replace("第一。", "第\0一。"),
+            "start.md:5", "NUL byte", "restore")
 
 
 def test_a_cell_translated_twice_is_refused_naming_both_units(tmp_path):
@@ -261,27 +257,18 @@ def test_a_cell_translated_twice_is_refused_naming_both_units(tmp_path):
     naming a temporary file: the translation file says it, with both lines."""
     path = tmp_path / "02_masking.md"
     unit = "=== cell 0f42a1df ===\n--- en ---\nFirst.\n--- zh ---\n{}\n"
-    path.write_text(unit.format("第一。") + "\n" + unit.format("第一句。"), encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "02_masking.md:7", "cell 0f42a1df", "twice", "line 1", "keep one")
+    refused(path, unit.format("第一。") + "\n" + unit.format("第一句。"),
+            "02_masking.md:7", "cell 0f42a1df", "twice", "line 1", "keep one")
 
 
 def test_a_unit_without_its_separator_is_refused_not_merged_with_the_next(tmp_path):
     path = tmp_path / "start.md"
-    path.write_text(UNITS.replace("--- zh ---\n第一。", "第一。", 1), encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "start.md:1", "no '--- zh ---' line", "line 6")
-    path.write_text(UNITS.replace("--- zh ---\n第二。", "第二。"), encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "start.md:7", "no '--- zh ---' line", "end of the file")
-    path.write_text(UNITS.replace("\n=== block ===\n--- en ---\nSecond.", "\n--- en ---\nSecond."),
-                    encoding="utf-8")                          # the second header lost
-    with pytest.raises(DataError) as error:
-        i18n.read_units(path, "zh")
-    says(error, "start.md:7", "second '--- en ---'", "=== block ===")
+    refused(path, UNITS.replace("--- zh ---\n第一。", "第一。", 1),
+            "start.md:1", "no '--- zh ---' line", "line 6")
+    refused(path, UNITS.replace("--- zh ---\n第二。", "第二。"),
+            "start.md:7", "no '--- zh ---' line", "end of the file")
+    refused(path, UNITS.replace("\n=== block ===\n--- en ---\nSecond.", "\n--- en ---\nSecond."),
+            "start.md:7", "second '--- en ---'", "=== block ===")    # the second header lost
 
 
 def test_a_translation_not_in_utf8_is_one_line_naming_the_file_and_line(tmp_path):
