@@ -100,3 +100,22 @@ document.addEventListener("DOMContentLoaded", () => {
     }
   });
 });
+
+// Printed output and listings wider than the column: their type shrinks just enough to fit
+// (never below MIN_OUTPUT_PX; wider still, they scroll sideways), and grows back with the window.
+const MIN_OUTPUT_PX = 11;
+function fitOutputs() {
+  document.querySelectorAll(".cell_output pre").forEach((pre) => {
+    pre.style.fontSize = "";
+    const style = getComputedStyle(pre);
+    const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+    const wide = pre.scrollWidth - padding, room = pre.clientWidth - padding;
+    if (room > 0 && wide > room + 1) {
+      const size = parseFloat(style.fontSize);
+      pre.style.fontSize = `${Math.max(MIN_OUTPUT_PX, Math.floor(size * room / wide * 10) / 10)}px`;
+    }
+  });
+}
+window.addEventListener("load", fitOutputs);
+let fitting;
+window.addEventListener("resize", () => { clearTimeout(fitting); fitting = setTimeout(fitOutputs, 150); });
