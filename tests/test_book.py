@@ -1102,6 +1102,23 @@ def test_a_site_without_solutions_holds_no_solution_anywhere(course_site):
 
 
 @pytest.mark.slow
+def test_a_fold_on_a_chinese_page_says_in_chinese_whether_it_hides_code_or_output(site):
+    """myst-nb words a fold's prompt in English (source, output): the Chinese pages' folds
+    say 代码 or 输出, and an output's fold never says 代码."""
+    from book.languages import zh
+    seen = []
+    for page in sorted((site / "zh").glob("0*.html")):
+        text = page.read_text(encoding="utf-8")
+        prompts = re.findall(r'<details class="admonition hide ([\w-]+)">\s*<summary[^>]*>\s*'
+                             r'<p class="collapsed admonition-title">([^<]*)</p>', text)
+        for where, prompt in prompts:
+            assert prompt in {"显示" + word for word in zh.FOLDED.values()}, (page.name, prompt)
+            assert where != "below-input" or prompt == "显示输出", (page.name, where, prompt)
+            seen.append(prompt)
+    assert {"显示代码", "显示输出"} <= set(seen), seen
+
+
+@pytest.mark.slow
 def test_the_full_site_has_every_solution_folded_in_both_languages(site):
     from annotated.exercises.notebook import listed
     for lang in languages.ALL:

@@ -1,7 +1,10 @@
 """Chinese (简体中文): the edition in the site's zh/ folder, translated in book/zh/."""
+import re
 
-SPHINX = {"language": "zh_CN", "nb_code_prompt_show": "显示代码",
-          "nb_code_prompt_hide": "隐藏代码"}
+SPHINX = {"language": "zh_CN", "nb_code_prompt_show": "显示{type}",
+          "nb_code_prompt_hide": "隐藏{type}"}
+# What a folded part of a code cell is: myst-nb fills the prompts' {type} with these English words.
+FOLDED = {"source": "代码", "output": "输出", "outputs": "输出", "content": "单元格"}
 NAME, READ_IN = "中文", "阅读本页的中文版"
 FIGURE = "图"
 WORDS = {
@@ -58,6 +61,30 @@ def counts(words: int, code: int, printed: int, figures: int) -> str:
 
 
 def sphinx_setup(app) -> None:
+    """What Sphinx needs for Chinese beyond its settings: the folds' prompts, and the search."""
+    fold_prompts_in_chinese(app)
+    chinese_search()
+
+
+def fold_prompts_in_chinese(app) -> None:
+    """myst-nb fills a fold's prompt ("显示{type}") with an English word for what it hides
+    (source, output): written in Chinese (FOLDED) once the folds are made."""
+    from myst_nb.sphinx_ import HideCodeCellNode
+    from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class FoldPrompts(SphinxPostTransform):
+        default_priority = 200                      # after myst-nb makes the folds (199)
+        formats = ("html",)
+
+        def run(self, **kwargs):
+            for node in self.document.findall(HideCodeCellNode):
+                for key in ("prompt_show", "prompt_hide"):
+                    node[key] = re.sub(r"[a-z]+$", lambda m: FOLDED.get(m[0], m[0]), node[key])
+
+    app.add_post_transform(FoldPrompts)
+
+
+def chinese_search() -> None:
     """Sphinx's Chinese search: version 9.0 stems the Latin words of a page with the English
     stemmer, whose script it ships, but names the stemmer after the language (ChineseStemmer,
     which no script defines: every page then logs a script error), so it is made to name the
@@ -72,3 +99,4 @@ def sphinx_setup(app) -> None:
     except ImportError:                   # Sphinx's Chinese search then works without it
         return
     jieba.setLogLevel(logging.WARNING)
+
