@@ -325,7 +325,7 @@ def table3_table(runs: dict) -> Markdown:
     validation perplexity, cased sacreBLEU and lowercased BLEU, the paper's perplexity and
     BLEU for the same row, and the minutes it trained."""
     rows = [[name, f"{r['ppl']:.2f}", f"{r['bleu']:.2f}", f"{r['lowercase_bleu']:.2f}",
-             f"{r['paper_ppl']:g} / {r['paper_bleu']:g}", f"{r['minutes']:g}"]
+             f"{r['paper_ppl']:.2f} / {r['paper_bleu']:.1f}", f"{r['minutes']:g}"]
             for name, r in runs.items()]
     return table(["run", "PPL", "sacreBLEU", "lowercased", "paper: PPL / BLEU", "minutes"],
                  rows)

@@ -430,6 +430,7 @@ def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: 
     ax.legend(loc="center left")
     ax = axes[1]
     colors = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 7]   # 7: grey
+    markers = iter("os^Dv")                 # the one-process candidates, all grey, apart
     for k, name in enumerate(names):
         rows = {r["alpha"]: r["lowercase_bleu"] for r in candidates[name]["rows"]
                 if r["average"] == average and r["beam"] == beam}
@@ -438,7 +439,8 @@ def draw_sweep(sweep: dict, labels: dict | None = None, average: int = 5, beam: 
         alphas = sorted(rows)
         lowercased = any(o == "lowercase=true" for o in candidates[name]["overrides"])
         one = candidates[name].get("processes", 1) == 1
-        ax.plot(alphas, [rows[a] - rows[0.6] for a in alphas], marker="o", ms=3, lw=1,
+        ax.plot(alphas, [rows[a] - rows[0.6] for a in alphas], marker=next(markers) if one
+                else "o", ms=4 if one else 3, lw=1,
                 ls="--" if lowercased else "-", label=labels[name],
                 color="tab:gray" if one else colors[k % len(colors)])
     ax.axhline(0, color="k", lw=0.8)
