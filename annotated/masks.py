@@ -1,4 +1,5 @@
-"""Masks (§3.1 padding, §3.2.3 the decoder's "no leftward flow").
+"""Masks: padding, which batching by length needs (§5.1), and the decoder's "no leftward flow"
+(§3.1, §3.2.3).
 
 One convention for the whole project: a boolean mask where **True means attend** and
 False means blocked. It matches `torch.nn.functional.scaled_dot_product_attention`;
