@@ -18,11 +18,16 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from annotated.base.cli import command, path, require_stdout, show
+from annotated.base.cli import command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.data.tokenizer import is_language
 from annotated.base.files import check_aligned, read_lines
 from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
+
+
+# Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
+# another (Koehn, 2004, resamples test sets of hundreds).
+FEW_SENTENCES = 100
 
 
 def parse_args(argv=None):
@@ -65,6 +70,9 @@ def main(argv=None):
     baseline = aligned(args.baseline, refs, args.ref) if args.baseline else None
     show(report(hyps, refs, args.lang))
     if baseline is not None:
+        if len(refs) < FEW_SENTENCES:
+            say_error(f"note: a bootstrap over {len(refs)} sentence(s) redraws the same few, so "
+                      f"its intervals say little about chance; score a test set of hundreds")
         tok = tokenizer_for(args.lang, refs)
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
@@ -76,7 +84,10 @@ def aligned(path, refs, ref_path) -> list[str]:
     and not the references themselves; a note on stderr names lines that hold characters one
     cannot see, which count in BLEU."""
     if path == Path("-"):
-        if sys.stdin is not None and os.path.samestat(os.fstat(0), os.stat(ref_path)):
+        if sys.stdin is None:
+            raise DataError("--hyp -: stdin is closed, so there are no translations to read; "
+                            "give them as --hyp FILE")
+        if os.path.samestat(os.fstat(0), os.stat(ref_path)):
             raise DataError(f"standard input is the references file {ref_path} itself: give "
                             f"the translations to score on standard input (--hyp -)")
         lines = list(read_lines(sys.stdin.buffer, "standard input"))

@@ -22,17 +22,23 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import command, number, out_file, path, say_error, unwritable_on_stdout
+from annotated.base.cli import (command, first_line, number, out_file, out_of_memory, path,
+                                say_error, unwritable_on_stdout)
 from annotated.base.errors import DataError
 from annotated.base.files import (atomic_open, check_aligned, check_output, not_lines_of_text,
                                   read_lines)
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
+from annotated.data.tokenizer import UNK
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import report
 from annotated.model import count_parameters
 from annotated.store.checkpoint_file import load_model
+
+
+# More unknown pieces than this share, and the input is likely not in the model's language.
+UNKNOWN_SHARE = 0.2
 
 
 def parse_args(argv=None):
@@ -59,7 +65,11 @@ def parse_args(argv=None):
                    help="references: print BLEU (annotated.evaluate) on stderr")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                    help="cpu, cuda, cuda:N or mps (default: cuda where there is a GPU)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.greedy and (args.beam_size is not None or args.alpha is not None):
+        p.error("--greedy keeps one hypothesis and no length penalty, so --beam-size and "
+                "--alpha mean nothing with it; give one or the other")
+    return args
 
 
 @command
@@ -93,6 +103,7 @@ def main(argv=None):
     refs = list(read_lines(args.ref)) if args.ref else None
     if refs is not None:
         check_aligned(len(lines), len(refs), source or "stdin", args.ref)
+    note_unknown_characters(lines, tokenizer, config)
     beam = config.beam_size if args.beam_size is None else args.beam_size
     alpha = config.alpha if args.alpha is None else args.alpha
     max_extra = config.max_extra if args.max_extra is None else args.max_extra
@@ -106,6 +117,11 @@ def main(argv=None):
                               longest=config.max_sentence_len)
     except DataError as e:                         # a line that cannot be translated
         raise DataError(f"{source or 'stdin'}, {e}") from None
+    except (MemoryError, RuntimeError) as e:
+        if isinstance(e, RuntimeError) and not out_of_memory(e):
+            raise
+        raise MemoryError(f"{first_line(e) or 'an allocation failed'}; lower --batch-tokens "
+                          f"or --beam-size, or split the longest lines") from None
     scores = report(out, refs, config.target_lang) if refs is not None else None
     write(out, out_path)
     if scores is not None:
@@ -128,6 +144,18 @@ def write(translations: list[str], out_path) -> None:
     except OSError as e:
         raise DataError(f"cannot write the translations to stdout: {e.strerror}; give "
                         f"--out FILE") from None
+
+
+def note_unknown_characters(lines: list[str], tokenizer, config, sample: int = 200) -> None:
+    """A warning when much of the input (its first `sample` lines) is characters the model never
+    saw in training (UNK): text in another script than the model's source language, which it
+    would turn into a confident, meaningless translation."""
+    ids = [i for piece in tokenizer.encode_all(lines[:sample]) for i in piece]
+    share = sum(i == UNK for i in ids) / max(len(ids), 1)
+    if share > UNKNOWN_SHARE:
+        log(f"warning: {share:.0%} of the input's pieces are characters this model never saw in "
+            f"training; it translates {config.source_lang} into {config.target_lang}: is the "
+            f"input in {config.source_lang}?")
 
 
 def log(message):

@@ -462,3 +462,64 @@ def test_evaluate_refuses_the_references_on_stdin_and_stdin_for_them(tmp_path):
                                   stdin=stdin, capture_output=True, text=True, timeout=120)
         assert done.returncode == 1 and done.stdout == ""
         says(done.stderr.strip(), *names)
+
+
+# --- what a user might hand translate and evaluate by mistake ---------------------------------
+
+def test_evaluate_reading_a_closed_stdin_is_one_line(tmp_path):
+    (tmp_path / "ref.de").write_text("Ein Hund.\n")
+    done = subprocess.run([sys.executable, "-m", "annotated.evaluate", "--hyp", "-", "--ref",
+                           str(tmp_path / "ref.de")], capture_output=True, text=True,
+                          timeout=120, preexec_fn=lambda: os.close(0))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    says(done.stderr.strip(), "--hyp -", "stdin is closed", "--hyp FILE")
+
+
+def test_a_checkpoint_given_as_text_is_named_a_checkpoint(tmp_path, capsys):
+    (tmp_path / "hyp.de").write_text("Ein Hund.\n")
+    exits_with_error(evaluate.main, ["--hyp", str(tmp_path / "hyp.de"), "--ref", str(SHIPPED)])
+    line = says(error_line(capsys), str(SHIPPED), "PyTorch checkpoint", "text file")
+    assert "decompress" not in line
+
+
+def test_greedy_search_with_a_beam_size_or_alpha_is_refused(capsys):
+    for extra in (["--beam-size", "8"], ["--alpha", "1.0"]):
+        with pytest.raises(SystemExit) as stopped:
+            translate.parse_args(["--checkpoint", str(SHIPPED), "--greedy", *extra])
+        assert stopped.value.code == 2
+        says(capsys.readouterr().err.strip().splitlines()[-1], "--greedy", "--beam-size",
+             "--alpha")
+
+
+def test_running_out_of_memory_while_translating_names_translates_own_settings(
+        tmp_path, capsys, monkeypatch):
+    def allocation_fails(*args, **kwargs):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                           "92262400 bytes")
+    monkeypatch.setattr(translate, "translate_lines", allocation_fails)
+    (tmp_path / "in.en").write_text("A dog runs.\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.en"), "--out", str(tmp_path / "o.de")])
+    line = says(error_line(capsys, alone=False), "out of memory", "--batch-tokens", "--beam-size")
+    assert "max_tokens" not in line and not (tmp_path / "o.de").exists()
+
+
+def test_input_in_another_script_than_the_models_is_warned_about(tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("一只狗在海滩上跑。\n两只猫在睡觉。\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
+                    str(tmp_path / "out.de")])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "warning" in line),
+         "never saw", "en", "de")
+    (tmp_path / "in.txt").write_text("A dog runs on the beach.\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
+                    str(tmp_path / "out.de")])
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, capsys):
+    (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
+    (tmp_path / "base.de").write_text("Eine Katze.\nZwei Katzen.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--baseline", str(tmp_path / "base.de"),
+                   "--ref", str(tmp_path / "ref.de")])
+    says(capsys.readouterr().err.strip(), "note", "2 sentence", "hundreds")

@@ -56,7 +56,7 @@ def peer_lost(error: BaseException) -> bool:
         words in str(error) for words in PEER_LOST)
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     return str(error).strip().split("\n")[0].split("] ")[-1][:200]
 
 
@@ -80,12 +80,12 @@ def command(main):
             _fail(f"out of memory: {e}" if str(e) else "out of memory")
         except RuntimeError as e:
             if peer_lost(e):
-                _fail(f"another process of this torchrun job stopped ({_first_line(e)}); this "
+                _fail(f"another process of this torchrun job stopped ({first_line(e)}); this "
                       f"one stops too. The other process's error is the one to read; then "
                       f"--resume continues from the last checkpoint")
             if not out_of_memory(e):
                 raise
-            _fail("out of memory: " + str(e).split("\n")[0].split("] ")[-1][:200] + "; lower "
+            _fail("out of memory: " + first_line(e) + "; lower "
                   "max_tokens (or use accum_steps) or the model's size (d_model, d_ff, N)")
     return run
 

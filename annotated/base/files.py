@@ -34,6 +34,7 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+import zipfile
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,6 +87,9 @@ def _read(path, raw):
         return
     for magic, tool in COMPRESSED.items():
         if head.startswith(magic):
+            if tool == "zip" and start is not None and _is_checkpoint(raw, start):
+                raise DataError(f"{path} is a PyTorch checkpoint, not text one sentence a line: "
+                                f"give the text file here")
             raise DataError(f"{path} is {tool}-compressed; this reads plain or gzip text: "
                             f"decompress it first")
     if start is not None:
@@ -95,6 +99,15 @@ def _read(path, raw):
         stream = io.BufferedReader(_Rejoined(head, raw))
     gzipped = head[:2] == b"\x1f\x8b"
     yield from _lines(path, gzip.GzipFile(fileobj=stream) if gzipped else stream, gzipped)
+
+
+def _is_checkpoint(raw, start: int) -> bool:
+    """Whether the zip file open as `raw` is what torch.save writes (a data.pkl inside)."""
+    raw.seek(start)
+    try:
+        return any(name.endswith("data.pkl") for name in zipfile.ZipFile(raw).namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def _lines(path, f, gzipped):
