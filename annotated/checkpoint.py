@@ -21,7 +21,8 @@ from annotated.base.files import check_output
 from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.store.checkpoint_file import (NAME, atomic_save, average, checkpoints, half,
-                                             not_a_checkpoint, step_in_name, verify)
+                                             header, not_a_checkpoint, step_in_name,
+                                             verify)
 from annotated.training.run_dir import check_one_run, misnamed
 
 
@@ -58,16 +59,34 @@ def _check_out(out, paths) -> None:
                               "give a file name, e.g. average.pt")
     check_output(out, reads=paths, say=say_error)
     target = Path(os.path.realpath(out))
-    holds = not_a_checkpoint(target) if target.is_file() and target.stat().st_size else None
-    if holds:
-        raise CheckpointError(f"refusing to write {out}: that file {holds}, not a checkpoint, "
-                              f"and the checkpoint would replace it; choose another name, e.g. "
-                              f"average.pt")
     for named in {Path(out), target}:
+        link = f" (a link to {target})" if named == target != Path(out) else ""
         if NAME.fullmatch(named.name):
-            link = f" (a link to {target})" if named == target != Path(out) else ""
             raise CheckpointError(f"refusing to write {out}{link}: ckpt_NNNNNNN.pt names a "
                                   f"training checkpoint; choose another name, e.g. average.pt")
+        if named.name.startswith("."):
+            raise CheckpointError(f"refusing to write {out}{link}: a hidden file such as a run "
+                                  f"folder's .lock is not a checkpoint's place; choose another "
+                                  f"name, e.g. average.pt")
+    if target.is_file() and target.stat().st_size:
+        if holds := not_a_checkpoint(target):
+            raise CheckpointError(f"refusing to write {out}: that file {holds}, not a "
+                                  f"checkpoint, and the checkpoint would replace it; choose "
+                                  f"another name, e.g. average.pt")
+        if not _runs_of(target) & set().union(*(_runs_of(Path(p)) for p in paths)):
+            raise CheckpointError(f"refusing to write {out}: it holds a checkpoint of another "
+                                  f"run, which this would replace; choose another name, or "
+                                  f"delete it first if it is not needed")
+
+
+def _runs_of(path: Path) -> set[str]:
+    """The runs a checkpoint comes from: its run id and, for an average, its sources' (none if
+    it cannot be read)."""
+    try:
+        saved = header(path)
+        return {saved.get("run_id"), *saved.get("averaged_runs", [])} - {None}
+    except Exception:                    # damaged or foreign: no run this command reads
+        return set()
 
 
 def _verify_command(paths) -> int:
@@ -132,6 +151,16 @@ def parse_args(argv=None):
     return args
 
 
+def save_whole(checkpoint: dict, out) -> None:
+    """atomic_save, which finishes a file it has begun before a stop takes effect: a stop then
+    says that `out` was written."""
+    try:
+        atomic_save(checkpoint, out)
+    except KeyboardInterrupt:                # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
+        say_error(f"{out} was written whole before stopping")
+        raise
+
+
 @command
 def main(argv=None):
     args = parse_args(argv)
@@ -143,13 +172,13 @@ def main(argv=None):
         _check_out(args.out, [args.path])
         decoding = {k: getattr(args, k) for k in ("beam_size", "alpha", "max_extra")
                     if getattr(args, k) is not None}
-        atomic_save(half(args.path, **decoding), args.out)
+        save_whole(half(args.path, **decoding), args.out)
         print(f"{args.path} -> {args.out}: float16 weights, no training state "
               f"({Path(args.out).stat().st_size / 2**20:.1f} MiB)")
         return
     paths = _average_inputs(args)
     _check_out(args.out, paths)
-    atomic_save(average(paths, args.allow_different_runs), args.out)
+    save_whole(average(paths, args.allow_different_runs), args.out)
     print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")
 
 

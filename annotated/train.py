@@ -65,10 +65,22 @@ def main(argv=None):
     args = parse_args(argv)
     out = Path(args.run_dir or Path("runs") / args.config)
     config, resumed = run_config(args, out)
+    note_head_widths(config, args.overrides)
     use_threads(config.parameter_count(), args.threads)
     train(config, out, data_dir=args.data_dir, cache_dir=args.cache_dir,
           max_steps=args.max_steps, max_minutes=args.max_minutes, resumed=resumed,
           deterministic=args.deterministic)
+
+
+def note_head_widths(config, overrides: list[str]) -> None:
+    """A note when h was set but d_k, d_v kept, so that h * d_k is no longer d_model: the
+    paper's d_k = d_v = d_model / h (§3.2.2) keeps the cost of attention constant; Table 3's
+    rows B change d_k alone on purpose."""
+    keys = {o.split("=")[0].strip() for o in overrides}
+    if "h" in keys and not keys & {"d_k", "d_v"} and config.h * config.d_k != config.d_model:
+        print(f"note: h={config.h} keeps d_k={config.d_k}, d_v={config.d_v}: h x d_k = "
+              f"{config.h * config.d_k}, not d_model={config.d_model} as in the paper (§3.2.2); "
+              f"set d_k and d_v too to keep them equal")
 
 
 def run_config(args, out: Path):
@@ -85,7 +97,11 @@ def run_config(args, out: Path):
     resumed["file"] = found[-1]              # where this process starts from (LossWatch)
     saved = checkpoint_file.config_from(resumed, found[-1])
     if resumed["training"] is None:
-        raise ConfigError(f"--resume: {found[-1]} holds no training state (an average?)")
+        kind = "float16 weights (a halved file)" if "halved_from" in resumed else (
+            "an average" if "averaged_from" in resumed else "no training state")
+        raise ConfigError(f"{found[-1]} holds {kind}, not a training checkpoint to continue; "
+                          f"move it out of {out} (or rename it, e.g. average.pt), or choose "
+                          f"another --run-dir")
     if not args.resume:
         changed = _differences(saved, apply_overrides(get(args.config), args.overrides))
         if changed:

@@ -590,6 +590,51 @@ def test_average_or_half_never_writes_over_a_file_that_is_not_a_checkpoint(tmp_p
     assert log.read_text() == '{"step": 1, "loss": 2.0}\n'
 
 
+def test_average_or_half_never_replaces_another_runs_checkpoint_or_a_hidden_file(tmp_path,
+                                                                                capsys):
+    """The shipped model, or another run's average, given as --out by mistake stays; a run's
+    .lock is no place for a checkpoint. Writing again over this run's own average is fine."""
+    ckpt = save(tmp_path / "a" / "ckpt_0000001.pt")
+    theirs = save(tmp_path / "b" / "average.pt", seed=1)       # another run: its own run id
+    before = theirs.read_bytes()
+    (tmp_path / "a" / ".lock").write_text("")
+    for argv in (["average", "--last", "1", str(tmp_path / "a")], ["half", str(ckpt)]):
+        exits_with_error(checkpoint_command.main, [*argv, "--out", str(theirs)])
+        says(error_line(capsys), str(theirs), "another run", "another name")
+        exits_with_error(checkpoint_command.main, [*argv, "--out", str(tmp_path / "a" / ".lock")])
+        says(error_line(capsys), ".lock", "another name")
+    assert theirs.read_bytes() == before and (tmp_path / "a" / ".lock").read_text() == ""
+    for _ in range(2):
+        checkpoint_command.main(["average", "--last", "1", str(tmp_path / "a"), "--out",
+                                 str(tmp_path / "a" / "average.pt")])
+
+
+@pytest.mark.parametrize("command, kind", [("average", "an average"),
+                                           ("half", "float16 weights")])
+def test_an_average_or_halved_file_under_a_checkpoints_name_is_named_for_what_it_is(
+        tmp_path, capsys, command, kind):
+    argv = ["--config", "copy", "--threads", "1", *merged(TINY_RUN, ["ckpt_every=1"])]
+    train.main([*argv, "--run-dir", str(tmp_path / "run"), "--max-steps", "2"])
+    inputs = ["--last", "2", str(tmp_path / "run")] if command == "average" else [
+        str(tmp_path / "run" / "ckpt_0000002.pt")]
+    (tmp_path / "other").mkdir()
+    checkpoint_command.main([command, *inputs, "--out", str(tmp_path / "made.pt")])
+    shutil.copy(tmp_path / "made.pt", tmp_path / "other" / "ckpt_0000002.pt")
+    capsys.readouterr()
+    exits_with_error(train.main, [*argv, "--run-dir", str(tmp_path / "other"), "--max-steps", "3"])
+    line = says(error_line(capsys), "ckpt_0000002.pt", kind, "move it out", "--run-dir")
+    assert "--resume" not in line
+
+
+def test_a_lock_file_holding_binary_bytes_is_taken_over(tmp_path, capsys):
+    argv = ["--config", "copy", "--run-dir", str(tmp_path / "run"), "--threads", "1",
+            *merged(TINY_RUN, ["ckpt_every=1"])]
+    train.main([*argv, "--max-steps", "1"])
+    (tmp_path / "run" / ".lock").write_bytes(b"PK\x03\x04\x80\xff" * 100)
+    train.main([*argv, "--resume", "--max-steps", "2"])
+    assert "took over the lock" in capsys.readouterr().out
+
+
 def test_an_output_in_a_folder_where_no_file_can_be_made_names_it_not_a_temporary(tmp_path,
                                                                                   capsys):
     """/proc takes no new file, whoever runs the test."""
@@ -663,3 +708,12 @@ def test_control_characters_in_an_input_line_translate_without_breaking_the_alig
     translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
                     str(tmp_path / "out.txt"), "--greedy"])
     assert len((tmp_path / "out.txt").read_text().split("\n")) == 4      # 3 lines and the end
+
+
+def test_setting_h_alone_notes_that_h_times_d_k_left_d_model(capsys):
+    sample = configs.get("sample")
+    train.note_head_widths(sample.override(h=5), ["h=5"])
+    says(capsys.readouterr().out, "h=5", "d_k=32", "160", "d_model=128", "d_k and d_v")
+    train.note_head_widths(sample.override(h=8, d_k=16, d_v=16), ["h=8", "d_k=16", "d_v=16"])
+    train.note_head_widths(sample.override(h=4, d_k=32, d_v=32), ["h=4"])
+    assert capsys.readouterr().out == ""

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import says
 
 from annotated.store import checkpoint_file
 from test_misuse import TINY_RUN, run
@@ -77,7 +78,9 @@ def test_averaging_or_halving_stopped_while_it_writes_finishes_the_file(tiny_run
                                                                         signum, command):
     found = checkpoint_file.checkpoints(tiny_run)
     inputs = ["--last", 2, tiny_run] if command == "average" else [found[-1]]
-    stopped(signum, "annotated.checkpoint", command, "--out", tmp_path / "out.pt", *inputs)
+    done = stopped(signum, "annotated.checkpoint", command, "--out", tmp_path / "out.pt",
+                   *inputs)
+    says(done.stderr.strip().splitlines()[-2], "out.pt", "written whole")
     checkpoint_file.verify(tmp_path / "out.pt")
     assert temporaries(tmp_path) == []
 

@@ -51,7 +51,7 @@ class RunDir:
                 os.close(fd)
                 raise OSError(errno.EINVAL, "it is not a file; the lock is the folder's own "
                                             "file: remove it")
-            lock = os.fdopen(fd, "r+")
+            lock = os.fdopen(fd, "r+", errors="replace")     # a pid, or whatever was left
         except OSError as e:
             why = ("it is a link; the lock is the folder's own file: remove it"
                    if e.errno == errno.ELOOP else e.strerror)
@@ -101,8 +101,11 @@ class RunDir:
             raise RunDirError(f"{self.metrics} is {what}; a run's metrics log is its own file: "
                               f"move it away")
         if self.metrics.exists() and not os.access(self.metrics, os.W_OK):
-            raise RunDirError(f"{self.metrics} is read-only: the run appends to it; make it "
-                              f"writable (chmod u+w) or choose another --run-dir")
+            mounted = os.statvfs(self.metrics).f_flag & os.ST_RDONLY
+            fix = "mount it writable" if mounted else "make it writable (chmod u+w)"
+            raise RunDirError(f"{self.metrics} is read-only"
+                              f"{' (its file system is mounted read-only)' if mounted else ''}: "
+                              f"the run appends to it; {fix} or choose another --run-dir")
 
     def check_checkpoint_names(self, after: int, until: int):
         """Refuse, before training, an entry that is not a file (a folder, a pipe) under the
