@@ -3,8 +3,12 @@ and grades every exercise each one checks. A notebook that raises, loops, kills 
 is not a notebook at all gets a clear line in the table, never a traceback, and never stops
 the others from being graded."""
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -111,3 +115,34 @@ def test_a_wrong_argument_is_one_line_and_exit_code_2():
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "x.ipynb",
                            "--timeout", "-1"], capture_output=True, text=True)
     assert done.returncode == 2 and "--timeout" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_grade_stops_the_notebook_and_its_kernel(tmp_path, signum):
+    """The notebook runs in a process group of its own: a stop of grade must reach it, or a
+    looping kernel keeps a core busy after grade has said `interrupted`."""
+    marker = tmp_path / "kernel.pid"
+    write(tmp_path, "loops.ipynb", [SETUP, f"import os\nopen({str(marker)!r}, 'w').write("
+                                           f"str(os.getpid()))\nwhile True:\n    pass", MASK])
+    grading = subprocess.Popen([sys.executable, "-m", "annotated.exercises", "grade",
+                                str(tmp_path / "loops.ipynb")], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (marker.is_file() and marker.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    kernel = int(marker.read_text())
+    grading.send_signal(signum)
+    _, err = grading.communicate(timeout=120)
+    assert grading.returncode == 128 + signum and "Traceback" not in err, err
+    deadline = time.monotonic() + 60
+    while alive(kernel) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(kernel), "the notebook's kernel is still running"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"

@@ -130,6 +130,9 @@ def execute(notebook: Path, args) -> dict:
         except subprocess.TimeoutExpired:
             stop(process)
             return {"problem": ["timeout", f"{args.timeout:g}"]}
+        except KeyboardInterrupt:             # Ctrl-C, SIGTERM, SIGHUP: the notebook stops too
+            stop(process)
+            raise
         if report.is_file():
             return json.loads(report.read_text(encoding="utf-8"))
         last = [line for line in stderr.strip().split("\n") if line.strip()][-1:] or ["?"]
