@@ -20,6 +20,8 @@ from experiments.folders import committed_folder, relative
 BLEU = between(0, 100, "BLEU")
 PERPLEXITY = at_least(1)                # exp of a cross-entropy, which is at least 0
 COUNT = at_least(0)                     # seconds, bytes, minutes
+WHOLE = ((lambda v: v >= 0 and float(v).is_integer()), "a whole number >= 0")   # packages
+BYTES = between(0, 2 ** 44, "bytes")    # a folder of this project: far below 16 TiB
 FRACTION = between(0, 1, "fraction")
 KINDS = {dict: "object", list: "list", str: "text", bool: "true or false"}
 
@@ -34,7 +36,8 @@ class Record:
         again = f"write it again ({remake})" if remake else None
         self.fix = " or ".join(filter(None, [restore, again])) or "restore it"
         try:
-            self.data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.data = json.loads(self.path.read_text(encoding="utf-8"),
+                                   object_pairs_hook=_no_key_twice)
         except FileNotFoundError:
             raise DataError(f"{self.path} does not exist; {self.fix}") from None
         except UnicodeDecodeError as e:
@@ -42,6 +45,9 @@ class Record:
                             f"{self.fix}") from None
         except json.JSONDecodeError as e:
             raise DataError(f"{self.path} is not valid JSON ({e}); {self.fix}") from None
+        except KeyError as e:                        # _no_key_twice: a hand merge, say
+            raise DataError(f"{self.path} gives the key {e.args[0]!r} twice in one object, so "
+                            f"one value would silently win; {self.fix}") from None
         except OSError as e:
             raise DataError(f"cannot read {self.path} ({e.strerror}); {self.fix}") from None
         if not isinstance(self.data, dict):
@@ -66,6 +72,16 @@ class Record:
             raise DataError(f"{self.path}: {_named(keys)} is {shown(value)}, not {expected}; "
                             f"{self.fix}")
         return value
+
+
+def _no_key_twice(pairs: list) -> dict:
+    """json's object_pairs_hook: the object, or KeyError naming a key given twice."""
+    found = {}
+    for key, value in pairs:
+        if key in found:
+            raise KeyError(key)
+        found[key] = value
+    return found
 
 
 def out_of_rule(value, rule) -> str | None:
@@ -114,8 +130,15 @@ def fastest(record: Record, name: str) -> dict:
     for i in found:
         record.get("cases", i, "step_s", rule=POSITIVE)
     best = min(found, key=lambda i: record.data["cases"][i]["step_s"])
-    for key in ("source_tokens", "target_tokens", "tokens_per_s", "peak_memory_GiB"):
+    for key in ("source_tokens", "target_tokens", "tokens_per_s"):
         record.get("cases", best, key, rule=POSITIVE)
+    memory = record.get("machine", "gpu_memory_GiB", rule=POSITIVE)
+    record.get("cases", best, "peak_memory_GiB", rule=between(0, memory, "GiB of the GPU"))
     record.get("cases", best, "MFU", rule=FRACTION)
     record.get("cases", best, "compile", kind=bool)
-    return record.data["cases"][best]
+    case = record.data["cases"][best]
+    implied = (case["source_tokens"] + case["target_tokens"]) / case["step_s"]
+    if abs(case["tokens_per_s"] - implied) > 0.02 * implied:
+        raise DataError(f"{record.path}: cases[{best}].tokens_per_s is {case['tokens_per_s']:,}, "
+                        f"but its tokens and step time make {implied:,.0f}; {record.fix}")
+    return case

@@ -153,11 +153,31 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     ("gpu_train.json", lambda r: [c.update(MFU=float("inf")) for c in r["cases"]],
      ("gpu_train.json", "].MFU", "inf")),
     ("published.json", lambda r: r["multi30k_test2016"]["en-de"][0].pop("bleu"),
-     ("published.json", "multi30k_test2016.en-de[0].bleu", "missing"))])
+     ("published.json", "multi30k_test2016.en-de[0].bleu", "missing")),
+    # numbers each fine alone, impossible together or beside what the file says of itself
+    ("multi30k_tiny.json", lambda r: first_test2016(r).update(bleu=99.0),
+     ("multi30k_tiny.json", "bleu", "99.0", "lowercased BLEU")),
+    ("install.json", lambda r: r["commands"]["(1)"].update(venv_bytes=10 ** 30),
+     ("install.json", "venv_bytes", "bytes")),
+    ("install.json", lambda r: r["commands"]["(1)"].update(packages=12.5),
+     ("install.json", "packages", "12.5", "whole number")),
+    ("gpu_train.json", lambda r: [c.update(peak_memory_GiB=500.0) for c in r["cases"]],
+     ("gpu_train.json", "peak_memory_GiB", "500.0", "GiB of the GPU")),
+    ("gpu_train.json", lambda r: [c.update(tokens_per_s=99_999_999) for c in r["cases"]],
+     ("gpu_train.json", "tokens_per_s", "99,999,999", "step time"))])
 def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, names,
                                                                   scratch_summary, capsys):
     edit_json(scratch_summary / "results" / name, change)
     says(refused_summary(scratch_summary, capsys), *names)
+
+
+def test_a_key_given_twice_in_a_results_file_is_one_line(scratch_summary, capsys):
+    """A bad hand merge: json would keep the last value without a word."""
+    path = scratch_summary / "results" / "multi30k_tiny.json"
+    text = path.read_text()
+    path.write_text(text.replace('"lowercase_bleu": ', '"lowercase_bleu": 93.58, '
+                                                       '"lowercase_bleu": ', 1))
+    says(refused_summary(scratch_summary, capsys), str(path), "'lowercase_bleu' twice")
 
 
 @pytest.mark.parametrize("text", ['{"commands": ', "", "\xff\xfe".encode("latin-1"), "[1, 2, 3]"])
