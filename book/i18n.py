@@ -71,13 +71,17 @@ def read_units(path: Path, lang: str) -> list[Unit]:
     """The units of a translation file, in order; a malformed file (not UTF-8, a git conflict
     left in it, a unit without its separator lines) is one DataError naming the file, the line
     and what was expected there."""
+    if path.exists() and not path.is_file():          # a pipe would wait for a writer
+        raise DataError(f"{path} is not a regular file; restore the translation file from "
+                        f"git (git checkout -- {path.name} in its folder)")
     lines = list(read_lines(path))
-    merged = any(CONFLICT.match(line) and not line.startswith("=") for line in lines)
     for number, line in enumerate(lines, 1):
-        if CONFLICT.match(line) and merged:           # ======= alone is a Markdown heading
+        if CONFLICT.match(line):
+            heading = (" (to underline a heading, write the heading with # instead)"
+                       if line.startswith("=") else "")
             raise DataError(f"{path}:{number}: a git conflict marker ({line[:40]!r}): a merge "
                             f"left two versions here; keep one, delete the marker lines, then "
-                            f"run python -m book translations again")
+                            f"run python -m book translations again{heading}")
         if "\0" in line:
             raise DataError(f"{path}:{number}: a NUL byte, which is not text (a crash or a "
                             f"bad copy leaves them); delete it, or restore the file from git")

@@ -240,14 +240,12 @@ def test_a_git_conflict_left_in_a_translation_is_refused_naming_its_line(marker,
             "start.md:6", "conflict", marker, "python -m book translations")
 
 
-def test_a_line_of_equals_signs_is_a_conflict_marker_only_beside_the_others(tmp_path):
-    """======= alone is a Markdown heading's underline; with <<<<<<< in the file it is the
-    middle of a conflict. A NUL byte is never text."""
+def test_a_line_of_equals_signs_is_a_conflict_marker_even_alone(tmp_path):
+    """A half-resolved merge leaves ======= alone, which Markdown would publish as a heading's
+    underline: refused, with the heading's other spelling. A NUL byte is never text."""
     path = tmp_path / "start.md"
-    path.write_text(UNITS.replace("第一。\n", "标题\n=======\n第一。\n"), encoding="utf-8")
-    assert [u.text for u in i18n.read_units(path, "zh")][0] == "标题\n=======\n第一。"
-    refused(path, UNITS.replace("第一。\n", "<<<<<<< HEAD\n第一。\n=======\n第一句。\n"),
-            "start.md:5", "conflict", "<<<<<<<")
+    refused(path, UNITS.replace("第一。\n", "旧译文。\n=======\n第一。\n"),
+            "start.md:6", "conflict", "=======", "keep one", "#")
     refused(path, UNITS.replace("第一。", "第\0一。"),
             "start.md:5", "NUL byte", "restore")
 
@@ -607,3 +605,11 @@ def test_the_chinese_checks_catch_what_a_reader_found_and_pass_code_and_names():
         "用 PyTorch 和 sacreBLEU 在 Multi30k 上训练。", "“Ein Mann mit einem Hut” 是一条译文。",
         "[注意力](../book/glossary.md#glossary-attention)", "设 d_model = 512，dropout 为 0.1。")]
     assert variants_used(fine) == [] and english_left_in(fine) == []
+
+
+def test_a_translation_file_that_is_a_pipe_is_refused_without_waiting(tmp_path):
+    path = tmp_path / "start.md"
+    os.mkfifo(path)
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md", "not a regular file", "git checkout")
