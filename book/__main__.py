@@ -71,6 +71,9 @@ def translations(add: bool) -> None:
             print(f"{(i18n.BOOK / lang / i18n.TABLES).relative_to(i18n.ROOT)}: "
                   f"{n} empty unit(s) added")
         problems += printed(i18n.check_tables(lang))
+        for line in i18n.orphan_files(lang):
+            print(line)
+            problems += 1
     print(f"{problems} translation problem(s)" if problems else "every translation is up to date")
     if problems:
         raise SystemExit(1)

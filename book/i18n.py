@@ -312,6 +312,16 @@ def sources() -> list[Path]:
             + sorted(p for p in BOOK.glob("*.md")) + [BOOK / "api" / "index.md"])
 
 
+def orphan_files(lang: str) -> list[str]:
+    """The files of book/<lang>/ that translate no English page (a page renamed or removed, a
+    copy left behind), beside the table cells and the term list, each one line."""
+    ours = {translation_file(source, lang) for source in sources()}
+    ours |= {BOOK / lang / TABLES, BOOK / lang / "terms.md"}
+    return [f"{p.relative_to(ROOT)}: translates no English page (a page renamed or removed?); "
+            f"delete it, or rename it after its page" for p in sorted((BOOK / lang).glob("*.md"))
+            if p not in ours]
+
+
 def add_missing(source: Path, lang: str) -> int:
     """Append a unit with empty translation for each missing piece of English (for a
     translator to fill in); return how many."""

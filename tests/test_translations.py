@@ -613,3 +613,16 @@ def test_a_translation_file_that_is_a_pipe_is_refused_without_waiting(tmp_path):
     with pytest.raises(DataError) as error:
         i18n.read_units(path, "zh")
     says(error, "start.md", "not a regular file", "git checkout")
+
+
+def test_a_translation_file_that_translates_no_page_is_listed(tmp_path, monkeypatch):
+    """A copy left behind (02_masking_old.md) would otherwise sit there unchecked."""
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    monkeypatch.setattr(i18n, "BOOK", tmp_path / "book")
+    monkeypatch.setattr(i18n, "sources", lambda: [i18n.CHAPTERS / "02_masking.ipynb"])
+    (tmp_path / "book" / "zh").mkdir(parents=True)
+    for name in ("02_masking.md", "02_masking_old.md", "tables.md", "terms.md"):
+        (tmp_path / "book" / "zh" / name).write_text("")
+    found = i18n.orphan_files("zh")
+    assert len(found) == 1
+    says(found[0], "book/zh/02_masking_old.md", "no English page", "delete it")
