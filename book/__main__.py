@@ -39,7 +39,14 @@ def parse_args(argv=None):
                         help=f"output folder: empty, missing, or a site built here before, whose "
                              f"files (those that build wrote, as it wrote them) are replaced "
                              f"(default {DEFAULT_OUT})")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    given = {"--add-missing": args.add_missing and args.command != "translations",
+             "--without-solutions": args.without_solutions and args.command != "build",
+             "--out": args.out != DEFAULT_OUT and args.command != "build"}
+    if wrong := [option for option, misplaced in given.items() if misplaced]:
+        parser.error(f"{', '.join(wrong)} is not an option of {args.command}: --add-missing "
+                     f"goes with translations, --out and --without-solutions with build")
+    return args
 
 
 @command

@@ -626,3 +626,14 @@ def test_a_translation_file_that_translates_no_page_is_listed(tmp_path, monkeypa
     found = i18n.orphan_files("zh")
     assert len(found) == 1
     says(found[0], "book/zh/02_masking_old.md", "no English page", "delete it")
+
+
+@pytest.mark.parametrize("argv, option", [(["translations", "--out", "x"], "--out"),
+                                          (["terms", "--add-missing"], "--add-missing"),
+                                          (["build", "--add-missing"], "--add-missing")])
+def test_an_option_given_to_the_wrong_book_command_is_refused(argv, option, capsys):
+    from book.__main__ import parse_args
+    with pytest.raises(SystemExit) as stopped:
+        parse_args(argv)
+    assert stopped.value.code == 2
+    says(capsys.readouterr().err.strip().splitlines()[-1], option, argv[0], "goes with")
