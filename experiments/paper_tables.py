@@ -34,6 +34,7 @@ from annotated.attention import attention
 from annotated.base.cli import command
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
+from annotated.base.settings import shown
 from annotated.training.flops import training_flops
 from experiments.commands import invocation
 from experiments.folders import add_out_dir, check_out_dir, relative
@@ -220,9 +221,15 @@ def timings_problem(timings) -> str | None:
     if not isinstance(rows, list) or not rows:
         return "has no rows of timings"
     for i, row in enumerate(rows):
-        if not (isinstance(row, dict) and count(row.get("n")) and count(row.get("d"))
-                and seconds(row.get("attention_s")) and seconds(row.get("recurrent_s"))):
-            return f"has a row {i + 1} without n, d, attention_s and recurrent_s"
+        if not isinstance(row, dict):
+            return f"has a row {i + 1} that is {shown(row)}, not an object"
+        for key, good, what in (("n", count, "a count > 0"), ("d", count, "a count > 0"),
+                                ("attention_s", seconds, "seconds > 0"),
+                                ("recurrent_s", seconds, "seconds > 0")):
+            if key not in row:
+                return f"has a row {i + 1} without {key}"
+            if not good(row[key]):
+                return f"has rows[{i}].{key} = {shown(row[key])}, not {what}"
     return None
 
 

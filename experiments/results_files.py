@@ -109,6 +109,10 @@ def gpu_timings(path) -> Record:
     """benchmarks.gpu_train's record at `path`, checked to be a whole measurement on a GPU: a
     CPU run (which only checks the script) or an interrupted one is one DataError."""
     record = Record(path, GPU_RECORD)
+    if not {"machine", "cases"} & set(record.data):
+        raise DataError(f"{path} is not a record of benchmarks.gpu_train (it has neither "
+                        f"'machine' nor 'cases'); give the file that gpu_train writes, "
+                        f"results/gpu_train.json")
     machine = record.get("machine", kind=dict)
     if "gpu" not in machine or record.data.get("complete") is not True:
         what = ("a CPU run, which only checks the script" if "gpu" not in machine

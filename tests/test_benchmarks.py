@@ -103,6 +103,15 @@ def test_the_schedule_estimate_is_the_measured_step_times_the_papers_steps(tmp_p
     assert base["hours"]["perfect_scaling"] < base["hours"]["per_gpu_share"]
 
 
+def test_the_schedule_estimate_names_a_results_file_of_another_kind(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        gpu_schedule.main(["--timings", str(RESULTS / "multi30k.json"), "--out-dir",
+                           str(tmp_path / "out")])
+    line = says(capsys.readouterr().err.strip(), "multi30k.json", "not a record of "
+                "benchmarks.gpu_train", "results/gpu_train.json")
+    assert "git checkout" not in line
+
+
 @pytest.mark.parametrize("record,names", [
     ({"complete": False, "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
      ["interrupted"]),

@@ -501,7 +501,10 @@ def test_a_smoke_test_says_it_scored_the_first_sentences(tiny_run, tmp_path):
                                           ("{}", "has no number of threads"),
                                           ('{"threads": 1, "rows": [1, 2]}', "has a row 1"),
                                           ("NaN", "holds a JSON float"),
-                                          ('{"threads": 1, "rows": []}', "has no rows")])
+                                          ('{"threads": 1, "rows": []}', "has no rows"),
+                                          ('{"threads": 1, "rows": [{"n": 8, "d": 4, '
+                                           '"attention_s": -1.0, "recurrent_s": 1}]}',
+                                           "has rows[0].attention_s = -1.0, not seconds > 0")])
 def test_reused_timings_must_be_table1s(content, says, tmp_path, capsys):
     (tmp_path / "table1_timings.json").write_text(content)
     err = refused(paper_tables, "--reuse-timings", "--out-dir", tmp_path, capsys=capsys)
