@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
+from conftest import says
 
 from annotated.exercises import CHECKED, checker, exercises, result_of
 from annotated.exercises.core import Case, Exercise, Slip, Text, run
@@ -254,3 +256,14 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
         checker("fr")
     with pytest.raises(KeyError, match="9.99"):
         result_of("9.99", stub)
+
+
+def test_a_meta_or_sparse_tensor_is_an_answer_the_check_can_judge():
+    """Neither crashes the check: a meta tensor has no values to compare, a sparse one is
+    compared by its values."""
+    meta = result_of("2.1", lambda size: torch.ones(1, 1, size, size, dtype=torch.bool,
+                                                              device="meta"))
+    says(meta.message("en"), "meta device", "on the CPU")
+    sparse = result_of("2.1", lambda size: torch.tril(torch.ones(
+        size, size, dtype=torch.bool))[None, None].to_sparse())
+    assert sparse.status == "passed", sparse.message("en")

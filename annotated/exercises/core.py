@@ -97,7 +97,10 @@ TOLERANCE = {np.dtype(np.float64): (1e-7, 1e-9), np.dtype(np.float32): (1e-4, 1e
 def as_array(x) -> np.ndarray | None:
     """A tensor, array or number as a NumPy array (None for anything else)."""
     if isinstance(x, torch.Tensor):
+        if x.is_meta:                              # shapes only: no values to compare
+            return None
         x = x.detach().cpu()
+        x = x if x.layout == torch.strided else x.to_dense()             # sparse: its values
         return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
     if isinstance(x, (np.ndarray, np.generic, bool, int, float)):
         return np.asarray(x)
@@ -122,6 +125,8 @@ def compare(expected, got, lang: str) -> str | None:
                 return MESSAGES[lang]["returned"].format(i=i + 1, n=len(expected), problem=problem)
         return None
     want, have = as_array(expected), as_array(got)
+    if isinstance(got, torch.Tensor) and got.is_meta:
+        return MESSAGES[lang]["meta"]
     if have is None:
         return MESSAGES[lang]["type"].format(got=type(got).__name__)
     if want.shape != have.shape:

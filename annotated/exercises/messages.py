@@ -22,6 +22,8 @@ MESSAGES = {
         "count": "expected {expected} values returned, got {got}",
         "returned": "value {i} of the {n} returned: {problem}",
         "type": "expected a tensor or a number, got a {got}",
+        "meta": "got a tensor on the meta device, which holds shapes but no values: compute "
+                "it on the CPU",
         "shape": "expected shape {expected}, got {got}",
         "dtype": "expected dtype {expected}, got {got}",
         "value_at": "at index {where} expected {expected}, got {got}",
@@ -59,6 +61,7 @@ MESSAGES = {
         "count": "应当返回 {expected} 个值，实际返回了 {got} 个",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
+        "meta": "得到的是 meta 设备上的张量，它只有形状、没有数值：请在 CPU 上计算",
         "shape": "形状应为 {expected}，实际为 {got}",
         "dtype": "数据类型应为 {expected}，实际为 {got}",
         "value_at": "下标 {where} 处应为 {expected}，实际为 {got}",
