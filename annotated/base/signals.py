@@ -98,9 +98,9 @@ def command_starting():
         stopped = isinstance(error, Stopped)
         print(f"interrupted by {error}" if stopped else "interrupted", file=sys.stderr,
               flush=True)
-        if stopped:                      # Python would end a KeyboardInterrupt by SIGINT
-            signal.signal(error.signum, signal.SIG_DFL)
-            signal.raise_signal(error.signum)
+        signum = error.signum if stopped else signal.SIGINT     # end by the signal, as an
+        signal.signal(signum, signal.SIG_DFL)                  # uncaught Ctrl-C would (130)
+        signal.raise_signal(signum)
     sys.excepthook = hook
     with signals_held():
         yield
