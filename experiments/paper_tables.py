@@ -138,11 +138,12 @@ def commands():
     return """```bash
 # 1. data: WMT14 en-de training corpora, newstest2013 (dev), full newstest2014 (test)
 python -m annotated.data.prepare_wmt14 --out-dir data/wmt14
-# 2. train on one machine with 8 GPUs (25,000 + 25,000 tokens per step as in §5.1; with fewer GPUs
-#    add accum_steps=8/GPUS to keep the global batch)
+# 2. train on one machine with 8 GPUs (25,000 + 25,000 tokens per step as in §5.1; fewer GPUs
+#    compute the same global batch, and accum_steps=8/GPUS cuts it into the same 8 pieces)
 torchrun --nproc_per_node=8 -m annotated.train --config base --data-dir data --run-dir runs/base amp=bf16
 torchrun --nproc_per_node=8 -m annotated.train --config big  --data-dir data --run-dir runs/big  amp=bf16
-# 3. average the last checkpoints (§6.1: 5 for base, written every 10 minutes; 20 for big)
+# 3. average the last checkpoints (§6.1: 5 for base, written every 10 minutes; 20 for big; the
+#    presets also save every 1,000 steps, so on a fast GPU they span the last 5,000 or 20,000)
 python -m annotated.checkpoint average --last 5  runs/base --out runs/base/average.pt
 python -m annotated.checkpoint average --last 20 runs/big  --out runs/big/average.pt
 # 4. translate newstest2014 with beam 4, alpha 0.6, max length input + 50, and score

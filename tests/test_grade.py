@@ -76,13 +76,13 @@ def test_a_half_done_notebook_gets_its_stubs_and_its_wrong_answers_told_apart(gr
 
 def test_a_cell_that_raises_is_noted_and_the_rest_still_graded(graded):
     _, rows, _ = graded
-    assert statuses(rows["c"]) == {"2.1": "passed", "2.2": "passed"}
+    assert statuses(rows["c"]) == {"2.1": "passed", "2.2": "passed", "2.3": "not run"}
     assert "cell 3" in rows["c"]["note"] and "my mistake" in rows["c"]["note"]
 
 
 def test_a_loop_is_stopped_at_the_cell_timeout_and_the_rest_still_graded(graded):
     _, rows, _ = graded
-    assert statuses(rows["d"]) == {"2.1": "passed", "2.2": "passed"}
+    assert statuses(rows["d"]) == {"2.1": "passed", "2.2": "passed", "2.3": "not run"}
     assert "3" in rows["d"]["note"] and "30 s" in rows["d"]["note"]
 
 
@@ -99,7 +99,7 @@ def test_a_dead_kernel_and_a_file_that_is_not_a_notebook_are_one_line_each(grade
 
 def test_a_notebook_cannot_reach_the_network(graded):
     _, rows, _ = graded
-    assert statuses(rows["f"]) == {"2.1": "passed"}
+    assert statuses(rows["f"]) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}
     assert "without a network" in rows["f"]["note"]
 
 
@@ -108,7 +108,7 @@ def test_a_class_that_all_ran_exits_0(tmp_path):
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
                            str(tmp_path / "one.ipynb"), "--lang", "zh"],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0 and "通过 1 / 1" in done.stdout
+    assert done.returncode == 0 and "通过 1 / 3" in done.stdout
 
 
 def test_a_wrong_argument_is_one_line_and_exit_code_2():
@@ -146,3 +146,15 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
+    """A notebook that calls only 2.1's check is graded on chapter 2's three coding exercises;
+    an id the book has not is no exercise of the total."""
+    write(tmp_path, "only_one.ipynb", [SETUP, MASK, 'check("2.9", len)'])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "only_one.ipynb"), "--json"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
+    row = json.loads(done.stdout)[0]
+    assert (row["passed"], row["total"]) == (1, 3), row
+    assert statuses(row) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}

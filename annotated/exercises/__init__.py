@@ -48,6 +48,14 @@ def exercises() -> dict[str, Exercise]:
     return found
 
 
+def graded_ids(called) -> list[str]:
+    """The exercises a notebook is graded on, in the book's order: every coding exercise of each
+    chapter whose checks it calls (`called`, ids such as "2.1"), so that a check deleted from
+    the notebook counts as not run instead of shrinking the total; ids the book has not, none."""
+    chapters = {i.split(".")[0] for i in called}
+    return [i for i in exercises() if i.split(".")[0] in chapters]
+
+
 def result_of(exercise_id: str, fn) -> Result:
     """The check of `fn` as the exercise `exercise_id`, its message in every language."""
     found = exercises()

@@ -6,8 +6,9 @@ Each notebook runs in a process of its own (annotated.exercises.run_notebook): i
 kernel, in its own folder, in the chapters' quick form, with no network. A cell that raises is
 noted and the run goes on; a cell that runs past --cell-timeout seconds is interrupted and the
 run goes on; a notebook that is still running after --timeout seconds is stopped. The table
-has one row a notebook: how many of its exercises passed, each exercise's status (passed,
-failed, not attempted, not run: its check never ran), and a note on anything that went wrong.
+has one row a notebook: how many of its exercises passed (every coding exercise of each
+chapter whose checks it calls), each exercise's status (passed, failed, not attempted, not run:
+its check never ran, or was deleted), and a note on anything that went wrong.
 A file that is not a notebook, a kernel that dies or a notebook that runs out of time gets a
 one-line note in its row; the other notebooks are graded all the same. --json prints the
 rows as JSON instead, with each check's line in every language, for a course's gradebook.
@@ -26,6 +27,7 @@ import unicodedata
 from pathlib import Path
 
 from annotated.base.cli import command, path, positive, show
+from annotated.exercises import graded_ids
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import checks
 
@@ -83,7 +85,7 @@ def grade(notebook: Path, args) -> dict:
     if problem:
         row["note"] = say["not_notebook"].format(problem=problem)
         return row
-    ids = sorted(checks(nb), key=lambda i: tuple(int(n) for n in i.split(".")))
+    ids = graded_ids(checks(nb))
     if not ids:
         row["note"] = say["no_exercises"]
         return row
