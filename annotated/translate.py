@@ -26,7 +26,7 @@ from annotated.base.cli import (command, first_line, number, out_file, out_of_me
                                 say_error, unwritable_on_stdout)
 from annotated.base.errors import DataError
 from annotated.base.files import (atomic_open, check_aligned, check_output, not_lines_of_text,
-                                  read_lines)
+                                  not_text_to_replace, read_lines)
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
@@ -79,6 +79,9 @@ def main(argv=None):
     out_path = None if str(args.out) in ("None", "-") else args.out
     if out_path is not None:              # before any work: never over a file this reads
         check_output(out_path, reads=[args.checkpoint, source, args.ref], say=log)
+        if what := not_text_to_replace(out_path):
+            raise DataError(f"refusing to write {out_path}: it {what}, which the translations "
+                            f"would replace; choose another --out")
     elif sys.stdout is None:
         raise DataError("stdout is closed: there is nowhere to write the translations; give "
                         "--out FILE")

@@ -8,6 +8,7 @@ the user's files are what they should be and that any refusal is one line.
 import gzip
 import lzma
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -523,3 +524,25 @@ def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, 
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--baseline", str(tmp_path / "base.de"),
                    "--ref", str(tmp_path / "ref.de")])
     says(capsys.readouterr().err.strip(), "note", "2 sentence", "hundreds")
+
+
+def test_translate_never_writes_over_a_checkpoint_a_run_log_or_binary_bytes(tmp_path, capsys):
+    """What checkpoint average and half refuse as --out, translate refuses too; its own earlier
+    output, plain or gzip, it replaces."""
+    (tmp_path / "in.en").write_text("A dog runs.\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(SHIPPED, run / "ckpt_0000005.pt")
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    (tmp_path / "data.bin").write_bytes(b"\x00\x01\x02" * 100)
+    argv = ["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"), "--out"]
+    for out, names in [(run / "ckpt_0000005.pt", ["PyTorch checkpoint"]),
+                       (run / "metrics.jsonl", ["metrics log"]),
+                       (tmp_path / "data.bin", ["binary bytes"])]:
+        before = out.read_bytes()
+        exits_with_error(translate.main, [*argv, str(out)])
+        says(error_line(capsys, alone=False), str(out), *names, "another --out")
+        assert out.read_bytes() == before
+    for out in (tmp_path / "out.de", tmp_path / "out.de.gz"):
+        for _ in range(2):
+            translate.main([*argv, str(out)])

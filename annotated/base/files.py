@@ -658,6 +658,25 @@ def check_output(path, reads=(), say=None) -> Path:
     return path
 
 
+def not_text_to_replace(path) -> str | None:
+    """What the existing file `path` holds that a text output must not replace: a checkpoint
+    (or another zip archive), binary bytes, or a training run's metrics log; None for text, a
+    missing or empty file, a stream or a device."""
+    target = Path(os.path.realpath(path))
+    if not target.is_file() or target.stat().st_size == 0 or std_stream(Path(path)) is not None:
+        return None
+    if target.name == "metrics.jsonl":
+        return "is a training run's metrics log"
+    with open(target, "rb") as f:
+        head = f.read(4096)
+        if head.startswith(b"PK\x03\x04"):
+            return ("holds a PyTorch checkpoint" if _is_checkpoint(f, 0)
+                    else "holds a zip archive")
+    if head[:2] == b"\x1f\x8b":                        # gzip: text, as a .gz output is
+        return None
+    return "holds binary bytes, not text" if b"\0" in head else None
+
+
 def download(url: str, path: Path, sha256: str | None = None):
     """Save url at path atomically; with sha256 given, a mismatch raises and keeps nothing.
     Returns the sha256 of what was saved."""
