@@ -82,9 +82,6 @@ def read_units(path: Path, lang: str) -> list[Unit]:
             raise DataError(f"{path}:{number}: a git conflict marker ({line[:40]!r}): a merge "
                             f"left two versions here; keep one, delete the marker lines, then "
                             f"run python -m book translations again{heading}")
-        if "\0" in line:
-            raise DataError(f"{path}:{number}: a NUL byte, which is not text (a crash or a "
-                            f"bad copy leaves them); delete it, or restore the file from git")
     units, i, target = [], 0, TARGET.format(lang=lang)
     while i < len(lines):
         if not lines[i].strip():

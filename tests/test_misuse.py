@@ -703,7 +703,7 @@ def test_a_folder_given_as_hypotheses_is_one_line(tmp_path, capsys):
 
 def test_control_characters_in_an_input_line_translate_without_breaking_the_alignment(
         tmp_path):
-    (tmp_path / "in.txt").write_bytes("a dog\x00 runs .\n\x1b[31mred\x1b[0m\n\tthe end .\n"
+    (tmp_path / "in.txt").write_bytes("a dog\x07 runs .\n\x1b[31mred\x1b[0m\n\tthe end .\n"
                                       .encode())
     translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
                     str(tmp_path / "out.txt"), "--greedy"])

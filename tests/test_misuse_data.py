@@ -331,16 +331,17 @@ def test_a_data_location_that_cannot_be_read_as_one_corpus_is_one_line(tmp_path,
 
 
 # Sides that carry no text: the tokenizer turns each into no token, or into UNK and word
-# boundaries only; a control character or a NUL byte inside a sentence is not such a side.
-NO_TEXT = ["\x07\x1b\x7f", "\x00" * 8192, "   \t ", "\u200b", "\ufeff\u2060", "\u200d \x1b"]
+# boundaries only; a control character inside a sentence is not such a side. (A NUL byte is
+# never text: the file holding it is refused, test_a_nul_byte_anywhere_refuses_its_file.)
+NO_TEXT = ["\x07\x1b\x7f", "\x7f" * 64, "   \t ", "\u200b", "\ufeff\u2060", "\u200d \x1b"]
 
 
 def test_a_side_that_encodes_to_no_token_is_dropped_and_counted_in_every_split(tmp_path):
-    """The tokenizer's ids decide: a side of control characters, NUL bytes (what a crash
-    leaves), whitespace or zero-width characters is dropped with its pair, from test too
+    """The tokenizer's ids decide: a side of control characters, whitespace or zero-width
+    characters is dropped with its pair, from test too
     (its raw text with it), and the log counts them by reason."""
     pairs = [*PAIRS[:40], *[(side, f"le chat {i}") for i, side in enumerate(NO_TEXT)],
-             ("the cat\x00 sits", NO_TEXT[1]), ("a\x07 cat", "un\x07 chat")]
+             ("the cat\x07 sits", NO_TEXT[1]), ("a\x07 cat", "un\x07 chat")]
     location = corpus(tmp_path / "data", pairs)
     for split in ("valid", "test"):
         for side, lang in enumerate(("en", "fr")):
@@ -356,6 +357,20 @@ def test_a_side_that_encodes_to_no_token_is_dropped_and_counted_in_every_split(t
         says(line, f"{dropped} with a side that encodes to no token dropped")
     assert found.test_src == [*(s for s, _ in PAIRS[:3]), "a\x07 cat"]
     assert found.test_ref == [*(t for _, t in PAIRS[:3]), "un\x07 chat"]
+
+
+@pytest.mark.parametrize("damage", ["\x00" * 64 + "Le chat.", "Le\x00 chat.", "\x00" * 8192])
+def test_a_nul_byte_anywhere_refuses_its_file(tmp_path, capsys, damage):
+    """Text never holds a NUL byte; a crash leaves runs of them, at a file's end or in a hole in
+    its middle: the file is refused, named with the line, before any tokenizer is trained."""
+    location = corpus(tmp_path / "data", PAIRS)
+    lines = (location / "train.fr").read_text(encoding="utf-8").split("\n")
+    lines[7] = damage
+    (location / "train.fr").write_text("\n".join(lines), encoding="utf-8")
+    run_fails(tmp_path / "run", "--config", "copy", "--cache-dir", tmp_path / "cache",
+              "--data-dir", location, *FILES)
+    says(error_line(capsys, alone=False), "train.fr", "line 8", "NUL bytes", "write it again")
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.model"))
 
 
 def test_a_split_whose_every_pair_has_a_side_without_text_is_one_line(tmp_path):

@@ -247,7 +247,7 @@ def test_a_line_of_equals_signs_is_a_conflict_marker_even_alone(tmp_path):
     refused(path, UNITS.replace("第一。\n", "旧译文。\n=======\n第一。\n"),
             "start.md:6", "conflict", "=======", "keep one", "#")
     refused(path, UNITS.replace("第一。", "第\0一。"),
-            "start.md:5", "NUL byte", "restore")
+            "start.md, line 5", "NUL bytes", "write it again")
 
 
 def test_a_cell_translated_twice_is_refused_naming_both_units(tmp_path):

@@ -129,6 +129,10 @@ def _lines(path, f, gzipped):
                                     f"its checksum); download or copy the file again") from None
                 raise DataError(f"{path}, line {number}: not UTF-8 ({e.reason} at byte "
                                 f"{e.start}); convert the file to UTF-8") from None
+            if "\0" in text:
+                raise DataError(f"{path}, line {number}: holds NUL bytes, which text never "
+                                f"does (a crash can leave them), so it is not a text file; "
+                                f"copy or write it again")
             yield text.removeprefix("\ufeff") if number == 1 else text
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise DataError(f"{path}, after line {number}: the gzip data is broken or cut short "

@@ -8,8 +8,9 @@ dropped on the way. Nothing is dropped silently:
   checked for every split before any tokenizer is trained;
 - pairs with a side that encodes to no token of text carry no translation and are dropped and
   counted, in every split: a blank line, or one of characters the tokenizer drops or does not
-  know (control characters, the NUL bytes a crash leaves, zero-width spaces); the tokenizer's
-  ids decide (Tokenizer.ids_without_text), not a list of characters;
+  know (control characters, zero-width spaces); the tokenizer's ids decide
+  (Tokenizer.ids_without_text), not a list of characters (a NUL byte, which text never holds
+  and a crash leaves, refuses its whole file, annotated.base.files.read_lines);
 - pairs longer than `max_sentence_len` tokens on either side (EOS/BOS counted) are dropped from
   train and valid and counted, never from test: the test set is scored whole.
 
@@ -208,7 +209,7 @@ def _with_text(tokenizer, pairs, files, stats):
     if not kept:
         raise DataError(f"{' and '.join(map(str, files))} hold no sentence pair: each of their "
                         f"{len(pairs):,} lines has a side that encodes to no token (blank, or "
-                        f"only control, NUL or unknown characters); check the files")
+                        f"only control or unknown characters); check the files")
     return [(src_ids[i], tgt_ids[i]) for i in kept], [pairs[i] for i in kept]
 
 

@@ -104,8 +104,8 @@ class Tokenizer:
         return self.sp.decode([int(i) for i in ids if int(i) not in SPECIAL])
 
     def ids_without_text(self) -> set[int]:
-        """The ids that carry no text: UNK (a character the training text never showed, a NUL
-        byte) and the pieces that show nothing, made of word boundaries ("▁"), spaces,
+        """The ids that carry no text: UNK (a character the training text never showed) and the
+        pieces that show nothing, made of word boundaries ("▁"), spaces,
         control and format characters (a zero-width joiner the training text held). A
         sentence of these only encodes to no token of text."""
         return {UNK} | {i for i in range(self.vocab_size) if _shows_nothing(self.sp.id_to_piece(i))}

@@ -61,7 +61,7 @@ MESSAGES = {
         "count": "应当返回 {expected} 个值，实际返回了 {got} 个",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
-        "meta": "得到的是 meta 设备上的张量，它只有形状、没有数值：请在 CPU 上计算",
+        "meta": "得到的张量只有形状、没有数值：请在 CPU 上计算它",
         "shape": "形状应为 {expected}，实际为 {got}",
         "dtype": "数据类型应为 {expected}，实际为 {got}",
         "value_at": "下标 {where} 处应为 {expected}，实际为 {got}",
