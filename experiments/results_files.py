@@ -11,6 +11,7 @@ and experiments.gpu_schedule publish from.
 """
 import json
 import math
+import re
 from pathlib import Path
 
 from annotated.base.errors import DataError
@@ -72,6 +73,20 @@ class Record:
             raise DataError(f"{self.path}: {_named(keys)} is {shown(value)}, not {expected}; "
                             f"{self.fix}")
         return value
+
+
+def shown_on_its_page(record: "Record", value: float, *keys) -> None:
+    """Refuse `value` (at `keys`) unless the results page written from the same JSON (the .md
+    beside it) shows it too: a number edited by hand in one of the two is caught here."""
+    page = record.path.with_suffix(".md")
+    if not page.is_file():
+        return
+    text = page.read_text(encoding="utf-8", errors="replace")
+    if not any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\d)", text)
+               for form in {f"{value:.2f}", f"{value}", f"{value:g}"}):
+        raise DataError(f"{record.path}: {_named(keys)} is {value}, but {page.name}, written "
+                        f"from the same results, does not show it: one of the two was edited; "
+                        f"{record.fix}")
 
 
 def _no_key_twice(pairs: list) -> dict:

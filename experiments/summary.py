@@ -19,7 +19,7 @@ from annotated.base.settings import POSITIVE, between
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
 from experiments.results_files import (BLEU, BYTES, COUNT, WHOLE, Record, fastest,
-                                      gpu_timings)
+                                      gpu_timings, shown_on_its_page)
 
 README = ROOT / "README.md"
 RESULTS = ROOT / "results"
@@ -53,6 +53,13 @@ def table() -> str:
         lower = record.get("test2016", first, "lowercase_bleu", rule=BLEU)
         # the cased score counts fewer matches than the lowercased one of the same output
         bleu = record.get("test2016", first, "bleu", rule=between(0, lower, "lowercased BLEU"))
+        for key, value, case in (("lowercase_bleu", lower, "lc"), ("bleu", bleu, "mixed")):
+            shown_on_its_page(record, value, "test2016", first, key)
+            signature = record.get("test2016", first, key.replace("bleu", "signature"), kind=str)
+            if f"|case:{case}|" not in signature:
+                raise DataError(f"{record.path}: the signature beside test2016.{first}.{key} "
+                                f"lacks case:{case}, which that score's signature has; "
+                                f"{record.fix}")
         rows.append([what, f"{lower:.2f}", f"{bleu:.2f}" if cased else "(writes lowercase)"])
     for pair, entries in published(RESULTS).items():
         for system, bleu, _, _ in entries:

@@ -157,6 +157,11 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     # numbers each fine alone, impossible together or beside what the file says of itself
     ("multi30k_tiny.json", lambda r: first_test2016(r).update(bleu=99.0),
      ("multi30k_tiny.json", "bleu", "99.0", "lowercased BLEU")),
+    ("multi30k_tiny.json", lambda r: first_test2016(r).update(bleu=39.5),
+     ("multi30k_tiny.json", "bleu", "39.5", "multi30k_tiny.md", "edited")),
+    ("multi30k_tiny.json", lambda r: first_test2016(r).update(
+        signature=first_test2016(r)["signature"].replace("case:mixed", "case:lc")),
+     ("multi30k_tiny.json", "signature", "case:mixed")),
     ("install.json", lambda r: r["commands"]["(1)"].update(venv_bytes=10 ** 30),
      ("install.json", "venv_bytes", "bytes")),
     ("install.json", lambda r: r["commands"]["(1)"].update(packages=12.5),
