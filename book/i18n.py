@@ -37,6 +37,7 @@ chapter, the table's caption number and the cell; a unit no table shows any more
 """
 import copy
 import difflib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,9 +72,10 @@ def read_units(path: Path, lang: str) -> list[Unit]:
     """The units of a translation file, in order; a malformed file (not UTF-8, a git conflict
     left in it, a unit without its separator lines) is one DataError naming the file, the line
     and what was expected there."""
-    if path.exists() and not path.is_file():          # a pipe would wait for a writer
-        raise DataError(f"{path} is not a regular file; restore the translation file from "
-                        f"git (git checkout -- {path.name} in its folder)")
+    if path.is_symlink() or (path.exists() and not path.is_file()):   # a pipe would wait
+        what = "a link" if path.is_symlink() else "not a regular file"   # for a writer
+        raise DataError(f"{path} is {what}; a translation file is the project's own: restore "
+                        f"it from git (git checkout -- {path.name} in its folder)")
     lines = list(read_lines(path))
     for number, line in enumerate(lines, 1):
         if CONFLICT.match(line):
@@ -204,7 +206,7 @@ def check(source: Path, lang: str) -> Report:
     """Compare a page's English with its translation file."""
     where = translation_file(source, lang)
     english = source_units(source)
-    units = read_units(where, lang) if where.exists() else []
+    units = read_units(where, lang) if os.path.lexists(where) else []
     name = where.relative_to(ROOT)
     report = Report([], [], [])
     cells = [(key, text) for key, text in english if key != "block"]
@@ -323,7 +325,7 @@ def add_missing(source: Path, lang: str) -> int:
     """Append a unit with empty translation for each missing piece of English (for a
     translator to fill in); return how many."""
     where = translation_file(source, lang)
-    units = read_units(where, lang) if where.exists() else []
+    units = read_units(where, lang) if os.path.lexists(where) else []
     have = {u.key for u in units if u.key != "block"} | {u.en for u in units if u.key == "block"}
     new = [Unit(key, text, "", 0) for key, text in source_units(source)
            if (text if key == "block" else key) not in have]
@@ -418,7 +420,7 @@ def check_tables(lang: str) -> Report:
     """The chapters' table cells against book/<lang>/tables.md: a cell with no unit is missing,
     a unit whose #s are not its English's is stale, a unit no table shows is an orphan."""
     where = BOOK / lang / TABLES
-    units = read_units(where, lang) if where.exists() else []
+    units = read_units(where, lang) if os.path.lexists(where) else []
     name, report, seen = where.relative_to(ROOT), Report([], [], []), set()
     by_en = {u.en: u for u in units}
     for place, piece in book_table_pieces():
@@ -443,7 +445,7 @@ def add_missing_cells(lang: str) -> int:
     """Append a unit with empty translation to book/<lang>/tables.md for each table cell that
     has none (for a translator to fill in); return how many."""
     where = BOOK / lang / TABLES
-    units = read_units(where, lang) if where.exists() else []
+    units = read_units(where, lang) if os.path.lexists(where) else []
     have, new = {u.en for u in units}, []
     for _, piece in book_table_pieces():
         if cell_key(piece) not in have:

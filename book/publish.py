@@ -96,6 +96,12 @@ def check_out(out: Path) -> dict[str, str]:
     if blocking is not None:
         raise DataError(f"cannot make the site folder {out}: {blocking} is a file; choose "
                         f"another --out")
+    where = next(p for p in [out, *out.parents] if p.exists())     # the folder that is, or
+    if not os.access(where, os.W_OK | os.X_OK):                      # will hold, the site
+        mounted = os.statvfs(where).f_flag & os.ST_RDONLY
+        raise DataError(f"cannot write into {where}"
+                        f"{' (its file system is mounted read-only)' if mounted else ''}, "
+                        f"where the site {out} would go; choose another --out")
     if not out.exists() or not any(out.iterdir()):
         return {}
     left = sorted(out.glob(f"{ASIDE}*"))
@@ -104,10 +110,9 @@ def check_out(out: Path) -> dict[str, str]:
                         f"that was killed while it replaced them: move them back into {out} "
                         f"(they keep their paths there), delete {left[0].name}, then build again")
     if not (out / MANIFEST).is_file():
-        raise DataError(f"{out} is not empty and holds no site built by this command (no "
-                        f"{MANIFEST}); choose another --out, or empty it yourself")
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise DataError(f"cannot write into {out}; choose another --out")
+        what = "not a file" if (out / MANIFEST).exists() else "missing"
+        raise DataError(f"{out} is not empty and holds no site built by this command (its "
+                        f"{MANIFEST} is {what}); choose another --out, or empty it yourself")
     before = read_manifest(out)
     refuse_edited(out, sorted(n for n in set(before) - still_ours(out, before)
                               if os.path.lexists(out / n)))

@@ -41,6 +41,9 @@ class Record:
                                    object_pairs_hook=_no_key_twice)
         except FileNotFoundError:
             raise DataError(f"{self.path} does not exist; {self.fix}") from None
+        except IsADirectoryError:
+            raise DataError(f"{self.path} is a folder, not a results file; give the file "
+                            f"itself") from None
         except UnicodeDecodeError as e:
             raise DataError(f"{self.path} is not UTF-8 text ({e.reason} at byte {e.start}); "
                             f"{self.fix}") from None

@@ -12,7 +12,7 @@ without the README (or the other way round) fails the tests until this command i
 """
 import argparse
 
-from annotated.base.cli import command
+from annotated.base.cli import command, require_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, write_files
 from annotated.base.settings import POSITIVE, between
@@ -151,6 +151,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if not args.write:
+        require_stdout("the tables (or give --write)")
         print("\n\n".join(render() for render in TABLES.values()))
         return
     readme = "\n".join(read_lines(README)) + "\n"

@@ -4,8 +4,11 @@ The README's tables are rendered from results/*.json (experiments.summary); ever
 number on the README and on results/README.md must be found in a results file, so a result
 that changes without its prose (or prose that changes without its result) fails here."""
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -219,3 +222,20 @@ def test_the_summary_writes_the_readme_it_checks_against(scratch_summary):
     summary.main(["--write"])
     assert (scratch_summary / "README.md").read_text() == (ROOT / "README.md").read_text()
     assert sorted(p.name for p in scratch_summary.iterdir()) == ["README.md", "results"]
+
+
+def test_a_folder_given_as_a_results_file_is_named_a_folder_with_no_restore(scratch_summary,
+                                                                            capsys):
+    from experiments import gpu_schedule
+    with pytest.raises(SystemExit):
+        gpu_schedule.main(["--timings", str(scratch_summary / "results"), "--out-dir",
+                           str(scratch_summary / "out")])
+    line = says(capsys.readouterr().err.strip(), "results", "a folder", "the file itself")
+    assert "git checkout" not in line
+
+
+def test_the_tables_with_stdout_closed_are_one_line_not_lost(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "experiments.summary"], cwd=ROOT,
+                          capture_output=True, text=True, preexec_fn=lambda: os.close(1))
+    assert done.returncode == 1
+    says(done.stderr.strip(), "stdout", "--write")

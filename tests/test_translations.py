@@ -637,3 +637,13 @@ def test_an_option_given_to_the_wrong_book_command_is_refused(argv, option, caps
         parse_args(argv)
     assert stopped.value.code == 2
     says(capsys.readouterr().err.strip().splitlines()[-1], option, argv[0], "goes with")
+
+
+def test_a_translation_file_that_is_a_link_is_refused_and_never_written_through(tmp_path):
+    """A dangling link would make --add-missing write a file outside the project."""
+    path = tmp_path / "start.md"
+    path.symlink_to(tmp_path / "elsewhere.md")
+    with pytest.raises(DataError) as error:
+        i18n.read_units(path, "zh")
+    says(error, "start.md", "a link", "git checkout")
+    assert not (tmp_path / "elsewhere.md").exists()
