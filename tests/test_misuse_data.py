@@ -453,3 +453,15 @@ def test_training_goes_on_with_stderr_closed(tmp_path):
                           env={**os.environ, "OMP_NUM_THREADS": "1"},
                           preexec_fn=lambda: os.close(2))
     assert done.returncode == 0 and (tmp_path / "ckpt_0000002.pt").is_file(), done.stdout
+
+
+def test_a_validation_or_test_split_copied_from_train_is_warned_about(tmp_path):
+    location = corpus(tmp_path / "data", PAIRS[:40])
+    for lang in ("en", "fr"):
+        shutil.copy(location / f"train.{lang}", location / f"test.{lang}")
+    logs = []
+    config = get("copy").override(**dict(item.split("=") for item in FILES[:3]), vocab_size=60)
+    load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=logs.append)
+    warned = [line for line in logs if line.startswith("warning") and "test.en" in line]
+    assert len(warned) == 1, logs
+    says(warned[0], "test.en", "test.fr", "training pairs", "memory")

@@ -173,6 +173,19 @@ def _folder(location: Path) -> Path:
     return location
 
 
+def note_overlap(text: dict, files: dict, log) -> None:
+    """A warning for a validation or test split that shares most of its pairs with train (a
+    copy, say): its loss and BLEU would measure what the model memorised, not translation."""
+    seen = set(text["train"])
+    for split in ("valid", "test"):
+        shared = sum(pair in seen for pair in text[split])
+        if shared > len(text[split]) / 2:
+            src, tgt = files[split]
+            log(f"warning: {shared:,} of the {len(text[split]):,} pairs of {src} and {tgt} are "
+                f"also training pairs: their scores measure memory, not translation; give "
+                f"{split} sentences the model does not train on")
+
+
 def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     """The corpus config.dataset names, tokenized with a shared vocabulary of config.vocab_size."""
     if config.dataset == "copy":
@@ -185,6 +198,7 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     text, stats = {}, {}                          # ... and so does an empty one
     for split, (src_path, tgt_path) in files.items():
         text[split], stats[split] = read_parallel(src_path, tgt_path)
+    note_overlap(text, files, log)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,
                               character_coverage=coverage(config.source_lang, config.target_lang),
