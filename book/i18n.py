@@ -39,6 +39,7 @@ import copy
 import difflib
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +79,11 @@ def read_units(path: Path, lang: str) -> list[Unit]:
                         f"it from git (git checkout -- {path.name} in its folder)")
     lines = list(read_lines(path))
     for number, line in enumerate(lines, 1):
+        hidden = [c for c in line if unicodedata.category(c) == "Cf" or c == "\u00a0"]
+        if hidden and HEADER.match("".join(" " if c == "\u00a0" else c for c in line
+                                           if unicodedata.category(c) != "Cf")):
+            raise DataError(f"{path}:{number}: a unit header holding a character one cannot "
+                            f"see (U+{ord(hidden[0]):04X}); delete it")
         if CONFLICT.match(line):
             heading = (" (to underline a heading, write the heading with # instead)"
                        if line.startswith("=") else "")
@@ -229,7 +235,21 @@ def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> No
         diff = "\n".join(difflib.unified_diff(unit.en.split("\n"), text.split("\n"),
                                               "translated", "English now", lineterm="", n=1))
         report.stale.append(f"{name}:{unit.line}: {key}: the English changed since it was "
-                            f"translated:\n{diff}")
+                            f"translated{unseen_difference(unit.en, text)}:\n{diff}")
+
+
+def unseen_difference(quoted: str, now: str) -> str:
+    """When the quoted English differs from the English now only in characters one cannot see
+    (a no-break space, a zero-width space, trailing spaces), a note naming the first; else ""."""
+    def seen(text):
+        return "\n".join(" ".join(line.replace("\u00a0", " ").split()) for line in
+                         "".join(c for c in text if unicodedata.category(c) != "Cf").split("\n"))
+    if seen(quoted) != seen(now):
+        return ""
+    odd = next((c for c in quoted + now if unicodedata.category(c) == "Cf" or c == "\u00a0"),
+               None)
+    return (f" (only in characters one cannot see: U+{ord(odd):04X})" if odd else
+            " (only in spaces at the ends of lines, or doubled)")
 
 
 def _check_blocks(blocks: list[str], units: list[Unit], name, report: Report) -> None:

@@ -647,3 +647,25 @@ def test_a_translation_file_that_is_a_link_is_refused_and_never_written_through(
         i18n.read_units(path, "zh")
     says(error, "start.md", "a link", "git checkout")
     assert not (tmp_path / "elsewhere.md").exists()
+
+
+@pytest.mark.parametrize("header, code", [("=== bl\u200bock ===", "U+200B"),
+                                          ("=== block\u00a0===", "U+00A0")])
+def test_a_unit_header_holding_an_invisible_character_is_named_at_its_line(tmp_path, header,
+                                                                           code):
+    """It would not read as a header, and the unit before it would swallow the next one."""
+    refused(tmp_path / "start.md", UNITS.replace("\n=== block ===", "\n" + header),
+            "start.md:7", "header", code, "delete it")
+
+
+def test_english_that_changed_only_in_unseen_characters_says_which(copy_of_chapter_one):
+    """A no-break space for a space leaves the diff's lines looking the same: the report
+    names the character."""
+    path = copy_of_chapter_one
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown" and "softmax" in c.source)
+    cell.source = cell.source.replace(" softmax", "\u00a0softmax", 1)
+    nbformat.write(nb, path)
+    stale = i18n.check(path, "zh").stale
+    assert len(stale) == 1
+    says(stale[0].split("\n")[0], f"cell {cell.id}", "cannot see", "U+00A0")
