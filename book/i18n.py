@@ -84,6 +84,9 @@ def read_units(path: Path, lang: str) -> list[Unit]:
                                            if unicodedata.category(c) != "Cf")):
             raise DataError(f"{path}:{number}: a unit header holding a character one cannot "
                             f"see (U+{ord(hidden[0]):04X}); delete it")
+        if line.startswith("=== ") and not HEADER.match(line) and not hidden:
+            raise DataError(f"{path}:{number}: {line[:60]!r} is not a unit header: write "
+                            f"'=== cell ID ===' or '=== block ==='")
         if CONFLICT.match(line):
             heading = (" (to underline a heading, write the heading with # instead)"
                        if line.startswith("=") else "")

@@ -98,6 +98,7 @@ def gpu_table() -> str:
         case = fastest(measured, name)
         steps = schedule.get("models", name, "paper_steps", rule=POSITIVE)
         hours = schedule.get("models", name, "hours", "per_gpu_share", rule=POSITIVE)
+        check_schedule(schedule, name, fastest(measured, f"{name} 1/8")["step_s"], hours)
         paper_hours = schedule.get("models", name, "paper_hours", rule=POSITIVE)
         rows.append([name, f"{case['source_tokens']:,} + {case['target_tokens']:,}",
                      f"{case['step_s'] * 1000:.1f} ms" + mode_label(case),
@@ -106,6 +107,20 @@ def gpu_table() -> str:
                      f"{steps:,} steps: about {hours:g} h (paper: {paper_hours:g} h on 8 x P100)"])
     return "\n".join(markdown_table(["model", "tokens a step", "step", "tokens/s", "MFU (bf16)",
                                      "peak memory", "on 8 such GPUs (estimate)"], rows))
+
+
+def check_schedule(schedule, name: str, measured_step_s: float, hours: float) -> None:
+    """Refuse a schedule whose step is not the one gpu_train.json measured for an eighth of the
+    batch, or whose hours are not that step times the paper's steps (a hand edit of either)."""
+    step_s = schedule.get("models", name, "share_step_s", rule=POSITIVE)
+    if step_s != measured_step_s:
+        raise DataError(f"{schedule.path}: models.{name}.share_step_s is {step_s}, but "
+                        f"gpu_train.json measured {measured_step_s} s for the eighth; "
+                        f"{schedule.fix}")
+    implied = step_s * schedule.get("models", name, "paper_steps", rule=POSITIVE) / 3600
+    if abs(hours - implied) > max(0.01, 0.02 * implied):
+        raise DataError(f"{schedule.path}: models.{name}.hours.per_gpu_share is {hours}, but "
+                        f"its step and steps make {implied:.2f} h; {schedule.fix}")
 
 
 def mode_label(case: dict) -> str:

@@ -165,6 +165,10 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     ("multi30k_tiny.json", lambda r: first_test2016(r).update(
         signature=first_test2016(r)["signature"].replace("case:mixed", "case:lc")),
      ("multi30k_tiny.json", "signature", "case:mixed")),
+    ("gpu_schedule.json", lambda r: r["models"]["base"]["hours"].update(per_gpu_share=0.01),
+     ("gpu_schedule.json", "per_gpu_share", "0.01", "0.76 h")),
+    ("gpu_schedule.json", lambda r: r["models"]["base"].update(share_step_s=0.5),
+     ("gpu_schedule.json", "share_step_s", "0.5", "gpu_train.json", "0.02725")),
     ("install.json", lambda r: r["commands"]["(1)"].update(venv_bytes=10 ** 30),
      ("install.json", "venv_bytes", "bytes")),
     ("install.json", lambda r: r["commands"]["(1)"].update(packages=12.5),
@@ -239,3 +243,11 @@ def test_the_tables_with_stdout_closed_are_one_line_not_lost(tmp_path):
                           capture_output=True, text=True, preexec_fn=lambda: os.close(1))
     assert done.returncode == 1
     says(done.stderr.strip(), "stdout", "--write")
+
+
+def test_the_tables_into_a_full_device_say_what_is_full():
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, "-m", "experiments.summary"], cwd=ROOT,
+                              stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    says(done.stderr.strip(), "no space left", "stdout", "write elsewhere")

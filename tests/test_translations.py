@@ -669,3 +669,8 @@ def test_english_that_changed_only_in_unseen_characters_says_which(copy_of_chapt
     stale = i18n.check(path, "zh").stale
     assert len(stale) == 1
     says(stale[0].split("\n")[0], f"cell {cell.id}", "cannot see", "U+00A0")
+
+
+def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
+    refused(tmp_path / "start.md", UNITS.replace("\n=== block ===", "\n=== blok"),
+            "start.md:7", "'=== blok'", "not a unit header", "=== block ===")

@@ -16,6 +16,7 @@
   bug and keeps its traceback.
 """
 import argparse
+import errno
 import functools
 import math
 import os
@@ -34,6 +35,9 @@ def describe(error: BaseException) -> str:
     """The one line a user sees for a user error."""
     if isinstance(error, OSError) and error.filename and error.strerror:
         return f"{error.filename}: {error.strerror}"
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return ("no space left on the device being written (a full disk, or stdout sent to a "
+                "full device); free some space or write elsewhere")
     return str(error) or type(error).__name__
 
 
