@@ -122,6 +122,12 @@ class Config(ModelConfig):
                               f"of the code")
         return Config(**values)
 
+    def longest_sentence(self) -> int:
+        """The most tokens (EOS included) a training sentence of this config can have: the copy
+        task's copy_len symbols and EOS, else max_sentence_len, beyond which training drops a
+        pair."""
+        return self.copy_len + 1 if self.dataset == "copy" else self.max_sentence_len
+
     def parameter_count(self, vocab: int | None = None) -> int:
         """The model's parameter count with one shared vocabulary of `vocab` (default
         vocab_size), from its shapes alone."""

@@ -90,7 +90,8 @@ def run_config(args, out: Path):
     found = checkpoint_file.checkpoints(out)
     if not found:
         if args.resume:
-            raise ConfigError(f"--resume: no checkpoint in {out}")
+            raise ConfigError(f"--resume: no checkpoint in {out} to continue; run without "
+                              f"--resume to start a run there")
         return apply_overrides(get(args.config), args.overrides), None
     check_one_run(out)
     resumed = checkpoint_file.load(found[-1], resuming=True)

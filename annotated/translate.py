@@ -117,7 +117,7 @@ def main(argv=None):
         out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
                               max_extra=max_extra, batch_tokens=args.batch_tokens,
                               greedy=args.greedy, cached=not args.no_cache, log=log,
-                              longest=config.max_sentence_len)
+                              longest=config.longest_sentence())
     except DataError as e:                         # a line that cannot be translated
         raise DataError(f"{source or 'stdin'}, {e}") from None
     except (MemoryError, RuntimeError) as e:

@@ -549,6 +549,25 @@ def test_a_line_far_longer_than_any_trained_on_is_refused_before_decoding(tmp_pa
     assert (tmp_path / "out.txt").read_text() == "mine\n"
 
 
+def test_a_copy_task_model_measures_long_lines_by_its_own_length(tmp_path, capsys):
+    """The copy task trains on at most copy_len symbols, far below max_sentence_len: a line of
+    200 is refused, and one of 20 warned about, by that length."""
+    train.main(["--config", "copy", "--run-dir", str(tmp_path / "run"), "--max-steps", "1",
+                "--threads", "1", *merged(TINY_RUN, ["ckpt_every=1"])])
+    checkpoint = str(checkpoint_file.checkpoints(tmp_path / "run")[-1])
+    longest = configs.get("copy").copy_len + 1
+    (tmp_path / "long.txt").write_text(" ".join(["5"] * 200) + "\n")
+    capsys.readouterr()
+    exits_with_error(translate.main, ["--checkpoint", checkpoint, "--input",
+                                      str(tmp_path / "long.txt")])
+    says(error_line(capsys, alone=False), "line 1", "201 tokens", f"({longest})", "split it")
+    (tmp_path / "longer.txt").write_text(" ".join(["5"] * 2 * longest) + "\n")
+    translate.main(["--checkpoint", checkpoint, "--input", str(tmp_path / "longer.txt"),
+                    "--out", str(tmp_path / "out.txt")])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "warning" in line),
+         f"({longest} tokens)", "split them")
+
+
 def test_a_terminal_that_cannot_write_the_target_language_breaks_nothing(tmp_path):
     """PYTHONIOENCODING=ascii (or latin-1 with Chinese): training ends with the model at work,
     its characters escaped; translate refuses before any work, naming the encoding."""

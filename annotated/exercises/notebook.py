@@ -15,7 +15,8 @@ from dataclasses import dataclass
 KINDS = ("coding", "predict, then run", "derive")
 HEADING = re.compile(r"^(#{2,3}) Exercise (\d+)\.(\d+) · (.+?)(?: \*\((.+?)\)\*)?\s*$",
                      re.M)
-CHECK = re.compile(r"""^\s*check\(\s*["'](\d+\.\d+)["']\s*,\s*([A-Za-z_]\w*)\s*\)""", re.M)
+CHECK = re.compile(r"""^\s*check\(\s*["'](\d+\.\d+)["']\s*,\s*(?:([A-Za-z_]\w*)\s*\)|\S)""",
+                   re.M)
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def listed(nb: dict) -> list[Listed]:
 
 
 def checks(nb: dict) -> dict[str, str]:
-    """{exercise id: the name of the function checked} for every `check(...)` call of the
-    notebook's code cells."""
+    """{exercise id: the name of the function checked, None for an expression such as a lambda}
+    for every `check(...)` call of the notebook's code cells."""
     return {m[1]: m[2] for cell in nb["cells"] if cell["cell_type"] == "code"
             for m in CHECK.finditer(source(cell))}

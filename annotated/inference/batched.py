@@ -12,7 +12,7 @@ from annotated.base.errors import DataError
 from annotated.data.batching import make_batches
 from annotated.inference.search import beam_search, greedy_decode, source_batch
 
-# A line longer than this many times the longest sentence the model was trained on is refused:
+# A line longer than this many times the longest sentence training could keep is refused:
 # its decoding time grows with the square of its length, so it would run for a long time with
 # no output, and the model has never seen anything like it. Cutting it short instead would drop
 # text from the translation without a word.
@@ -24,7 +24,7 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
                     greedy: bool = False, cached: bool = True, log=None,
                     longest: int | None = None) -> list[str]:
     """Translations of `lines`, in order; `log(message)` receives progress if given, and a
-    warning for lines longer than `longest` tokens (the longest the model was trained on)."""
+    warning for lines longer than `longest` tokens (the longest its training could keep)."""
     ids = tokenizer.encode_all(lines)
     todo = [i for i, x in enumerate(ids) if x]               # empty lines stay empty
     limit = model.max_positions()
@@ -37,13 +37,13 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
     refused = [i for i in longer if len(ids[i]) + 1 > LONGEST_TIMES * longest]
     if refused:
         raise DataError(f"line {refused[0] + 1} has {len(ids[refused[0]]) + 1:,} tokens (EOS "
-                        f"included), over {LONGEST_TIMES} times the longest sentence this model "
-                        f"was trained on ({longest}): decoding it would take very long, its "
+                        f"included), over {LONGEST_TIMES} times the longest sentence this model's "
+                        f"training could keep ({longest}): decoding it would take very long, its "
                         f"time growing with the square of its length, for a poor translation; "
                         f"split it into sentences ({len(refused)} line(s) are that long)")
     if longer and log:
-        log(f"warning: {len(longer)} line(s) are longer than any sentence this model was "
-            f"trained on ({longest} tokens), line {longer[0] + 1} with {len(ids[longer[0]]) + 1}"
+        log(f"warning: {len(longer)} line(s) are longer than any sentence this model's "
+            f"training could keep ({longest} tokens), line {longer[0] + 1} with {len(ids[longer[0]]) + 1}"
             f": they translate slowly and poorly; split them into sentences")
     out = [""] * len(lines)
     if not todo:
