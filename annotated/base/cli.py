@@ -35,7 +35,7 @@ def describe(error: BaseException) -> str:
     """The one line a user sees for a user error."""
     if isinstance(error, OSError) and error.filename and error.strerror:
         return f"{error.filename}: {error.strerror}"
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+    if isinstance(error, OSError) and error.strerror == os.strerror(errno.ENOSPC):   # bare
         return ("no space left on the device being written (a full disk, or stdout sent to a "
                 "full device); free some space or write elsewhere")
     return str(error) or type(error).__name__
