@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import says
 
 pytestmark = pytest.mark.slow           # each notebook starts a kernel
 
@@ -94,7 +95,7 @@ def test_a_dead_kernel_and_a_file_that_is_not_a_notebook_are_one_line_each(grade
     assert table.returncode == 1 and "Traceback" not in table.stdout + table.stderr
     lines = table.stdout.strip().split("\n")
     assert len(lines) == 3 and "not a notebook" in lines[0] and "missing.ipynb" in lines[1]
-    assert "No such file" in lines[1]
+    assert "no such file" in lines[1] and "check the path" in lines[1]
 
 
 def test_a_notebook_cannot_reach_the_network(graded):
@@ -158,3 +159,10 @@ def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
     row = json.loads(done.stdout)[0]
     assert (row["passed"], row["total"]) == (1, 3), row
     assert statuses(row) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}
+
+
+def test_a_folder_given_for_a_notebook_names_the_notebooks_in_it(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", str(tmp_path)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    says(done.stdout.splitlines()[0], "a folder", f"{tmp_path}/*.ipynb")

@@ -465,3 +465,15 @@ def test_a_validation_or_test_split_copied_from_train_is_warned_about(tmp_path):
     warned = [line for line in logs if line.startswith("warning") and "test.en" in line]
     assert len(warned) == 1, logs
     says(warned[0], "test.en", "test.fr", "training pairs", "memory")
+
+
+def test_a_training_corpus_copied_onto_itself_is_warned_about(tmp_path):
+    location = corpus(tmp_path / "data", PAIRS[:40])
+    for lang in ("en", "fr"):
+        text = (location / f"train.{lang}").read_text(encoding="utf-8")
+        (location / f"train.{lang}").write_text(text * 3, encoding="utf-8")
+    logs = []
+    config = get("copy").override(**dict(item.split("=") for item in FILES[:3]), vocab_size=60)
+    load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=logs.append)
+    says(next(line for line in logs if "repeat" in line), "train.en", "80 of the 120",
+         "check the files")

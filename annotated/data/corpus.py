@@ -174,9 +174,15 @@ def _folder(location: Path) -> Path:
 
 
 def note_overlap(text: dict, files: dict, log) -> None:
-    """A warning for a validation or test split that shares most of its pairs with train (a
-    copy, say): its loss and BLEU would measure what the model memorised, not translation."""
+    """A warning for a training split that is mostly repeats, and for a validation or test
+    split that shares most of its pairs with train (a copy, say): its loss and BLEU would
+    measure what the model memorised, not translation."""
     seen = set(text["train"])
+    repeats = len(text["train"]) - len(seen)
+    if repeats > len(text["train"]) / 2:
+        src, tgt = files["train"]
+        log(f"warning: {repeats:,} of the {len(text['train']):,} pairs of {src} and {tgt} "
+            f"repeat another pair exactly (a corpus copied onto itself?): check the files")
     for split in ("valid", "test"):
         shared = sum(pair in seen for pair in text[split])
         if shared > len(text[split]) / 2:

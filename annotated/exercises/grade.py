@@ -81,6 +81,10 @@ def grade(notebook: Path, args) -> dict:
     say = MESSAGES[args.lang]
     row = {"notebook": str(notebook), "graded": False, "passed": 0, "total": 0,
            "exercises": {}, "errors": [], "note": None}
+    if notebook.is_dir() or not notebook.exists():
+        row["note"] = (say["a_folder"].format(path=notebook) if notebook.is_dir()
+                       else say["no_file"])
+        return row
     nb, problem = notebook_problem(notebook)
     if problem:
         row["note"] = say["not_notebook"].format(problem=problem)

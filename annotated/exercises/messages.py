@@ -41,6 +41,8 @@ MESSAGES = {
         "cell_stopped": "cell(s) {cells} ran past {seconds:g} s and were stopped",
         "cell_raised": "{n} cell(s) raised an error, the first cell {cell} ({error})",
         "not_notebook": "not a notebook: {problem}",
+        "a_folder": "a folder, not a notebook: give the notebooks in it ({path}/*.ipynb)",
+        "no_file": "no such file: check the path",
         "not_graded": "could not be graded: {why}",
         "no_exercises": "no exercise of this book's chapters found (no `check(\"N.K\", ...)` "
                         "cell)",
@@ -77,6 +79,8 @@ MESSAGES = {
         "cell_stopped": "第 {cells} 个单元格运行超过 {seconds:g} 秒，已被停止",
         "cell_raised": "{n} 个单元格出错，第一个是第 {cell} 个单元格（{error}）",
         "not_notebook": "不是笔记本：{problem}",
+        "a_folder": "这是一个文件夹，不是笔记本：请给出其中的笔记本（{path}/*.ipynb）",
+        "no_file": "没有这个文件：请检查路径",
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
         "notes_sep": "；",
