@@ -20,8 +20,8 @@ from pathlib import Path
 
 from annotated.base.cli import command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
-from annotated.data.tokenizer import is_language
 from annotated.base.files import check_aligned, read_lines
+from annotated.data.tokenizer import is_language
 from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
 
 
@@ -41,8 +41,8 @@ def parse_args(argv=None):
     parser.add_argument("--baseline", type=path, help="another system's translations, "
                                                       "line-aligned: compare with a paired "
                                                       "bootstrap")
-    parser.add_argument("--lang", type=language, help="the references' language code, e.g. de or zh (default: "
-                                       "guessed from their script)")
+    parser.add_argument("--lang", type=language, help="the references' language code, e.g. de "
+                                                      "or zh (default: guessed from their script)")
     return parser.parse_args(argv)
 
 
@@ -103,9 +103,9 @@ def aligned(path, refs, ref_path) -> list[str]:
         unicodedata.category(c) in ("Cc", "Cf") and c != "\t" for c in line)]
     if hidden:
         many = f"{len(hidden):,} such lines in all" if len(hidden) > 1 else "the only such line"
-        print(f"note: {path}, line {hidden[0]} ({many}): control or zero-width characters, "
-              f"which count in BLEU as they stand; remove them if they are not part of the "
-              f"text", file=sys.stderr)
+        say_error(f"note: {path}, line {hidden[0]} ({many}): control or zero-width characters, "
+                  f"which count in BLEU as they stand; remove them if they are not part of the "
+                  f"text")
     return lines
 
 

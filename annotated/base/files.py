@@ -44,8 +44,6 @@ from annotated.base.signals import signals_held, stops_unwind
 
 MAX_LINE = 1 << 20      # bytes; a longer "line" is not a sentence (a binary file, /dev/zero)
 # The first bytes of compressed formats this project does not read, and the tool that reads them.
-# Text never holds this many NUL bytes in a row; a crash leaves a hole of them in a file.
-NUL_RUN = "\0" * 16
 COMPRESSED = {b"\xfd7zXZ\x00": "xz", b"BZh": "bzip2", b"PK\x03\x04": "zip",
               b"\x28\xb5\x2f\xfd": "zstd"}
 
@@ -164,10 +162,10 @@ def check_aligned(n_a: int, n_b: int, a, b) -> None:
 
 
 def not_lines_of_text(source) -> str | None:
-    """Why `source` cannot be sentences one a line: a line of NUL bytes alone, or a run of
-    them (the hole a crash leaves; one inside a sentence is text as it stands), or a single line holding CRs (old Mac
-    line ends); None if neither. `source` is the lines themselves, or a file's path, judged by
-    its first MiB (anything else is no file)."""
+    """Why `source` cannot be sentences one a line: NUL bytes, which text never holds (a crash
+    leaves them), or a single line holding CRs (old Mac line ends); None if neither. `source`
+    is the lines themselves, or a file's path, judged by its first MiB (anything else is no
+    file)."""
     if not isinstance(source, list):
         try:
             with open(source, "rb") as f:
@@ -178,7 +176,7 @@ def not_lines_of_text(source) -> str | None:
             return None                              # gzip: its bytes say nothing of its lines
         source = head.decode("utf-8", "replace").removesuffix("\n").split("\n")
     for number, line in enumerate(source, start=1):
-        if "\0" in line and (line.strip("\0 ") == "" or NUL_RUN in line):
+        if "\0" in line:
             return (f"holds NUL bytes (line {number:,}): it is not a text file; a crash can "
                     f"leave them: copy or write it again")
     if len(source) == 1 and "\r" in source[0].rstrip("\r"):

@@ -42,9 +42,10 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
                         f"time growing with the square of its length, for a poor translation; "
                         f"split it into sentences ({len(refused)} line(s) are that long)")
     if longer and log:
+        first = longer[0]
         log(f"warning: {len(longer)} line(s) are longer than any sentence this model's "
-            f"training could keep ({longest} tokens), line {longer[0] + 1} with {len(ids[longer[0]]) + 1}"
-            f": they translate slowly and poorly; split them into sentences")
+            f"training could keep ({longest} tokens), line {first + 1} with "
+            f"{len(ids[first]) + 1}: they translate slowly and poorly; split them into sentences")
     out = [""] * len(lines)
     if not todo:
         return out
