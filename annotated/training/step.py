@@ -16,6 +16,8 @@ batch the logits alone are 25,000 x 37,000 numbers, which the plain loss of anno
 reads and writes about ten times. `cuda_graphs=true` (on a GPU, with compile=true) replays
 the compiled forward and backward passes as CUDA graphs, one for each of a few padded batch
 shapes (training.buckets), so that the GPU no longer waits for the CPU to launch each kernel.
+On a CPU without compile, dropout draws its random numbers three elements at a time
+(training.dropout).
 """
 import math
 from collections.abc import Callable
@@ -34,6 +36,7 @@ from annotated.masks import batch_masks
 from annotated.training import distributed
 from annotated.training.buckets import Bucketed
 from annotated.training.decoder_states import DecoderStates
+from annotated.training.dropout import use_drawn_dropout
 from annotated.training.output_loss import OutputLoss
 
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -72,6 +75,8 @@ def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
     DDP under torchrun."""
     check_device(config, device)
     amp = AMP_DTYPES[config.amp]
+    if device.type == "cpu" and not config.compile:
+        use_drawn_dropout(model)                     # cheaper random draws (training.dropout)
     ddp = None
     states = DecoderStates(model)
     if distributed.active():
