@@ -52,6 +52,9 @@ class Reader:
 READERS = (Reader(words=90, hanzi=155, code=9, printed=12, figure=1.5),
            Reader(words=75, hanzi=130, code=7, printed=10, figure=2.0))
 HANZI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+#: What makes a run of prose between spaces (and Chinese characters) a word: a letter or a digit,
+#: not punctuation alone ("，", "—").
+WORD_CHARACTER = re.compile(r"[^\W_]")
 #: The first line of a listing shown by annotated.notebooks.chapter.show(): the file's path.
 LISTING = re.compile(r"`((?:annotated|reference_numpy)(?:/\w+)*\.py)`")
 #: A chapter's link to a page of the book, written so that it works in the repository
@@ -106,7 +109,7 @@ def reading(nb: dict, lang: str = languages.ENGLISH) -> tuple[tuple[float, float
     words, hanzi, code, printed, figures = amounts(nb)
     minutes = tuple(words / r.words + hanzi / r.hanzi + code / r.code + printed / r.printed
                     + figures * r.figure for r in READERS)
-    return minutes, languages.ALL[lang].counts(words + hanzi, code, printed, figures)
+    return minutes, languages.ALL[lang].counts(words, hanzi, code, printed, figures)
 
 
 def amounts(nb: dict) -> tuple[int, int, int, int, int]:
@@ -117,7 +120,7 @@ def amounts(nb: dict) -> tuple[int, int, int, int, int]:
     cells = nb["cells"]
     prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     hanzi = len(HANZI.findall(prose))
-    words = len(HANZI.sub(" ", prose).split())
+    words = sum(1 for w in HANZI.sub(" ", prose).split() if WORD_CHARACTER.search(w))
     code = sum(lines(c["source"]) for c in cells if c["cell_type"] == "code")
     printed = figures = 0
     for o in (o for c in cells for o in c.get("outputs", [])):

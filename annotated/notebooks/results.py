@@ -1,4 +1,4 @@
-"""Chapter 8's and the appendix's results: the files that the experiment scripts wrote into
+"""Chapter 8's, chapter 9's and the appendix's results: the files that the experiment scripts wrote into
 results/ (each records the command that wrote it), read here and laid out as the short tables
 the two chapters show, one function per table. The chapters compute and draw; which file holds
 a number, and where in it, is said here.
@@ -9,6 +9,7 @@ a number, and where in it, is said here.
     examples_table               Tables 8.4 and A.8: test sentences and their translations
     paper_table1, recipe         Table 8.5, the paper's Table 1; the commands for WMT 2014
     cost_table                   Table 8.6: Table 2's cost, our FLOP count, the measured estimate
+    profile_table                Table 9.4: where the GPU's time goes in a compiled step
     candidate_label ... table3_table   the appendix's tables: the sweep and its comparisons,
                                  the second hour, the other seed, the bootstrap, the metric,
                                  English-French, Table 3 in full; command_settings
@@ -149,6 +150,22 @@ def cost_table(paper: dict, schedule: dict, measured: dict) -> Markdown:
                      f"{one_gpu:.1f} h", f"{plan['hours']['per_gpu_share']:g} h"])
     return table(["model", "the paper: 8 P100s", "our FLOPs / the paper's cost", "MFU, one GPU",
                   "one GPU, estimate", "8 GPUs, estimate"], rows)
+
+
+def profile_table(measured: dict) -> Markdown:
+    """Table 9.4: each compiled step of benchmarks.gpu_train, profiled once: the GPU's time in
+    each kind of kernel and the time it waits, in milliseconds of the profiled step."""
+    kinds = ["matrix products", "attention", "fused (compiled)"]
+    rows = []
+    for case in (c for c in measured["cases"] if c["compile"]):
+        profile = case["profile"]
+        spent = profile["by_kind_s"]
+        other = sum(s for kind, s in spent.items() if kind not in kinds)
+        ms = [spent.get(kind, 0.0) for kind in kinds] + [other, profile["gpu_idle_s"],
+                                                         profile["step_s"]]
+        rows.append([case["case"], *(f"{s * 1000:.1f}" for s in ms)])
+    return table(["compiled step", "matrix products", "attention", "fused kernels",
+                  "other element-wise", "GPU idle", "step"], rows)
 
 
 # ---- The appendix: the sweep that chose the shipped model ----

@@ -173,7 +173,7 @@ def draw_beam_tree(live: list[list[list[int]]], scores: list[list[float]], best,
                 ax.plot([x[prefix[:-1]], x[prefix]], [1 - t, -t], zorder=1,
                         color="tab:red" if on_path else "0.7", lw=2 if on_path else 0.8)
             if not t:
-                text, style = "BOS", dict(fc="0.9", ec="0.6")
+                text, style = "<s>", dict(fc="0.9", ec="0.6")
             elif prefix == answer:
                 last = label(answer[-1]) if answer[-1] == EOS else f"{label(answer[-1])} (limit)"
                 text = f"{last}\n{log_p:.2f}\nscore {best.score:.2f}"

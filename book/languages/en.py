@@ -26,7 +26,8 @@ WORDS = {
 }
 
 
-def counts(words: int, code: int, printed: int, figures: int) -> str:
+def counts(words: int, hanzi: int, code: int, printed: int, figures: int) -> str:
+    words += hanzi                              # an English page: a Chinese character is a word
     return (f"{words:,} words, {code:,} lines of code, {printed:,} lines of output, "
             f"{figures:,} figure{'' if figures == 1 else 's'}")
 

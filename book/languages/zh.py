@@ -20,7 +20,7 @@ WORDS = {
     "solutions_mark": "**解答。**",
     "solutions_page": "**解答。** 本章每道练习的详细解答在[解答]({page})一页，每道都折叠着，点开才显示。",
     "total": ("细心的初读者读完全部 {n} 章约需 {low:.0f} 到 {high:.0f} 小时：每分钟读 "
-              "{hanzi[0]:g} 到 {hanzi[1]:g} 个汉字的正文、{code[0]:g} 到 {code[1]:g} 行代码或 "
+              "{hanzi[0]:g} 到 {hanzi[1]:g} 个汉字或 {words[0]:g} 到 {words[1]:g} 个英文词的正文、{code[0]:g} 到 {code[1]:g} 行代码或 "
               "{printed[0]:g} 到 {printed[1]:g} 行打印输出，每幅图 {figure[0]:g} 到 {figure[1]:g} "
               "分钟。每章标题下给出该章的估计；做练习所需的时间另计。"),
 }
@@ -56,8 +56,9 @@ SCRIPTS = {
 }
 
 
-def counts(words: int, code: int, printed: int, figures: int) -> str:
-    return f"{words:,} 字，{code:,} 行代码，{printed:,} 行输出，{figures} 幅图"
+def counts(words: int, hanzi: int, code: int, printed: int, figures: int) -> str:
+    return (f"{hanzi:,} 个汉字，{words:,} 个英文词，{code:,} 行代码，{printed:,} 行输出，"
+            f"{figures} 幅图")
 
 
 def sphinx_setup(app) -> None:
