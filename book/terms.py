@@ -52,7 +52,6 @@ MORE = {
     },
     "zh": {
         "glossary-query-key-value": [r"查询"],
-        "glossary-greedy-decoding": [r"贪心搜索"],
         "glossary-head": [r"注意力头"],
     },
 }

@@ -447,7 +447,7 @@ LATIN = r"(?<![\w\u0370-\u03ff]_)[A-Za-z\u00c0-\u024f][A-Za-z0-9_'\u00c0-\u024f-
 # term list writes in Latin letters: a citation's "et al.", a surname's particles, names that
 # begin in lowercase, and the names of the functions and settings a formula or a check
 # message writes in plain text.
-LATIN_WORDS = {"et", "al", "van", "den", "de", "arXiv", "macOS", "fairseq", "autograd", "id",
+LATIN_WORDS = {"et", "al", "van", "den", "de", "arXiv", "macOS", "fairseq", "id",
                "log", "exp", "sqrt", "inf", "max", "min", "sin", "cos", "alpha", "lp"}
 
 
