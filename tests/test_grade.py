@@ -166,3 +166,19 @@ def test_a_folder_given_for_a_notebook_names_the_notebooks_in_it(tmp_path):
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert done.returncode == 1
     says(done.stdout.splitlines()[0], "a folder", f"{tmp_path}/*.ipynb")
+
+
+def test_a_notebook_cannot_write_over_another_submission(tmp_path):
+    """Each notebook runs in a scratch folder: a file it writes by a relative name lands there,
+    not beside the submissions."""
+    write(tmp_path, "victim.ipynb", [SETUP, MASK])
+    before = (tmp_path / "victim.ipynb").read_bytes()
+    write(tmp_path, "writer.ipynb", [SETUP, 'open("victim.ipynb", "w").write("garbage")', MASK])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "writer.ipynb"), str(tmp_path / "victim.ipynb"),
+                           "--json"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=600)
+    rows = json.loads(done.stdout)
+    assert done.returncode == 0 and all(row["passed"] == 1 for row in rows), rows
+    assert (tmp_path / "victim.ipynb").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.ipynb", "writer.ipynb"]

@@ -3,7 +3,8 @@
     python -m annotated.exercises grade NOTEBOOK... [--json] [--timeout S] [--cell-timeout S]
 
 Each notebook runs in a process of its own (annotated.exercises.run_notebook): in a fresh
-kernel, in its own folder, in the chapters' quick form, with no network. A cell that raises is
+kernel, in an empty scratch folder (a file it writes by a relative name lands there, never among
+the submissions), in the chapters' quick form, with no network. A cell that raises is
 noted and the run goes on; a cell that runs past --cell-timeout seconds is interrupted and the
 run goes on; a notebook that is still running after --timeout seconds is stopped. The table
 has one row a notebook: how many of its exercises passed (every coding exercise of each
@@ -31,6 +32,7 @@ from annotated.exercises import graded_ids
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import checks
 
+PROJECT = Path(__file__).resolve().parents[2]        # the folder that holds annotated/
 MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"}
 #: Seconds a stopped notebook's process gets to shut its kernel down before it is killed.
 GRACE = 10
@@ -125,11 +127,12 @@ def execute(notebook: Path, args) -> dict:
     """Run the notebook in a process of its own group; what it reported, or a note saying why
     it could not."""
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        report = Path(tmp) / "report.json"
+        report, work = Path(tmp) / "report.json", Path(tmp) / "work"
+        work.mkdir()
         process = subprocess.Popen(
-            [sys.executable, "-m", "annotated.exercises.run_notebook", str(notebook),
+            [sys.executable, "-m", "annotated.exercises.run_notebook", str(notebook.resolve()),
              str(report), str(args.cell_timeout)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd=work, env=with_package_importable(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True, text=True)
         try:
             _, stderr = process.communicate(timeout=args.timeout)
@@ -143,6 +146,13 @@ def execute(notebook: Path, args) -> dict:
             return json.loads(report.read_text(encoding="utf-8"))
         last = [line for line in stderr.strip().split("\n") if line.strip()][-1:] or ["?"]
         return {"problem": ["crashed", last[0][:160]]}
+
+
+def with_package_importable() -> dict:
+    """The environment, with this project's folder first on PYTHONPATH: the notebook's process
+    and kernel run in a scratch folder, and must still import this `annotated`."""
+    paths = [str(PROJECT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -4,9 +4,9 @@
 
 The grader (annotated.exercises.grade) starts this in a new process group and kills the group
 if the whole notebook takes too long, so that a notebook that hangs its kernel stops nothing
-but itself. Here the notebook runs top to bottom in a fresh kernel, in its own folder, in the
-chapters' quick form, with no network: a first cell refuses every connection that leaves the
-machine. A cell that raises does not stop the run; a cell that runs longer than CELL_TIMEOUT
+but itself. Here the notebook runs top to bottom in a fresh kernel, in the folder it is started
+in (the grader's scratch folder), in the chapters' quick form, with no network: a first cell
+refuses every connection that leaves the machine. A cell that raises does not stop the run; a cell that runs longer than CELL_TIMEOUT
 seconds is interrupted and the run goes on. A last cell then asks the kernel for the result of
 every check the notebook called (annotated.exercises.grading_report). REPORT.json gets those
 results, the cells that raised, and the cells that were stopped.
@@ -95,7 +95,7 @@ def main(path: str, report: str, cell_timeout: float) -> None:
         nb, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMED_OUT, "evalue": f"stopped after {cell_timeout:g} s",
                           "traceback": []},
-        resources={"metadata": {"path": str(Path(path).resolve().parent)}})
+        resources={"metadata": {"path": os.getcwd()}})      # grade's scratch folder
     stopped = set()
 
     def note_timeout(cell, cell_index, execute_reply):
