@@ -142,11 +142,15 @@ def trained_preset(run: Path, given: str | None) -> str:
     """The preset the run in `run` was trained with, which names its results files: from its
     train.json (written by this script), else the one preset of PRESETS whose model shape its
     checkpoint has, else --config as given (default multi30k). A --config that names another
-    preset than the run's is refused."""
+    preset than the run's, or a run on another corpus than Multi30k, is refused."""
     last = trained_checkpoints(run)[-1]
+    config = config_from(load(last), last)
+    if not config.dataset.startswith("multi30k"):
+        raise DataError(f"{run} holds a run on dataset={config.dataset}, not on Multi30k, which "
+                        f"this script scores on test2016; score it with python -m "
+                        f"annotated.translate and python -m annotated.evaluate instead")
     found, source = preset_in_train_json(run), f"{run / 'train.json'} says so"
     if found is None:
-        config = config_from(load(last), last)
         shapes = [name for name in PRESETS
                   if all(getattr(get(name), k) == getattr(config, k) for k in MODEL_SHAPE)]
         if len(shapes) == 1:

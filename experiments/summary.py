@@ -30,25 +30,29 @@ MARKERS = {"results": ("<!-- the results table: python -m experiments.summary --
            "gpu": ("<!-- the GPU table: python -m experiments.summary --write -->",
                    "<!-- end of the GPU table -->")}
 # (what the row is, the results file whose first test2016 decoding it shows, its cased score
-# is shown: False for a model that writes lowercase, where cased BLEU says nothing)
+# is shown: False for a model that writes lowercase, where cased BLEU says nothing; the run the
+# file must hold: its preset, then settings of its config)
+SHIPPED = {"dataset": "multi30k", "source_lang": "en", "target_lang": "de", "P_drop": 0.2,
+           "vocab_size": 6000, "lowercase": False}
 ROWS = [
     ("English->German, `multi30k_tiny` with `P_drop=0.2 vocab_size=6000`, two processes, "
-     "chosen on val (ships in `annotated/pretrained/`)", "multi30k_tiny.json", True),
+     "chosen on val (ships in `annotated/pretrained/`)", "multi30k_tiny.json", True,
+     ("multi30k_tiny", SHIPPED)),
     ("the same on lowercased text (`lowercase=true`, not in the paper)",
-     "multi30k_tiny_lowercase.json", False),
+     "multi30k_tiny_lowercase.json", False, ("multi30k_tiny", {**SHIPPED, "lowercase": True})),
     ("English->German, the `multi30k` preset, one process, the paper's settings",
-     "multi30k.json", True),
+     "multi30k.json", True, ("multi30k", {**SHIPPED, "P_drop": 0.1, "vocab_size": 8000})),
     ("English->French, the first row's settings with `target_lang=fr`",
-     "multi30k_tiny_en_fr.json", True),
+     "multi30k_tiny_en_fr.json", True, ("multi30k_tiny", {**SHIPPED, "target_lang": "fr"})),
 ]
-
 
 def table() -> str:
     """The table of Multi30k test2016 scores, from results/*.json and results/published.json."""
     rows = []
-    for what, name, cased in ROWS:
+    for what, name, cased, run in ROWS:
         record = Record(RESULTS / name, "with the command that the .md beside it names: "
                                         "python -m experiments.multi30k ...")
+        check_run(record, *run)
         first = next(iter(record.get("test2016", kind=dict)))
         lower = record.get("test2016", first, "lowercase_bleu", rule=BLEU)
         # the cased score counts fewer matches than the lowercased one of the same output
@@ -67,6 +71,25 @@ def table() -> str:
                          "not reported"])
     return "\n".join(markdown_table(["model", "test2016 lowercased BLEU",
                                      "test2016 sacreBLEU (cased)"], rows))
+
+
+def check_run(record: Record, preset: str, settings: dict) -> None:
+    """Refuse a results file that holds another run than its row describes (another preset, a
+    setting changed, a smoke test scored on a few sentences): copied over, or written by a
+    command other than the one its .md names."""
+    if "limited" in record.data:
+        raise DataError(f"{record.path} is a smoke test ({record.data['limited']}), not the run "
+                        f"the README shows; {record.fix}")
+    found = {"preset": record.get("preset", kind=str)}
+    config = record.get("config", kind=dict)
+    found |= {key: bool(config.get(key)) if key == "lowercase" else config.get(key)
+              for key in settings}
+    expected = {"preset": preset, **settings}
+    differ = [f"{key}={found[key]!r} where the row shows {key}={value!r}"
+              for key, value in expected.items() if found[key] != value]
+    if differ:
+        raise DataError(f"{record.path} holds another run than its README row: "
+                        f"{'; '.join(differ)}; {record.fix}")
 
 
 def commands_table() -> str:

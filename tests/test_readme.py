@@ -176,7 +176,14 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     ("gpu_train.json", lambda r: [c.update(peak_memory_GiB=500.0) for c in r["cases"]],
      ("gpu_train.json", "peak_memory_GiB", "500.0", "GiB of the GPU")),
     ("gpu_train.json", lambda r: [c.update(tokens_per_s=99_999_999) for c in r["cases"]],
-     ("gpu_train.json", "tokens_per_s", "99,999,999", "step time"))])
+     ("gpu_train.json", "tokens_per_s", "99,999,999", "step time")),
+    # another run's file under this row's name, or a smoke test scored on a few sentences
+    ("multi30k_tiny.json", lambda r: (r.update(preset="multi30k"), r["config"].update(P_drop=0.1)),
+     ("multi30k_tiny.json", "another run", "preset='multi30k'", "P_drop=0.1", "write it again")),
+    ("multi30k_tiny_en_fr.json", lambda r: r["config"].update(target_lang="de"),
+     ("multi30k_tiny_en_fr.json", "target_lang='de'", "target_lang='fr'")),
+    ("multi30k.json", lambda r: r.update(limited="the first 3 of the 1,000 sentences"),
+     ("multi30k.json", "smoke test", "the first 3", "write it again"))])
 def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, names,
                                                                   scratch_summary, capsys):
     edit_json(scratch_summary / "results" / name, change)

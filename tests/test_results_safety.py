@@ -297,6 +297,16 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     assert not (tmp_path / "out").exists()
 
 
+def test_skip_train_refuses_a_run_on_another_corpus_than_multi30k(tmp_path, capsys):
+    """A copy-task run would be scored on test2016 and filed as a Multi30k result."""
+    train.main(["--config", "copy", "--run-dir", str(tmp_path / "copy"), "--max-steps", "2",
+                "--threads", "1", "ckpt_every=2"])
+    err = refused(multi30k, "--skip-train", "--run-dir", tmp_path / "copy", "--out-dir",
+                  tmp_path / "out", "--limit", 3, capsys=capsys)
+    says(err, str(tmp_path / "copy"), "dataset=copy", "annotated.translate", "annotated.evaluate")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("text,names", [
     ('{"wall_minutes": 60.1, "comm', ["not valid JSON"]),
     ('{"wall_minutes": 60.1}', ["command", "missing"]),
