@@ -241,6 +241,29 @@ def test_a_stub_says_not_attempted_and_a_non_function_says_what_it_is():
     assert result.status == "failed" and "int" in result.message()
 
 
+def test_a_forgotten_return_and_an_id_given_as_a_number_are_named():
+    result = result_of("2.1", lambda size: None)
+    assert result.status == "failed"
+    says(result.message(), "returned None", "return")
+    with pytest.raises(TypeError) as wrong:
+        result_of(2.1, stub)
+    says(str(wrong.value), "as text", 'check("2.1", ...)')
+
+
+def test_an_answer_that_changes_its_input_in_place_fails_naming_the_argument():
+    """A softmax that overwrites its scores returns the right numbers and would pass; the
+    reference answer leaves its inputs alone, so the learner's must too."""
+    def softmax_in_place(x):
+        x.sub_(x.max(-1, keepdim=True).values).exp_()
+        return x.div_(x.sum(-1, keepdim=True))
+    result = result_of("1.2", softmax_in_place)
+    assert result.status == "failed"
+    says(result.message(), "`x`", "in place")
+    assert result_of("1.2", lambda x: (x - x.max(-1, keepdim=True).values).exp() /
+                     (x - x.max(-1, keepdim=True).values).exp().sum(-1, keepdim=True)).status \
+        == "passed"
+
+
 def test_the_packages_own_function_is_not_an_answer():
     from annotated.masks import padding_mask
     result = result_of("2.2", padding_mask)

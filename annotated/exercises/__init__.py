@@ -59,6 +59,9 @@ def graded_ids(called) -> list[str]:
 def result_of(exercise_id: str, fn) -> Result:
     """The check of `fn` as the exercise `exercise_id`, its message in every language."""
     found = exercises()
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"check({exercise_id!r}, ...): give the exercise's number as text, in "
+                        f"quotes: check(\"{exercise_id}\", ...)")
     if exercise_id not in found:
         raise KeyError(f"no coding exercise {exercise_id!r}; the book has "
                        f"{', '.join(found)}")

@@ -15,6 +15,7 @@ if one matches, and the hint. Every text a learner reads is a `Text`, one string
 language.
 """
 import copy
+import inspect
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -115,6 +116,8 @@ def kind(dtype: np.dtype) -> str:
 def compare(expected, got, lang: str) -> str | None:
     """What differs between `got` and `expected`, one phrase in `lang`, or None if they agree:
     the type, the number of values returned, the shape, the dtype, or the first entry off."""
+    if got is None:
+        return MESSAGES[lang]["none"]
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             n = len(got) if isinstance(got, (tuple, list)) else 1
@@ -164,7 +167,7 @@ def entry(x) -> str:
 class Outcome:
     """How the learner's function fared: its status, the cases that ran and, when it failed,
     the case, what it returned (or the error it raised) and what was expected."""
-    status: str                      # passed, failed, not attempted, not callable, own
+    status: str                 # passed, failed, not attempted, not callable, own, changed
     n: int
     case: Case | None = None
     got: Any = None
@@ -172,8 +175,38 @@ class Outcome:
 
 
 def call(fn, case: Case):
-    """fn on copies of the case's arguments, so that nothing it does to them carries over."""
-    return fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+    """fn on copies of the case's arguments, so that nothing it does to them carries over; what
+    it returned, and the name of the first argument it changed in place (None if none)."""
+    args, kwargs = copy.deepcopy(case.args), copy.deepcopy(case.kwargs)
+    got = fn(*args, **kwargs)
+    names = parameter_names(fn, len(args))
+    given = [*zip(names, case.args, args), *((k, case.kwargs[k], kwargs[k]) for k in kwargs)]
+    changed = next((name for name, before, after in given if bits(before) != bits(after)), None)
+    return got, changed
+
+
+def parameter_names(fn, n: int) -> list[str]:
+    """The names of fn's first n positional parameters, or their numbers if it has none."""
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"#{i + 1}" for i in range(n)]
+
+
+def bits(value) -> list:
+    """The bytes of every tensor and array in `value` (nested in lists, tuples and dicts): what
+    a function that changes its argument in place changes."""
+    if isinstance(value, torch.Tensor):
+        return [value.detach().cpu().numpy().tobytes()] if value.layout == torch.strided \
+            and not value.is_meta else []
+    if isinstance(value, np.ndarray):
+        return [value.tobytes()]
+    if isinstance(value, dict):
+        return [b for v in value.values() for b in bits(v)]
+    if isinstance(value, (list, tuple)):
+        return [b for v in value for b in bits(v)]
+    return []
 
 
 def outcome(exercise: Exercise, fn) -> Outcome:
@@ -185,14 +218,16 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     cases = exercise.cases()
     for n, case in enumerate(cases, start=1):
         try:
-            got = call(fn, case)
+            got, changed = call(fn, case)
         except NotImplementedError as error:
             if n == 1:
                 return Outcome("not attempted", 0)
             return Outcome("failed", n, case, error)
         except Exception as error:  # the learner's code: any error is a finding, not a crash
             return Outcome("failed", n, case, error)
-        expected = call(exercise.answer, case)
+        expected, meant_to_change = call(exercise.answer, case)
+        if changed and not meant_to_change:
+            return Outcome("changed", n, case, changed)
         if (exercise.compare or compare)(expected, got, "en"):
             return Outcome("failed", n, case, got, expected)
     return Outcome("passed", len(cases))
@@ -228,6 +263,8 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     if found.status == "own":
         return head + say["own"].format(name=exercise.function, module=found.got.__module__)
     label = found.case.label(lang)
+    if found.status == "changed":
+        return head + say["changed"].format(case=label, name=found.got)
     if isinstance(found.got, Exception):
         what = say["raised"].format(case=label, error=one_line(found.got),
                                     where=your_line(found.got, lang))

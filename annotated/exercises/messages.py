@@ -19,6 +19,9 @@ MESSAGES = {
         "line": " at line {line} of your code",
         "line_code": " at line {line} of your code (`{code}`)",
         "case": "case '{case}': {problem}.",
+        "none": "your function returned None: it needs a `return`",
+        "changed": "case '{case}': your function changed its argument `{name}` in place; leave "
+                   "its inputs as they were and compute a new tensor.",
         "count": "expected {expected} values returned, got {got}",
         "returned": "value {i} of the {n} returned: {problem}",
         "type": "expected a tensor or a number, got a {got}",
@@ -61,6 +64,8 @@ MESSAGES = {
         "line_code": "，位于你代码的第 {line} 行（`{code}`）",
         "case": "用例“{case}”：{problem}。",
         "count": "应当返回 {expected} 个值，实际返回了 {got} 个",
+        "none": "你的函数返回了 None：它还缺一条 `return` 语句",
+        "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出一个新的张量。",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
         "meta": "得到的张量只有形状、没有数值：请在 CPU 上计算它",
