@@ -32,6 +32,9 @@ def _average_inputs(args) -> list[Path]:
         paths = [Path(p) for p in args.paths]
         seen = {}
         for p in paths:
+            if p.is_dir():
+                raise CheckpointError(f"{p} is a folder: give --last N {p} to average its newest "
+                                      f"N checkpoints, or name the checkpoint files")
             if p.exists() and (twin := next((q for q in seen if os.path.samefile(p, q)), None)):
                 raise CheckpointError(f"{p} is given twice (also as {twin}); an average takes "
                                       f"each checkpoint once")

@@ -717,7 +717,7 @@ def test_a_cache_that_cannot_be_written_is_one_line_before_the_tokenizer_is_trai
 def test_a_folder_given_as_hypotheses_is_one_line(tmp_path, capsys):
     (tmp_path / "ref").write_text("a\n")
     exits_with_error(evaluate.main, ["--hyp", str(tmp_path), "--ref", str(tmp_path / "ref")])
-    says(error_line(capsys), str(tmp_path), "Is a directory")
+    says(error_line(capsys), str(tmp_path), "a folder", "give a file")
 
 
 def test_control_characters_in_an_input_line_translate_without_breaking_the_alignment(

@@ -121,6 +121,22 @@ def test_a_renamed_checkpoint_is_refused_by_average_last_and_named_by_verify(tmp
         says(error_line(capsys, alone=False), "ckpt_0000009.pt", "step 2", "renamed")
 
 
+def test_a_misnamed_checkpoint_is_never_advised_onto_a_name_that_exists(tmp_path, capsys):
+    """An average copied in under a checkpoint's name is named as an average; a copy of a
+    checkpoint whose own name is taken is to be moved out, not renamed over the original."""
+    from annotated import checkpoint as checkpoint_command
+    copy_run(tmp_path / "run", "ckpt_every=1", steps=3)
+    checkpoint_command.main(["average", "--last", "2", str(tmp_path / "run"),
+                             "--out", str(tmp_path / "average.pt")])
+    shutil.copy(tmp_path / "average.pt", tmp_path / "run" / "ckpt_0000009.pt")
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 12)
+    says(error_line(capsys, alone=False), "ckpt_0000009.pt", "an average", "move it out")
+    shutil.copy(tmp_path / "run" / "ckpt_0000003.pt", tmp_path / "run" / "ckpt_0000009.pt")
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 12)
+    line = says(error_line(capsys, alone=False), "ckpt_0000009.pt", "ckpt_0000003.pt", "move")
+    assert "Give it its own name" not in line
+
+
 def test_a_checkpoint_of_another_run_is_named_as_such_whatever_its_name(tmp_path, capsys):
     """Another run's checkpoint copied in under a step of this run's names is another run's,
     not a renamed one: the advice to rename it would mix the two runs."""

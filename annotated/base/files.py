@@ -75,6 +75,9 @@ def read_lines(source, name: str = "stdin"):
     if hasattr(source, "read"):
         yield from _read(name, source)
         return
+    if Path(source).is_dir():
+        raise DataError(f"{source} is a folder, not a text file of one sentence a line: give "
+                        f"a file in it")
     with open(source, "rb") as raw:
         yield from _read(Path(source), raw)
 

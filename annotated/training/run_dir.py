@@ -269,11 +269,20 @@ def check_one_run(run_dir) -> None:
 def misnamed(p, run_dir) -> str | None:
     """What is wrong with checkpoint `p` if its name says another step than it holds (it was
     renamed); None if its name is right."""
-    step = checkpoint_file.header(p).get("step")
+    head = checkpoint_file.header(p)
+    step = head.get("step")
     if step == checkpoint_file.step_in_name(p):
         return None
+    if "averaged_from" in head or "halved_from" in head:
+        kind = "an average" if "averaged_from" in head else "float16 weights (a halved file)"
+        return (f"{p} holds {kind}, not a training checkpoint: move it out of {run_dir} (or "
+                f"rename it, e.g. average.pt)")
+    own = Path(p).with_name(checkpoint_file.checkpoint_name(step))
+    if own.exists():
+        return (f"{p} holds step {step:,}, which {own.name} beside it holds too (a copy, or a "
+                f"renamed file); move it out of {run_dir}")
     return (f"{p} holds step {step:,}, not the step its name says: was it renamed? Give it its "
-            f"own name, {checkpoint_file.checkpoint_name(step)}, or move it out of {run_dir}")
+            f"own name, {own.name}, or move it out of {run_dir}")
 
 
 def rotate(run_dir, keep_last: int, keep=(), run_id: str | None = None) -> list[Path]:
