@@ -155,6 +155,16 @@ def test_resume_refuses_changes_to_the_model_or_its_data_and_says_what_it_change
     assert "resumed from step 1" in out
 
 
+def test_a_schedule_changed_on_resume_sets_the_rate_of_the_first_resumed_step(tmp_path):
+    """--resume with lr_factor or warmup_steps changed: the next step already takes the new
+    schedule's rate (the saved optimizer holds the old schedule's)."""
+    from annotated.optim import noam_rate
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)           # d_model=16
+    run(tmp_path, "--resume", "--max-steps", 3, "lr_factor=4", "warmup_steps=10")
+    step3 = next(m for m in metrics(tmp_path, "train") if m["step"] == 3)
+    assert math.isclose(step3["lr"], noam_rate(3, 16, 10, 4.0), rel_tol=1e-6)
+
+
 def test_resume_continues_bit_for_bit(tmp_path):
     """k steps, stop, resume for k more == 2k uninterrupted, with dropout (RNG state),
     gradient accumulation and an epoch boundary after the resume point."""

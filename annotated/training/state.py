@@ -51,6 +51,11 @@ def load_states(resumed: dict, model, optimizer, scheduler, scaler) -> None:
         model.load_state_dict(resumed["model"])
         optimizer.load_state_dict(t["optimizer"])
         scheduler.load_state_dict(t["scheduler"])
+        # the rate of the step to come, by this run's schedule: the saved one was set by the
+        # schedule the checkpoint was written with, which --resume may have changed
+        for group, base, rate in zip(optimizer.param_groups, scheduler.base_lrs,
+                                     scheduler.lr_lambdas):
+            group["lr"] = base * rate(scheduler.last_epoch)
         if t["scaler"]:                      # empty when saved without fp16 loss scaling
             scaler.load_state_dict(t["scaler"])
     except (RuntimeError, ValueError, KeyError, TypeError) as e:
