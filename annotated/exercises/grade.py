@@ -30,7 +30,7 @@ from pathlib import Path
 from annotated.base.cli import command, path, positive, show
 from annotated.exercises import graded_ids
 from annotated.exercises.messages import MESSAGES
-from annotated.exercises.notebook import checks
+from annotated.exercises.notebook import checks, read
 
 PROJECT = Path(__file__).resolve().parents[2]        # the folder that holds annotated/
 MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"}
@@ -65,10 +65,8 @@ def main(argv=None):
 
 def notebook_problem(notebook: Path) -> tuple[dict | None, str | None]:
     """The notebook, or why it is not one."""
-    import nbformat
     try:
-        nb = nbformat.read(notebook, as_version=4)
-        nbformat.validate(nb)
+        nb = read(notebook)
     except OSError as e:
         return None, e.strerror or str(e)
     except UnicodeDecodeError:

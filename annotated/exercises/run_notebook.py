@@ -85,8 +85,8 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     from nbclient.exceptions import DeadKernelError
 
     from annotated.exercises import graded_ids
-    from annotated.exercises.notebook import checks
-    nb = nbformat.read(path, as_version=4)
+    from annotated.exercises.notebook import checks, read
+    nb = read(path)
     ids = graded_ids(checks(nb))
     nb = prepared(nb, ids)
     os.environ.pop("ANNOTATED_FULL", None)               # the chapters' quick form
