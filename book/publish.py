@@ -18,7 +18,7 @@ import secrets
 from pathlib import Path, PurePosixPath
 
 from annotated.base.errors import DataError
-from annotated.base.files import all_or_nothing, sha256_file
+from annotated.base.files import all_or_nothing, scratch_folder, sha256_file
 
 MANIFEST = ".book-files"                  # in the output folder: the files the last build wrote
 #: The manifest's first line, which tells it from a list this command did not write; each
@@ -102,6 +102,12 @@ def check_out(out: Path) -> dict[str, str]:
         raise DataError(f"cannot write into {where}"
                         f"{' (its file system is mounted read-only)' if mounted else ''}, "
                         f"where the site {out} would go; choose another --out")
+    try:                     # what the permissions do not tell: /proc, /sys, a full disk
+        with scratch_folder(where, ".book-"):
+            pass
+    except OSError as e:
+        raise DataError(f"cannot write into {where} ({e.strerror}), where the site {out} "
+                        f"would go; choose another --out") from None
     if not out.exists() or not any(out.iterdir()):
         return {}
     left = sorted(out.glob(f"{ASIDE}*"))
@@ -111,8 +117,9 @@ def check_out(out: Path) -> dict[str, str]:
                         f"(they keep their paths there), delete {left[0].name}, then build again")
     if not (out / MANIFEST).is_file():
         what = "not a file" if (out / MANIFEST).exists() else "missing"
+        empty = "" if (out / ".git").exists() else ", or empty it yourself"
         raise DataError(f"{out} is not empty and holds no site built by this command (its "
-                        f"{MANIFEST} is {what}); choose another --out, or empty it yourself")
+                        f"{MANIFEST} is {what}); choose another --out{empty}")
     before = read_manifest(out)
     refuse_edited(out, sorted(n for n in set(before) - still_ours(out, before)
                               if os.path.lexists(out / n)))

@@ -403,7 +403,8 @@ def test_a_failed_build_leaves_the_site_that_was_there(tmp_path, fake_sphinx):
     assert [p.name for p in tmp_path.iterdir()] == ["site"]       # no temporary folder left
 
 
-@pytest.mark.parametrize("case", ["not a site", "a file in the way", "would overwrite"])
+@pytest.mark.parametrize("case", ["not a site", "a file in the way", "would overwrite",
+                                  "a project folder", "a place no folder can be made"])
 def test_an_output_folder_that_is_not_a_site_built_here_is_refused(tmp_path, fake_sphinx,
                                                                    case):
     build, site = fake_sphinx
@@ -418,6 +419,13 @@ def test_an_output_folder_that_is_not_a_site_built_here_is_refused(tmp_path, fak
         out.write_text("a file\n")
         out = out / "site"
         names = (str(tmp_path / "site"), "a file", "--out")
+    elif case == "a project folder":
+        (out / ".git").mkdir()
+        (out / "README.md").write_text("mine\n")
+        names = (str(out), "no site built by this command", "another --out")
+    elif case == "a place no folder can be made":
+        out = Path("/proc/annotated-site")               # a folder in /proc: none, even for root
+        names = ("/proc", "annotated-site", "another --out")
     else:
         build.build(out)
         (out / "CNAME").write_text("mine\n")
@@ -427,6 +435,7 @@ def test_an_output_folder_that_is_not_a_site_built_here_is_refused(tmp_path, fak
     with pytest.raises(DataError) as error:
         build.build(out)
     says(error, *names)
+    assert case != "a project folder" or "empty it" not in str(error.value)
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
