@@ -658,6 +658,15 @@ def check_output(path, reads=(), say=None) -> Path:
         raise DataError(f"cannot write {path}{link}: the folder {target.parent} is not writable")
     if target.exists() and not os.access(target, os.W_OK):
         raise DataError(f"cannot write {path}{link}: the file is read-only")
+    try:        # what the permissions do not tell (/proc, /sys, a full disk): make a file there
+        with signals_held():
+            handle, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                             dir=target.parent)
+            os.close(handle)
+            os.unlink(probe)
+    except OSError as e:
+        raise DataError(f"cannot write {path}{link}: no file can be made in its folder "
+                        f"{target.parent} ({e.strerror}); give another --out") from None
     if say is not None:
         clear_temporaries(target.parent, say)
     return path
