@@ -105,7 +105,8 @@ def main(argv=None):
                         + (f"; {out_path} is left as it was" if out_path else ""))
     refs = list(read_lines(args.ref)) if args.ref else None
     if refs is not None:
-        check_aligned(len(lines), len(refs), source or "stdin", args.ref)
+        check_references(lines, refs, source or "stdin", args.ref, config)
+    note_replaced(out_path, len(lines))
     note_unknown_characters(lines, tokenizer, config)
     beam = config.beam_size if args.beam_size is None else args.beam_size
     alpha = config.alpha if args.alpha is None else args.alpha
@@ -129,6 +130,29 @@ def main(argv=None):
     write(out, out_path)
     if scores is not None:
         log(scores)
+
+
+def check_references(lines: list[str], refs: list[str], source, ref, config) -> None:
+    """Refuse references that cannot score these lines (another number of lines); note ones
+    that are the input itself, unless the model learned to copy."""
+    check_aligned(len(lines), len(refs), source, ref)
+    if refs == lines and config.dataset != "copy":
+        log(f"note: --ref {ref} holds the same text as {source}, the input: the scores measure "
+            f"copying; the references are the input's translations, in {config.target_lang}")
+
+
+def note_replaced(out_path, n: int) -> None:
+    """Say so when --out holds a file that is not a translation of these n lines (another
+    number of lines): the translations replace it, as the user asked, but perhaps not meant."""
+    if out_path is None or not Path(out_path).is_file() or Path(out_path).stat().st_size == 0:
+        return
+    try:
+        held = sum(1 for _ in read_lines(out_path))
+    except DataError:
+        return                      # not text: not_text_to_replace has refused what matters
+    if held != n:
+        log(f"note: {out_path} holds {held:,} lines, so it is not a translation of these "
+            f"{n:,}; the translations replace it")
 
 
 def write(translations: list[str], out_path) -> None:

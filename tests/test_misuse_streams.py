@@ -546,3 +546,17 @@ def test_translate_never_writes_over_a_checkpoint_a_run_log_or_binary_bytes(tmp_
     for out in (tmp_path / "out.de", tmp_path / "out.de.gz"):
         for _ in range(2):
             translate.main([*argv, str(out)])
+
+
+def test_translate_notes_its_input_as_references_and_a_file_it_replaces(tmp_path, capsys):
+    (tmp_path / "in.en").write_text("A dog runs.\nA man sits.\n")
+    shutil.copy(tmp_path / "in.en", tmp_path / "copy.en")
+    (tmp_path / "train.de").write_text("".join(f"Satz {i}.\n" for i in range(30)))
+    before = (tmp_path / "train.de").read_bytes()
+    argv = ["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en")]
+    translate.main([*argv, "--ref", str(tmp_path / "copy.en"), "--out", str(tmp_path / "out.de")])
+    says(capsys.readouterr().err.splitlines()[0], "--ref", "copy.en", "same text", "the input",
+         "copying")
+    assert (tmp_path / "train.de").read_bytes() == before
+    translate.main([*argv, "--out", str(tmp_path / "train.de")])
+    says(capsys.readouterr().err.splitlines()[0], "train.de", "30 lines", "replace")
