@@ -234,11 +234,32 @@ def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> No
     """One piece of English against the unit that translates it (or none)."""
     if unit is None or not unit.text.strip():
         report.missing.append(f"{name}: no translation of {key} {short(text)}")
+    elif problem := translation_problem(unit):
+        report.missing.append(f"{name}:{unit.line}: {key}: {problem}")
     elif unit.en != text:
         diff = "\n".join(difflib.unified_diff(unit.en.split("\n"), text.split("\n"),
                                               "translated", "English now", lineterm="", n=1))
         report.stale.append(f"{name}:{unit.line}: {key}: the English changed since it was "
                             f"translated{unseen_difference(unit.en, text)}:\n{diff}")
+
+
+#: A line that opens or closes a fenced code block in markdown.
+FENCE = re.compile(r"^\s*(```|~~~)")
+#: Code, math and link targets: what a translation keeps in English.
+KEPT = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)", re.S)
+
+
+def translation_problem(unit: Unit) -> str | None:
+    """What makes a unit's translation unfit to publish though it is there: the English left
+    as it is (prose words, outside code and math, the same as the quote), or a code block it
+    opens and never closes (the rest of the page would show as code)."""
+    if unit.text.strip() == unit.en.strip() and len(WORD.findall(KEPT.sub(" ", unit.en))) >= 3:
+        return (f"its translation is the English itself, {short(unit.en)}: translate it "
+                f"(the page would show English)")
+    if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:
+        return ("its translation opens a code block (```) that it never closes: add the "
+                "closing ``` line, or remove the opening one")
+    return None
 
 
 def unseen_difference(quoted: str, now: str) -> str:

@@ -302,6 +302,27 @@ def test_the_translations_command_says_a_conflict_in_one_line(tmp_path, monkeypa
     says(translations_error(book, monkeypatch, capsys), f"slips.md:{line}", "conflict marker")
 
 
+@pytest.mark.parametrize("damage,names", [
+    (lambda unit: unit.en, ["is the English itself", "translate it"]),
+    (lambda unit: unit.text + "\n\n```python", ["code block", "never closes", "```"])])
+def test_a_unit_left_in_english_or_with_an_open_code_block_is_no_translation(
+        damage, names, tmp_path, monkeypatch):
+    """Either would publish a page that is not the translation: the English itself, or the rest
+    of the page shown as code. The translations check names the unit's line."""
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "slips.md", book / "slips.md")
+    units = i18n.read_units(i18n.BOOK / "zh" / "slips.md", "zh")
+    victim = next(u for u in units if len(u.en.split()) > 10)
+    units[units.index(victim)] = i18n.Unit(victim.key, victim.en, damage(victim), victim.line)
+    i18n.write_units(book / "zh" / "slips.md", units, "zh")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", book.parent)
+    report = i18n.check(book / "slips.md", "zh")
+    assert len(report.missing) == 1 and not report.stale, report
+    says(report.missing[0], "slips.md:", *names)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_an_english_page_not_in_utf8_is_one_line_naming_the_file_and_line(lang, tmp_path,
                                                                         monkeypatch, capsys):
