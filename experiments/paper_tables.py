@@ -37,7 +37,7 @@ from annotated.base.files import write_files
 from annotated.base.settings import shown
 from annotated.training.flops import training_flops
 from experiments.commands import invocation
-from experiments.folders import add_out_dir, check_out_dir, relative
+from experiments.folders import add_out_dir, check_out_dir, committed_folder, relative
 
 P100_TFLOPS = 9.5          # the paper's assumption for Table 2
 AVG_SENTENCE = 27          # WMT14 en-de mean BPE tokens per sentence (approx., for the n^2 terms)
@@ -171,13 +171,14 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    check_out_dir(args.out_dir, smoke="--quick" if args.quick and not args.reuse_timings
-                  else None)
     timings_file = args.out_dir / "table1_timings.json"
-    if args.reuse_timings:
-        timings = read_timings(timings_file)
-    else:
-        timings = measure_table1(args.quick)
+    reused = read_timings(timings_file) if args.reuse_timings else None
+    check_out_dir(args.out_dir, smoke="--quick" if args.quick and reused is None else None)
+    if reused is not None and grid(reused) != FULL_GRID and committed_folder(args.out_dir):
+        raise DataError(f"--reuse-timings: {timings_file} was timed on another grid than Table "
+                        f"1's (the --quick one, say), which {args.out_dir} does not publish; "
+                        f"run without --reuse-timings to measure the full grid")
+    timings = reused or measure_table1(args.quick)
     costs = table2_costs()
     text = render_markdown(timings, costs, invocation("experiments.paper_tables", argv),
                            reused=args.reuse_timings, timings_file=relative(timings_file))
@@ -234,12 +235,22 @@ def timings_problem(timings) -> str | None:
     return None
 
 
+#: Table 1's timing grid, (sequence lengths n, widths d): in full, and --quick's.
+FULL_GRID = ((16, 32, 64, 128, 256, 512, 1024, 2048), (128, 512, 1024))
+QUICK_GRID = ((16, 64, 256, 1024), (64, 256))
+
+
+def grid(timings: dict) -> tuple:
+    """The (lengths, widths) a table1_timings.json was timed on."""
+    rows = timings["rows"]
+    return tuple(sorted({r["n"] for r in rows})), tuple(sorted({r["d"] for r in rows}))
+
+
 def measure_table1(quick: bool) -> dict:
     """Table 1's timings on this machine: the grid of (n, d), torch, the threads and the
     processor."""
     torch.manual_seed(0)
-    lengths = [16, 64, 256, 1024] if quick else [16, 32, 64, 128, 256, 512, 1024, 2048]
-    widths = [64, 256] if quick else [128, 512, 1024]
+    lengths, widths = QUICK_GRID if quick else FULL_GRID
     return dict(threads=torch.get_num_threads(), torch=torch.__version__,
                 machine=platform.processor() or platform.machine(),
                 rows=table1_measurements(lengths, widths))

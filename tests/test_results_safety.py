@@ -522,6 +522,18 @@ def test_reused_timings_must_be_table1s(content, says, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["table1_timings.json"]
 
 
+def test_reused_quick_timings_are_never_published_into_the_committed_results(tmp_path, capsys,
+                                                                              monkeypatch):
+    """--quick is refused for results/, and so are its timings reused: the grid says which."""
+    quick = [{"n": n, "d": d, "attention_s": 1.0, "recurrent_s": 1.0}
+             for n in paper_tables.QUICK_GRID[0] for d in paper_tables.QUICK_GRID[1]]
+    (tmp_path / "table1_timings.json").write_text(json.dumps({"threads": 1, "rows": quick}))
+    monkeypatch.setattr(paper_tables, "committed_folder", lambda folder: folder)  # as results/
+    err = refused(paper_tables, "--reuse-timings", "--out-dir", tmp_path, capsys=capsys)
+    says(err, str(tmp_path / "table1_timings.json"), "grid", "without --reuse-timings")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table1_timings.json"]
+
+
 def test_reused_timings_say_where_and_with_what_they_were_measured(tmp_path):
     timings = json.loads((RESULTS / "table1_timings.json").read_text())
     (tmp_path / "table1_timings.json").write_text(json.dumps(
