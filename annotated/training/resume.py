@@ -41,11 +41,12 @@ def data_origin(given, resumed, data_dir) -> str | None:
 
 
 def say_if_moved(resumed, data_dir, say) -> None:
-    """A line when the data is read from another location than the one the run started with."""
+    """A line when the data is read from another location than the checkpoint's run read it
+    from (each checkpoint records the location of the sitting that wrote it)."""
     saved = resumed["training"].get("data_dir") if resumed else None
     if saved and data_dir != saved:
-        say(f"note: reading the data from {data_dir}, not from {saved}, where this run started "
-            f"(its training and validation pairs must be the same)")
+        say(f"note: reading the data from {data_dir}, not from {saved}, where the run read it "
+            f"before this checkpoint (its training and validation pairs must be the same)")
 
 
 def check_same_data(resumed, tokenizer, fingerprints: dict, run_dir, where) -> None:
