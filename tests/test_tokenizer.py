@@ -154,3 +154,23 @@ def test_atomic_open_keeps_the_old_file_on_error(tmp_path):
             raise RuntimeError("crash while writing")
     assert path.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]       # no temporary file left
+
+
+def test_what_reading_the_training_text_raises_is_not_called_a_vocabulary_problem(tmp_path):
+    """sentencepiece turns an exception of the sentences it is fed into a RuntimeError: a file
+    that is not UTF-8, or a stop (SIGTERM) while the vocabulary is learned, must reach the
+    user as itself, not as 'cannot learn a vocabulary'."""
+    import signal
+    from annotated.base.errors import DataError
+    from annotated.base.signals import Stopped
+    (tmp_path / "bad.txt").write_bytes(b"hello world\n\xff\xfe bad\n")
+    with pytest.raises(DataError) as error:
+        train_bpe([tmp_path / "bad.txt"], 50, tmp_path / "m.model")
+    says(error, "bad.txt", "line 2", "UTF-8")
+
+    def stopped_while_read():
+        yield "a b c"
+        raise Stopped(signal.SIGTERM)
+    with pytest.raises(Stopped):
+        train_bpe([stopped_while_read()], 20, tmp_path / "m.model")
+    assert not (tmp_path / "m.model").exists()

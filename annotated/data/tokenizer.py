@@ -226,12 +226,20 @@ def train_bpe(texts_or_files, vocab_size: int, model_path, character_coverage: f
     """
     settings = bpe_settings(character_coverage, lowercase)
     spm.set_random_generator_seed(settings.pop("seed"))
-    model = io.BytesIO()
+    model, raised = io.BytesIO(), []
+
+    def sentences():           # what the reading raises, sentencepiece turns into RuntimeError
+        try:
+            yield from _sentences(texts_or_files)
+        except BaseException as e:           # a file that is no text; Ctrl-C, SIGTERM, SIGHUP
+            raised.append(e)
+            raise
     try:
-        spm.SentencePieceTrainer.train(sentence_iterator=_sentences(texts_or_files),
-                                       model_writer=model, vocab_size=vocab_size,
-                                       minloglevel=2, **settings)
+        spm.SentencePieceTrainer.train(sentence_iterator=sentences(), model_writer=model,
+                                       vocab_size=vocab_size, minloglevel=2, **settings)
     except RuntimeError as e:              # no sentences, or too few characters for vocab_size
+        if raised:
+            raise raised[0] from None
         why = re.sub(r"^.*?\]\)?\s*", "", str(e).strip().splitlines()[-1]).rstrip(".") or \
             "the training text holds no sentence"
         why = re.sub(r"\.\s*Increase vocab_size or decrease character_coverage.*", "", why)
