@@ -387,6 +387,9 @@ def plot_pe_rotation(R_k, pe, k: int, pairs: list[int], starts: list[int], save_
     axes[0].set_title(f"R_{k}, d_model = {len(R_k)}")
     axes[0].set_xlabel("output dimension")
     axes[0].set_ylabel("input dimension")
+    ticks = range(0, len(R_k), 4)                        # dimensions are whole numbers
+    axes[0].set_xticks(ticks)
+    axes[0].set_yticks(ticks)
     theta = torch.linspace(0, 2 * math.pi, 200)
     for ax, i in zip(axes[1:], pairs):
         sin_, cos_ = pe[:, 2 * i], pe[:, 2 * i + 1]
