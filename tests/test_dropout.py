@@ -1,5 +1,5 @@
 """Training's dropout on a CPU (annotated.training.dropout): nn.Dropout's arithmetic with random
-numbers drawn three elements at a time. Held to what nn.Dropout promises: P_drop of the
+numbers drawn four elements at a time. Held to what nn.Dropout promises: P_drop of the
 elements dropped, each independently of its neighbours; the kept ones scaled by 1 / (1 - P_drop);
 the gradient masked and scaled the same way; nothing dropped in eval mode; torch's seed decides
 the draws. Every tensor here is drawn from a fixed seed, so each count is the same on every run:
@@ -17,18 +17,18 @@ from annotated.training.step import make_engine
 @pytest.mark.parametrize("P_drop", [0.1, 0.3, 0.5])
 def test_drawn_dropout_drops_p_drop_of_the_elements_each_independently(P_drop):
     torch.manual_seed(0)
-    n = 3_000_001                                 # not a multiple of 3: the last row half used
+    n = 3_000_001                                 # not a multiple of 4: the last draw part used
     dropped = ~kept(torch.Size([n]), P_drop)
     sd = (P_drop * (1 - P_drop) / n) ** 0.5
     assert abs(dropped.double().mean().item() - P_drop) < 5 * sd
-    # neighbours share a 64-bit draw (positions 3i, 3i+1, 3i+2) or not: either way independent
-    for lag in (1, 2, 3):
+    # neighbours share a 64-bit draw (positions 4i to 4i+3) or not: either way independent
+    for lag in (1, 2, 3, 4):
         both = (dropped[:-lag] & dropped[lag:]).double().mean().item()
         assert abs(both - P_drop ** 2) < 5 * (P_drop ** 2 * (1 - P_drop ** 2) / n) ** 0.5, lag
-    # each of the three positions of a draw drops P_drop of the time, the last included
-    for lane in range(3):
-        share = dropped[lane:n - 1:3].double().mean().item()
-        assert abs(share - P_drop) < 5 * (P_drop * (1 - P_drop) / (n // 3)) ** 0.5, lane
+    # each of the four positions of a draw drops P_drop of the time, the sign bit's included
+    for lane in range(4):
+        share = dropped[lane:n - 1:4].double().mean().item()
+        assert abs(share - P_drop) < 5 * (P_drop * (1 - P_drop) / (n // 4)) ** 0.5, lane
 
 
 def test_drawn_dropout_scales_what_it_keeps_and_masks_the_gradient_alike():
@@ -63,7 +63,7 @@ def test_drawn_dropout_keeps_the_dtype_under_bf16():
     assert DrawnDropout(0.1).train()(x).dtype == torch.bfloat16
 
 
-def test_training_on_a_cpu_draws_its_dropout_three_elements_at_a_time():
+def test_training_on_a_cpu_draws_its_dropout_four_elements_at_a_time():
     config = configs.get("copy")
     model = EncoderDecoder(config, 11)
     weights = {k: v.clone() for k, v in model.state_dict().items()}

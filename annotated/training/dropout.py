@@ -3,7 +3,7 @@
 The model's nn.Dropout keeps each element with probability 1 - P_drop and scales what it keeps
 by 1 / (1 - P_drop). On a CPU torch draws one random number per element for this (bernoulli_),
 and those draws cost more than the multiplications around them. `DrawnDropout` draws 64 random
-bits per three elements instead and reads them as three 16-bit integers u, uniform on
+bits per four elements instead and reads them as four 16-bit integers u, uniform on
 [0, 65536); an element is dropped when
 
     u < round(P_drop * 65536)              (P_drop = 0.1: 6554 / 65536 = 0.100006)
@@ -16,23 +16,20 @@ come from torch's CPU generator, so seeds and --resume (training.rng) govern the
 weights, so checkpoints do not change). training.step does this on a CPU without compile; on a
 GPU, or compiled, the fused kernels draw cheaply already and the model's nn.Dropout stays.
 """
-import sys
-
 import torch
 from torch import nn
 
-# torch's random_() on int64 gives 63 random bits: the low 48 are three whole 16-bit lanes,
-# which sit first in memory on a little-endian machine and last on a big-endian one
-LANES = slice(0, 3) if sys.byteorder == "little" else slice(1, 4)
+# random_(FROM, TO) on int64 draws each value uniformly from [FROM, TO): all 64 bits random
+# (but for a bias of one value in 2^64), where random_() alone leaves the sign bit 0
+FROM, TO = -2 ** 63, 2 ** 63 - 1
 
 
 def kept(shape: torch.Size, P_drop: float) -> torch.Tensor:
     """A bool tensor of `shape`: True where an element is kept, with probability 1 - P_drop."""
     n = shape.numel()
-    draws = torch.empty((n + 2) // 3, 4, dtype=torch.int16)            # (n/3, 4) lanes
-    draws.view(torch.int64).random_()                                  # 63 random bits per row
-    threshold = round(P_drop * 65536) - 32768                          # u < t  <=>  lane < t - 2^15
-    return (draws[:, LANES] >= threshold).reshape(-1)[:n].view(shape)
+    draws = torch.empty((n + 3) // 4, dtype=torch.int64).random_(FROM, TO)   # (n/4,) draws
+    lanes = draws.view(torch.int16)[:n]                      # (n,): u - 2^15, 16 bits each
+    return (lanes >= round(P_drop * 65536) - 32768).view(shape)     # u >= round(P_drop 2^16)
 
 
 class _Dropped(torch.autograd.Function):

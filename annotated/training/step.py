@@ -16,7 +16,7 @@ batch the logits alone are 25,000 x 37,000 numbers, which the plain loss of anno
 reads and writes about ten times. `cuda_graphs=true` (on a GPU, with compile=true) replays
 the compiled forward and backward passes as CUDA graphs, one for each of a few padded batch
 shapes (training.buckets), so that the GPU no longer waits for the CPU to launch each kernel.
-On a CPU without compile, dropout draws its random numbers three elements at a time
+On a CPU without compile, dropout draws its random numbers four elements at a time
 (training.dropout).
 """
 import math
