@@ -70,7 +70,8 @@ return {
   rendered_math: document.querySelectorAll('mjx-container').length,
   wide_math: [...document.querySelectorAll('mjx-container[display="true"]')]
     .filter(e => e.scrollWidth > e.clientWidth + 1).length,
-  wide_output: [...document.querySelectorAll('.cell_output .output pre')]
+  wide_output: [...document.querySelectorAll(
+      '.cell_output .output pre, .pst-scrollable-table-container')]
     .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 60)),
   next: (document.querySelector('a.right-next') || {}).href || null,
   folded_cells: document.querySelectorAll('details.hide.above-input').length,
@@ -867,7 +868,7 @@ def page_problems(name: str, facts: dict, server: str) -> list[str]:
     if facts["math_errors"] or facts["wide_math"]:
         problems.append(f"{facts['math_errors']} MathJax errors, "
                         f"{facts['wide_math']} equations wider than the column")
-    problems += [f"printed output wider than the column: {text!r}"
+    problems += [f"printed output or a table wider than the column: {text!r}"
                  for text in facts["wide_output"]]
     problems += [f"broken link {problem}" for link in set(facts["links"])
                  if link.startswith(server) and (problem := check_link(link))]

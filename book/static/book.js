@@ -101,11 +101,12 @@ document.addEventListener("DOMContentLoaded", () => {
   });
 });
 
-// Printed output and listings wider than the column: their type shrinks just enough to fit
-// (never below MIN_OUTPUT_PX; wider still, they scroll sideways), and grows back with the window.
+// Code, printed output, listings and tables wider than the column: their type shrinks just enough
+// to fit (never below MIN_OUTPUT_PX; wider still, they scroll sideways), and grows back with
+// the window. A table's cells rewrap as its type shrinks, so it is measured again each time.
 const MIN_OUTPUT_PX = 11;
 function fitOutputs() {
-  document.querySelectorAll(".cell_output pre").forEach((pre) => {
+  document.querySelectorAll(".cell_output pre, .cell_input pre").forEach((pre) => {
     pre.style.fontSize = "";
     const style = getComputedStyle(pre);
     const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
@@ -113,6 +114,17 @@ function fitOutputs() {
     if (room > 0 && wide > room + 1) {
       const size = parseFloat(style.fontSize);
       pre.style.fontSize = `${Math.max(MIN_OUTPUT_PX, Math.floor(size * room / wide * 10) / 10)}px`;
+    }
+  });
+  document.querySelectorAll(".pst-scrollable-table-container").forEach((box) => {
+    const table = box.querySelector("table");
+    if (!table) return;
+    table.style.fontSize = "";
+    for (let tries = 0; tries < 8 && box.scrollWidth > box.clientWidth + 1; tries++) {
+      const size = parseFloat(getComputedStyle(table).fontSize);
+      if (size <= MIN_OUTPUT_PX) break;
+      const next = Math.floor(size * Math.max(0.9, box.clientWidth / box.scrollWidth) * 10) / 10;
+      table.style.fontSize = `${Math.max(MIN_OUTPUT_PX, Math.min(next, size - 0.5))}px`;
     }
   });
 }
