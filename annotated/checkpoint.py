@@ -80,6 +80,20 @@ def _check_out(out, paths) -> None:
             raise CheckpointError(f"refusing to write {out}: it holds a checkpoint of another "
                                   f"run, which this would replace; choose another name, or "
                                   f"delete it first if it is not needed")
+        if (step := _training_step_in(target)) is not None:
+            raise CheckpointError(f"refusing to write {out}: it holds a training checkpoint "
+                                  f"(step {step:,}, with the state to resume from), which this "
+                                  f"would replace; choose another name, e.g. average.pt")
+
+
+def _training_step_in(path: Path) -> int | None:
+    """The step of a training checkpoint (one that holds the state a run resumes from); None
+    for an average or a halved file, or a file that cannot be read."""
+    try:
+        saved = header(path)
+    except Exception:                    # damaged or foreign: refused or named elsewhere
+        return None
+    return saved.get("step") if saved.get("training") is not None else None
 
 
 def _runs_of(path: Path) -> set[str]:
@@ -182,7 +196,8 @@ def main(argv=None):
     paths = _average_inputs(args)
     _check_out(args.out, paths)
     save_whole(average(paths, args.allow_different_runs), args.out)
-    print(f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) -> {args.out}")
+    print(f"averaged {len(paths)} checkpoint{'s' if len(paths) > 1 else ''} "
+          f"({', '.join(p.name for p in paths)}) -> {args.out}")
 
 
 if __name__ == "__main__":

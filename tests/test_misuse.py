@@ -628,6 +628,21 @@ def test_average_or_half_never_replaces_another_runs_checkpoint_or_a_hidden_file
                                  str(tmp_path / "a" / "average.pt")])
 
 
+def test_average_or_half_never_replaces_a_kept_copy_of_a_training_checkpoint(tmp_path, capsys):
+    """A copy of a checkpoint kept by hand (rotation deleted the original) holds the state a
+    run resumes from; an average or float16 weights written over it would lose it."""
+    argv = ["--config", "copy", "--threads", "1", *merged(TINY_RUN, ["ckpt_every=1"])]
+    train.main([*argv, "--run-dir", str(tmp_path / "run"), "--max-steps", "2"])
+    kept = tmp_path / "keep.pt"
+    shutil.copy(tmp_path / "run" / "ckpt_0000002.pt", kept)
+    before = kept.read_bytes()
+    for argv in (["average", "--last", "1", str(tmp_path / "run")],
+                 ["half", str(tmp_path / "run" / "ckpt_0000002.pt")]):
+        exits_with_error(checkpoint_command.main, [*argv, "--out", str(kept)])
+        says(error_line(capsys), str(kept), "training checkpoint", "step 2", "another name")
+    assert kept.read_bytes() == before
+
+
 @pytest.mark.parametrize("command, kind", [("average", "an average"),
                                            ("half", "float16 weights")])
 def test_an_average_or_halved_file_under_a_checkpoints_name_is_named_for_what_it_is(
