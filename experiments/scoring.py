@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from annotated.base.errors import CheckpointError
+from annotated.base.errors import CheckpointError, DataError
 from annotated.base.files import atomic_open
+from annotated.configs import FIELDS, RESUMABLE
 from annotated.data.corpus import (cache_folder, corpus_files, data_location, load_corpus,
                                    read_parallel)
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import lowercase_bleu, paper_bleu, sacre_bleu
-from annotated.store.checkpoint_file import checkpoints, config_from, load, load_model
+from annotated.store.checkpoint_file import checkpoints, config_from, header, load, load_model
 from annotated.training.run_dir import read_metrics
 from annotated.training.step import evaluate
 from experiments.commands import average
@@ -198,6 +199,21 @@ def kept_scores(kept: Path, key: dict) -> dict:
     return {(r["average"], r["beam"], r["alpha"]): r for r in old["entry"]["rows"]}
 
 
+def trained_as(run: Path, newest: Path, given):
+    """The config the run's newest checkpoint was trained with, refused if it differs from the
+    one `given` now in any setting a resumed run may not change: the scores would be filed
+    under settings the model never had."""
+    saved = config_from(header(newest), newest)
+    differ = [f"{name}={getattr(saved, name)!r} there, {getattr(given, name)!r} now"
+              for name in FIELDS if name not in RESUMABLE
+              and getattr(saved, name) != getattr(given, name)]
+    if differ:
+        raise DataError(f"{run} was trained with other settings than those given now "
+                        f"({'; '.join(differ)}); give the settings it was trained with, or "
+                        f"train it again (--train, in a new --runs-dir)")
+    return saved
+
+
 def sweep_run(name: str, config, run: Path, sources, references, data_dir, made, decodings,
               averages) -> dict:
     """One run: how it trained, and val perplexity and BLEU for every averaging and decoding;
@@ -206,6 +222,7 @@ def sweep_run(name: str, config, run: Path, sources, references, data_dir, made,
     made: (preset, overrides, processes) of the run; decodings, averages: the (beam, alpha)
     grid and the numbers of checkpoints averaged."""
     found = trained_checkpoints(run, TRAIN_FIRST)
+    config = trained_as(run, found[-1], config)
     kept, key = run / "val_sweep.json", {"newest": found[-1].name, "sentences": len(sources)}
     done = kept_scores(kept, key)
     trained = read_metrics(run, "train")

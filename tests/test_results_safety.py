@@ -736,3 +736,14 @@ def test_the_budget_report_names_the_settings_every_run_had():
     assert multi30k_budget.own_settings("p02_v6k", []) == "P_drop=0.2 vocab_size=6000"
     assert multi30k_budget.own_settings("p02_v6k", ["P_drop=0.1"]) == "vocab_size=6000"
     assert "P_drop" not in multi30k_budget.own_settings("published", ["P_drop=0.1"])
+
+
+def test_a_run_is_never_scored_under_settings_it_was_not_trained_with(tiny_run):
+    """The sweep and the budget file each run's scores with its config: the one its checkpoint
+    holds, and other settings given now are refused rather than recorded."""
+    newest = checkpoints(tiny_run)[-1]
+    trained = scoring.config_from(load(newest), newest)
+    assert scoring.trained_as(tiny_run, newest, trained.override(log_every=7)) == trained
+    with pytest.raises(DataError) as error:
+        scoring.trained_as(tiny_run, newest, trained.override(N=3, d_model=64, h=2))
+    says(error, str(tiny_run), "N=1 there, 3 now", "d_model", "--train")
