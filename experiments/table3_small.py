@@ -36,7 +36,7 @@ from annotated.base.files import atomic_open, write_files
 from annotated.base.settings import at_least
 from annotated.configs import PAPER, apply_overrides, get
 from annotated.data.corpus import load_corpus
-from annotated.store.checkpoint_file import checkpoint_name, config_from, load
+from annotated.store.checkpoint_file import checkpoint_name, checkpoints, config_from, load
 from annotated.training.run_dir import read_metrics
 from experiments.commands import invocation, recorded, train, train_command
 from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
@@ -253,6 +253,10 @@ def check_clearable(run: Path) -> None:
 def fresh_row_folder(run: Path, name: str) -> None:
     """Clear the row's folder (checked by check_clearable) and mark it as this script's."""
     check_clearable(run)
+    if held := checkpoints(run) if run.exists() else []:
+        print(f"note: {run} held an earlier run of row {name} ({len(held)} checkpoint"
+              f"{'s' if len(held) > 1 else ''}, up to {held[-1].name}), trained by this script "
+              f"with other settings or not finished; it is replaced by a fresh run", flush=True)
     if run.exists():
         shutil.rmtree(run)
     run.mkdir(parents=True)

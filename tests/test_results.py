@@ -116,7 +116,7 @@ def test_multi30k_skip_train_without_a_trained_run_is_a_clear_error(tmp_path, ca
     says(err, str(run_dir), "--run-dir")
 
 
-def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path):
+def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     args = ["--steps", 2, "--seeds", 2, "--limit", 3, "--runs-dir", tmp_path / "runs",
@@ -167,6 +167,10 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path):
                           "E: learned positions"]
     assert last["D: eps_ls=0"]["source"] == "trained"
     assert last["base"] == {**again["base"], "source": "recorded"}
+    capsys.readouterr()
+    run(table3_small, "--reuse", "--rows", "A1", *args, "eps_ls=0.2")   # other settings: retrained
+    note = next(line for line in capsys.readouterr().out.splitlines() if "held" in line)
+    says(note, "runs/A1", "earlier run", "ckpt_0000002.pt", "replaced by a fresh run")
 
 
 def test_table3_small_with_no_rows_and_no_table_is_a_clear_error(tmp_path, capsys):
