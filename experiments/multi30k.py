@@ -45,11 +45,11 @@ from annotated.base.settings import at_least
 from annotated.configs import apply_overrides, get, option
 from annotated.data.corpus import cache_folder, corpus_files, data_location
 from annotated.inference.search import attention_maps
-from annotated.store.checkpoint_file import checkpoints, config_from, load, load_model, step_in_name
+from annotated.store.checkpoint_file import checkpoints, load_model, step_in_name
 from experiments.commands import invocation, train
 from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
 from experiments.report import file_stem, markdown_table, pair_name, published
-from experiments.scoring import evaluate_run, trained_checkpoints
+from experiments.scoring import evaluate_run, multi30k_config, trained_checkpoints
 
 PRESETS = ("multi30k", "multi30k_tiny")
 
@@ -144,11 +144,7 @@ def trained_preset(run: Path, given: str | None) -> str:
     checkpoint has, else --config as given (default multi30k). A --config that names another
     preset than the run's, or a run on another corpus than Multi30k, is refused."""
     last = trained_checkpoints(run)[-1]
-    config = config_from(load(last), last)
-    if not config.dataset.startswith("multi30k"):
-        raise DataError(f"{run} holds a run on dataset={config.dataset}, not on Multi30k, which "
-                        f"this script scores on test2016; score it with python -m "
-                        f"annotated.translate and python -m annotated.evaluate instead")
+    config = multi30k_config(last)
     found, source = preset_in_train_json(run), f"{run / 'train.json'} says so"
     if found is None:
         shapes = [name for name in PRESETS

@@ -24,11 +24,10 @@ from annotated.base.cli import command, number, path
 from annotated.base.files import write_files
 from annotated.base.settings import at_least
 from annotated.configs import option
-from annotated.store.checkpoint_file import config_from, load
 from experiments.commands import invocation
 from experiments.folders import add_out_dir, check_out_dir, relative
 from experiments.report import first_sentences, markdown_table
-from experiments.scoring import score, split_text
+from experiments.scoring import multi30k_config, score, split_text
 
 
 def parse_args(argv=None):
@@ -67,7 +66,7 @@ def moses_bleu(hyps: list[str], refs: list[str], lang: str):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    config = config_from(load(args.checkpoint), args.checkpoint)
+    config = multi30k_config(args.checkpoint)
     sources, references = split_text(config, args.data_dir, "test")
     check_out_dir(args.out_dir, args.limit)
     total = len(sources)

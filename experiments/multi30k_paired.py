@@ -23,11 +23,10 @@ from annotated.base.files import write_files
 from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.inference.bleu import paired_bootstrap
-from annotated.store.checkpoint_file import config_from, load
 from experiments.commands import invocation
 from experiments.folders import add_out_dir, check_out_dir, relative
 from experiments.report import first_sentences, markdown_table, published
-from experiments.scoring import score, split_text
+from experiments.scoring import multi30k_config, score, split_text
 
 SPLITS = {"valid": "val", "test": "test2016"}
 METRICS = {"lowercased BLEU": True, "sacreBLEU (cased)": False}      # name: lowercase
@@ -109,7 +108,7 @@ def main(argv=None):
 def same_corpus(systems: list[dict]):
     """The first system's config, after checking that both translate the same language pair
     of the same dataset (else their test sets differ and nothing is paired)."""
-    configs = [config_from(load(s["checkpoint"]), s["checkpoint"]) for s in systems]
+    configs = [multi30k_config(s["checkpoint"]) for s in systems]
     keys = [(c.dataset, c.source_lang, c.target_lang) for c in configs]
     if keys[0] != keys[1]:
         raise DataError(f"{systems[0]['checkpoint']} translates {keys[0]} but "

@@ -199,6 +199,18 @@ def kept_scores(kept: Path, key: dict) -> dict:
     return {(r["average"], r["beam"], r["alpha"]): r for r in old["entry"]["rows"]}
 
 
+def multi30k_config(checkpoint: Path):
+    """The config of a checkpoint that a Multi30k script scores; a model trained on another
+    corpus is refused, since its scores would be filed as Multi30k's."""
+    config = config_from(header(checkpoint), checkpoint)
+    if not config.dataset.startswith("multi30k"):
+        raise DataError(f"{checkpoint} is a model trained on dataset={config.dataset}, not on "
+                        f"Multi30k, which this script scores on its own test sets; score it "
+                        f"with python -m annotated.translate and python -m annotated.evaluate "
+                        f"instead")
+    return config
+
+
 def trained_as(run: Path, newest: Path, given):
     """The config the run's newest checkpoint was trained with, refused if it differs from the
     one `given` now in any setting a resumed run may not change: the scores would be filed

@@ -297,13 +297,18 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     assert not (tmp_path / "out").exists()
 
 
-def test_skip_train_refuses_a_run_on_another_corpus_than_multi30k(tmp_path, capsys):
-    """A copy-task run would be scored on test2016 and filed as a Multi30k result."""
+def test_a_model_of_another_corpus_is_never_scored_as_multi30k(tmp_path, capsys):
+    """A copy-task run would be scored on test2016 and filed as a Multi30k result, by
+    multi30k --skip-train or by multi30k_metric."""
     train.main(["--config", "copy", "--run-dir", str(tmp_path / "copy"), "--max-steps", "2",
                 "--threads", "1", "ckpt_every=2"])
     err = refused(multi30k, "--skip-train", "--run-dir", tmp_path / "copy", "--out-dir",
                   tmp_path / "out", "--limit", 3, capsys=capsys)
-    says(err, str(tmp_path / "copy"), "dataset=copy", "annotated.translate", "annotated.evaluate")
+    says(err, "dataset=copy", "annotated.translate", "annotated.evaluate")
+    newest = checkpoints(tmp_path / "copy")[-1]
+    err = refused(multi30k_metric, "--checkpoint", newest, "--out-dir", tmp_path / "out",
+                  "--limit", 10, capsys=capsys)
+    says(err, str(newest), "dataset=copy", "annotated.evaluate")
     assert not (tmp_path / "out").exists()
 
 
