@@ -16,13 +16,14 @@ from pathlib import Path
 
 from annotated.base.errors import DataError
 from annotated.base.settings import POSITIVE, at_least, between, shown
+from annotated.configs import get
 from experiments.folders import committed_folder, relative
 
 BLEU = between(0, 100, "BLEU")
 PERPLEXITY = at_least(1)                # exp of a cross-entropy, which is at least 0
 COUNT = at_least(0)                     # seconds, bytes, minutes
-WHOLE = ((lambda v: v >= 0 and float(v).is_integer()), "a whole number >= 0")   # packages
-BYTES = between(0, 2 ** 44, "bytes")    # a folder of this project: far below 16 TiB
+WHOLE = ((lambda v: v >= 1 and float(v).is_integer()), "a whole number >= 1")   # packages
+BYTES = between(1, 2 ** 44, "bytes")    # a folder of this project: far below 16 TiB
 FRACTION = between(0, 1, "fraction")
 KINDS = {dict: "object", list: "list", str: "text", bool: "true or false"}
 
@@ -159,6 +160,12 @@ def fastest(record: Record, name: str) -> dict:
     record.get("cases", best, "MFU", rule=FRACTION)
     record.get("cases", best, "compile", kind=bool)
     case = record.data["cases"][best]
+    model = get(name.split()[0])                        # "base 1/8" is the base model's case
+    for key in ("N", "d_model"):
+        if case.get(key) != getattr(model, key):
+            raise DataError(f"{record.path}: cases[{best}] is named {name!r} but has "
+                            f"{key}={case.get(key)!r}, where the {name.split()[0]} model has "
+                            f"{getattr(model, key)}; {record.fix}")
     implied = (case["source_tokens"] + case["target_tokens"]) / case["step_s"]
     if abs(case["tokens_per_s"] - implied) > 0.02 * implied:
         raise DataError(f"{record.path}: cases[{best}].tokens_per_s is {case['tokens_per_s']:,}, "

@@ -18,7 +18,7 @@ from annotated.base.files import read_lines, write_files
 from annotated.base.settings import POSITIVE, between
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
-from experiments.results_files import (BLEU, BYTES, COUNT, WHOLE, Record, fastest,
+from experiments.results_files import (BLEU, BYTES, WHOLE, Record, fastest,
                                       gpu_timings, shown_on_its_page)
 
 README = ROOT / "README.md"
@@ -102,7 +102,7 @@ def commands_table() -> str:
     for mark, (name, then) in what.items():
         install_s, run_s, size, packages = (
             measured.get("commands", mark, key, rule=rule)
-            for key, rule in (("install_s", COUNT), ("run_s", COUNT), ("venv_bytes", BYTES),
+            for key, rule in (("install_s", POSITIVE), ("run_s", POSITIVE), ("venv_bytes", BYTES),
                               ("packages", WHOLE)))
         rows.append([f"{mark} {name}", minutes(install_s), f"{minutes(run_s)}: {then}",
                      f"{size / 2**30:.1f} GB", packages])

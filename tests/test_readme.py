@@ -182,6 +182,13 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
      ("multi30k_tiny.json", "another run", "preset='multi30k'", "P_drop=0.1", "write it again")),
     ("multi30k_tiny_en_fr.json", lambda r: r["config"].update(target_lang="de"),
      ("multi30k_tiny_en_fr.json", "target_lang='de'", "target_lang='fr'")),
+    ("install.json", lambda r: r["commands"]["(2)"].update(packages=0),
+     ("install.json", "packages", "0", "whole number >= 1")),
+    ("install.json", lambda r: r["commands"]["(2)"].update(venv_bytes=0),
+     ("install.json", "venv_bytes", "0", "bytes")),
+    ("gpu_train.json", lambda r: [c.update(case={"base": "big", "big": "base"}.get(
+        c["case"], c["case"])) for c in r["cases"]],
+     ("gpu_train.json", "named 'base'", "d_model=1024", "512")),
     ("multi30k.json", lambda r: r.update(limited="the first 3 of the 1,000 sentences"),
      ("multi30k.json", "smoke test", "the first 3", "write it again"))])
 def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, names,
