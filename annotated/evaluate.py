@@ -99,6 +99,10 @@ def aligned(path, refs, ref_path) -> list[str]:
     check_aligned(len(lines), len(refs), path, ref_path)
     if not lines:
         raise DataError(f"{path} and {ref_path} are empty: no sentences to score")
+    if not any(line.strip() for line in lines):
+        say_error(f"note: every line of {'standard input' if path == Path('-') else path} is "
+                  f"empty: no translation to score (a model that writes only </s>, or the wrong "
+                  f"file?)")
     hidden = [i for i, line in enumerate(lines, 1) if any(
         unicodedata.category(c) in ("Cc", "Cf") and c != "\t" for c in line)]
     if hidden:

@@ -65,6 +65,9 @@ def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=No
     if out_dir.exists() and not out_dir.is_dir():
         raise DataError(f"{option} {out_dir} is not a folder; give a folder (one that "
                         f"does not exist yet is created)")
+    if out_dir.is_symlink() and not out_dir.exists():
+        raise DataError(f"{option} {out_dir} is a link to {os.readlink(out_dir)}, which does "
+                        f"not exist; make that folder, or give another {option}")
     existing = next(p for p in [out_dir, *out_dir.absolute().parents] if p.exists())
     if not existing.is_dir():
         raise DataError(f"{option} {out_dir}: {existing} is a file, so no folder can be made "

@@ -560,3 +560,10 @@ def test_translate_notes_its_input_as_references_and_a_file_it_replaces(tmp_path
     assert (tmp_path / "train.de").read_bytes() == before
     translate.main([*argv, "--out", str(tmp_path / "train.de")])
     says(capsys.readouterr().err.splitlines()[0], "train.de", "30 lines", "replace")
+
+
+def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
+    (tmp_path / "hyp.de").write_text("\n\n\n")
+    (tmp_path / "ref.de").write_text("Ein Hund.\nEine Katze.\nEin Mann.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    says(capsys.readouterr().err.splitlines()[0], "hyp.de", "every line", "empty")

@@ -251,16 +251,20 @@ def test_every_results_script_checks_its_inputs_before_making_any_folder(script,
     assert everything_under(tmp_path) == set()
 
 
-@pytest.mark.parametrize("target", ["a file", "/dev/null"])
+@pytest.mark.parametrize("target", ["a file", "/dev/null", "a broken link"])
 @pytest.mark.parametrize("script", [paper_tables, multi30k_metric])
 def test_an_out_dir_that_is_not_a_folder_is_refused_as_such(script, target, tmp_path,
                                                             tiny_run, capsys):
     out = tmp_path / "afile" if target == "a file" else "/dev/null"
     if target == "a file":
         (tmp_path / "afile").write_text("mine\n")
+    if target == "a broken link":
+        out = tmp_path / "link"
+        out.symlink_to(tmp_path / "gone")
     args = ["--checkpoint", tiny_run / "average.pt"] if script is multi30k_metric else []
     err = refused(script, *args, "--out-dir", out, capsys=capsys)
-    says(err, f"--out-dir {out}", "not a folder")
+    says(err, f"--out-dir {out}", *(["gone", "does not exist"] if target == "a broken link"
+                                    else ["not a folder"]))
     if target == "a file":
         assert (tmp_path / "afile").read_text() == "mine\n"
 

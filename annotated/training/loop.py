@@ -237,7 +237,7 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
     shown = "".join(s + r + tokenizer.decode(h.tokens) for (s, r), h in zip(sentences, hyps))
     if unwritable_on_stdout(shown) and hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")    # the model is saved: show it all
-    print(f"\nThe model at work on {len(sentences)} test sentences it never saw in training "
+    print(f"\nThe model at work on {len(sentences)} sentences of the test set "
           f"(beam {config.beam_size}, alpha {config.alpha}):")
     for (source, reference), hyp in zip(sentences, hyps):
         print(f"  input      {source}\n  output     {tokenizer.decode(hyp.tokens)}\n"
