@@ -434,7 +434,7 @@ def test_sentencepiece_s_advice_to_use_its_own_options_is_not_passed_on(tmp_path
 
 def test_a_run_whose_test_sentences_are_all_long_still_shows_some(tmp_path, capsys):
     copy_run(tmp_path, "copy_len=40", "max_sentence_len=64", "max_tokens=2000", steps=1)
-    assert "The model at work on 3 test sentences" in capsys.readouterr().out
+    assert "The model at work on 3 sentences of the test set" in capsys.readouterr().out
 
 
 # --- preparing WMT14 next to a user's files ------------------------------------------------------

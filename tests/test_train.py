@@ -82,7 +82,7 @@ def test_the_same_command_twice_continues_the_run(tmp_path, capsys):
 def test_a_run_ends_by_showing_the_model_at_work_and_what_comes_next(tmp_path, capsys):
     run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     out = capsys.readouterr().out
-    assert "The model at work on 3 test sentences" in out and out.count("  reference  ") == 3
+    assert "The model at work on 3 sentences of the test set" in out and out.count("  reference  ") == 3
     assert f"the checkpoint         {tmp_path / 'ckpt_0000001.pt'}" in out
     assert "python -m annotated.translate --checkpoint" in out
     assert "jupyter lab chapters/" in out
