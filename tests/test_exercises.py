@@ -264,6 +264,18 @@ def test_an_answer_that_changes_its_input_in_place_fails_naming_the_argument():
         == "passed"
 
 
+def test_a_check_runs_with_gradients_on_whatever_the_notebook_turned_off():
+    """A right answer to 9.2, checked after torch.set_grad_enabled(False) or inside
+    inference_mode, passes; check("2.1") without the function says what is missing."""
+    from annotated.exercises.ch09 import pieces_answer as piecewise_gradient
+    for context in (torch.no_grad, torch.inference_mode):
+        with context():
+            assert result_of("9.2", piecewise_gradient).status == "passed", context
+    with pytest.raises(TypeError) as missing:
+        checker("en")("2.1")
+    says(str(missing.value), "check('2.1', your_function)")
+
+
 def test_the_packages_own_function_is_not_an_answer():
     from annotated.masks import padding_mask
     result = result_of("2.2", padding_mask)

@@ -116,6 +116,9 @@ def test_a_wrong_argument_is_one_line_and_exit_code_2():
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "x.ipynb",
                            "--timeout", "-1"], capture_output=True, text=True)
     assert done.returncode == 2 and "--timeout" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "x.ipynb",
+                           "--timeout", "1e9"], capture_output=True, text=True)   # past a clock's
+    assert done.returncode == 2 and "604,800" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

@@ -73,8 +73,11 @@ def checker(lang: str = "en"):
     if lang not in MESSAGES:
         raise ValueError(f"no messages in {lang!r}; the book has {', '.join(MESSAGES)}")
 
-    def check(exercise_id: str, fn) -> None:
+    def check(exercise_id: str, fn=None) -> None:
         """Check `fn` as exercise `exercise_id` and show one line saying how it went."""
+        if fn is None:
+            raise TypeError(f"check({exercise_id!r}) needs your function too: "
+                            f"check({exercise_id!r}, your_function)")
         result = result_of(exercise_id, fn)
         CHECKED[exercise_id] = result
         show(result, lang)

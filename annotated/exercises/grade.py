@@ -27,7 +27,8 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from annotated.base.cli import command, path, positive, show
+from annotated.base.cli import command, number, path, show
+from annotated.base.settings import between
 from annotated.exercises import graded_ids
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import checks, read
@@ -36,6 +37,8 @@ PROJECT = Path(__file__).resolve().parents[2]        # the folder that holds ann
 MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"}
 #: Seconds a stopped notebook's process gets to shut its kernel down before it is killed.
 GRACE = 10
+#: The longest --timeout or --cell-timeout, in seconds: a week (the clock's limit is far above).
+A_WEEK = 7 * 24 * 3600
 
 
 def parse_args(argv=None):
@@ -45,9 +48,10 @@ def parse_args(argv=None):
     grade = commands.add_parser("grade", help="run students' notebooks and grade their exercises")
     grade.add_argument("notebooks", nargs="+", type=path, metavar="NOTEBOOK")
     grade.add_argument("--json", action="store_true", help="print the rows as JSON")
-    grade.add_argument("--timeout", type=positive, default=900,
+    seconds = number(between(1, A_WEEK, "seconds"), float)
+    grade.add_argument("--timeout", type=seconds, default=900,
                        help="seconds a whole notebook may run (default 900)")
-    grade.add_argument("--cell-timeout", type=positive, default=300,
+    grade.add_argument("--cell-timeout", type=seconds, default=300,
                        help="seconds one cell may run before it is interrupted (default 300)")
     grade.add_argument("--lang", choices=list(MESSAGES), default="en",
                        help="the language of the table's notes (default en)")

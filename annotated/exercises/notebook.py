@@ -9,6 +9,7 @@ code cell defines the function and calls `check("2.1", causal_mask)`. A solution
 (chapters/solutions/) has one `## Exercise 2.1 · The causal mask` section per exercise.
 The grader, the website and the tests read the notebooks through these functions.
 """
+import json
 import re
 import warnings
 from dataclasses import dataclass
@@ -35,9 +36,17 @@ def read(path) -> nbformat.NotebookNode:
     """A notebook file, read and validated by nbformat (which raises if it is not a notebook),
     without nbformat's warning about cells that have no id: older tools write none, and a
     student's notebook is graded all the same."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict) or not {"cells", "nbformat"} <= set(data):
+        raise ValueError("JSON without the 'cells' and 'nbformat' that a notebook has")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MissingIDFieldWarning)
-        nb = nbformat.read(path, as_version=4)
+        nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
     return nb
 
