@@ -220,11 +220,19 @@ def check(source: Path, lang: str) -> Report:
     report = Report([], [], [])
     cells = [(key, text) for key, text in english if key != "block"]
     by_cell = {u.key: u for u in units if u.key != "block"}
-    for key, text in cells:
-        _compare(by_cell.get(key), key, text, name, report)
     known = {key for key, _ in cells}
+    misheaded = {u.key: u for u in by_cell.values() if u.key not in known}
+    for key, text in cells:
+        if key not in by_cell and (twin := next((u for u in misheaded.values() if u.en == text),
+                                                None)):
+            report.stale.append(f"{name}:{twin.line}: the unit headed '{twin.key}' translates "
+                                f"{key} (its English is that cell's): write '=== {key} ===' "
+                                f"as its header")
+            del misheaded[twin.key]
+            continue
+        _compare(by_cell.get(key), key, text, name, report)
     report.orphans += [f"{name}:{u.line}: {u.key} translates a cell that is no longer there: "
-                       f"{short(u.en)}" for u in by_cell.values() if u.key not in known]
+                       f"{short(u.en)}" for u in misheaded.values()]
     _check_blocks([text for key, text in english if key == "block"],
                   [u for u in units if u.key == "block"], name, report)
     return report
@@ -249,16 +257,36 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 KEPT = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)", re.S)
 
 
+def kept_pieces(text: str) -> list[str]:
+    """What a translation keeps as it is: display and inline math, code (not directives, whose
+    captions are translated), inline code, and the target of each cross-reference role and
+    each markdown link (their link text is translated), whitespace normalised."""
+    found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`>]+)>`", text)]
+    found += [f"]({t})" for t in re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", text)]
+    text = re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text)
+    for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
+                    r"\$[^$]+\$"):
+        if not pattern.startswith("```\\{"):
+            found += re.findall(pattern, text, re.S)
+        text = re.sub(pattern, " ", text, flags=re.S)
+    return [" ".join(piece.split()) for piece in found]
+
+
 def translation_problem(unit: Unit) -> str | None:
     """What makes a unit's translation unfit to publish though it is there: the English left
-    as it is (prose words, outside code and math, the same as the quote), or a code block it
-    opens and never closes (the rest of the page would show as code)."""
+    as it is (prose words, outside code and math, the same as the quote), a code block it
+    opens and never closes (the rest of the page would show as code), or code, math or a link
+    target that is not as in the English (kept_pieces)."""
     if unit.text.strip() == unit.en.strip() and len(WORD.findall(KEPT.sub(" ", unit.en))) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
                 f"(the page would show English)")
     if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:
         return ("its translation opens a code block (```) that it never closes: add the "
                 "closing ``` line, or remove the opening one")
+    flat = " ".join(unit.text.split())
+    if changed := next((piece for piece in kept_pieces(unit.en) if piece not in flat), None):
+        return (f"its translation lacks {short(changed)} as the English has it: code, math "
+                f"and link targets stay exactly as they are (only link text is translated)")
     return None
 
 

@@ -88,29 +88,14 @@ def same_table_but_its_words(en: dict, zh: dict) -> bool:
         {k: v for k, v in zh["data"].items() if k != "text/markdown"}
 
 
-def protected(text: str) -> list[str]:
-    """What a translation keeps as it is: display and inline math, code (not directives, whose
-    captions are translated), inline code, and the target of each cross-reference role and
-    each markdown link (their link text is translated), whitespace normalised."""
-    found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`>]+)>`", text)]
-    found += [f"]({t})" for t in re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", text)]
-    text = re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text)
-    for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
-                    r"\$[^$]+\$"):
-        if not pattern.startswith("```\\{"):
-            found += re.findall(pattern, text, re.S)
-        text = re.sub(pattern, " ", text, flags=re.S)
-    return [" ".join(piece.split()) for piece in found]
-
-
 def test_every_unit_keeps_its_english_code_math_and_link_targets():
-    assert protected("See [the query](../book/glossary.md#glossary-query-key-value).") == \
+    assert i18n.kept_pieces("See [the query](../book/glossary.md#glossary-query-key-value).") == \
         ["](../book/glossary.md#glossary-query-key-value)"]
     slips = []
     for path in [i18n.translation_file(s, "zh") for s in SOURCES] + [i18n.BOOK / "zh" / i18n.TABLES]:
         for unit in i18n.read_units(path, "zh"):
             flat = " ".join(unit.text.split())
-            slips += [f"{path.name}:{unit.line}: {piece[:70]}" for piece in protected(unit.en)
+            slips += [f"{path.name}:{unit.line}: {piece[:70]}" for piece in i18n.kept_pieces(unit.en)
                       if piece not in flat]
     assert not slips, "\n".join(slips[:30])
 
@@ -321,6 +306,36 @@ def test_a_unit_left_in_english_or_with_an_open_code_block_is_no_translation(
     report = i18n.check(book / "slips.md", "zh")
     assert len(report.missing) == 1 and not report.stale, report
     says(report.missing[0], "slips.md:", *names)
+
+
+@pytest.mark.parametrize("kept,changed", [
+    ("](../book/glossary.md#glossary-query)", "](../book/术语表.md#glossary-查询)"),
+    ("`--input f`", "`--输入 f`"), ("$d_k$", "$d_模型$")])
+def test_a_translation_that_changes_code_math_or_a_link_target_is_named(kept, changed):
+    """What a translator must keep as it is: a link's target, code, math."""
+    english = "See [the query](../book/glossary.md#glossary-query), run `--input f`, with $d_k$."
+    right = "见[查询](../book/glossary.md#glossary-query)，运行 `--input f`，取 $d_k$。"
+    assert i18n.translation_problem(i18n.Unit("cell c1", english, right, 7)) is None
+    unit = i18n.Unit("cell c1", english, right.replace(kept, changed), 7)
+    says(i18n.translation_problem(unit), kept, "exactly as")
+
+
+def test_a_mistyped_cell_id_in_a_units_header_is_named_not_missing_and_orphaned(tmp_path,
+                                                                               monkeypatch):
+    book, chapters = tmp_path / "book", tmp_path / "chapters"
+    (book / "zh").mkdir(parents=True)
+    chapters.mkdir()
+    source = i18n.CHAPTERS / "02_masking.ipynb"
+    shutil.copy(source, chapters / source.name)
+    text = (i18n.BOOK / "zh" / "02_masking.md").read_text(encoding="utf-8")
+    cell = re.search(r"=== cell (\w+) ===", text).group(1)
+    (book / "zh" / "02_masking.md").write_text(
+        text.replace(f"=== cell {cell} ===", f"=== cell {cell.upper()}x ===", 1), encoding="utf-8")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    report = i18n.check(chapters / source.name, "zh")
+    assert not report.missing and not report.orphans, report
+    says(report.stale[0], f"cell {cell.upper()}x", f"=== cell {cell} ===")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
