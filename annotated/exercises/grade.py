@@ -10,8 +10,9 @@ run goes on; a notebook that is still running after --timeout seconds is stopped
 has one row a notebook: how many of its exercises passed (every coding exercise of each
 chapter whose checks it calls), each exercise's status (passed, failed, not attempted, not run:
 its check never ran, or was deleted), and a note on anything that went wrong.
-A file that is not a notebook, a kernel that dies or a notebook that runs out of time gets a
-one-line note in its row; the other notebooks are graded all the same. --json prints the
+A file that is not a notebook, a kernel that dies (the checks before it count; the note names
+the cell) or a notebook that runs out of time gets a one-line note in its row; the other
+notebooks are graded all the same. --json prints the
 rows as JSON instead, with each check's line in every language, for a course's gradebook.
 
 The exit code is 0 when every notebook was graded, 1 when one could not be (its row says why),
@@ -109,7 +110,10 @@ def grade(notebook: Path, args) -> dict:
     row["exercises"] = report["results"]
     row["passed"] = sum(r["status"] == "passed" for r in row["exercises"].values())
     row["graded"] = True
-    row["note"] = cell_note(row["errors"], args, say) or None
+    died = report.get("problem")              # the kernel died: the checks before it count
+    row["note"] = say["notes_sep"].join(filter(None, [
+        died and say[died[0]].format(detail=died[1]), cell_note(row["errors"], args, say)])) \
+        or None
     return row
 
 

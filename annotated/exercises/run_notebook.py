@@ -6,10 +6,12 @@ The grader (annotated.exercises.grade) starts this in a new process group and ki
 if the whole notebook takes too long, so that a notebook that hangs its kernel stops nothing
 but itself. Here the notebook runs top to bottom in a fresh kernel, in the folder it is started
 in (the grader's scratch folder), in the chapters' quick form, with no network: a first cell
-refuses every connection that leaves the machine. A cell that raises does not stop the run; a cell that runs longer than CELL_TIMEOUT
-seconds is interrupted and the run goes on. A last cell then asks the kernel for the result of
-every check the notebook called (annotated.exercises.grading_report). REPORT.json gets those
-results, the cells that raised, and the cells that were stopped.
+refuses every connection that leaves the machine. A cell that raises does not stop the run; a
+cell that runs longer than CELL_TIMEOUT seconds is interrupted and the run goes on. After each
+of the student's cells a report cell asks the kernel for the result of every check called so
+far (annotated.exercises.grading_report), so that if the kernel dies, the checks before it
+count. REPORT.json gets the last results, the cells that raised, and the cells that were
+stopped.
 """
 import json
 import os
@@ -46,21 +48,31 @@ TIMED_OUT = "CellTimeoutError"
 
 
 def prepared(nb, ids: list[str]):
-    """The student's notebook between the no-network cell and the report cell."""
-    first = nbformat.v4.new_code_cell(NO_NETWORK)
-    last = nbformat.v4.new_code_cell(REPORT.format(marker=MARKER, ids=ids))
-    nb.cells = [first, *nb.cells, last]
+    """The student's notebook after the no-network cell, each of its cells followed by a report
+    cell: if the kernel dies, the checks that ran before count. The grader's cells are marked in
+    their metadata."""
+    first = nbformat.v4.new_code_cell(NO_NETWORK, metadata={"grader": "setup"})
+    cells = [first]
+    for cell in nb.cells or [nbformat.v4.new_markdown_cell("")]:
+        cells += [cell, nbformat.v4.new_code_cell(REPORT.format(marker=MARKER, ids=ids),
+                                                  metadata={"grader": "report"})]
+    nb.cells = cells
     return nb
+
+
+def students(nb) -> list:
+    """The student's cells of a prepared notebook, in order."""
+    return [cell for cell in nb.cells if "grader" not in cell.get("metadata", {})]
 
 
 def cell_errors(nb, stopped_cells: set[int]) -> list[dict]:
     """Every student cell (numbered from 1, in order) that raised, or that ran too long and was
     stopped (`stopped_cells`, by their index in the prepared notebook)."""
     found = []
-    for number, cell in enumerate(nb.cells[1:-1], start=1):
+    stopped_ids = {id(nb.cells[i]) for i in stopped_cells if i < len(nb.cells)}
+    for number, cell in enumerate(students(nb), start=1):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        stopped = number in stopped_cells
-        if stopped:
+        if id(cell) in stopped_ids:
             found.append({"cell": number, "stopped": True, "error": TIMED_OUT})
         elif errors:
             found.append({"cell": number, "stopped": False, "error": f"{errors[0]['ename']}: "
@@ -68,15 +80,28 @@ def cell_errors(nb, stopped_cells: set[int]) -> list[dict]:
     return found
 
 
-def results(nb) -> tuple[dict | None, list | None]:
-    """The report cell's results, or None and why it printed none: [what, detail], what a
-    key of annotated.exercises.messages."""
-    for output in nb.cells[-1].get("outputs", []):
-        if MARKER in output.get("text", ""):
-            return json.loads(output["text"].split(MARKER, 1)[1]), None
-        if output.get("output_type") == "error":
-            return None, ["report_failed",
-                          f"{output['ename']}: {' '.join(str(output['evalue']).split())[:120]}"]
+def results(nb) -> tuple[dict | None, int]:
+    """The newest report a report cell printed (None if none did), and how many student cells
+    had run when it did."""
+    reports = [cell for cell in nb.cells if cell.get("metadata", {}).get("grader") == "report"]
+    for done, cell in reversed(list(enumerate(reports, start=1))):
+        for output in cell.get("outputs", []):
+            if MARKER in output.get("text", ""):
+                return json.loads(output["text"].split(MARKER, 1)[1]), done
+    return None, 0
+
+
+def outcome(nb) -> tuple[dict | None, list | None]:
+    """What the run of the prepared notebook found, and what went wrong at its end ([what,
+    detail], what a key of annotated.exercises.messages), or None."""
+    found, done = results(nb)
+    last = nb.cells[-1]
+    if found is not None and done == len(students(nb)):
+        return found, None
+    errors = [o for o in last.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        return None, ["report_failed", f"{errors[0]['ename']}: "
+                      f"{' '.join(str(errors[0]['evalue']).split())[:120]}"]
     return None, ["unfinished", ""]
 
 
@@ -104,9 +129,10 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     client.on_cell_executed = note_timeout
     try:
         client.execute()
-        found, problem = results(nb)
+        found, problem = outcome(nb)
     except DeadKernelError as e:
-        found, problem = None, ["kernel_died", " ".join(str(e).split())[:120]]
+        found, done = results(nb)             # the checks that ran before it died still count
+        problem = ["kernel_died", f"in cell {done + 1}: {' '.join(str(e).split())[:100]}"]
     Path(report).write_text(json.dumps({"ids": ids, "results": found, "problem": problem,
                                         "errors": cell_errors(nb, stopped)}), encoding="utf-8")
 
