@@ -48,12 +48,13 @@ ROWS = [
 
 def table() -> str:
     """The table of Multi30k test2016 scores, from results/*.json and results/published.json."""
-    rows = []
+    rows, scored = [], {}                   # target language -> (reference tokens, record)
     for what, name, cased, run in ROWS:
         record = Record(RESULTS / name, "with the command that the .md beside it names: "
                                         "python -m experiments.multi30k ...")
         check_run(record, *run)
         first = next(iter(record.get("test2016", kind=dict)))
+        check_whole_test_set(record, first, run[1]["target_lang"], scored)
         lower = record.get("test2016", first, "lowercase_bleu", rule=BLEU)
         # the cased score counts fewer matches than the lowercased one of the same output
         bleu = record.get("test2016", first, "bleu", rule=between(0, lower, "lowercased BLEU"))
@@ -90,6 +91,17 @@ def check_run(record: Record, preset: str, settings: dict) -> None:
     if differ:
         raise DataError(f"{record.path} holds another run than its README row: "
                         f"{'; '.join(differ)}; {record.fix}")
+
+
+def check_whole_test_set(record: Record, first: str, target: str, scored: dict) -> None:
+    """Refuse a row scored on part of test2016: the rows of one target language score the same
+    references, so they count the same reference tokens."""
+    tokens = record.get("test2016", first, "lowercase_ref_tokens", rule=POSITIVE)
+    seen, other = scored.setdefault(target, (tokens, record))
+    if tokens != seen:
+        raise DataError(f"{record.path}: test2016 has {tokens:,} reference tokens here but "
+                        f"{seen:,} in {other.path}, which scores the same references: one of "
+                        f"the two scored only part of test2016; {record.fix}")
 
 
 def commands_table() -> str:

@@ -189,6 +189,8 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     ("gpu_train.json", lambda r: [c.update(case={"base": "big", "big": "base"}.get(
         c["case"], c["case"])) for c in r["cases"]],
      ("gpu_train.json", "named 'base'", "d_model=1024", "512")),
+    ("multi30k.json", lambda r: first_test2016(r).update(lowercase_ref_tokens=57),
+     ("multi30k.json", "57 reference tokens", "multi30k_tiny.json", "part of test2016")),
     ("multi30k.json", lambda r: r.update(limited="the first 3 of the 1,000 sentences"),
      ("multi30k.json", "smoke test", "the first 3", "write it again"))])
 def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, names,
