@@ -187,3 +187,26 @@ def test_a_notebook_cannot_write_over_another_submission(tmp_path):
     assert done.returncode == 0 and all(row["passed"] == 1 for row in rows), rows
     assert (tmp_path / "victim.ipynb").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.ipynb", "writer.ipynb"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux subreaper")
+def test_a_process_a_notebook_starts_in_its_own_session_does_not_outlive_grading(tmp_path):
+    """start_new_session (or setsid) takes a process out of the grader's process group; the
+    notebook's run adopts it when the kernel ends and stops it."""
+    mark = f"{os.getpid() % 1000 + 9000}.5"                       # a sleep no one else runs
+    write(tmp_path, "spawns.ipynb", [SETUP, MASK, (
+        "import subprocess\n"
+        f"subprocess.Popen(['sleep', '{mark}'], start_new_session=True)\n"
+        f"subprocess.Popen(['bash', '-c', 'setsid sleep {mark} & disown'])")])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "spawns.ipynb")], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    def command_line(path):
+        try:
+            return path.read_bytes()
+        except OSError:                                  # the process ended meanwhile
+            return b""
+    left = [p for p in Path("/proc").glob("[0-9]*/cmdline")
+            if f"sleep\0{mark}".encode() in command_line(p)]
+    assert not left, left

@@ -13,6 +13,7 @@ far (annotated.exercises.grading_report), so that if the kernel dies, the checks
 count. REPORT.json gets the last results, the cells that raised, and the cells that were
 stopped.
 """
+import ctypes
 import json
 import os
 import signal
@@ -105,6 +106,39 @@ def outcome(nb) -> tuple[dict | None, list | None]:
     return None, ["unfinished", ""]
 
 
+PR_SET_CHILD_SUBREAPER = 36            # prctl(2): orphaned descendants come back to this process
+
+
+def adopt_orphans() -> None:
+    """On Linux, make this process the one that a process the notebook starts in a session of
+    its own (out of reach of the grader's process group) comes back to when its parent, the
+    kernel, ends; stop_orphans then stops it. Elsewhere nothing changes."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def stop_orphans() -> None:
+    """Kill every process left whose parent is this one (the kernel has shut down by now), and
+    theirs as they come back, until none is left."""
+    for _ in range(20):
+        left = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:                      # the process ended meanwhile
+                continue
+            if int(fields[1]) == os.getpid():    # its parent's pid
+                left.append(int(stat.parent.name))
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+
+
 def main(path: str, report: str, cell_timeout: float) -> None:
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
@@ -127,12 +161,16 @@ def main(path: str, report: str, cell_timeout: float) -> None:
         if execute_reply and execute_reply["content"].get("ename") == TIMED_OUT:
             stopped.add(cell_index)
     client.on_cell_executed = note_timeout
+    adopt_orphans()
     try:
         client.execute()
         found, problem = outcome(nb)
     except DeadKernelError as e:
         found, done = results(nb)             # the checks that ran before it died still count
         problem = ["kernel_died", f"in cell {done + 1}: {' '.join(str(e).split())[:100]}"]
+    finally:
+        if sys.platform.startswith("linux"):
+            stop_orphans()
     Path(report).write_text(json.dumps({"ids": ids, "results": found, "problem": problem,
                                         "errors": cell_errors(nb, stopped)}), encoding="utf-8")
 
