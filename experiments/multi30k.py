@@ -47,7 +47,8 @@ from annotated.data.corpus import cache_folder, corpus_files, data_location
 from annotated.inference.search import attention_maps
 from annotated.store.checkpoint_file import checkpoints, load_model, step_in_name
 from experiments.commands import invocation, train
-from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
+from experiments.folders import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
+                                 committed_folder)
 from experiments.report import file_stem, markdown_table, pair_name, published
 from experiments.scoring import evaluate_run, multi30k_config, trained_checkpoints
 
@@ -99,10 +100,17 @@ def main(argv=None):
     check_run_folder(args.run_dir)
     if args.skip_train:
         preset = trained_preset(args.run_dir, args.config)
+        dataset = multi30k_config(trained_checkpoints(args.run_dir)[-1]).dataset
     else:
         preset = args.config or "multi30k"
         check_fresh_run(args.run_dir, preset, args.overrides, args.data_dir)
+        dataset = apply_overrides(get(preset), args.overrides).dataset
     check_out_dir(args.out_dir, args.limit)
+    if dataset != "multi30k" and committed_folder(args.out_dir) is not None:
+        raise DataError(f"refusing to write the results of a run on dataset={dataset} into "
+                        f"{args.out_dir}: its files hold full Multi30k results, scored on all of "
+                        f"test2016, which chapter 8 reads; give --out-dir a scratch folder (the "
+                        f"default is one)")
     if not args.skip_train:
         seconds, cmd = train(preset, args.run_dir, max_minutes=args.max_minutes,
                              data_dir=args.data_dir, overrides=args.overrides, nproc=args.nproc)
@@ -121,6 +129,12 @@ def main(argv=None):
         args.out_dir / f"{stem}.md": render_markdown(result, invocation("experiments.multi30k", argv),
                                                      sentences)})
     print(f"wrote {args.out_dir / f'{stem}.md'}")
+
+
+def test_name(result: dict) -> str:
+    """What the run's test split is: Multi30k's test2016, or the shipped sample's test split."""
+    dataset = result["config"].get("dataset", "multi30k")
+    return "test2016" if dataset == "multi30k" else f"the test split of {dataset}"
 
 
 def check_fresh_run(run: Path, preset: str, overrides: list[str], data_dir):
@@ -229,7 +243,8 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
                   "BLEU is its score; its cased sacreBLEU compares lowercase output with cased "
                   "references and is shown only for completeness.", ""]
     lines += [f"Averaging (§6.1): `{result['average']['command']}`", "",
-              f"## test2016 ({result.get('limited', f'{sentences:,} sentences')}), sacreBLEU", "",
+              f"## {test_name(result)} ({result.get('limited', f'{sentences:,} sentences')}), "
+              f"sacreBLEU", "",
               f"Signatures: cased `{paper_setting['signature']}`; lowercased "
               f"`{paper_setting.get('lowercase_signature', 'not measured')}` (the Multi30k "
               f"literature's metric).", ""]
@@ -240,7 +255,8 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
           v["sentences_per_s"]] for k, v in result["test2016"].items()])
     lines += ["", f"Reference mean length: {result['reference_mean_words']:.2f} words.", ""]
     lines += published_section(result, paper_setting)
-    lines += ["## Validation (val, 1,014 sentences)", ""]
+    full = test_name(result) == "test2016"
+    lines += [f"## Validation ({'val, 1,014 sentences' if full else 'the val split'})", ""]
     lines += markdown_table(["checkpoint", "smoothed loss", "perplexity", "token accuracy"],
                             [[k, v["loss"], v["ppl"], v["accuracy"]]
                              for k, v in result["valid"].items()])

@@ -756,3 +756,14 @@ def test_a_run_is_never_scored_under_settings_it_was_not_trained_with(tiny_run):
     with pytest.raises(DataError) as error:
         scoring.trained_as(tiny_run, newest, trained.override(N=3, d_model=64, h=2))
     says(error, str(tiny_run), "N=1 there, 3 now", "d_model", "--train")
+
+
+def test_a_run_on_the_shipped_sample_never_fills_the_committed_results(tiny_run, tmp_path,
+                                                                       capsys, monkeypatch):
+    """Its scores are on the sample's test split, not test2016: chapter 8 would read them as
+    Multi30k's."""
+    monkeypatch.setattr(multi30k, "committed_folder", lambda folder: folder)   # as results/
+    err = refused(multi30k, "--skip-train", "--run-dir", tiny_run, "--out-dir",
+                  tmp_path / "results", capsys=capsys)
+    says(err, "dataset=multi30k_sample", str(tmp_path / "results"), "scratch folder")
+    assert not (tmp_path / "results").exists()
