@@ -61,7 +61,7 @@ def _check_out(out, paths) -> None:
         raise CheckpointError("--out -: a checkpoint is a binary file, not text for stdout; "
                               "give a file name, e.g. average.pt")
     check_output(out, reads=paths, say=say_error)
-    target = Path(os.path.realpath(out))
+    target = Path(os.path.realpath(out)) if Path(out).is_symlink() else Path(out)
     for named in {Path(out), target}:
         link = f" (a link to {target})" if named == target != Path(out) else ""
         if NAME.fullmatch(named.name):

@@ -21,13 +21,13 @@ from dataclasses import fields
 from pathlib import Path
 
 from annotated.base.cli import command, number, path, positive
-from annotated.base.errors import ConfigError
+from annotated.base.errors import ConfigError, RunDirError
 from annotated.base.settings import at_least, between
 from annotated.base.threads import SMALL_MODEL, use_threads
 from annotated.configs import PRESETS, RESUMABLE, Config, apply_overrides, get
 from annotated.store import checkpoint_file
 from annotated.training.loop import train
-from annotated.training.run_dir import check_one_run
+from annotated.training.run_dir import check_one_run, in_use_by
 
 
 def parse_args(argv=None):
@@ -89,6 +89,10 @@ def run_config(args, out: Path):
     was started with; anything else is refused, so two runs never mix in one folder."""
     found = checkpoint_file.checkpoints(out)
     if not found:
+        if args.resume and (pid := in_use_by(out)):
+            raise RunDirError(f"{out} is in use by another training process (pid {pid}), which "
+                              f"has saved no checkpoint yet; wait for it to end or choose "
+                              f"another --run-dir")
         if args.resume:
             raise ConfigError(f"--resume: no checkpoint in {out} to continue; run without "
                               f"--resume to start a run there")

@@ -34,6 +34,20 @@ def test_a_second_trainer_on_the_same_folder_is_refused(tmp_path, capsys):
     assert not list((tmp_path / "run").glob("ckpt_*"))
 
 
+def test_resume_while_the_first_trainer_has_no_checkpoint_yet_says_the_folder_is_in_use(
+        tmp_path, capsys):
+    """Not 'no checkpoint to continue': its advice (start without --resume) would meet the
+    lock."""
+    first = RunDir(tmp_path / "run").open()
+    try:
+        with pytest.raises(SystemExit):
+            train.main(["--run-dir", str(tmp_path / "run"), "--resume", "--max-steps", "1"])
+    finally:
+        first.close()
+    line = error_line(capsys)
+    assert "in use by another training process" in line and "no checkpoint yet" in line
+
+
 def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path, capsys):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / ".lock").write_text("99999999\n")       # no process holds it

@@ -266,6 +266,20 @@ def check_one_run(run_dir) -> None:
         raise CheckpointError(misnamed(renamed[0], run_dir))
 
 
+def in_use_by(run_dir) -> str | None:
+    """The pid of the training process that holds the run folder's lock now, or None: read
+    without taking the lock (a second process may be starting the run)."""
+    try:
+        with open(Path(run_dir) / ".lock", "r", errors="replace") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return lock.read().strip() or "unknown"
+            return None
+    except OSError:                                      # no lock file: no run there yet
+        return None
+
+
 def misnamed(p, run_dir) -> str | None:
     """What is wrong with checkpoint `p` if its name says another step than it holds (it was
     renamed); None if its name is right."""
