@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from annotated.base.cli import command, number, path
+from annotated.base.errors import DataError
 from annotated.base.files import read_lines
 from annotated.base.settings import at_least
 from annotated.configs import option
@@ -98,7 +99,13 @@ def model_to_time(args, folder):
     """(model, tokenizer, what it is, its default max_extra): the --checkpoint, or a random
     base model."""
     if args.checkpoint:
-        model, _, tokenizer = load_model(args.checkpoint)
+        model, config, tokenizer = load_model(args.checkpoint)
+        if config.dataset == "copy" or config.source_lang != "en":
+            what = ("the copy task" if config.dataset == "copy" else
+                    f"{config.source_lang}->{config.target_lang}")
+            raise DataError(f"--checkpoint {args.checkpoint}: a model of {what}; this benchmark "
+                            f"decodes newstest2014's English, so give a model that translates "
+                            f"from English, or leave out --checkpoint")
         return model, tokenizer, args.checkpoint, 50
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as work_dir:

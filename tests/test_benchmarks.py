@@ -277,3 +277,21 @@ def test_more_threads_than_cores_is_said(capsys):
     common.set_threads(1)
     torch.set_num_threads(before)
     assert capsys.readouterr().err == ""
+
+
+def test_decode_speed_refuses_a_checkpoint_that_cannot_read_its_english(tmp_path, capsys):
+    """A copy-task model given as --checkpoint is named as one, not blamed on line 1 of the
+    benchmark's own newstest2014."""
+    from annotated import train
+    train.main(["--config", "copy", "--run-dir", str(tmp_path / "run"), "--max-steps", "1",
+                "--threads", "1", "ckpt_every=1"])
+    (tmp_path / "data" / "wmt14").mkdir(parents=True)
+    for lang in ("en", "de"):
+        (tmp_path / "data" / "wmt14" / f"newstest2014.{lang}").write_text("Gutach: a town.\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        decode_speed.main(["--checkpoint", str(tmp_path / "run" / "ckpt_0000001.pt"),
+                           "--data-dir", str(tmp_path / "data"), "--sentences", "2",
+                           "--threads", "1"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "copy task" in line and "ckpt_0000001.pt" in line and "English" in line
