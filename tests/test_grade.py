@@ -166,6 +166,16 @@ def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
     assert statuses(row) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}
 
 
+def test_a_pipe_a_device_or_a_huge_file_is_no_notebook_and_never_read(tmp_path):
+    os.mkfifo(tmp_path / "pipe.ipynb")
+    (tmp_path / "zero.ipynb").symlink_to("/dev/zero")
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "pipe.ipynb"), str(tmp_path / "zero.ipynb"), "--json"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    rows = json.loads(done.stdout)
+    assert done.returncode == 1 and all("not a regular file" in row["note"] for row in rows)
+
+
 def test_a_folder_given_for_a_notebook_names_the_notebooks_in_it(tmp_path):
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", str(tmp_path)],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -179,14 +189,19 @@ def test_a_notebook_cannot_write_over_another_submission(tmp_path):
     write(tmp_path, "victim.ipynb", [SETUP, MASK])
     before = (tmp_path / "victim.ipynb").read_bytes()
     write(tmp_path, "writer.ipynb", [SETUP, 'open("victim.ipynb", "w").write("garbage")', MASK])
+    write(tmp_path, "absolute.ipynb", [SETUP, f'open({str(tmp_path / "victim.ipynb")!r}, "w")'
+                                              f'.write("garbage")', MASK])
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
-                           str(tmp_path / "writer.ipynb"), str(tmp_path / "victim.ipynb"),
+                           *(str(tmp_path / name) for name in
+                             ("writer.ipynb", "absolute.ipynb", "victim.ipynb")),
                            "--json"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           timeout=600)
     rows = json.loads(done.stdout)
     assert done.returncode == 0 and all(row["passed"] == 1 for row in rows), rows
     assert (tmp_path / "victim.ipynb").read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.ipynb", "writer.ipynb"]
+    says(rows[1]["note"], "victim.ipynb", "put back")               # by its full path: restored
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["absolute.ipynb", "victim.ipynb",
+                                                          "writer.ipynb"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux subreaper")

@@ -29,6 +29,7 @@ import unicodedata
 from pathlib import Path
 
 from annotated.base.cli import command, number, path, show
+from annotated.base.files import write_files
 from annotated.base.settings import between
 from annotated.exercises import graded_ids
 from annotated.exercises.messages import MESSAGES
@@ -40,6 +41,8 @@ MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"
 GRACE = 10
 #: The longest --timeout or --cell-timeout, in seconds: a week (the clock's limit is far above).
 A_WEEK = 7 * 24 * 3600
+#: The largest file read as a notebook: a chapter with its outputs is a few MB.
+MAX_BYTES = 100 * 2 ** 20
 
 
 def parse_args(argv=None):
@@ -62,14 +65,44 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    rows = [grade(notebook, args) for notebook in args.notebooks]
+    submitted = {notebook: notebook.read_bytes() for notebook in args.notebooks
+                 if notebook.exists() and unreadable(notebook) is None}
+    rows = []
+    for notebook in args.notebooks:
+        rows.append(grade(notebook, args))
+        restore(submitted, rows[-1], MESSAGES[args.lang])
     show(json.dumps(rows, ensure_ascii=False, indent=1) if args.json else table(rows, args.lang))
     if not all(row["graded"] for row in rows):
         raise SystemExit(1)
 
 
+def restore(submitted: dict[Path, bytes], row: dict, say: dict) -> None:
+    """Put back, as they were submitted, the notebooks that the one just graded changed (it runs
+    the student's code, which may write anywhere it can), and say so in its row."""
+    changed = [file for file, data in submitted.items()
+               if not file.is_file() or file.read_bytes() != data]
+    for file in changed:
+        write_files({file: submitted[file]})
+    if changed:
+        row["note"] = say["notes_sep"].join(filter(None, [row["note"], say["restored"].format(
+            paths=", ".join(map(str, changed)))]))
+
+
+def unreadable(notebook: Path) -> str | None:
+    """Why `notebook` is no file to read as a notebook (a device, a pipe, one too large), or
+    None."""
+    if not notebook.is_file():
+        return "not a regular file (a device, a pipe or a socket)"
+    if notebook.stat().st_size > MAX_BYTES:
+        return (f"{notebook.stat().st_size / 2 ** 20:,.0f} MB, more than a notebook of this "
+                f"book holds (at most {MAX_BYTES // 2 ** 20} MB)")
+    return None
+
+
 def notebook_problem(notebook: Path) -> tuple[dict | None, str | None]:
     """The notebook, or why it is not one."""
+    if why := unreadable(notebook):
+        return None, why
     try:
         nb = read(notebook)
     except OSError as e:

@@ -46,6 +46,7 @@ MESSAGES = {
         "not_notebook": "not a notebook: {problem}",
         "a_folder": "a folder, not a notebook: give the notebooks in it ({path}/*.ipynb)",
         "no_file": "no such file: check the path",
+        "restored": "while it ran, its code changed {paths}, put back as submitted",
         "not_graded": "could not be graded: {why}",
         "no_exercises": "no exercise of this book's chapters found (no `check(\"N.K\", ...)` "
                         "cell)",
@@ -86,6 +87,7 @@ MESSAGES = {
         "not_notebook": "不是笔记本：{problem}",
         "a_folder": "这是一个文件夹，不是笔记本：请给出其中的笔记本（{path}/*.ipynb）",
         "no_file": "没有这个文件：请检查路径",
+        "restored": "它运行时，其中的代码改动了 {paths}，已恢复为提交时的样子",
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
         "notes_sep": "；",
