@@ -245,6 +245,10 @@ def test_a_forgotten_return_and_an_id_given_as_a_number_are_named():
     result = result_of("2.1", lambda size: None)
     assert result.status == "failed"
     says(result.message(), "returned None", "return")
+
+    def yields(size):
+        yield torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+    says(result_of("2.1", yields).message(), "generator", "yield", "return")
     with pytest.raises(TypeError) as wrong:
         result_of(2.1, stub)
     says(str(wrong.value), "as text", 'check("2.1", ...)')

@@ -225,3 +225,25 @@ def test_a_process_a_notebook_starts_in_its_own_session_does_not_outlive_grading
     left = [p for p in Path("/proc").glob("[0-9]*/cmdline")
             if f"sleep\0{mark}".encode() in command_line(p)]
     assert not left, left
+
+
+def test_a_terminal_that_cannot_write_the_marks_is_told_before_any_notebook_runs(tmp_path):
+    write(tmp_path, "one.ipynb", [SETUP, MASK])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "one.ipynb")], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONIOENCODING": "ascii"},
+                          timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    says(done.stderr.strip(), "ascii", "PYTHONIOENCODING=utf-8")
+
+
+def test_a_notebook_that_names_another_python_kernel_is_graded_with_this_one(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (SETUP, MASK)]
+    nb.metadata["kernelspec"] = {"name": "conda-env-dl-py", "language": "python",
+                                 "display_name": "Python (dl)"}
+    nbformat.write(nb, tmp_path / "conda.ipynb")
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "conda.ipynb"), "--json"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
+    assert done.returncode == 0 and json.loads(done.stdout)[0]["passed"] == 1, done.stdout

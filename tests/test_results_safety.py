@@ -341,7 +341,7 @@ def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, 
     md = (tmp_path / "out" / "multi30k.md").read_text()
     assert len(result["average"]["checkpoints"]) == found
     assert f"average of {found}" in next(iter(result["test2016"])) and "of 50" not in md
-    assert "## test2016 (the first 3 of the 300 sentences)" in md       # --limit said
+    assert "## the test split of multi30k_sample (the first 3 of the 300 sentences)" in md
 
 
 # --- experiments.table3_small: its own folders only, its rows' own budget ----------------------------

@@ -17,6 +17,7 @@ language.
 import copy
 import inspect
 import traceback
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -118,6 +119,8 @@ def compare(expected, got, lang: str) -> str | None:
     the type, the number of values returned, the shape, the dtype, or the first entry off."""
     if got is None:
         return MESSAGES[lang]["none"]
+    if isinstance(got, types.GeneratorType):
+        return MESSAGES[lang]["generator"]
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             n = len(got) if isinstance(got, (tuple, list)) else 1

@@ -28,7 +28,9 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from annotated.base.cli import command, number, path, show
+from annotated.base.cli import (command, number, path, require_stdout, show,
+                                unwritable_on_stdout)
+from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import between
 from annotated.exercises import graded_ids
@@ -65,6 +67,10 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    require_stdout("the grades")
+    if c := unwritable_on_stdout("".join(MARKS.values()) + MESSAGES[args.lang]["notes_sep"]):
+        raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write the table's "
+                        f"marks (such as {c!r}); set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
     submitted = {notebook: notebook.read_bytes() for notebook in args.notebooks
                  if notebook.exists() and unreadable(notebook) is None}
     rows = []

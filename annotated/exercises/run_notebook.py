@@ -150,8 +150,9 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     nb = prepared(nb, ids)
     os.environ.pop("ANNOTATED_FULL", None)               # the chapters' quick form
     os.environ.setdefault("MPLBACKEND", "Agg")
-    client = NotebookClient(
-        nb, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=True,
+    client = NotebookClient(                  # this Python's kernel, whatever the file names
+        nb, kernel_name="python3", timeout=cell_timeout, allow_errors=True,
+        interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMED_OUT, "evalue": f"stopped after {cell_timeout:g} s",
                           "traceback": []},
         resources={"metadata": {"path": os.getcwd()}})      # grade's scratch folder
