@@ -139,7 +139,8 @@ def commands():
 # 1. data: WMT14 en-de training corpora, newstest2013 (dev), full newstest2014 (test)
 python -m annotated.data.prepare_wmt14 --out-dir data/wmt14
 # 2. train on one machine with 8 GPUs (25,000 + 25,000 tokens per step as in §5.1; fewer GPUs
-#    compute the same global batch, and accum_steps=8/GPUS cuts it into the same 8 pieces)
+#    compute the same global batch: in one piece where it fits, the fastest way (one 80 GB GPU),
+#    or with accum_steps=8/GPUS in the same 8 pieces)
 torchrun --nproc_per_node=8 -m annotated.train --config base --data-dir data --run-dir runs/base amp=bf16 compile=true
 torchrun --nproc_per_node=8 -m annotated.train --config big  --data-dir data --run-dir runs/big  amp=bf16 compile=true
 # 3. average the last checkpoints (§6.1: 5 for base, written every 10 minutes; 20 for big; the
