@@ -254,23 +254,25 @@ def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> No
 
 #: A line that opens or closes a fenced code block in markdown.
 FENCE = re.compile(r"^\s*(```|~~~)")
-#: Code, math and link targets: what a translation keeps in English.
-KEPT = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)", re.S)
-
-
-def kept_pieces(text: str) -> list[str]:
-    """What a translation keeps as it is: display and inline math, code (not directives, whose
-    captions are translated), inline code, and the target of each cross-reference role and
-    each markdown link (their link text is translated), whitespace normalised."""
+def kept_and_prose(text: str) -> tuple[list[str], str]:
+    """What a translation keeps as it is, whitespace normalised: display and inline math, code
+    (not directives, whose captions are translated), inline code, and the target of each
+    cross-reference role and each markdown link (their link text is translated); and the text
+    with all of those blanked out, the prose a translation translates."""
     found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`>]+)>`", text)]
     found += [f"]({t})" for t in re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", text)]
-    text = re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text)
+    text = re.sub(r"\]\([^)\s]+\)", "] ", re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text))
     for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
                     r"\$[^$]+\$"):
         if not pattern.startswith("```\\{"):
             found += re.findall(pattern, text, re.S)
         text = re.sub(pattern, " ", text, flags=re.S)
-    return [" ".join(piece.split()) for piece in found]
+    return [" ".join(piece.split()) for piece in found], text
+
+
+def kept_pieces(text: str) -> list[str]:
+    """What a translation keeps as it is (kept_and_prose)."""
+    return kept_and_prose(text)[0]
 
 
 def translation_problem(unit: Unit) -> str | None:
@@ -278,7 +280,8 @@ def translation_problem(unit: Unit) -> str | None:
     as it is (prose words, outside code and math, the same as the quote), a code block it
     opens and never closes (the rest of the page would show as code), or code, math or a link
     target that is not as in the English (kept_pieces)."""
-    if unit.text.strip() == unit.en.strip() and len(WORD.findall(KEPT.sub(" ", unit.en))) >= 3:
+    prose_words = WORD.findall(kept_and_prose(unit.en)[1])
+    if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
                 f"(the page would show English)")
     if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:

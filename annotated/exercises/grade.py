@@ -71,7 +71,8 @@ def main(argv=None):
     if c := unwritable_on_stdout("".join(MARKS.values()) + MESSAGES[args.lang]["notes_sep"]):
         raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write the table's "
                         f"marks (such as {c!r}); set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
-    submitted = {notebook: notebook.read_bytes() for notebook in args.notebooks
+    submitted = {notebook: (notebook.read_bytes(), notebook.stat().st_ctime_ns)
+                 for notebook in args.notebooks
                  if notebook.exists() and unreadable(notebook) is None}
     rows = []
     for notebook in args.notebooks:
@@ -82,13 +83,15 @@ def main(argv=None):
         raise SystemExit(1)
 
 
-def restore(submitted: dict[Path, bytes], row: dict, say: dict) -> None:
+def restore(submitted: dict[Path, tuple[bytes, int]], row: dict, say: dict) -> None:
     """Put back, as they were submitted, the notebooks that the one just graded changed (it runs
-    the student's code, which may write anywhere it can), and say so in its row."""
-    changed = [file for file, data in submitted.items()
-               if not file.is_file() or file.read_bytes() != data]
+    the student's code, which may write anywhere it can), and say so in its row. A file whose
+    inode change time (which no process can set back) is as it was is not read again."""
+    changed = [file for file, (data, ctime) in submitted.items()
+               if not file.is_file() or (file.stat().st_ctime_ns != ctime
+                                         and file.read_bytes() != data)]
     for file in changed:
-        write_files({file: submitted[file]})
+        write_files({file: submitted[file][0]})
     if changed:
         row["note"] = say["notes_sep"].join(filter(None, [row["note"], say["restored"].format(
             paths=", ".join(map(str, changed)))]))
@@ -177,8 +180,8 @@ def execute(notebook: Path, args) -> dict:
         process = subprocess.Popen(
             [sys.executable, "-m", "annotated.exercises.run_notebook", str(notebook.resolve()),
              str(report), str(args.cell_timeout)],
-            cwd=work, env=with_package_importable(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True, text=True)
+            cwd=work, env=with_package_importable(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)
         try:
             _, stderr = process.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
