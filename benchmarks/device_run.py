@@ -55,7 +55,7 @@ def gpu_train_args(device: str, modes: list[str], out: str) -> list[str]:
 def stage_commands(args) -> dict:
     """stage: (argv, the folder it runs in, with its code on PYTHONPATH). Paths are shown
     relative to the repository (the commands the results files record); `before` runs in
-    its own folder, so it is given them whole."""
+    its own folder, so its --out is relative to that folder."""
     out, python, gpu = args.out_dir, [sys.executable, "-m"], args.device == "cuda"
     timings = out / "gpu_train.json" if gpu else ROOT / "results" / "gpu_train.json"
     return {            # a CPU self-check makes the schedule of the committed GPU timings
@@ -68,7 +68,8 @@ def stage_commands(args) -> dict:
         "tests": ([*python, "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q", "-rA",
                    "-n", "4" if gpu else "0", "tests/test_cuda.py"], ROOT),
         "before": ([*python, "benchmarks.gpu_train", *gpu_train_args(
-            args.device, ["compiled"], str(out.resolve() / "gpu_train_before.json"))],
+            args.device, ["compiled"],
+            os.path.relpath(out.resolve() / "gpu_train_before.json", args.before))],
             args.before),
     }
 
