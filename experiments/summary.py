@@ -16,6 +16,7 @@ from annotated.base.cli import command, require_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, write_files
 from annotated.base.settings import POSITIVE, between
+from annotated.notebooks.results import run_mode
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
 from experiments.results_files import (BLEU, BYTES, WHOLE, Record, fastest,
@@ -140,7 +141,9 @@ def gpu_table() -> str:
                      f"{case['tokens_per_s']:,}", f"{case['MFU']:.3f}",
                      f"{case['peak_memory_GiB']:g} GiB",
                      f"{steps:,} steps: about {hours:g} h (paper: {paper_hours:g} h on 8 x P100)"])
-    return "\n".join(markdown_table(["model", "tokens a step", "step", "tokens/s", "MFU (bf16)",
+    gpu = measured.get("machine", "gpu", kind=str)
+    return "\n".join(markdown_table(["model", "tokens a step", f"step, one {gpu}", "tokens/s",
+                                     "MFU (bf16)",
                                      "peak memory", "on 8 such GPUs (estimate)"], rows))
 
 
@@ -159,10 +162,10 @@ def check_schedule(schedule, name: str, measured_step_s: float, hours: float) ->
 
 
 def mode_label(case: dict) -> str:
-    """How a case of gpu_train.json ran: ' (compiled)', ' (compiled, CUDA graphs)' or ''."""
-    if case.get("cuda_graphs") is True:             # not recorded before CUDA graphs existed
-        return " (compiled, CUDA graphs)"
-    return " (compiled)" if case["compile"] else ""
+    """How a case of gpu_train.json ran, to follow its time: ' (compiled)', ' (compiled, CUDA
+    graphs)' or '' (eager)."""
+    mode = run_mode(case)
+    return "" if mode == "eager" else f" ({mode})"
 
 
 def minutes(seconds: int) -> str:

@@ -9,6 +9,7 @@ a number, and where in it, is said here.
     examples_table               Tables 8.4 and A.8: test sentences and their translations
     paper_table1, recipe         Table 8.5, the paper's Table 1; the commands for WMT 2014
     cost_table                   Table 8.6: Table 2's cost, our FLOP count, the measured estimate
+    run_mode, step_table         Table 9.3: the training steps timed on one GPU, and how each ran
     profile_table                Table 9.4: where the GPU's time goes in a compiled step
     candidate_label ... table3_table   the appendix's tables: the sweep and its comparisons,
                                  the second hour, the other seed, the bootstrap, the metric,
@@ -142,8 +143,8 @@ def cost_table(paper: dict, schedule: dict, measured: dict) -> Markdown:
     rows = []
     for name, cost in paper["table2"].items():
         plan = schedule["models"][name]
-        step = next(c for c in measured["cases"]
-                    if c["case"] == name and c["compile"] == plan["full_compiled"])
+        step = next(c for c in measured["cases"]          # the step the schedule took
+                    if c["case"] == name and c["step_s"] == plan["full_step_s"])
         one_gpu = plan["full_step_s"] * plan["paper_steps"] / 3600
         rows.append([name, f"{plan['paper_hours']:g} h",
                      f"{cost['total'] / cost['paper_flops']:.0%}", f"{step['MFU']:.2f}",
@@ -152,9 +153,35 @@ def cost_table(paper: dict, schedule: dict, measured: dict) -> Markdown:
                   "one GPU, estimate", "8 GPUs, estimate"], rows)
 
 
+def run_mode(case: dict) -> str:
+    """How a case of benchmarks.gpu_train ran: "eager", "compiled" (torch.compile), or
+    "compiled, CUDA graphs" (the compiled step replayed as CUDA graphs)."""
+    if case.get("cuda_graphs"):                # not recorded before CUDA graphs existed
+        return "compiled, CUDA graphs"
+    return "compiled" if case["compile"] else "eager"
+
+
+def step_table(measured: dict, schedule: dict) -> Markdown:
+    """Table 9.3: each step benchmarks.gpu_train timed (its source tokens, time, throughput and
+    MFU) and, beside the eighth that experiments.gpu_schedule took, the paper's steps on 8
+    such GPUs (an estimate) and the paper's own hours."""
+    rows = []
+    for case in measured["cases"]:
+        plan = schedule["models"][case["case"].split()[0]]
+        used = case["case"].endswith("1/8") and case["step_s"] == plan["share_step_s"]
+        rows.append([case["case"], run_mode(case), f"{case['source_tokens']:,}",
+                     f"{case['step_s'] * 1000:.1f}", f"{case['tokens_per_s']:,}",
+                     f"{case['MFU']:.3f}",
+                     f"{plan['hours']['per_gpu_share']:g} h (paper: {plan['paper_hours']:g} h)"
+                     if used else ""])
+    return table(["step", "mode", "source tokens", "ms", "tokens/s", "MFU",
+                  "8 GPUs, the paper's steps"], rows, "llrrrrr")
+
+
 def profile_table(measured: dict) -> Markdown:
     """Table 9.4: each compiled step of benchmarks.gpu_train, profiled once: the GPU's time in
-    each kind of kernel and the time it waits, in milliseconds of the profiled step."""
+    each kind of kernel and the time it waits, in milliseconds of the profiled step, and the
+    share of that step the GPU was busy."""
     kinds = ["matrix products", "attention", "fused (compiled)"]
     rows = []
     for case in (c for c in measured["cases"] if c["compile"]):
@@ -163,9 +190,10 @@ def profile_table(measured: dict) -> Markdown:
         other = sum(s for kind, s in spent.items() if kind not in kinds)
         ms = [spent.get(kind, 0.0) for kind in kinds] + [other, profile["gpu_idle_s"],
                                                          profile["step_s"]]
-        rows.append([case["case"], *(f"{s * 1000:.1f}" for s in ms)])
-    return table(["compiled step", "matrix products", "attention", "fused kernels",
-                  "other element-wise", "GPU idle", "step"], rows)
+        rows.append([case["case"], run_mode(case), *(f"{s * 1000:.1f}" for s in ms),
+                     f"{profile['gpu_busy_s'] / profile['step_s']:.0%}"])
+    return table(["step", "mode", "matrix products", "attention", "fused kernels",
+                  "other element-wise", "GPU idle", "step", "GPU busy"], rows, "llrrrrrrr")
 
 
 # ---- The appendix: the sweep that chose the shipped model ----
