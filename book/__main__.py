@@ -4,7 +4,8 @@ for a course whose students should not see them.
 `python -m book translations [--add-missing]`: list what the translations lack (exit 1 if
 anything): English with no translation (prose, and the cells of the chapters' results tables),
 translations whose English has changed since (with the difference), translations of English that
-is gone; --add-missing appends an empty unit for each piece of English that has none, for a
+is gone, and Chinese that does not read as Chinese (book.chinese: a term's variant, English prose
+left in); --add-missing appends an empty unit for each piece of English that has none, for a
 translator to fill in.
 `python -m book terms`: list every glossary term a chapter uses before linking it to its entry,
 in every language, and every glossary entry that names another chapter than the one defining its
@@ -18,7 +19,7 @@ try:
 
     from annotated.base.cli import command, path
     from annotated.base.signals import stops_unwind
-    from book import i18n, languages, terms
+    from book import chinese, i18n, languages, terms
     from book.build import DEFAULT_OUT, build
 except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)
@@ -78,7 +79,7 @@ def translations(add: bool) -> None:
             print(f"{(i18n.BOOK / lang / i18n.TABLES).relative_to(i18n.ROOT)}: "
                   f"{n} empty unit(s) added")
         problems += printed(i18n.check_tables(lang))
-        for line in i18n.orphan_files(lang):
+        for line in i18n.orphan_files(lang) + (chinese.problems() if lang == "zh" else []):
             print(line)
             problems += 1
     print(f"{problems} translation problem(s)" if problems else "every translation is up to date")

@@ -1,0 +1,154 @@
+"""The Chinese edition reads as Chinese: each term in the one rendering the term list
+(book/zh/terms.md) gives it, and no English prose left in Chinese sentences. Code, math, links,
+names and identifiers may stay as they are; an English gloss in parentheses may follow a term
+once per page, never in a heading. `python -m book translations` prints `problems()`.
+"""
+import ast
+import re
+
+from book import i18n
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+TERMS = i18n.BOOK / "zh" / "terms.md"
+# What a Chinese sentence may quote as it is: code, math, link and reference targets, labels,
+# directive options, HTML, addresses, the build's placeholders, quoted or italic examples
+# written without Chinese (a German sentence, a paper's title), bold Latin names (a
+# reference's authors) and the Latin text of a cross-reference (a citation).
+QUOTED = [r"```.*?```", r"\$\$.+?\$\$", r"`[^`\n]+`", r"\$[^$]+\$", r"^\([\w-]+\)=$",
+          r"^:[\w-]+:.*$", r"<[A-Za-z/!][^>\n]*>", r"\]\([^)\n]*\)", r"https?://\S+",
+          r"\{\{\s*\w+\s*\}\}", r"\{[\w\[\].]*(?:[:!][^{}]*)?\}", r"[\w.-]*/[\w./-]+",
+          r"\b[\w-]+(?:\.[\w-]+)+\b", r"(?<![\w-])--?[a-z][\w-]*",
+          r"“[^”\u3400-\u9fff]*”", r"\"[^\"\n\u3400-\u9fff]*\"", r"‘[^’\u3400-\u9fff]*’",
+          r"\*\*[^*\n\u3400-\u9fff]+\*\*", r"\*[^*\n\u3400-\u9fff]+\*",
+          r"(?<!\w)_[^_\n\u3400-\u9fff]+_(?!\w)"]
+# A formula or a call written in plain text (a check message's `sqrt(d_k)`, `x W^T + b`).
+FORMULA = re.compile(r"[\w.,'|·²√∞ -]*[()\[\]=+*/^<>][\w.,'()\[\]=+*/^<>|·²√∞ -]*",
+                     re.ASCII)
+LATIN = r"(?<![\w\u0370-\u03ff]_)[A-Za-z\u00c0-\u024f][A-Za-z0-9_'\u00c0-\u024f-]*"
+# Latin words a Chinese sentence may use besides names (capitalised) and the renderings the
+# term list writes in Latin letters: a citation's "et al.", a surname's particles, names that
+# begin in lowercase, and the names of the functions and settings a formula or a check
+# message writes in plain text.
+LATIN_WORDS = {"et", "al", "van", "den", "de", "arXiv", "macOS", "fairseq", "id",
+               "log", "exp", "sqrt", "inf", "max", "min", "sin", "cos", "alpha", "lp"}
+
+
+def chinese_prose(text: str) -> str:
+    """`text` with everything QUOTED blanked out, line for line."""
+    for pattern in QUOTED:
+        text = re.sub(pattern, blank, text, flags=re.S | re.M)
+    return text
+
+
+def blank(found: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", found.group(0))
+
+
+def chinese_of_units(path) -> list[tuple[int, str]]:
+    """(line, prose) of the Chinese of a translation file: the text after each '--- zh ---'.
+    A table cell's unit whose Chinese is its English is data or a name kept as it is (a test
+    sentence, its German, a citation): it holds no Chinese prose."""
+    lines, out = path.read_text(encoding="utf-8").split("\n"), []
+    english, unit = [], []
+    for number, line in enumerate(lines + ["=== block ==="], 1):
+        if i18n.HEADER.match(line):
+            chinese = "\n".join(text for _, text in unit)
+            kept = path.name == i18n.TABLES and chinese.strip() == "\n".join(english).strip()
+            prose = chinese_prose(chinese).split("\n")
+            out += [] if kept else [(n, p) for (n, _), p in zip(unit, prose)]
+            english, unit = None, None
+        elif line == i18n.EN:
+            english = []
+        elif line == i18n.TARGET.format(lang="zh"):
+            unit = []
+        elif unit is not None:
+            unit.append((number, line))
+        elif english is not None:
+            english.append(line)
+    return out
+
+
+def chinese_of_code(path) -> list[tuple[int, str]]:
+    """(line, prose) of each string of a Python module that holds Chinese, its docstrings
+    aside."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+            and isinstance(node.body[0], ast.Expr)}
+    return [(n.lineno, chinese_prose(n.value)) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and CJK.search(n.value)
+            and id(n) not in docs]
+
+
+def chinese_texts() -> list[tuple[str, int, str]]:
+    """Every piece of Chinese a reader meets, as (file, line, prose): the pages and chapters,
+    the README, the words the build and the page scripts write, the check messages."""
+    found = [(path, chinese_of_units(path)) for path in sorted((i18n.BOOK / "zh").glob("*.md"))
+             if path != TERMS]
+    readme = i18n.ROOT / "README.zh-CN.md"
+    found.append((readme, list(enumerate(chinese_prose(readme.read_text(encoding="utf-8"))
+                                         .split("\n"), 1))))
+    exercises = i18n.ROOT / "annotated" / "exercises"
+    found += [(path, chinese_of_code(path)) for path in
+              [i18n.BOOK / "languages" / "zh.py", exercises / "messages.py",
+               *sorted(exercises.glob("ch[0-9]*.py"))]]
+    return [(path.relative_to(i18n.ROOT).as_posix(), n, text) for path, lines in found
+            for n, text in lines]
+
+
+def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
+    """(English, rendering, variants) of each row of book/zh/terms.md."""
+    rows = [line.split(" | ") for line in TERMS.read_text(encoding="utf-8").split("\n")
+            if line.startswith("| ") and not line.startswith(("| English", "|---"))]
+    return [(en.strip("| "), zh, [re.compile(v, re.ASCII) for v in
+                                  re.findall(r"`([^`]+)`", variants)]) for en, zh, variants in rows]
+
+
+def english_glosses(texts):
+    """Each text with its English glosses in parentheses taken out, and a slip for each gloss
+    that is not the first of its term on its page, or that sits in a heading."""
+    seen, slips, out = set(), [], []
+    gloss = re.compile(r"（([A-Za-z][^（）()\u3400-\u9fff]*(?:，[^（）()]+)?)）")
+    for where, n, text in texts:
+        for found in gloss.finditer(text):
+            term = (where, re.match(r"[A-Za-z][A-Za-z '-]*", found.group(1)).group(0).lower())
+            if text.lstrip().startswith("#"):
+                slips.append(f"{where}:{n}: English in a heading: {found.group(0)}")
+            elif term in seen and where.endswith(".md") and re.search(r"[a-z]{2}", found.group(1)):
+                slips.append(f"{where}:{n}: the English {found.group(0)} was already given "
+                             "on this page: leave it out")
+            seen.add(term)
+        out.append((where, n, gloss.sub(blank, text)))
+    return out, slips
+
+
+def variants_used(texts) -> list[str]:
+    """A line for each variant of the term list found in `texts` (file, line, prose)."""
+    texts, _ = english_glosses(texts)
+    return [f"{where}:{n}: '{found.group(0)}' for {en}: write {zh}"
+            for where, n, text in texts for en, zh, variants in term_list()
+            for variant in variants for found in variant.finditer(text)]
+
+
+def english_left_in(texts) -> list[str]:
+    """A line for each line of `texts` that holds English prose. A Latin word in Chinese prose
+    is a name (capitalised, or a rendering the term list writes in Latin letters), an
+    identifier (with a digit or an underscore), a variable (one letter), or an English gloss in
+    parentheses, once per page and not in a heading; anything else is English left in."""
+    texts, slips = english_glosses(texts)
+    allowed = LATIN_WORDS | {word for _, zh, _ in term_list() for word in re.findall(LATIN, zh)}
+    for where, n, text in texts:
+        words = [w for w in re.findall(LATIN, FORMULA.sub(blank, text))
+                 if w[0].islower() and len(w) > 1 and not re.search(r"[\d_]", w)
+                 and w not in allowed]
+        if words:
+            slips.append(f"{where}:{n}: English in Chinese prose: {' '.join(words)}; translate "
+                         f"it (code, names and identifiers may stay as they are)")
+    return slips
+
+
+def problems() -> list[str]:
+    """A line for each variant of a term and each line of English prose in the Chinese a reader
+    meets (file, line, what to write instead)."""
+    texts = chinese_texts()
+    return variants_used(texts) + english_left_in(texts)
