@@ -1,5 +1,8 @@
 """The shipped model: small enough to ship, sealed, and translating as its float32 source did."""
 import json
+import re
+
+from conftest import says
 
 from annotated.base.files import sha256_file
 from annotated.inference.batched import translate_lines
@@ -33,3 +36,16 @@ def test_rounding_to_float16_costs_no_translation_quality():
     assert RECORD["identical"] >= 0.97 * RECORD["sentences"]
     for metric in ("bleu", "lowercase_bleu"):
         assert abs(RECORD["float16"][metric] - RECORD["float32"][metric]) < 0.3, metric
+
+
+def test_translations_cut_at_the_maximum_length_are_counted_and_named():
+    model, config, tokenizer = load_model(MULTI30K_EN_DE)
+    lines = [e["source"] for e in RECORD["examples"]]
+    said = []
+    translate_lines(model, tokenizer, lines, beam_size=1, log=said.append)
+    assert not [line for line in said if line.startswith("note")]       # room to end: no note
+    cut = translate_lines(model, tokenizer, lines, beam_size=1, max_extra=0, log=said.append)
+    [note] = [line for line in said if line.startswith("note")]
+    count, first = map(int, re.search(r"(\d+) translation.*line (\d+)", note).groups())
+    assert 0 < count <= len(lines) and cut[first - 1]
+    says(note, "maximum length", "input + 0", "--max-extra")

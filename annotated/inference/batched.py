@@ -10,6 +10,7 @@ import time
 
 from annotated.base.errors import DataError
 from annotated.data.batching import make_batches
+from annotated.data.tokenizer import EOS
 from annotated.inference.search import beam_search, greedy_decode, source_batch
 
 # A line longer than this many times the longest sentence training could keep is refused:
@@ -23,11 +24,48 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
                     alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 2000,
                     greedy: bool = False, cached: bool = True, log=None,
                     longest: int | None = None) -> list[str]:
-    """Translations of `lines`, in order; `log(message)` receives progress if given, and a
-    warning for lines longer than `longest` tokens (the longest its training could keep)."""
+    """Translations of `lines`, in order; `log(message)` receives progress if given, a warning
+    for lines longer than `longest` tokens (the longest its training could keep), and a note
+    for translations cut at the maximum length."""
     ids = tokenizer.encode_all(lines)
     todo = [i for i, x in enumerate(ids) if x]               # empty lines stay empty
-    limit = model.max_positions()
+    check_lengths(ids, todo, model.max_positions(), longest, log)
+    out = [""] * len(lines)
+    if not todo:
+        return out
+    lengths = [(len(ids[i]) + 1, len(ids[i]) + 1) for i in todo]     # source + EOS
+    # a sentence longer than batch_tokens is not an error here: it forms a batch of its own
+    budget = max(batch_tokens, max(n for n, _ in lengths))
+    batches = sorted(make_batches(lengths, budget, seed=0, epoch=0), key=lambda b: lengths[b[0]])
+    device = next(model.parameters()).device
+    start, done, cut = time.perf_counter(), 0, []
+    for batch in batches:
+        rows = [todo[j] for j in batch]
+        src = source_batch([ids[i] for i in rows], device)          # (batch, src_len)
+        if greedy:
+            hyps = greedy_decode(model, src, max_extra=max_extra, cached=cached)
+        else:
+            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha,
+                               max_extra=max_extra, cached=cached)
+        for i, hyp in zip(rows, hyps):
+            out[i] = tokenizer.decode(hyp.tokens)               # drops EOS
+            if hyp.tokens[-1:] != [EOS]:                        # stopped by the length limit
+                cut.append(i)
+        done += len(rows)
+        if log:
+            rate = done / (time.perf_counter() - start)
+            log(f"translated {done}/{len(todo)} sentences ({rate:.1f} sentences/s)")
+    if cut and log:
+        log(f"note: {len(cut)} translation(s) reached the maximum length (input + {max_extra} "
+            f"tokens) before ending, line {min(cut) + 1} first: they are cut there; give a "
+            f"larger --max-extra if they should go on")
+    return out
+
+
+def check_lengths(ids: list[list[int]], todo: list[int], limit: int | None,
+                  longest: int | None, log) -> None:
+    """Refuse lines longer than the model's learned positions (`limit`) or far longer than
+    the longest sentence its training could keep (`longest`); warn of lines over `longest`."""
     too_long = [i for i in todo if limit is not None and len(ids[i]) + 1 > limit]
     if too_long:
         raise DataError(f"line {too_long[0] + 1} has {len(ids[too_long[0]]) + 1} tokens (EOS "
@@ -46,27 +84,3 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
         log(f"warning: {len(longer)} line(s) are longer than any sentence this model's "
             f"training could keep ({longest} tokens), line {first + 1} with "
             f"{len(ids[first]) + 1}: they translate slowly and poorly; split them into sentences")
-    out = [""] * len(lines)
-    if not todo:
-        return out
-    lengths = [(len(ids[i]) + 1, len(ids[i]) + 1) for i in todo]     # source + EOS
-    # a sentence longer than batch_tokens is not an error here: it forms a batch of its own
-    budget = max(batch_tokens, max(n for n, _ in lengths))
-    batches = sorted(make_batches(lengths, budget, seed=0, epoch=0), key=lambda b: lengths[b[0]])
-    device = next(model.parameters()).device
-    start, done = time.perf_counter(), 0
-    for batch in batches:
-        rows = [todo[j] for j in batch]
-        src = source_batch([ids[i] for i in rows], device)          # (batch, src_len)
-        if greedy:
-            hyps = greedy_decode(model, src, max_extra=max_extra, cached=cached)
-        else:
-            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha,
-                               max_extra=max_extra, cached=cached)
-        for i, hyp in zip(rows, hyps):
-            out[i] = tokenizer.decode(hyp.tokens)               # drops EOS
-        done += len(rows)
-        if log:
-            rate = done / (time.perf_counter() - start)
-            log(f"translated {done}/{len(todo)} sentences ({rate:.1f} sentences/s)")
-    return out
