@@ -217,12 +217,14 @@ def test_the_cost_table_takes_the_measured_step_not_an_assumed_utilisation():
     paper = {"table2": {"base": dict(paper_flops=4e18, per_step=1e13, total=1e18)}}
     schedule = {"models": {"base": dict(paper_steps=100_000, paper_hours=12.0, full_step_s=0.036,
                                         full_compiled=True, hours={"per_gpu_share": 0.5})}}
-    measured = {"cases": [dict(case="base", compile=False, step_s=0.05, MFU=0.1),
+    measured = {"machine": {"gpu": "NVIDIA H200"},
+                "cases": [dict(case="base", compile=False, step_s=0.05, MFU=0.1),
                           dict(case="base", compile=True, step_s=0.036, MFU=0.2),
                           dict(case="base", compile=True, cuda_graphs=True, step_s=0.04, MFU=0.18),
                           dict(case="base 1/8", compile=True, step_s=0.036, MFU=0.05)]}
-    assert rows(cost_table(paper, schedule, measured)) == [
-        ["base", "12 h", "25%", "0.20", "1.0 h", "0.5 h"]]
+    shown = cost_table(paper, schedule, measured)
+    assert "MFU, one NVIDIA H200" in shown.data.splitlines()[0]
+    assert rows(shown) == [["base", "12 h", "25%", "0.20", "1.0 h", "0.5 h"]]
 
 
 def test_the_step_table_names_each_mode_and_puts_the_estimate_beside_the_eighth_it_took():

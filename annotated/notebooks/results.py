@@ -149,7 +149,8 @@ def cost_table(paper: dict, schedule: dict, measured: dict) -> Markdown:
         rows.append([name, f"{plan['paper_hours']:g} h",
                      f"{cost['total'] / cost['paper_flops']:.0%}", f"{step['MFU']:.2f}",
                      f"{one_gpu:.1f} h", f"{plan['hours']['per_gpu_share']:g} h"])
-    return table(["model", "the paper: 8 P100s", "our FLOPs / the paper's cost", "MFU, one GPU",
+    gpu = measured["machine"]["gpu"]
+    return table(["model", "the paper: 8 P100s", "our FLOPs / the paper's cost", f"MFU, one {gpu}",
                   "one GPU, estimate", "8 GPUs, estimate"], rows)
 
 
