@@ -204,6 +204,29 @@ def test_a_notebook_cannot_write_over_another_submission(tmp_path):
                                                           "writer.ipynb"]
 
 
+def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tmp_path):
+    """Student code may write by absolute path, or change its folder first: every file in the
+    submissions' folders is put back as it was, and a file it adds there is named."""
+    (tmp_path / "notes.txt").write_text("the teacher's notes")
+    (tmp_path / "other.ipynb").write_text("a notebook not being graded")
+    write(tmp_path, "vandal.ipynb", [SETUP, MASK, (
+        "import os\n"
+        f"open({str(tmp_path / 'notes.txt')!r}, 'w').write('overwritten')\n"
+        f"os.remove({str(tmp_path / 'other.ipynb')!r})\n"
+        f"os.chdir({str(tmp_path)!r})\n"
+        "open('added.txt', 'w').write('hi')")])
+    write(tmp_path, "next.ipynb", [SETUP, MASK])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "vandal.ipynb"), str(tmp_path / "next.ipynb"), "--json"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+    vandal, after = json.loads(done.stdout)
+    assert done.returncode == 0 and vandal["passed"] == after["passed"] == 1
+    assert (tmp_path / "notes.txt").read_text() == "the teacher's notes"
+    assert (tmp_path / "other.ipynb").read_text() == "a notebook not being graded"
+    says(vandal["note"], "notes.txt", "other.ipynb", "put back", "added.txt", "delete")
+    assert after["note"] is None                           # the next row is not blamed
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux subreaper")
 def test_a_process_a_notebook_starts_in_its_own_session_does_not_outlive_grading(tmp_path):
     """start_new_session (or setsid) takes a process out of the grader's process group; the

@@ -10,6 +10,8 @@ run goes on; a notebook that is still running after --timeout seconds is stopped
 has one row a notebook: how many of its exercises passed (every coding exercise of each
 chapter whose checks it calls), each exercise's status (passed, failed, not attempted, not run:
 its check never ran, or was deleted), and a note on anything that went wrong.
+The student's code may write anywhere it can: whatever it changes in the folders that hold
+the submissions is put back, and named in its row, with the files it added there.
 A file that is not a notebook, a kernel that dies (the checks before it count; the note names
 the cell) or a notebook that runs out of time gets a one-line note in its row; the other
 notebooks are graded all the same. --json prints the
@@ -45,6 +47,9 @@ GRACE = 10
 A_WEEK = 7 * 24 * 3600
 #: The largest file read as a notebook: a chapter with its outputs is a few MB.
 MAX_BYTES = 100 * 2 ** 20
+#: The most bytes kept of the files in the submissions' folders, to put back what a notebook
+#: changes; files past it are watched, and named if changed, but cannot be put back.
+KEPT_BYTES = 1024 * 2 ** 20
 
 
 def parse_args(argv=None):
@@ -71,30 +76,79 @@ def main(argv=None):
     if c := unwritable_on_stdout("".join(MARKS.values()) + MESSAGES[args.lang]["notes_sep"]):
         raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write the table's "
                         f"marks (such as {c!r}); set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
-    submitted = {notebook: (notebook.read_bytes(), notebook.stat().st_ctime_ns)
-                 for notebook in args.notebooks
-                 if notebook.exists() and unreadable(notebook) is None}
+    folders = Folders(args.notebooks)
     rows = []
     for notebook in args.notebooks:
         rows.append(grade(notebook, args))
-        restore(submitted, rows[-1], MESSAGES[args.lang])
+        folders.restore(rows[-1], MESSAGES[args.lang])
     show(json.dumps(rows, ensure_ascii=False, indent=1) if args.json else table(rows, args.lang))
     if not all(row["graded"] for row in rows):
         raise SystemExit(1)
 
 
-def restore(submitted: dict[Path, tuple[bytes, int]], row: dict, say: dict) -> None:
-    """Put back, as they were submitted, the notebooks that the one just graded changed (it runs
-    the student's code, which may write anywhere it can), and say so in its row. A file whose
-    inode change time (which no process can set back) is as it was is not read again."""
-    changed = [file for file, (data, ctime) in submitted.items()
-               if not file.is_file() or (file.stat().st_ctime_ns != ctime
-                                         and file.read_bytes() != data)]
-    for file in changed:
-        write_files({file: submitted[file][0]})
-    if changed:
-        row["note"] = say["notes_sep"].join(filter(None, [row["note"], say["restored"].format(
-            paths=", ".join(map(str, changed)))]))
+class Folders:
+    """The folders that hold the submissions, as they were before grading: every regular file
+    in them (the notebooks given, and whatever lies beside them), with its contents and its
+    inode change time (which no process can set back). A notebook runs the student's code,
+    which may write anywhere it can; after each one, `restore` puts back what it changed."""
+
+    def __init__(self, notebooks: list[Path]):
+        self.folders = {Path(os.path.abspath(n)).parent for n in notebooks
+                        if Path(os.path.abspath(n)).parent.is_dir()}
+        self.files, self.kept = {}, 0
+        for file in [Path(os.path.abspath(n)) for n in notebooks] + self.listed():
+            if file not in self.files and file.is_file():
+                self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
+
+    def listed(self) -> list[Path]:
+        """The regular files in the folders now (not following links)."""
+        return sorted(f for folder in self.folders for f in folder.iterdir()
+                      if f.is_file() and not f.is_symlink())
+
+    def contents(self, file: Path) -> bytes | None:
+        """The file's bytes, or None for one that cannot be kept (unreadable, or past
+        MAX_BYTES, or past KEPT_BYTES in all): it is watched but cannot be put back."""
+        try:
+            if self.kept + file.stat().st_size > KEPT_BYTES or unreadable(file):
+                return None
+            data = file.read_bytes()
+        except OSError:
+            return None
+        self.kept += len(data)
+        return data
+
+    def restore(self, row: dict, say: dict) -> None:
+        """Put back what the notebook just graded changed or removed, and say so in its row,
+        with what it changed that could not be put back and the files it added."""
+        changed, lost = self.changed(), []
+        for file in changed:
+            try:
+                if self.files[file][0] is None:
+                    raise OSError
+                write_files({file: self.files[file][0]})
+                self.files[file] = (self.files[file][0], file.stat().st_ctime_ns)
+            except OSError:                      # too large to keep, or no longer writable
+                lost.append(file)
+        added = [file for file in self.listed() if file not in self.files]
+        for file in added:                       # the next notebook is not blamed for these
+            self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
+        notes = [say[key].format(paths=", ".join(map(str, files))) for key, files in
+                 (("restored", [f for f in changed if f not in lost]), ("not_restored", lost),
+                  ("added", added)) if files]
+        if notes:
+            row["note"] = say["notes_sep"].join(filter(None, [row["note"], *notes]))
+
+    def changed(self) -> list[Path]:
+        """The files kept that are gone, or whose bytes differ from those kept."""
+        out = []
+        for file, (data, ctime) in self.files.items():
+            try:
+                if not file.is_file() or (file.stat().st_ctime_ns != ctime
+                                          and (data is None or file.read_bytes() != data)):
+                    out.append(file)
+            except OSError:                      # made unreadable
+                out.append(file)
+        return out
 
 
 def unreadable(notebook: Path) -> str | None:

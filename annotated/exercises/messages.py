@@ -47,7 +47,11 @@ MESSAGES = {
         "not_notebook": "not a notebook: {problem}",
         "a_folder": "a folder, not a notebook: give the notebooks in it ({path}/*.ipynb)",
         "no_file": "no such file: check the path",
-        "restored": "while it ran, its code changed {paths}, put back as submitted",
+        "restored": "while it ran, its code changed {paths}, put back as it was",
+        "not_restored": "while it ran, its code changed {paths}, which could not be put back "
+                        "(too large to keep a copy of, or made unwritable): check it",
+        "added": "while it ran, its code added {paths} beside the submissions: delete what "
+                 "is not wanted",
         "not_graded": "could not be graded: {why}",
         "no_exercises": "no exercise of this book's chapters found (no `check(\"N.K\", ...)` "
                         "cell)",
@@ -89,7 +93,9 @@ MESSAGES = {
         "not_notebook": "不是笔记本：{problem}",
         "a_folder": "这是一个文件夹，不是笔记本：请给出其中的笔记本（{path}/*.ipynb）",
         "no_file": "没有这个文件：请检查路径",
-        "restored": "它运行时，其中的代码改动了 {paths}，已恢复为提交时的样子",
+        "restored": "它运行时，其中的代码改动了 {paths}，已恢复原样",
+        "not_restored": "它运行时，其中的代码改动了 {paths}，无法恢复（文件太大没有留副本，或已不可写）：请检查",
+        "added": "它运行时，其中的代码在提交的文件旁边新建了 {paths}：不需要的请删除",
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
         "notes_sep": "；",
