@@ -32,11 +32,13 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 from annotated.base.cli import command, number, path
-from annotated.base.errors import DataError
+from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import atomic_open
 from annotated.base.settings import at_least
-from experiments.folders import ROOT, committed_folder, relative
+from experiments.folders import ROOT, check_out_dir, committed_folder, relative
 from experiments.machine import machine_record
 
 STAGES = ["attention", "after", "schedule", "tests", "before"]
@@ -108,10 +110,16 @@ def parse_args(argv=None):
                                 and committed_folder(args.out_dir) is not None):
         parser.error("--device cpu is a self-check: give --out-dir, a folder outside results/ "
                      "(which holds the GPU's measurements) and annotated/")
-    if "before" in args.stages and not (args.before / "benchmarks" / "gpu_train.py").is_file():
-        raise DataError(f"--before {args.before}: no benchmarks/gpu_train.py there; give a "
-                        f"copy of the code to compare with (git archive REV annotated "
-                        f"benchmarks experiments | tar -x -C DIR)")
+    if "before" in args.stages and (missing := [
+            name for name in ("annotated/__init__.py", "benchmarks/gpu_train.py",
+                              "experiments/__init__.py") if not (args.before / name).is_file()]):
+        raise DataError(f"--before {args.before}: no {', '.join(missing)} there; give a copy of "
+                        f"the code to compare with (git archive REV annotated benchmarks "
+                        f"experiments | tar -x -C DIR)")
+    check_out_dir(args.out_dir)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("no CUDA GPU here: this measures one; on a CPU, --device cpu "
+                          "--out-dir DIR checks the script itself")
     return args
 
 
@@ -134,6 +142,8 @@ def main(argv=None):
             f.write(json.dumps(record, indent=1) + "\n")
     print("\n".join(f"{name}: " + (f"exit {r['exit']} in {r['seconds']} s" if "exit" in r
                                    else r["skipped"]) for name, r in record["stages"].items()))
+    if any(r.get("exit") != 0 for r in record["stages"].values()):
+        raise SystemExit(1)                  # each stage's line above says which, and how
 
 
 if __name__ == "__main__":

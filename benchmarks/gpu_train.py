@@ -228,9 +228,15 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    if args.device == "cpu" and (big := [n for n in args.only if n in ("base", "big")]):
+        raise DataError(f"--device cpu with --only {' '.join(big)}: a CPU only checks the "
+                        f"script itself, and the paper's models at its batch would take hours; "
+                        f"give a small preset, e.g. --device cpu --only copy --tokens 400 "
+                        f"--vocab 11")
     if args.out:
         check_record(args)
         check_output(args.out)                  # before any measurement, not after the first
+        check_replaced(args.out)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise DeviceError("no CUDA GPU here; this benchmark measures one (CPU throughput: "
                           "python -m benchmarks.train_throughput)")
@@ -295,6 +301,22 @@ def check_record(args) -> None:
     raise DataError(f"--out {args.out} {where}, whose files are committed (results/ holds the "
                     f"GPU's measurements of base and big); this run is {problem}: give --out a "
                     f"file elsewhere, such as runs/gpu_train.json")
+
+
+def check_replaced(out: Path) -> None:
+    """Refuse an --out that holds a file other than a record of this script, which the
+    measurements would replace."""
+    if not out.is_file() or out.stat().st_size == 0:
+        return
+    try:
+        held = json.loads(out.read_bytes())
+        if isinstance(held, dict) and "cases" in held:
+            return
+    except (ValueError, OSError):
+        pass
+    raise DataError(f"--out {out} holds another file (not a record of benchmarks.gpu_train), "
+                    f"which the measurements would replace; give a new file, such as "
+                    f"runs/gpu_train.json")
 
 
 def save(record: dict, out: Path) -> None:

@@ -20,9 +20,10 @@ import argparse
 import json
 
 from annotated.base.cli import command, path
+from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from experiments.commands import invocation
-from experiments.folders import ROOT, add_out_dir, check_out_dir, relative
+from experiments.folders import ROOT, add_out_dir, check_out_dir, committed_folder, relative
 from experiments.results_files import Record, fastest, gpu_timings
 
 # §5.2: one machine with 8 NVIDIA P100 GPUs.
@@ -77,6 +78,9 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     out_dir = check_out_dir(args.out_dir)
+    if (folder := committed_folder(out_dir)) not in (None, ROOT / "results"):
+        raise DataError(f"--out-dir {args.out_dir} is inside {relative(folder)}/, the "
+                        f"package's own files; give results/ or a folder outside the package")
     timings = gpu_timings(args.timings)
     record = {"command": invocation("experiments.gpu_schedule", argv),
               "timings": relative(args.timings),

@@ -161,6 +161,22 @@ def test_a_cpu_run_of_the_gpu_benchmark_never_writes_into_results(out, tmp_path,
     assert not (RESULTS / "new").exists()
 
 
+@pytest.mark.parametrize("held", ["# a README\n", '{"not": "a record"}\n'])
+def test_the_gpu_benchmark_never_replaces_a_file_that_is_not_its_record(held, tmp_path, capsys):
+    out = tmp_path / "README.md"
+    out.write_text(held)
+    err = gpu_train_refusal(capsys, "--modes", "eager", "--out", str(out))
+    says(err, str(out), "not a record of benchmarks.gpu_train", "new file")
+    assert out.read_text() == held
+
+
+def test_the_paper_s_models_on_a_cpu_are_refused_before_they_run(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        gpu_train.main(["--device", "cpu"])
+    says(capsys.readouterr().err.strip(), "--device cpu", "base big", "--only copy")
+    assert exit_.value.code == 1
+
+
 def test_a_hard_link_of_the_gpu_record_is_refused_as_the_record(tmp_path, capsys, monkeypatch):
     """A hard link is the file under another name: writing it would replace the record."""
     results = tmp_path / "results"
@@ -228,6 +244,45 @@ def test_the_device_script_needs_a_copy_of_the_code_to_compare_with(tmp_path, ca
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and err.count("\n") == 1
     assert str(tmp_path) in err and "git archive" in err and not (tmp_path / "out").exists()
+
+
+def test_the_device_script_names_what_a_copy_of_the_code_lacks(tmp_path, capsys):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "gpu_train.py").write_text("")
+    with pytest.raises(SystemExit):
+        device_run.main(["--before", str(tmp_path), "--device", "cpu", "--out-dir",
+                         str(tmp_path / "out")])
+    says(capsys.readouterr().err.strip(), "annotated/__init__.py", "experiments/__init__.py",
+         "git archive")
+
+
+def test_the_device_script_without_a_gpu_says_so_before_any_stage(tmp_path, capsys,
+                                                                  monkeypatch):
+    monkeypatch.setattr(device_run.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(device_run, "run_stage", lambda *a: pytest.fail("a stage ran"))
+    with pytest.raises(SystemExit) as exit_:
+        device_run.main(["--before", str(RESULTS.parent), "--out-dir", str(tmp_path)])
+    says(capsys.readouterr().err.strip(), "no CUDA GPU", "--device cpu")
+    assert exit_.value.code == 1 and not list(tmp_path.iterdir())
+
+
+def test_the_device_script_exits_1_when_a_stage_fails(tmp_path, capsys, monkeypatch):
+    outcomes = iter([0, 0, 1, 0, "timed out"])
+    monkeypatch.setattr(device_run, "run_stage",
+                        lambda *a: {"command": "c", "exit": next(outcomes), "seconds": 1.0})
+    with pytest.raises(SystemExit) as exit_:
+        device_run.main(["--before", str(RESULTS.parent), "--device", "cpu", "--out-dir",
+                         str(tmp_path)])
+    assert exit_.value.code == 1
+    assert "schedule: exit 1" in capsys.readouterr().out
+
+
+def test_the_schedule_is_never_written_among_the_package_s_files(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        gpu_schedule.main(["--out-dir", str(RESULTS.parent / "annotated" / "pretrained")])
+    says(capsys.readouterr().err.strip(), "annotated/", "package", "results/")
+    assert exit_.value.code == 1
+    assert not (RESULTS.parent / "annotated" / "pretrained" / "gpu_schedule.json").exists()
 
 
 @pytest.mark.slow
