@@ -22,7 +22,8 @@ from annotated.base.cli import command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
 from annotated.data.tokenizer import is_language
-from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
+from annotated.inference.bleu import (describe_paired, guess_language, paired_bootstrap, report,
+                                     tokenizer_for)
 
 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
@@ -68,6 +69,7 @@ def main(argv=None):
     refs = list(read_lines(args.ref))
     hyps = aligned(args.hyp, refs, args.ref)
     baseline = aligned(args.baseline, refs, args.ref) if args.baseline else None
+    note_mismatch(hyps, refs, args)
     show(report(hyps, refs, args.lang))
     if baseline is not None:
         if len(refs) < FEW_SENTENCES:
@@ -77,6 +79,22 @@ def main(argv=None):
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
                                                   tokenize=tok), metric))
+
+
+def note_mismatch(hyps: list[str], refs: list[str], args) -> None:
+    """Notes on stderr for references that cannot be matched: empty lines among them, and
+    translations in another script than theirs (the wrong file, or the wrong direction)."""
+    empty = [i for i, ref in enumerate(refs, 1) if not ref.strip()]
+    if empty and len(empty) < len(refs):
+        say_error(f"note: {args.ref}, line {empty[0]} ({len(empty):,} such line(s) in all): an "
+                  f"empty reference, which no translation can match; check the references")
+    scripts = [guess_language(lines) for lines in (hyps, refs)]
+    if scripts[0] != scripts[1] and any(c.isalpha() for line in hyps[:200] for c in line):
+        named = [f"a script without spaces ({s})" if s else "a script with spaces between words"
+                 for s in scripts]
+        say_error(f"note: the translations ({args.hyp}) are in {named[0]}, the references "
+                  f"({args.ref}) in {named[1]}: BLEU compares one language with itself; check "
+                  f"that --hyp and --ref are the translations and their references")
 
 
 def aligned(path, refs, ref_path) -> list[str]:

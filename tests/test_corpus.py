@@ -45,6 +45,19 @@ def test_read_parallel_line_count_mismatch_names_both(tmp_path):
 
 # --- copy task -------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("target, names", [
+    ("。！？\n" * 5, ["all 5 lines", "the same", "。！？"]),
+    ("12, 3!\n-- 4 --\n。\n%%\n?\n", ["not one line holds a letter", "12, 3!"])])
+def test_a_side_with_no_sentences_is_refused_before_any_training(tmp_path, target, names):
+    """Every line the same, or not a letter anywhere: a model would learn nothing from it."""
+    (tmp_path / "a.en").write_text("A dog runs.\nTwo men talk.\nA girl sings.\nIt rains.\n"
+                                   "A cat sleeps.\n")
+    (tmp_path / "a.zh").write_text(target)
+    with pytest.raises(data.DataError) as error:
+        read_parallel(tmp_path / "a.en", tmp_path / "a.zh")
+    says(error, "a.zh", *names, "check the file")
+
+
 def test_copy_corpus_is_seeded_and_repeats_its_input():
     config = get("copy")
     a, b = load_corpus(config, log=quiet), load_corpus(config, log=quiet)

@@ -562,6 +562,18 @@ def test_translate_notes_its_input_as_references_and_a_file_it_replaces(tmp_path
     says(capsys.readouterr().err.splitlines()[0], "train.de", "30 lines", "replace")
 
 
+def test_evaluate_notes_empty_references_and_translations_in_another_script(tmp_path, capsys):
+    (tmp_path / "hyp.zh").write_text("一只狗在跑。\n两个人在说话。\n一只猫。\n")
+    (tmp_path / "hyp.en").write_text("A dog runs.\nTwo men talk.\nA cat.\n")
+    (tmp_path / "ref.en").write_text("A dog runs.\n\nA cat sleeps.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.zh"), "--ref", str(tmp_path / "ref.en")])
+    empty, script = capsys.readouterr().err.strip().split("\n")
+    says(empty, "ref.en, line 2", "empty reference", "check the references")
+    says(script, "hyp.zh", "ref.en", "without spaces (zh)", "--hyp and --ref")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.en"), "--ref", str(tmp_path / "ref.en")])
+    assert "script" not in capsys.readouterr().err          # the same script: no such note
+
+
 def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
     (tmp_path / "hyp.de").write_text("\n\n\n")
     (tmp_path / "ref.de").write_text("Ein Hund.\nEine Katze.\nEin Mann.\n")

@@ -125,7 +125,26 @@ def read_parallel(src_path, tgt_path):
     if not any(s and t for s, t in pairs):
         raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
                         f"all blank on one side or both); check the files")
+    for path, side in ((src_path, [s for s, _ in pairs]), (tgt_path, [t for _, t in pairs])):
+        check_side(path, [line for line in side if line])
     return pairs, {"read": len(pairs)}
+
+
+def check_side(path, lines: list[str]) -> None:
+    """Refuse one side of a corpus that holds no sentences: every line the same, or not one
+    letter in any line (only punctuation, digits or symbols)."""
+    if len(lines) > 1 and len(set(lines)) == 1:
+        raise DataError(f"{path}: all {len(lines):,} lines with text are the same, "
+                        f"{short(lines[0])!r}: a corpus pairs each sentence with its own "
+                        f"translation; check the file")
+    if not any(c.isalpha() for line in lines for c in line):
+        raise DataError(f"{path}: not one line holds a letter (only punctuation, digits or "
+                        f"symbols, e.g. {short(lines[0])!r}): no sentences to learn from; check "
+                        f"the file")
+
+
+def short(line: str, n: int = 40) -> str:
+    return line if len(line) <= n else line[:n] + "..."
 
 
 def check_line_counts(src_path, tgt_path) -> int:
