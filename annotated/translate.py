@@ -107,14 +107,14 @@ def main(argv=None):
     if refs is not None:
         check_references(lines, refs, source or "stdin", args.ref, config)
     note_replaced(out_path, len(lines))
-    note_unknown_characters(lines, tokenizer, config)
     beam = config.beam_size if args.beam_size is None else args.beam_size
     alpha = config.alpha if args.alpha is None else args.alpha
     max_extra = config.max_extra if args.max_extra is None else args.max_extra
     how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
-    log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
-        f"{', uncached' if args.no_cache else ''}")
     try:
+        note_unknown_characters(lines, tokenizer, config)
+        log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
+            f"{', uncached' if args.no_cache else ''}")
         out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
                               max_extra=max_extra, batch_tokens=args.batch_tokens,
                               greedy=args.greedy, cached=not args.no_cache, log=log,

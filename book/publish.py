@@ -88,10 +88,21 @@ def read_manifest(out: Path) -> dict[str, str]:
     return entries
 
 
+#: The project's folders a site must not be built into: what the book is made from, the
+#: package, and what the tests collect.
+SOURCES = [Path(__file__).resolve().parents[1] / name for name in
+           ("chapters", "book", "annotated", "tests", "results", "reference_numpy", "docs")]
+
+
 def check_out(out: Path) -> dict[str, str]:
     """The files an earlier build wrote into `out`, with their sha256 (none if it is missing
     or empty); a folder that holds other files but no list of them, or the old files of a
     build killed during its swap, is refused, before any work."""
+    inside = next((p for p in SOURCES if out.resolve().is_relative_to(p)), None)
+    if inside is not None:
+        raise DataError(f"--out {out} is inside the project's {inside.name}/, whose files the "
+                        f"book is made from (and the tests read); choose a folder outside it, "
+                        f"such as build/site (the default)")
     blocking = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise DataError(f"cannot make the site folder {out}: {blocking} is a file; choose "

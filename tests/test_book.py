@@ -391,6 +391,16 @@ def test_a_rebuild_replaces_only_what_the_last_build_wrote(tmp_path, fake_sphinx
     assert "01.html" not in (out / publish.MANIFEST).read_text()
 
 
+@pytest.mark.parametrize("inside", ["chapters", "book", "tests"])
+def test_a_site_is_never_built_among_the_project_s_sources(inside):
+    """Built into chapters/, its notebook copies would be collected by the tests."""
+    out = publish.SOURCES[0].parent / inside / "site"
+    with pytest.raises(DataError) as error:
+        publish.check_out(out)
+    says(error, f"{inside}/", "--out", "build/site")
+    assert not out.exists()
+
+
 def test_a_failed_build_leaves_the_site_that_was_there(tmp_path, fake_sphinx):
     build, site = fake_sphinx
     out = tmp_path / "site"

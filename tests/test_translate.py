@@ -135,6 +135,18 @@ def test_bad_checkpoints_give_a_clear_error(ckpt, tmp_path, monkeypatch, capsys,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("given", ["stdin", "file"])
+def test_a_line_the_model_cannot_read_is_named_with_its_input(ckpt, tmp_path, monkeypatch,
+                                                              capsys, given):
+    (tmp_path / "in.txt").write_text("4 5\nA dog runs.\n")
+    argv = ["--checkpoint", str(ckpt)] + (["--input", str(tmp_path / "in.txt")]
+                                          if given == "file" else [])
+    with pytest.raises(SystemExit):
+        run_translate(monkeypatch, capsys, argv, stdin="4 5\nA dog runs.\n")
+    says(capsys.readouterr().err.strip(), "stdin, line 2" if given == "stdin" else
+         "in.txt, line 2", "numbers separated by spaces", "'A'")
+
+
 def test_translate_module_runs_as_a_command(ckpt):
     done = subprocess.run([sys.executable, "-m", "annotated.translate", "--checkpoint", str(ckpt),
                            "--greedy", "--max-extra", "3"], input="4 5 6\n\n9 10\n",

@@ -228,8 +228,13 @@ def _sealed(path: Path) -> bool:
             left -= len(block)
     if seal != SEAL + digest.hexdigest().encode() + b"\n":
         raise _Damaged(f"checkpoint {path} is corrupt or truncated (its bytes do not match the "
-                       f"sha256 it was written with)")
+                       f"sha256 it was written with); {DAMAGED}")
     return True
+
+
+#: What to do about a checkpoint whose bytes are not those written.
+DAMAGED = ("copy it again from where it came (a full disk or an unfinished copy cuts a file "
+           "short), or give another checkpoint")
 
 
 def _read(path: Path, device) -> dict:
@@ -243,12 +248,12 @@ def _read(path: Path, device) -> dict:
         payload = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
         detail = str(e).split(". ")[0][:160]
-        raise _Damaged(f"checkpoint {path} is corrupt or truncated "
-                       f"({type(e).__name__}{': ' + detail if detail else ''})") from e
+        raise _Damaged(f"checkpoint {path} is corrupt or truncated (torch cannot read it: "
+                       f"{detail or type(e).__name__}); {DAMAGED}") from e
     _check_format(payload, path)
     if not sealed:
         raise _Damaged(f"checkpoint {path} is corrupt or truncated (it lacks the sha256 seal "
-                       f"every checkpoint ends with)")
+                       f"every checkpoint ends with); {DAMAGED}")
     missing = {"config", "model", "tokenizer", "step", "training", "run_id"} - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
