@@ -31,6 +31,7 @@ from annotated import configs, evaluate, train, translate
 from annotated.configs import merged
 from annotated.data import prepare_wmt14
 from annotated.inference.bleu import report, tokenizer_for
+from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
 from annotated.training import machine
 from annotated.training.run_dir import read_metrics, rotate
@@ -595,6 +596,30 @@ def test_the_closing_advice_averages_only_the_checkpoints_there_are(tmp_path, ca
                     str(steps), "--threads", "1", *merged(TINY_RUN, [f"ckpt_every={every}"])])
         lines = [line for line in capsys.readouterr().out.splitlines() if "average" in line]
         assert [average in line for line in lines] == ([True] if average else []), lines
+
+
+@pytest.mark.parametrize("free_checkpoints", [0.5, 2.5])
+def test_a_disk_without_room_for_the_checkpoints_is_told_before_training(
+        tmp_path, capsys, monkeypatch, free_checkpoints):
+    """No room for one: refused before step 1, not found at the first save after the work.
+    Room for fewer than keep_last + 1: a note, and the run goes on."""
+    from annotated.training import run_dir
+    config = configs.apply_overrides(configs.get("copy"), TINY_RUN)
+    size = 3 * 4 * sum(p.numel() for p in EncoderDecoder(config, 11).parameters())
+    real = shutil.disk_usage
+    monkeypatch.setattr(run_dir.shutil, "disk_usage", lambda path: real(path)._replace(
+        free=int(free_checkpoints * size)))
+    argv = ["--config", "copy", "--run-dir", str(tmp_path / "run"), "--max-steps", "1",
+            "--threads", "1", *TINY_RUN]
+    if free_checkpoints < 1:
+        exits_with_error(train.main, argv)
+        says(capsys.readouterr().err.strip().splitlines()[-1], str(tmp_path / "run"), "MiB free",
+             "first save", "--run-dir")
+        assert not checkpoint_file.checkpoints(tmp_path / "run")
+    else:
+        train.main(argv)
+        note = next(l for l in capsys.readouterr().out.splitlines() if "room for" in l)
+        says(note, "room for 2 checkpoint(s)", "keep_last", "free some space")
 
 
 def test_average_or_half_never_writes_over_a_file_that_is_not_a_checkpoint(tmp_path, capsys):

@@ -19,6 +19,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import stat
 import subprocess
 import warnings
@@ -120,6 +121,24 @@ class RunDir:
                 raise RunDirError(f"{p} is {what}, under the name of the checkpoint this run "
                                   f"may save at step {int(m.group(1)):,}; move it away or "
                                   f"choose another --run-dir")
+
+    def check_room(self, checkpoint_bytes: int, keep_last: int) -> None:
+        """Refuse, before training, a folder whose disk has no room for one checkpoint of
+        about `checkpoint_bytes`; note one without room for the keep_last it will hold (and
+        the one being written beside them)."""
+        if not self.active:
+            return
+        free, mib = shutil.disk_usage(self.path).free, 2 ** 20
+        if free < checkpoint_bytes:
+            raise RunDirError(f"{self.path} has {free / mib:,.1f} MiB free, and each checkpoint "
+                              f"of this run takes about {checkpoint_bytes / mib:,.1f} MiB: the "
+                              f"first save would fail; free some space or choose another "
+                              f"--run-dir")
+        if free < (keep_last + 1) * checkpoint_bytes:
+            self.say(f"note: {self.path} has room for {int(free // checkpoint_bytes)} "
+                     f"checkpoint(s) of about {checkpoint_bytes / mib:,.1f} MiB, and the run "
+                     f"keeps keep_last={keep_last} (and writes one beside them): a save will "
+                     f"fail once the disk is full; free some space, or lower keep_last")
 
     def close(self):
         """Unlock the folder; one this run made and left with nothing but its lock (refused
