@@ -227,6 +227,31 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert after["note"] is None                           # the next row is not blamed
 
 
+def test_a_notebook_stopped_in_a_cell_keeps_the_checks_before_and_names_the_cell(tmp_path):
+    """A cell past --timeout, a cell that ignores the interrupt, a cell that signals the
+    grading process: the checks before it count, and the row names the cell."""
+    write(tmp_path, "slow.ipynb", [SETUP, MASK, "import time\ntime.sleep(600)"])
+    write(tmp_path, "stuck.ipynb", [SETUP, MASK, (
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass")])
+    write(tmp_path, "signals.ipynb", [SETUP, MASK, (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGTERM)\nimport time\n"
+        "time.sleep(30)")])
+    def grade(names, cell_timeout, timeout):
+        done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                               *(str(tmp_path / f"{name}.ipynb") for name in names),
+                               "--cell-timeout", str(cell_timeout), "--timeout", str(timeout),
+                               "--json"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=400)
+        rows = json.loads(done.stdout)
+        assert [row["passed"] for row in rows] == [1] * len(names), rows
+        return [row["note"] for row in rows]
+    [slow] = grade(["slow"], cell_timeout=300, timeout=30)
+    stuck, signals = grade(["stuck", "signals"], cell_timeout=3, timeout=60)
+    says(slow, "--timeout", "cell 3", "the checks before it count")
+    says(stuck, "cell 3", "did not run to its end")
+    says(signals, "cell 3", "not by the grader", "signal")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux subreaper")
 def test_a_process_a_notebook_starts_in_its_own_session_does_not_outlive_grading(tmp_path):
     """start_new_session (or setsid) takes a process out of the grader's process group; the

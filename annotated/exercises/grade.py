@@ -6,7 +6,8 @@ Each notebook runs in a process of its own (annotated.exercises.run_notebook): i
 kernel, in an empty scratch folder (a file it writes by a relative name lands there, never among
 the submissions), in the chapters' quick form, with no network. A cell that raises is
 noted and the run goes on; a cell that runs past --cell-timeout seconds is interrupted and the
-run goes on; a notebook that is still running after --timeout seconds is stopped. The table
+run goes on; a notebook that is still running after --timeout seconds is stopped (the
+checks before the cell it stopped in count, as they do when its code stops it otherwise). The table
 has one row a notebook: how many of its exercises passed (every coding exercise of each
 chapter whose checks it calls), each exercise's status (passed, failed, not attempted, not run:
 its check never ran, or was deleted), and a note on anything that went wrong.
@@ -239,13 +240,18 @@ def execute(notebook: Path, args) -> dict:
         try:
             _, stderr = process.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            stop(process)
-            return {"problem": ["timeout", f"{args.timeout:g}"]}
+            stop(process)                     # it reports the checks that ran before
+            if not report.is_file():
+                return {"problem": ["timeout", f"{args.timeout:g}"]}
+            return json.loads(report.read_text(encoding="utf-8"))
         except KeyboardInterrupt:             # Ctrl-C, SIGTERM, SIGHUP: the notebook stops too
             stop(process)
             raise
         if report.is_file():
-            return json.loads(report.read_text(encoding="utf-8"))
+            found = json.loads(report.read_text(encoding="utf-8"))
+            if found["problem"] and found["problem"][0] == "stopped_in_cell":
+                found["problem"][0] = "signalled"         # not by the grader: by its own code
+            return found
         last = [line for line in stderr.strip().split("\n") if line.strip()][-1:] or ["?"]
         return {"problem": ["crashed", last[0][:160]]}
 

@@ -39,8 +39,17 @@ MESSAGES = {
         "timeout": "stopped after {detail} s, before the notebook finished (more time: "
                    "--timeout)",
         "kernel_died": "the notebook's kernel died ({detail})",
+        "stopped_in_cell": "stopped at --timeout in cell {detail}, before the notebook finished "
+                           "(the checks before it count): give more time with --timeout, or "
+                           "look at that cell (one that ignores an interrupt runs on past "
+                           "--cell-timeout)",
+        "signalled": "its process was stopped in cell {detail}, not by the grader: the "
+                     "notebook's own code may have sent it a signal (the checks before it "
+                     "count)",
         "report_failed": "the grading cell after the notebook raised {detail}",
         "unfinished": "the notebook did not run to its end",
+        "unfinished_at": "the notebook did not run to its end: it stopped in cell {detail} (the "
+                         "checks before it count)",
         "crashed": "the notebook could not be run ({detail})",
         "cell_stopped": "cell(s) {cells} ran past {seconds:g} s and were stopped",
         "cell_raised": "{n} cell(s) raised an error, the first cell {cell} ({error})",
@@ -85,8 +94,11 @@ MESSAGES = {
         "graded": "通过 {passed} / {total}",
         "timeout": "{detail} 秒后停止，笔记本还没有运行完（要给更多时间：--timeout）",
         "kernel_died": "笔记本的内核意外退出（{detail}）",
+        "stopped_in_cell": "到 --timeout 时在第 {detail} 个单元格停止，笔记本还没有运行完（之前的检查照常计分）：请用 --timeout 给更多时间，或检查那个单元格（忽略中断的单元格会越过 --cell-timeout 一直运行）",
+        "signalled": "它的进程在第 {detail} 个单元格被停止，不是评分程序所为：可能是笔记本自己的代码发出了信号（之前的检查照常计分）",
         "report_failed": "笔记本之后的评分单元格出错：{detail}",
         "unfinished": "笔记本没有运行到最后",
+        "unfinished_at": "笔记本没有运行到最后：它停在第 {detail} 个单元格（之前的检查照常计分）",
         "crashed": "无法运行这个笔记本（{detail}）",
         "cell_stopped": "第 {cells} 个单元格运行超过 {seconds:g} 秒，已被停止",
         "cell_raised": "{n} 个单元格出错，第一个是第 {cell} 个单元格（{error}）",

@@ -11,7 +11,7 @@ cell that runs longer than CELL_TIMEOUT seconds is interrupted and the run goes 
 of the student's cells a report cell asks the kernel for the result of every check called so
 far (annotated.exercises.grading_report), so that if the kernel dies, the checks before it
 count. REPORT.json gets the last results, the cells that raised, and the cells that were
-stopped.
+stopped; it is written after every cell, so a run stopped part way still reports.
 """
 import ctypes
 import json
@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+
+from annotated.base.files import write_files
 
 #: Run first in the student's kernel: a connection to anything but this machine is refused.
 NO_NETWORK = '''\
@@ -99,6 +101,8 @@ def outcome(nb) -> tuple[dict | None, list | None]:
     last = nb.cells[-1]
     if found is not None and done == len(students(nb)):
         return found, None
+    if found is not None:                     # stopped part way: the checks before count
+        return found, ["unfinished_at", str(done + 1)]
     errors = [o for o in last.get("outputs", []) if o.get("output_type") == "error"]
     if errors:
         return None, ["report_failed", f"{errors[0]['ename']}: "
@@ -158,10 +162,12 @@ def main(path: str, report: str, cell_timeout: float) -> None:
         resources={"metadata": {"path": os.getcwd()}})      # grade's scratch folder
     stopped = set()
 
-    def note_timeout(cell, cell_index, execute_reply):
+    def after_cell(cell, cell_index, execute_reply):
         if execute_reply and execute_reply["content"].get("ename") == TIMED_OUT:
             stopped.add(cell_index)
-    client.on_cell_executed = note_timeout
+        found, done = results(nb)             # should the run end here, however it ends
+        write_report(report, ids, found, ["stopped_in_cell", str(done + 1)], nb, stopped)
+    client.on_cell_executed = after_cell
     adopt_orphans()
     try:
         client.execute()
@@ -172,8 +178,14 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     finally:
         if sys.platform.startswith("linux"):
             stop_orphans()
-    Path(report).write_text(json.dumps({"ids": ids, "results": found, "problem": problem,
-                                        "errors": cell_errors(nb, stopped)}), encoding="utf-8")
+    write_report(report, ids, found, problem, nb, stopped)
+
+
+def write_report(report: str, ids: list[str], found, problem, nb, stopped: set[int]) -> None:
+    """REPORT.json, replaced whole: written after every cell, so that a run stopped in a cell
+    (by --timeout, or by a signal its own code sent) still reports the checks before it."""
+    write_files({Path(report): json.dumps({"ids": ids, "results": found, "problem": problem,
+                                           "errors": cell_errors(nb, stopped)})})
 
 
 if __name__ == "__main__":
