@@ -15,9 +15,11 @@ import sys
 # torch and Sphinx take seconds to import, before @command can turn Ctrl-C into its one line
 try:
     import argparse
+    import errno
     import time
 
     from annotated.base.cli import command, path
+    from annotated.base.errors import DataError
     from annotated.base.signals import stops_unwind
     from book import chinese, i18n, languages, terms
     from book.build import DEFAULT_OUT, build
@@ -61,7 +63,15 @@ def main(argv=None):
     if args.command == "terms":
         return check_terms()
     start = time.time()
-    index = build(args.out, with_solutions=not args.without_solutions)
+    try:
+        index = build(args.out, with_solutions=not args.without_solutions)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise DataError(f"no space left on a disk the build writes to (that of the site, "
+                        f"{args.out}, or the temporary folder's) while the site was made; the "
+                        f"site that was there is unchanged: free some space, or choose another "
+                        f"--out") from None
     print(f"built {index} in {time.time() - start:.0f} s; open it in a browser "
           f"(it needs no network)")
 

@@ -401,6 +401,20 @@ def test_a_site_is_never_built_among_the_project_s_sources(inside):
     assert not out.exists()
 
 
+def test_a_full_disk_during_the_build_names_the_site_folder(tmp_path, monkeypatch, capsys):
+    import errno
+    import book.__main__ as book_command
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(book_command, "build", full)
+    with pytest.raises(SystemExit) as exit_:
+        book_command.main(["build", "--out", str(tmp_path / "site")])
+    says(capsys.readouterr().err.strip(), "no space left", str(tmp_path / "site"), "unchanged",
+         "--out")
+    assert exit_.value.code == 1
+
+
 def test_a_failed_build_leaves_the_site_that_was_there(tmp_path, fake_sphinx):
     build, site = fake_sphinx
     out = tmp_path / "site"
