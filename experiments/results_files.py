@@ -138,7 +138,14 @@ def gpu_timings(path) -> Record:
                 else "an interrupted run (\"complete\" is not true)")
         raise DataError(f"{path} is not a complete GPU measurement: it holds {what}; "
                         f"{record.fix}")
-    record.get("cases", kind=list)
+    seen = {}
+    for i, case in enumerate(record.get("cases", kind=list)):
+        key = (case.get("case"), case.get("compile"), case.get("cuda_graphs")) \
+            if isinstance(case, dict) else i
+        if key in seen:
+            raise DataError(f"{path}: cases[{i}] measures {key[0]!r} in the same mode as "
+                            f"cases[{seen[key]}]: a record holds each once; {record.fix}")
+        seen[key] = i
     return record
 
 

@@ -24,6 +24,7 @@ PAGES = [ROOT / "README.md", RESULTS / "README.md"]
 NOT_RESULTS = {"29,000", "2017", "3.10"}
 #: the base model's schedule as committed: what the messages below must quote back
 BASE_PLAN = json.loads((RESULTS / "gpu_schedule.json").read_text())["models"]["base"]
+GPU_CASES = json.loads((RESULTS / "gpu_train.json").read_text())["cases"]
 
 
 def prose(text: str) -> str:
@@ -181,6 +182,8 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
      ("gpu_train.json", "peak_memory_GiB", "500.0", "GiB of the GPU")),
     ("gpu_train.json", lambda r: [c.update(tokens_per_s=99_999_999) for c in r["cases"]],
      ("gpu_train.json", "tokens_per_s", "99,999,999", "step time")),
+    ("gpu_train.json", lambda r: r["cases"].append(dict(r["cases"][0], step_s=0.5)),
+     ("gpu_train.json", f"cases[{len(GPU_CASES)}]", "same mode", "cases[0]")),
     # another run's file under this row's name, or a smoke test scored on a few sentences
     ("multi30k_tiny.json", lambda r: (r.update(preset="multi30k"), r["config"].update(P_drop=0.1)),
      ("multi30k_tiny.json", "another run", "preset='multi30k'", "P_drop=0.1", "write it again")),
