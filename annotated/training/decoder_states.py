@@ -11,15 +11,18 @@ annotated.attention.fast_attention) the masks that let it pick its fastest kerne
   only itself and earlier ones, so no real position ever sees it. Padded positions do see one
   another (where annotated.masks.target_mask would hide them), but nothing they compute reaches
   a real position, and the loss leaves them out, so the loss and every gradient are those of
-  the full mask. On a GPU this is what lets the flash-attention kernel run: it takes no mask
-  tensor, only `is_causal`. On a CPU the fused kernel runs either way; `is_causal` spares it
-  reading a (tgt_len x tgt_len) mask and the blocks above the diagonal.
+  the full mask. On a GPU this leaves every fused kernel open to PyTorch, flash attention
+  included, which takes no mask tensor, only `is_causal`. On a CPU the fused kernel runs
+  either way; `is_causal` spares it reading a (tgt_len x tgt_len) mask and the blocks above
+  the diagonal.
 - encoder self-attention and the decoder's attention over the source: the padding mask
   (batch, 1, 1, src_len) of annotated.masks, broadcast, never expanded. Here padding follows
-  the keys that real queries see, so it must be masked: a GPU runs the memory-efficient kernel,
-  which takes a mask, and a CPU its fused kernel, for which a broadcast padding mask costs
-  about as much as none (python -m benchmarks.attention_kernels measures each case and names
-  the kernel chosen).
+  the keys that real queries see, so it must be masked: on a GPU only the kernels that take a
+  mask can run (the memory-efficient one, cuDNN's), and on a CPU its fused kernel, for which a
+  broadcast padding mask costs about as much as none.
+
+`python -m benchmarks.attention_kernels` names the kernel PyTorch picks for each case and times
+it; results/device_run.json holds its last run on a GPU.
 
 Attention as eq. (1) spelled out (`MultiHeadAttention.fast = False`, `record_weights`) takes
 mask tensors only: it is for the chapters and the reference tests, which call the model with
