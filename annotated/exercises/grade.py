@@ -6,8 +6,8 @@ Each notebook runs in a process of its own (annotated.exercises.run_notebook): i
 kernel, in an empty scratch folder (a file it writes by a relative name lands there, never among
 the submissions), in the chapters' quick form, with no network. A cell that raises is
 noted and the run goes on; a cell that runs past --cell-timeout seconds is interrupted and the
-run goes on; a notebook that is still running after --timeout seconds is stopped (the
-checks before the cell it stopped in count, as they do when its code stops it otherwise). The table
+run goes on; a notebook that is still running after --timeout seconds is stopped (the checks
+before the cell it stopped in count, as they do when its code stops it otherwise). The table
 has one row a notebook: how many of its exercises passed (every coding exercise of each
 chapter whose checks it calls), each exercise's status (passed, failed, not attempted, not run:
 its check never ran, or was deleted), and a note on anything that went wrong.
