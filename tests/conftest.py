@@ -99,3 +99,12 @@ def user_corpus(folder, target="fr", gz=True):
             else:
                 path.write_bytes(text)
     return folder
+
+
+@pytest.fixture
+def toy_sizes(monkeypatch):
+    """prepare_wmt14 checks the published corpora's sizes; these are the toy archives' (see
+    test_corpus.toy_wmt14)."""
+    from annotated.data import prepare_wmt14
+    monkeypatch.setattr(prepare_wmt14, "PUBLISHED", {
+        "train": (6, False), "newstest2013": (2, True), "newstest2014": (3, True)})

@@ -110,6 +110,22 @@ def test_checksum_mismatch_is_an_error_and_keeps_nothing(offline):
     assert list((cache / "multi30k").iterdir()) == []          # nor any temporary file
 
 
+def test_a_file_the_server_does_not_have_is_not_called_a_network_problem(tmp_path,
+                                                                         monkeypatch):
+    """A 404 means the address is wrong, not that the machine is offline."""
+    import urllib.error
+    import urllib.request
+    from annotated.base.files import download
+
+    def not_found(url, timeout):
+        raise urllib.error.HTTPError(url, 404, "Not Found", {}, None)
+    monkeypatch.setattr(urllib.request, "urlopen", not_found)
+    with pytest.raises(data.DataError) as error:
+        download("http://example.org/gone.tgz", tmp_path / "gone.tgz")
+    says(error, "gone.tgz", "404", "not at that address")
+    assert "network" not in str(error.value) and not (tmp_path / "gone.tgz").exists()
+
+
 def test_a_damaged_cached_file_is_kept_until_a_verified_download_replaces_it(offline):
     """Offline, nothing replaces it: the file stays, and the error says what to set."""
     server, cache = offline
@@ -301,7 +317,7 @@ def toy_wmt14(folder, europarl_de="Haus eins.\nHaus zwei.\n\n"):
     return {name: (folder / name).as_uri() for name in URLS}
 
 
-def test_prepare_wmt14_on_local_archives_then_load(tmp_path):
+def test_prepare_wmt14_on_local_archives_then_load(tmp_path, toy_sizes):
     urls = toy_wmt14(tmp_path / "server")
     out = tmp_path / "wmt14"
     manifest = prepare(out, urls, log=quiet)
@@ -327,11 +343,29 @@ def test_prepare_wmt14_on_local_archives_then_load(tmp_path):
     assert corpus.test_src == [s for _, d in TEST_EN for s in d] and len(corpus.test) == 3
 
 
-def test_prepare_wmt14_rejects_misaligned_corpora(tmp_path):
+def test_prepare_wmt14_rejects_misaligned_corpora(tmp_path, toy_sizes):
     urls = toy_wmt14(tmp_path / "server", europarl_de="Nur eins.\n")
     with pytest.raises(ValueError) as error:
         prepare(tmp_path / "out", urls, log=quiet)
-    says(error, "europarl-v7.de-en.en", "3 lines", "europarl-v7.de-en.de", "has 1")
+    says(error, "training-parallel-europarl-v7.tgz", "europarl-v7.de-en.en", "3 lines",
+         "europarl-v7.de-en.de", "has 1", "delete")
+    assert ".extracted" not in str(error.value)
+
+
+@pytest.mark.parametrize("corpus, archive", [("train", "training-parallel-europarl-v7.tgz"),
+                                             ("newstest2013", "dev.tgz"),
+                                             ("newstest2014", "test-full.tgz")])
+def test_archives_that_are_not_the_published_ones_are_refused_before_any_file(
+        tmp_path, toy_sizes, monkeypatch, corpus, archive):
+    """statmt.org publishes no checksums: the corpora's published sizes are checked."""
+    from annotated.data import prepare_wmt14
+    least, exactly = prepare_wmt14.PUBLISHED[corpus]
+    monkeypatch.setitem(prepare_wmt14.PUBLISHED, corpus, (least + 1, exactly))
+    urls = toy_wmt14(tmp_path / "server")
+    with pytest.raises(ValueError) as error:
+        prepare(tmp_path / "out", urls, log=quiet)
+    says(error, archive, corpus, f"{least + 1:,}", "not the published", "delete")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["downloads"]
 
 
 def test_sgml_alignment_is_checked(tmp_path):
@@ -342,7 +376,7 @@ def test_sgml_alignment_is_checked(tmp_path):
     says(error, "segment 3", "('d2', '1')", "('d3', '1')")
 
 
-def test_missing_archive_member_lists_the_archive(tmp_path):
+def test_missing_archive_member_lists_the_archive(tmp_path, toy_sizes):
     urls = toy_wmt14(tmp_path / "server")
     _tgz(tmp_path / "server" / "dev.tgz", {"dev/newstest2012.en": "x\n"})
     with pytest.raises(ValueError) as error:

@@ -338,7 +338,7 @@ def test_average_refuses_to_write_a_training_checkpoint(tmp_path, capsys):
     assert snapshot(tmp_path) == before
 
 
-def test_prepare_wmt14_never_deletes_files_it_did_not_create(tmp_path):
+def test_prepare_wmt14_never_deletes_files_it_did_not_create(tmp_path, toy_sizes):
     urls = toy_wmt14(tmp_path / "server")
     out = tmp_path / "wmt14"
     (out / "extracted").mkdir(parents=True)

@@ -13,7 +13,7 @@ class DataError(ValueError):
 
 
 class DownloadError(DataError):
-    """A download that could not reach its server."""
+    """A download that could not be made: its server unreachable, or the file not there."""
 
 
 class CheckpointError(ValueError):

@@ -697,6 +697,9 @@ def download(url: str, path: Path, sha256: str | None = None):
     digest = hashlib.sha256()
     try:
         response = urllib.request.urlopen(url, timeout=60)
+    except urllib.error.HTTPError as e:          # the server answered: the file is not there
+        raise DownloadError(f"cannot download {url}: the server answered {e.code} ({e.reason}); "
+                            f"the file is not at that address (any more): check it") from None
     except (urllib.error.URLError, TimeoutError) as e:
         raise DownloadError(f"cannot download {url} ({getattr(e, 'reason', e)}): this needs a "
                             f"network connection to that server") from None

@@ -18,7 +18,10 @@ here: the manifest records what was downloaded, to compare machines or reruns). 
 in DIR/downloads, so a rerun reuses them. Text is copied as is (no tokenization, no cleaning):
 the only changes are SGML markup and entities removed from the test set. Every corpus is
 checked to have as many English as German lines, and the test set's English and German
-segments to carry the same document and segment ids, in order.
+segments to carry the same document and segment ids, in order. Since no checksum is published,
+the corpora's sizes are checked instead (about 4.5 million training pairs, 3,000 sentences in
+newstest2013, 3,003 in newstest2014), before any file is written: an archive that is not the
+published one is named, with the fix.
 """
 import argparse
 import html
@@ -32,7 +35,7 @@ from pathlib import Path
 from annotated.base.cli import command, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, download, read_lines, sha256_file
-from annotated.data.corpus import cache_folder, check_line_counts
+from annotated.data.corpus import cache_folder
 
 STATMT = "http://www.statmt.org/"
 URLS = {
@@ -52,6 +55,10 @@ DEV = ("dev.tgz", "newstest2013.{lang}")
 TEST = {"en": ("test-full.tgz", "newstest2014-deen-src.en.sgm"),
         "de": ("test-full.tgz", "newstest2014-deen-ref.de.sgm")}
 LANGS = ("en", "de")
+#: The published corpora's sentence pairs: (at least, exactly?). Training has about 4.5
+#: million (§5.1); the development and test sets have a fixed number of sentences.
+PUBLISHED = {"train": (4_000_000, False), "newstest2013": (3_000, True),
+             "newstest2014": (3_003, True)}
 
 
 def extract(archive: Path, names: list[str], folder: Path) -> dict[str, Path]:
@@ -74,8 +81,15 @@ def extract(archive: Path, names: list[str], folder: Path) -> dict[str, Path]:
                         f"next run downloads it again") from None
     missing = [n for n in names if n not in found]
     if missing:
-        raise DataError(f"{archive} has no {', '.join(missing)}; it holds: {', '.join(seen)}")
+        raise DataError(f"{archive} has no {', '.join(missing)}; it holds: {', '.join(seen)}; "
+                        f"{refetch(archive)}")
     return found
+
+
+def refetch(archive: Path) -> str:
+    """What to do about an archive that is not the published one."""
+    return (f"it is not the archive WMT 2014 published: delete {archive}, and the next run "
+            f"downloads it again")
 
 
 _DOC = re.compile(r'<doc\b[^>]*\bdocid="([^"]*)"', re.IGNORECASE)
@@ -110,13 +124,24 @@ def aligned_sgml(src_path, ref_path) -> tuple[list[str], list[str]]:
     return src, ref
 
 
-def concatenate(parts: list[tuple[Path, Path]], out_en: Path, out_de: Path) -> list[int]:
-    """Append each (English, German) file pair to out_en/out_de after checking that both have
-    the same number of lines; returns the pairs per part. Only "\\n" ends a line (read_lines)."""
-    counts = [check_line_counts(en, de) for en, de in parts]
-    for out, side in ((out_en, 0), (out_de, 1)):
-        write_lines(out, (line for part in parts for line in read_lines(part[side])))
+def aligned_counts(parts: list[tuple[Path, Path, Path]]) -> list[int]:
+    """The sentence pairs of each (archive, English file, German file) part, after checking that
+    both files have as many lines (only "\\n" ends a line: read_lines)."""
+    counts = []
+    for archive, en, de in parts:
+        n_en, n_de = (sum(1 for _ in read_lines(side)) for side in (en, de))
+        if n_en != n_de:
+            raise DataError(f"{archive}: its {en.name} has {n_en:,} lines but its {de.name} "
+                            f"has {n_de:,}, where a parallel corpus is line-aligned; "
+                            f"{refetch(archive)}")
+        counts.append(n_en)
     return counts
+
+
+def concatenate(parts: list[tuple[Path, Path, Path]], out_en: Path, out_de: Path) -> None:
+    """Append each (archive, English, German) part's files to out_en and out_de."""
+    for out, side in ((out_en, 1), (out_de, 2)):
+        write_lines(out, (line for part in parts for line in read_lines(part[side])))
 
 
 def write_lines(path, lines):
@@ -194,15 +219,32 @@ def _write_corpora(downloads: Path, work: Path, out: Path, manifest: dict, log) 
         log(f"extracting {', '.join(names)} from {archive}")
         files.update(extract(downloads / archive, names, work))
 
-    parts = [tuple(files[pattern.format(lang=lang)] for lang in LANGS)
-             for _, pattern in TRAIN.values()]
-    counts = concatenate(parts, out / "train.en", out / "train.de")
-    manifest["corpora"] = dict(zip(TRAIN, counts))
-    concatenate([tuple(files[DEV[1].format(lang=lang)] for lang in LANGS)],
-                out / "newstest2013.en", out / "newstest2013.de")
+    parts = [(downloads / archive, *(files[pattern.format(lang=lang)] for lang in LANGS))
+             for archive, pattern in TRAIN.values()]
+    dev = [(downloads / DEV[0], *(files[DEV[1].format(lang=lang)] for lang in LANGS))]
     en, de = aligned_sgml(files[TEST["en"][1]], files[TEST["de"][1]])
+    counts = aligned_counts(parts)            # every check before any file is written
+    published(sum(counts), "train", ", ".join(str(part[0]) for part in parts))
+    published(aligned_counts(dev)[0], "newstest2013", dev[0][0])
+    published(len(en), "newstest2014", downloads / TEST["en"][0])
+    concatenate(parts, out / "train.en", out / "train.de")
+    manifest["corpora"] = dict(zip(TRAIN, counts))
+    concatenate(dev, out / "newstest2013.en", out / "newstest2013.de")
     write_lines(out / "newstest2014.en", en)
     write_lines(out / "newstest2014.de", de)
+
+
+def published(pairs: int, corpus: str, archives) -> None:
+    """Refuse a corpus that is not the size WMT 2014 published (PUBLISHED): the archives it
+    came from are not the published ones, and a model trained or scored on it would report
+    numbers that mean nothing."""
+    least, exactly = PUBLISHED[corpus]
+    if pairs < least or (exactly and pairs != least):
+        size = f"{least:,}" if exactly else f"at least {least:,} (about 4.5 million, §5.1)"
+        raise DataError(f"{archives} hold {pairs:,} sentence pairs of {corpus}, where the "
+                        f"published WMT 2014 English-German has {size}; they are not the "
+                        f"published archives: delete them, and the next run downloads them "
+                        f"again")
 
 
 def parse_args(argv=None):
