@@ -39,7 +39,8 @@ from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoint_name, checkpoints, config_from, load
 from annotated.training.run_dir import read_metrics
 from experiments.commands import invocation, recorded, train, train_command
-from experiments.folders import ROOT, add_training_arguments, check_out_dir, check_run_folder
+from experiments.folders import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
+                                 committed_folder)
 from experiments.report import first_sentences, markdown_table
 from experiments.results_files import BLEU, COUNT, PERPLEXITY, Record
 from experiments.scoring import rounded, score
@@ -107,6 +108,7 @@ def main(argv=None):
                             f"train with --rows ROW ...")
         write_table(args, {name: as_recorded(r) for name, r in records.items()}, argv)
         return
+    check_one_budget(args, records, config.seed)
     sources, references, total = val_sentences(config, args.data_dir, args.limit)
     chosen = [job for job in jobs(config.seed, args.seeds) if job[1] in args.rows]
     plans = {name: plan_row(args, args.runs_dir / folder, changes, records.get(name),
@@ -219,10 +221,34 @@ def same_row(record: dict | None, overrides: list[str], steps: int, sentences: i
     if (record is None or record.get("sentences") != sentences
             or "lowercase_bleu" not in record):
         return False
+    return same_training(record, overrides, steps)
+
+
+def same_training(record: dict, overrides: list[str], steps: int) -> bool:
+    """Whether a recorded row trained these overrides (key=value) for `steps` steps."""
     words = shlex.split(record["command"])
     items = dict(w.partition("=")[::2] for w in words if "=" in w and not w.startswith("-"))
     return (items == dict(o.partition("=")[::2] for o in overrides)
             and steps_of(record) == steps)
+
+
+def check_one_budget(args, records: dict, seed: int) -> None:
+    """Refuse, before anything trains, rows for the committed table with another budget or
+    other settings than the rows it keeps: the table compares rows trained alike."""
+    if committed_folder(args.out_dir) is None:
+        return
+    for name, row, _, changes in jobs(seed, args.seeds):
+        record = records.get(name)
+        if record is None or row in args.rows:
+            continue
+        if not same_training(record, row_overrides(args.overrides, changes), args.steps):
+            raise DataError(f"--out-dir {args.out_dir}: the committed table keeps row {name!r}, "
+                            f"trained {steps_of(record):,} steps with the settings its command "
+                            f"records; --steps {args.steps:,}"
+                            f"{' with ' + ' '.join(args.overrides) if args.overrides else ''} "
+                            f"would train --rows {' '.join(args.rows)} otherwise, and the table "
+                            f"compares rows trained alike: give the same --steps and settings, "
+                            f"or write elsewhere (--out-dir runs/table3)")
 
 
 # The files a training run writes into its folder, and the record this script adds to the

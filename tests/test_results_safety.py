@@ -767,3 +767,15 @@ def test_a_run_on_the_shipped_sample_never_fills_the_committed_results(tiny_run,
                   tmp_path / "results", capsys=capsys)
     says(err, "dataset=multi30k_sample", str(tmp_path / "results"), "scratch folder")
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("argv", [["--steps", "2"], ["max_extra=2"]])
+def test_rows_trained_otherwise_never_join_the_committed_table3(argv, capsys):
+    """One row of another budget or settings would sit among rows trained alike."""
+    before = {p.name: p.read_bytes() for p in RESULTS.iterdir()}
+    with pytest.raises(SystemExit) as exit_:
+        table3_small.main(["--rows", "A1", "--out-dir", str(RESULTS), *argv])
+    says(capsys.readouterr().err.strip(), "--out-dir", "'base'", "2,000 steps", "A1",
+         "trained alike", "write elsewhere")
+    assert exit_.value.code == 1
+    assert {p.name: p.read_bytes() for p in RESULTS.iterdir()} == before
