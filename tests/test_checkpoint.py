@@ -94,6 +94,20 @@ def test_corrupt_file_is_a_clear_error(tmp_path, damage):
          else "another checkpoint")
 
 
+@pytest.mark.parametrize("content, names", [(b"# notes\n", ["holds text", "give a checkpoint"]),
+                                             (b"PK\x03\x04" + b"\0" * 64,
+                                              ["corrupt or truncated", "another checkpoint"])])
+def test_reading_the_header_of_a_file_that_is_no_checkpoint_is_one_error(tmp_path, content,
+                                                                         names):
+    """The scripts that read only a checkpoint's config (experiments.scoring) get one line."""
+    from annotated.store.checkpoint_file import header
+    path = tmp_path / "notes.pt"
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError) as error:
+        header(path)
+    says(error, str(path), *names)
+
+
 def test_other_format_version_is_a_clear_error(tmp_path):
     path = tmp_path / "c.pt"
     save_tiny(path)

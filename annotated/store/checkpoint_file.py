@@ -140,8 +140,19 @@ def new_run_id() -> str:
 
 def header(path: Path) -> dict:
     """A checkpoint's dict, memory-mapped: its run id, step and config without reading the
-    weights."""
-    return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    weights. A file torch cannot read is one CheckpointError saying what it holds."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except OSError:
+        raise
+    except Exception as e:               # torch raises whatever its reader met
+        if found := not_a_checkpoint(Path(path)):
+            raise CheckpointError(f"{path} is not a checkpoint: it {found}, not the zip "
+                                  f"archive torch.save writes; give a checkpoint that "
+                                  f"annotated.train or annotated.checkpoint wrote") from None
+        detail = str(e).split(". ")[0][:160]
+        raise CheckpointError(f"checkpoint {path} is corrupt or truncated (torch cannot read "
+                              f"it: {detail or type(e).__name__}); {DAMAGED}") from None
 
 
 def run_id_of(path: Path) -> str | None:
