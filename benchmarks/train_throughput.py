@@ -51,7 +51,8 @@ from benchmarks.common import add_timing_arguments, interleaved_times, set_threa
 ROOT = Path(__file__).resolve().parent.parent
 # One case's step, in the copy of the project on PYTHONPATH: one timed step per line of stdin.
 WORKER = """
-import sys, time, torch
+import signal, sys, time, torch
+signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's: it ends the steps
 try:                         # the copy's own module (annotated.training.machine) ...
     from annotated.training.machine import keep_freed_memory
 except ImportError:          # ... or, in a copy from before its rename, training.cpu_memory
@@ -139,9 +140,12 @@ class Worker:
 
     def step(self) -> tuple[float, float]:
         """Seconds of one step: on the clock, and of the process's CPU time."""
-        self.process.stdin.write("step\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
+        try:
+            self.process.stdin.write("step\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        except BrokenPipeError:                  # it ended before this step
+            line = ""
         if not line:
             raise DataError(f"the step's process for {self.root} ended (exit code "
                             f"{self.process.wait()}); its error is above")
@@ -149,7 +153,10 @@ class Worker:
         return float(wall), float(cpu)
 
     def close(self):
-        self.process.stdin.close()
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:                  # it has ended already
+            pass
         self.process.wait()
 
 

@@ -226,6 +226,18 @@ def test_the_throughput_comparison_steps_two_copies_in_turn(capfd):
     assert line.count("ms/step") == 2 and "in CPU time" in line
 
 
+def test_a_copy_whose_benchmark_fails_is_named_and_the_comparison_stops(tmp_path, capsys):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "train_throughput.py").write_text('raise SystemExit("broken")\n')
+    with pytest.raises(SystemExit) as exit_:
+        train_throughput.main(["--against", str(tmp_path), "--only", "tiny_v6k", "--repeats",
+                               "1", "--threads", "1"])
+    assert exit_.value.code == 1
+    says(capsys.readouterr().err.strip().splitlines()[-1], str(tmp_path), "ended",
+         "its error is above")
+
+
 @pytest.mark.parametrize("out", [None, RESULTS])
 def test_the_device_script_on_a_cpu_never_writes_into_results(out, capsys):
     before = {p.name: p.read_bytes() for p in RESULTS.iterdir()}
