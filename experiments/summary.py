@@ -207,14 +207,20 @@ def main(argv=None):
         require_stdout("the tables (or give --write)")
         print("\n\n".join(render() for render in TABLES.values()))
         return
-    readme = "\n".join(read_lines(README)) + "\n"
+    readme = "\n".join(read_lines(README)) + "\n"        # its lines, whatever ends them
+    raw = README.read_bytes()
+    crlf = raw.count(b"\r\n") == raw.count(b"\n") > 0      # Windows line ends: kept
     for name in TABLES:
         readme_table(readme, name)                  # every marker there, before any table
+    was = readme
     for name, render in TABLES.items():
         begin, end = MARKERS[name]
         before, rest = readme.split(begin, 1)
         readme = f"{before}{begin}\n{render()}\n{end}{rest.split(end, 1)[1]}"
-    write_files({README: readme})
+    if readme == was:
+        print(f"{README}: the tables are already those of the results files")
+        return
+    write_files({README: readme.replace("\n", "\r\n") if crlf else readme})
     print(f"wrote the tables into {README}")
 
 

@@ -115,6 +115,18 @@ def scratch_summary(tmp_path, monkeypatch):
     return tmp_path
 
 
+def test_the_summary_keeps_a_readme_s_line_ends_and_leaves_one_up_to_date_alone(
+        scratch_summary, capsys):
+    readme = scratch_summary / "README.md"
+    text = readme.read_text()
+    summary.main(["--write"])
+    assert "already" in capsys.readouterr().out and readme.read_text() == text
+    stale = text.replace("| base |", "| base (old) |", 1).replace("\n", "\r\n")
+    readme.write_bytes(stale.encode())
+    summary.main(["--write"])
+    assert readme.read_bytes() == text.replace("\n", "\r\n").encode()
+
+
 def refused_summary(folder, capsys) -> str:
     """`experiments.summary --write` that must stop with one error line and leave README.md
     and the folder as they were; the line."""
