@@ -53,9 +53,17 @@ def test_a_side_with_no_sentences_is_refused_before_any_training(tmp_path, targe
     (tmp_path / "a.en").write_text("A dog runs.\nTwo men talk.\nA girl sings.\nIt rains.\n"
                                    "A cat sleeps.\n")
     (tmp_path / "a.zh").write_text(target)
+    (tmp_path / "valid.en").write_text("A dog runs.\n")
+    (tmp_path / "valid.zh").write_text("。\n")                 # one line: no check for a split
+    (tmp_path / "test.en").write_text("A dog runs.\n")
+    (tmp_path / "test.zh").write_text("一只狗在跑。\n")
+    (tmp_path / "train.en").write_bytes((tmp_path / "a.en").read_bytes())
+    (tmp_path / "train.zh").write_bytes((tmp_path / "a.zh").read_bytes())
+    config = get("sample").override(dataset="files", source_lang="en", target_lang="zh")
     with pytest.raises(data.DataError) as error:
-        read_parallel(tmp_path / "a.en", tmp_path / "a.zh")
-    says(error, "a.zh", *names, "check the file")
+        load_corpus(config, data_dir=tmp_path, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "train.zh", *names, "check the file")
+    assert not (tmp_path / "cache").exists()                   # no tokenizer was trained
 
 
 def test_copy_corpus_is_seeded_and_repeats_its_input():

@@ -125,14 +125,12 @@ def read_parallel(src_path, tgt_path):
     if not any(s and t for s, t in pairs):
         raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
                         f"all blank on one side or both); check the files")
-    for path, side in ((src_path, [s for s, _ in pairs]), (tgt_path, [t for _, t in pairs])):
-        check_side(path, [line for line in side if line])
     return pairs, {"read": len(pairs)}
 
 
 def check_side(path, lines: list[str]) -> None:
-    """Refuse one side of a corpus that holds no sentences: every line the same, or not one
-    letter in any line (only punctuation, digits or symbols)."""
+    """Refuse one side of a training corpus that holds no sentences to learn from: every line
+    the same, or not one letter in any line (only punctuation, digits or symbols)."""
     if len(lines) > 1 and len(set(lines)) == 1:
         raise DataError(f"{path}: all {len(lines):,} lines with text are the same, "
                         f"{short(lines[0])!r}: a corpus pairs each sentence with its own "
@@ -223,6 +221,8 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     text, stats = {}, {}                          # ... and so does an empty one
     for split, (src_path, tgt_path) in files.items():
         text[split], stats[split] = read_parallel(src_path, tgt_path)
+    for side, path in enumerate(files["train"]):      # before a tokenizer is trained on it
+        check_side(path, [pair[side] for pair in text["train"] if pair[side]])
     note_overlap(text, files, log)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,
