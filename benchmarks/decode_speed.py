@@ -15,7 +15,7 @@ length set to the input's (--max-extra 0): every output then has exactly as many
 its source, EOS included, the length of a real translation. (The search then never
 terminates early, so both modes do exactly the same steps.)
 
-    python -m benchmarks.decode_speed [--data-dir /work/shared/data] [--sentences 50]
+    python -m benchmarks.decode_speed [--data-dir DIR] [--sentences 50]
         [--threads 2] [--repeats 1] [--checkpoint CKPT]
 """
 import argparse
@@ -29,7 +29,7 @@ from torch import nn
 from annotated.base.cli import command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines
-from annotated.base.settings import at_least
+from annotated.base.settings import at_least, between
 from annotated.configs import option
 from annotated.data.corpus import DATA_ENV, _find
 from annotated.data.tokenizer import EOS, PAD, train_bpe
@@ -60,11 +60,18 @@ def random_model_and_tokenizer(folder, vocab, work_dir):
     return model, tokenizer
 
 
+#: The largest batch decoded: beam 4 keeps four copies of each sentence's states, and all of
+#: newstest2014 in one batch runs a machine of a few tens of GB out of memory.
+MOST = 500
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.decode_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=path, help=f"folder holding wmt14/ (or env {DATA_ENV})")
-    parser.add_argument("--sentences", type=number(at_least(1)), default=50)
+    parser.add_argument("--sentences", type=number(between(1, MOST, "sentences")), default=50,
+                        help=f"sentences decoded as one batch (default 50, at most {MOST}: "
+                             f"beam 4 keeps each one's states four times over)")
     add_timing_arguments(parser, repeats=1)
     parser.add_argument("--checkpoint", help="a trained checkpoint instead of a random model")
     parser.add_argument("--vocab", type=number(at_least(16_000)), default=37_000,

@@ -362,3 +362,10 @@ def test_decode_speed_refuses_a_checkpoint_that_cannot_read_its_english(tmp_path
                            "--threads", "1"])
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert "copy task" in line and "ckpt_0000001.pt" in line and "English" in line
+
+
+def test_a_batch_too_large_to_decode_is_refused_before_any_work(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        decode_speed.main(["--sentences", "99999999"])
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.strip().splitlines()[-1], "--sentences", "500", "99999999")
