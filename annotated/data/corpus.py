@@ -38,6 +38,7 @@ import numpy as np
 from annotated.base.errors import DataError, DownloadError
 from annotated.base.files import (check_aligned, download, expand, read_lines, resolved,
                                   text_sha256)
+from annotated.base.settings import shown
 from annotated.data.datasets import DATASETS
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
@@ -133,16 +134,12 @@ def check_side(path, lines: list[str]) -> None:
     the same, or not one letter in any line (only punctuation, digits or symbols)."""
     if len(lines) > 1 and len(set(lines)) == 1:
         raise DataError(f"{path}: all {len(lines):,} lines with text are the same, "
-                        f"{short(lines[0])!r}: a corpus pairs each sentence with its own "
+                        f"{shown(lines[0])}: a corpus pairs each sentence with its own "
                         f"translation; check the file")
     if not any(c.isalpha() for line in lines for c in line):
         raise DataError(f"{path}: not one line holds a letter (only punctuation, digits or "
-                        f"symbols, e.g. {short(lines[0])!r}): no sentences to learn from; check "
+                        f"symbols, e.g. {shown(lines[0])}): no sentences to learn from; check "
                         f"the file")
-
-
-def short(line: str, n: int = 40) -> str:
-    return line if len(line) <= n else line[:n] + "..."
 
 
 def check_line_counts(src_path, tgt_path) -> int:
