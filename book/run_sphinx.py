@@ -2,7 +2,12 @@
 own error and returns a failed build: Ctrl-C would then end the command as a failed build,
 not as an interrupted one. While it runs, Ctrl-C (and SIGTERM and SIGHUP, where they raise,
 see annotated.base.signals.stops_unwind) raise CtrlC instead, which it lets through; once it
-has returned, the signal is delivered again, to the handler it had."""
+has returned, the signal is delivered again, to the handler it had.
+
+Some of Sphinx catches every exception (autodoc, while it imports a module, reports one as a
+warning and goes on). So after a stop its logging is silenced, and CtrlC is raised again every
+tenth of a second (SIGALRM) until Sphinx has let one through."""
+import logging
 import signal
 import threading
 
@@ -24,8 +29,12 @@ def run_sphinx(args: list[str]) -> int | None:
     arrived = []
 
     def on_stop(signum, frame):
-        arrived.append(signum)
+        if signum != signal.SIGALRM:
+            arrived.append(signum)
+        logging.disable(logging.CRITICAL)              # a stop is not Sphinx's warning
+        signal.setitimer(signal.ITIMER_REAL, 0.1)      # again, should Sphinx swallow this one
         raise CtrlC
+    alarm = signal.signal(signal.SIGALRM, on_stop)
     for s in kept:
         signal.signal(s, on_stop)
     code = None
@@ -34,6 +43,14 @@ def run_sphinx(args: list[str]) -> int | None:
     except CtrlC:
         pass
     finally:
+        while True:                          # an alarm may land here too: stop it, then leave
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                break
+            except CtrlC:
+                pass
+        signal.signal(signal.SIGALRM, alarm)
+        logging.disable(logging.NOTSET)
         for s, handler in kept.items():
             signal.signal(s, handler)
     for signum in arrived[:1]:               # caught by Sphinx, or by us: a stop all the same
