@@ -131,10 +131,14 @@ def main(argv=None):
     print(f"wrote {args.out_dir / f'{stem}.md'}")
 
 
+def on_multi30k(result: dict) -> bool:
+    """Whether the run was trained and scored on Multi30k itself (not the shipped sample)."""
+    return result["config"].get("dataset", "multi30k") == "multi30k"
+
+
 def test_name(result: dict) -> str:
     """What the run's test split is: Multi30k's test2016, or the shipped sample's test split."""
-    dataset = result["config"].get("dataset", "multi30k")
-    return "test2016" if dataset == "multi30k" else f"the test split of {dataset}"
+    return "test2016" if on_multi30k(result) else f"the test split of {result['config']['dataset']}"
 
 
 def check_fresh_run(run: Path, preset: str, overrides: list[str], data_dir):
@@ -201,7 +205,7 @@ def attention_file(checkpoint: Path, examples: list[dict]) -> bytes:
 def published_section(result: dict, ours: dict) -> list[str]:
     """Our first decoding beside the published numbers for this language pair, if any."""
     theirs = published().get((result["config"]["source_lang"], result["config"]["target_lang"]))
-    if not theirs:
+    if not theirs or not on_multi30k(result):          # their test2016 is not another corpus
         return []
     rows = [[system, bleu, metric, f"{tokens:,}"] for system, bleu, metric, tokens in theirs]
     ref_tokens = ours.get("lowercase_ref_tokens")
@@ -223,7 +227,8 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
     """multi30k.md from multi30k.json's contents; `command_line` is the invocation that wrote
     it and `sentences` the number of test sentences scored."""
     paper_setting = next(iter(result["test2016"].values()))
-    lines = [f"# Multi30k {pair_name(result['config'])}: trained and scored on this machine", "",
+    corpus = "Multi30k" if on_multi30k(result) else f"dataset={result['config']['dataset']}"
+    lines = [f"# {corpus} {pair_name(result['config'])}: trained and scored on this machine", "",
              f"Written by `{command_line}` (do not edit by hand).", ""]
     trained = [m for m in result["metrics"] if m["split"] == "train"]
     if "train" in result:
@@ -255,8 +260,8 @@ def render_markdown(result: dict, command_line: str, sentences: int) -> str:
           v["sentences_per_s"]] for k, v in result["test2016"].items()])
     lines += ["", f"Reference mean length: {result['reference_mean_words']:.2f} words.", ""]
     lines += published_section(result, paper_setting)
-    full = test_name(result) == "test2016"
-    lines += [f"## Validation ({'val, 1,014 sentences' if full else 'the val split'})", ""]
+    lines += [f"## Validation ({'val, 1,014 sentences' if on_multi30k(result) else 'the val split'})",
+              ""]
     lines += markdown_table(["checkpoint", "smoothed loss", "perplexity", "token accuracy"],
                             [[k, v["loss"], v["ppl"], v["accuracy"]]
                              for k, v in result["valid"].items()])

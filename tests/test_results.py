@@ -77,7 +77,9 @@ def test_multi30k_script_trains_scores_rescores_and_ships(tmp_path):
     assert all(s["signature"].startswith("nrefs:1|case:mixed") for s in first["test2016"].values())
     assert set(first["valid"]) == {"averaged", "last"}
     assert all(s["lowercase_ref_tokens"] > 0 for s in first["test2016"].values())
-    assert "reference tokens |" in (out / "multi30k.md").read_text()     # beside 41.02's 12,103
+    assert "reference tokens |" not in (out / "multi30k.md").read_text()  # not test2016: alone
+    on_multi30k = {**first, "config": {**first["config"], "dataset": "multi30k"}}
+    assert "reference tokens |" in multi30k.render_markdown(on_multi30k, "cmd", 3)  # 41.02's 12,103
     assert (out / "multi30k_attention.npz").is_file() and (run_dir / "average.pt").is_file()
 
     run(multi30k, "--skip-train", *common)             # scored again, not retrained
@@ -216,7 +218,8 @@ def test_a_lowercased_run_writes_its_own_files_and_says_what_its_cased_score_mea
     assert result["examples"][0]["reference"].startswith("Ein Mann")     # scored as written
     md = (out / "multi30k_lowercase.md").read_text()
     assert "Trained on lowercased text (`lowercase=true`" in md
-    assert "(multi30k, trained on lowercased text)" in md
+    as_multi30k = {**result, "config": {**result["config"], "dataset": "multi30k"}}
+    assert "(multi30k, trained on lowercased text)" in multi30k.render_markdown(as_multi30k, "c", 3)
 
 
 def test_paired_comparison_on_val_and_test_and_only_on_the_same_sentences(tmp_path, capsys):

@@ -333,6 +333,7 @@ def test_a_damaged_train_json_is_one_line_before_the_run_is_scored(text, names, 
 
 @pytest.mark.slow
 def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, tmp_path):
+    """The results name the checkpoints averaged, the sentences scored and the corpus trained on."""
     shutil.copytree(tiny_run, tmp_path / "run")
     found = len(checkpoints(tmp_path / "run"))
     run(multi30k, "--skip-train", "--average", 50, "--run-dir", tmp_path / "run", "--out-dir",
@@ -342,6 +343,8 @@ def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, 
     assert len(result["average"]["checkpoints"]) == found
     assert f"average of {found}" in next(iter(result["test2016"])) and "of 50" not in md
     assert "## the test split of multi30k_sample (the first 3 of the 300 sentences)" in md
+    assert md.startswith("# dataset=multi30k_sample English->German")     # not "Multi30k"
+    assert "published" not in md                  # nor beside the literature's test2016 scores
 
 
 # --- experiments.table3_small: its own folders only, its rows' own budget ----------------------------
