@@ -214,6 +214,14 @@ def steps_of(record: dict) -> int | None:
         return None
 
 
+def corpus_of(record: dict) -> str:
+    """The corpus a recorded row trained and was scored on: Multi30k, unless its command
+    overrides the dataset (the tests' rows train on the shipped sample)."""
+    words = [w for w in shlex.split(record["command"]) if w.startswith("dataset=")]
+    dataset = words[-1].partition("=")[2] if words else "multi30k"
+    return "Multi30k" if dataset == "multi30k" else f"dataset={dataset}"
+
+
 def same_row(record: dict | None, overrides: list[str], steps: int, sentences: int) -> bool:
     """Whether a row recorded by an earlier invocation trained these overrides for `steps`
     steps and was scored on `sentences` val sentences with both metrics (flags may have been
@@ -360,11 +368,12 @@ def render_markdown(results: dict, command_line: str) -> str:
     steps, row_steps = shared(results, steps_of)
     scored, row_scored = shared(results, lambda r: r.get("limited", f"{r['sentences']:,} "
                                                                    "sentences"))
-    lines = ["# Table 3, small scale, on Multi30k", "",
+    corpus = " and ".join(dict.fromkeys(corpus_of(r) for r in results.values()))
+    lines = [f"# Table 3, small scale, on {corpus}", "",
              f"Written by `{command_line}` (do not edit by hand). Every run: the `multi30k` "
              "preset with " + ", ".join(f"{k}={v}" for k, v in SMALL.items())
              + (f", {steps} steps" if row_steps is None else ", the steps of its row (column "
-                "steps)") + ", then the row's change. Scored on Multi30k val "
+                "steps)") + f", then the row's change. Scored on {corpus} val "
              f"({scored if row_scored is None else 'the sentences of its row'}, beam 4, alpha "
              "0.6) with sacreBLEU on the detokenized output, cased and lowercased (-lc, the "
              "Multi30k literature's metric); perplexity per BPE token; minutes of training as "
