@@ -31,6 +31,7 @@ run folder), which uses both. Above the commands stands the teaching layer, `not
 chapters' helpers and figures), which nothing else imports; `pretrained` holds a trained
 Multi30k English->German model that ships with the project.
 """
+import atexit
 import contextlib
 import sys
 
@@ -41,6 +42,10 @@ from annotated.base.signals import command_starting
 with command_starting() if sys.argv[:1] == ["-m"] else contextlib.nullcontext():
     from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
     from annotated.model import EncoderDecoder, ModelConfig, count_parameters, make_model
+
+from annotated.base.cli import not_a_command  # noqa: E402
+
+atexit.register(not_a_command)           # `python -m experiments.scoring` says it is no command
 
 __all__ = ["configs", "make_model", "EncoderDecoder", "ModelConfig", "count_parameters",
            "batch_masks", "padding_mask", "subsequent_mask", "target_mask"]

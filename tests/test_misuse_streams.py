@@ -579,3 +579,29 @@ def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
     (tmp_path / "ref.de").write_text("Ein Hund.\nEine Katze.\nEin Mann.\n")
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
     says(capsys.readouterr().err.splitlines()[0], "hyp.de", "every line", "empty")
+
+
+@pytest.mark.parametrize("module", ["experiments.scoring", "annotated.loss", "benchmarks.common"])
+def test_a_module_that_is_not_a_command_says_so_when_run_as_one(module, tmp_path):
+    """`python -m experiments.scoring` (a module the commands import) used to end silently,
+    as if it had done something: it names itself, says it is no command and where the
+    commands are listed, with exit code 2."""
+    done = shell(f"python -m {module} --help", tmp_path)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and done.stdout == b"" and len(err.splitlines()) == 1, err
+    says(err, module, "not a command", "docs/commands.md")
+
+
+def test_every_module_that_runs_as_a_command_defines_main():
+    """The check above takes a module with no main for a library: every module of the project
+    that runs something when run as a program defines main."""
+    import ast
+    for package in ("annotated", "experiments", "benchmarks", "book"):
+        for source in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(source.read_text())
+            runs = any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+                       for node in tree.body)
+            defines = any(isinstance(node, ast.FunctionDef) and node.name == "main"
+                          for node in tree.body)
+            assert defines or not runs or source.name == "__main__.py" and "import main" in \
+                source.read_text(), source

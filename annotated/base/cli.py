@@ -14,6 +14,9 @@
   own status (143, 129); a reader that stops reading the output early (`| head -1`) ends the
   command quietly (exit code 141, as a pipe's writer killed by SIGPIPE). Anything else is a
   bug and keeps its traceback.
+
+A module of the project that is not a command (`python -m experiments.scoring`, a library the
+commands import) says so when it is run as one (`not_a_command`), instead of ending silently.
 """
 import argparse
 import errno
@@ -92,6 +95,25 @@ def command(main):
             _fail("out of memory: " + first_line(e) + "; lower "
                   "max_tokens (or use accum_steps) or the model's size (d_model, d_ff, N)")
     return run
+
+
+PACKAGES = ("annotated", "experiments", "benchmarks", "book")
+
+
+def not_a_command() -> None:
+    """At exit (annotated/__init__.py registers it): if Python ran one of the project's modules
+    as its program (`python -m NAME`) and it was no command, with no main, it did nothing; say
+    so, with exit code 2. (When Python could not run NAME at all, it has said why.)"""
+    program = sys.modules.get("__main__")
+    spec = getattr(program, "__spec__", None)
+    if spec is None or spec.name.split(".")[0] not in PACKAGES or hasattr(program, "main"):
+        return
+    name = spec.name.removesuffix(".__main__")
+    say_error(f"error: {name} is not a command: it is a module that the commands import, and "
+              f"running it does nothing. The commands (python -m annotated.train, "
+              f"experiments.multi30k, book build, ...) are listed in docs/commands.md")
+    sys.stdout and sys.stdout.flush()
+    os._exit(2)                                # an exit handler cannot change the status else
 
 
 def _fill_closed_streams():
