@@ -22,8 +22,8 @@ from annotated.base.cli import command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
 from annotated.data.tokenizer import is_language
-from annotated.inference.bleu import (describe_paired, guess_language, paired_bootstrap, report,
-                                     tokenizer_for)
+from annotated.inference.bleu import (describe_paired, guess_language, guess_spaced_language,
+                                     paired_bootstrap, report, tokenizer_for)
 
 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
@@ -83,7 +83,8 @@ def main(argv=None):
 
 def note_mismatch(hyps: list[str], refs: list[str], args) -> None:
     """Notes on stderr for references that cannot be matched: empty lines among them, and
-    translations in another script than theirs (the wrong file, or the wrong direction)."""
+    translations in another script or language than theirs (the wrong file, or the wrong
+    direction)."""
     empty = [i for i, ref in enumerate(refs, 1) if not ref.strip()]
     if empty and len(empty) < len(refs):
         say_error(f"note: {args.ref}, line {empty[0]} ({len(empty):,} such line(s) in all): an "
@@ -95,6 +96,13 @@ def note_mismatch(hyps: list[str], refs: list[str], args) -> None:
         say_error(f"note: the translations ({args.hyp}) are in {named[0]}, the references "
                   f"({args.ref}) in {named[1]}: BLEU compares one language with itself; check "
                   f"that --hyp and --ref are the translations and their references")
+        return
+    spaced = [guess_spaced_language(lines) for lines in (hyps, refs)]
+    if None not in spaced and spaced[0] != spaced[1]:
+        say_error(f"note: the translations ({args.hyp}) read as {spaced[0]}, the references "
+                  f"({args.ref}) as {spaced[1]} (from their commonest words): BLEU compares one "
+                  f"language with itself; check that --ref holds references in the language "
+                  f"translated into")
 
 
 def aligned(path, refs, ref_path) -> list[str]:

@@ -574,6 +574,23 @@ def test_evaluate_notes_empty_references_and_translations_in_another_script(tmp_
     assert "script" not in capsys.readouterr().err          # the same script: no such note
 
 
+def test_evaluate_notes_references_in_another_language_of_the_same_script(tmp_path, capsys):
+    """German translations scored against the French references (both written with spaces,
+    so the script check cannot tell): a note names both files and the languages they read as;
+    German against German has none."""
+    import gzip
+    sample = ROOT / "annotated" / "data" / "sample" / "multi30k"
+    texts = {lang: gzip.open(sample / f"test_2016_flickr_sample.{lang}.gz", "rt").read()
+             .splitlines()[:50] for lang in ("de", "fr")}
+    for lang, lines in texts.items():
+        (tmp_path / f"ref.{lang}").write_text("\n".join(lines) + "\n")
+    (tmp_path / "hyp.de").write_text("\n".join(texts["de"][::-1]) + "\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.fr")])
+    says(capsys.readouterr().err, "hyp.de", "de", "ref.fr", "fr", "--ref")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    assert "note" not in capsys.readouterr().err
+
+
 def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
     (tmp_path / "hyp.de").write_text("\n\n\n")
     (tmp_path / "ref.de").write_text("Ein Hund.\nEine Katze.\nEin Mann.\n")
