@@ -18,7 +18,7 @@ from annotated.training.step import make_engine
 def test_drawn_dropout_drops_p_drop_of_the_elements_each_independently(P_drop):
     torch.manual_seed(0)
     n = 3_000_001                                 # not a multiple of 4: the last draw part used
-    dropped = ~kept(torch.Size([n]), P_drop)
+    dropped = kept(torch.Size([n]), P_drop) == 0
     sd = (P_drop * (1 - P_drop) / n) ** 0.5
     assert abs(dropped.double().mean().item() - P_drop) < 5 * sd
     # neighbours share a 64-bit draw (positions 4i to 4i+3) or not: either way independent
@@ -61,6 +61,11 @@ def test_drawn_dropout_is_the_identity_in_eval_mode_and_follows_the_seed():
 def test_drawn_dropout_keeps_the_dtype_under_bf16():
     x = torch.randn(5, 8, dtype=torch.bfloat16)
     assert DrawnDropout(0.1).train()(x).dtype == torch.bfloat16
+    torch.manual_seed(4)
+    y = DrawnDropout(0.1).train()(x)
+    torch.manual_seed(4)
+    scaled = kept(x.shape, 0.1)                         # 1 / 0.9 in float32, rounded to bf16 once
+    assert torch.equal(y, (x.float() * scaled).to(torch.bfloat16))
 
 
 def test_training_on_a_cpu_draws_its_dropout_four_elements_at_a_time():

@@ -9,7 +9,9 @@ bits per four elements instead and reads them as four 16-bit integers u, uniform
     u < round(P_drop * 65536)              (P_drop = 0.1: 6554 / 65536 = 0.100006)
 
 so the drop probability is P_drop to within 1 / 131072, and everything else is nn.Dropout's:
-the same scaling, the gradient masked and scaled alike, nothing dropped in eval mode. The bits
+the same scaling, the gradient masked and scaled alike, nothing dropped in eval mode. The
+comparison is written straight into a float mask that already holds the scaling, so that the
+forward and the backward pass are one multiplication each. The bits
 come from torch's CPU generator, so seeds and --resume (training.rng) govern them as before.
 
 `use_drawn_dropout(model)` puts it in place of every nn.Dropout of a model (they hold no
@@ -24,28 +26,33 @@ from torch import nn
 FROM, TO = -2 ** 63, 2 ** 63 - 1
 
 
-def kept(shape: torch.Size, P_drop: float) -> torch.Tensor:
-    """A bool tensor of `shape`: True where an element is kept, with probability 1 - P_drop."""
+def kept(shape: torch.Size, P_drop: float, dtype=torch.float32) -> torch.Tensor:
+    """A tensor of `shape` and `dtype`: 1 / (1 - P_drop) where an element is kept, with
+    probability 1 - P_drop, and 0 where it is dropped: the mask and nn.Dropout's scaling in
+    one, so that applying it is one multiplication."""
     n = shape.numel()
     draws = torch.empty((n + 3) // 4, dtype=torch.int64).random_(FROM, TO)   # (n/4,) draws
     lanes = draws.view(torch.int16)[:n]                      # (n,): u - 2^15, 16 bits each
-    return (lanes >= round(P_drop * 65536) - 32768).view(shape)     # u >= round(P_drop 2^16)
+    mask = torch.empty(n, dtype=dtype)                       # the comparison written as 1.0
+    torch.ge(lanes, round(P_drop * 65536) - 32768, out=mask)   # or 0.0: u >= round(P_drop 2^16)
+    return mask.mul_(1.0 / (1.0 - P_drop)).view(shape)
 
 
 class _Dropped(torch.autograd.Function):
-    """x * mask / (1 - P_drop), and the incoming gradient masked and scaled the same way."""
+    """x times the scaled mask, and the incoming gradient times the same mask. The mask is in
+    float32 at least, so that under autocast a bf16 x is scaled in float32 and rounded once, as
+    nn.Dropout does it."""
 
     @staticmethod
     def forward(ctx, x, P_drop):
-        mask, scale = kept(x.shape, P_drop), 1.0 / (1.0 - P_drop)
+        mask = kept(x.shape, P_drop, torch.promote_types(x.dtype, torch.float32))
         ctx.save_for_backward(mask)
-        ctx.scale = scale
-        return (x * mask).mul_(scale)
+        return (x * mask).to(x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         mask, = ctx.saved_tensors
-        return (grad * mask).mul_(ctx.scale), None
+        return (grad * mask).to(grad.dtype), None
 
 
 class DrawnDropout(nn.Module):

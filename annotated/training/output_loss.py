@@ -118,7 +118,9 @@ class _ProjectedLoss(torch.autograd.Function):
         if grad:
             full = torch.zeros(hidden.shape, dtype=hidden.dtype, device=h.device)
             full.view(-1, hidden.size(-1)).index_copy_(0, kept, d_h)
-            ctx.save_for_backward(full, d_wt.T, d_b)
+            # dW laid out as W is: the embeddings' gradients (the same matrix, §3.4) are added
+            # to it, and adding to a transposed one reads it across the grain
+            ctx.save_for_backward(full, d_wt.T.contiguous(), d_b)
         return loss, nll, correct, tokens
 
     @staticmethod
