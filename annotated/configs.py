@@ -189,9 +189,14 @@ def merged(*groups: list[str]) -> list[str]:
     return [f"{key}={value}" for key, value in values.items()]
 
 
+COPY_ONLY = ("copy_len", "copy_examples")               # read by the copy task alone
+TEXT_ONLY = ("source_lang", "target_lang", "lowercase")  # read by text corpora alone
+
+
 def apply_overrides(config: Config, items: list[str]) -> Config:
     """Config with `key=value` items applied, each parsed by its field's type; an unknown key
-    is an error listing the valid ones, and the result is validated like every Config."""
+    is an error listing the valid ones, and so is a key that the config's dataset does not read
+    (copy_len on a text corpus); the result is validated like every Config."""
     raw = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -203,7 +208,15 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
             raise ConfigError(f"{key} is given twice ({key}={raw[key]} and {item}); give it once")
         raw[key] = text
     config.override(**{k: None for k in raw if k not in FIELDS})    # raises for unknown keys
-    return config.override(**{k: parse_value(k, v) for k, v in raw.items()})
+    result = config.override(**{k: parse_value(k, v) for k, v in raw.items()})
+    copy = result.dataset == "copy"
+    unused = [k for k in raw if k in (TEXT_ONLY if copy else COPY_ONLY)]
+    if unused:
+        raise ConfigError(f"{', '.join(unused)}: no effect with dataset={result.dataset} (they "
+                          f"are for {'text corpora' if copy else 'the copy task, dataset=copy'}); "
+                          f"leave {'it' if len(unused) == 1 else 'them'} out")
+    return result
+
 
 
 class Paper(NamedTuple):

@@ -42,9 +42,10 @@ def test_unknown_config_key_lists_the_valid_ones():
 
 def test_overrides_are_parsed_by_field_type():
     config = configs.apply_overrides(configs.get("copy"), [
-        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "d_k=none", "lowercase=yes"])
+        "P_drop=0.3", "N=3", "compile=true", "amp=bf16", "d_k=none"])
     assert (config.P_drop, config.N, config.compile, config.amp) == (0.3, 3, True, "bf16")
-    assert config.lowercase is True and configs.get("copy").lowercase is False
+    text = configs.apply_overrides(configs.get("sample"), ["lowercase=yes"])
+    assert text.lowercase is True and configs.get("sample").lowercase is False
     assert config.d_k == config.d_model // config.h                  # None: d_model / h
     with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("copy"), ["N=three"])
@@ -85,6 +86,11 @@ def test_overrides_are_parsed_by_field_type():
     ("P_drop=0.1 P_drop=0.3", ("P_drop", "twice", "P_drop=0.1", "P_drop=0.3", "once")),
     ("N=1.5", ("N = '1.5'", "not an int")),
     ("target_lang=English", ("target_lang = 'English'", "language code")),
+    ("target_lang=DE", ("target_lang = 'DE'", "lower case", "train.en")),
+    ("target_lang=pt_BR", ("target_lang = 'pt_BR'", "hyphen", "pt-BR")),
+    ("copy_len=5", ("copy_len", "no effect", "dataset=wmt14", "copy task", "leave it out")),
+    ("dataset=copy lowercase=true source_lang=fr", ("lowercase, source_lang", "no effect",
+                                                    "dataset=copy", "text corpora")),
     ("target_lang=fr", ("wmt14", "two different languages", "de, en")),
     ("target_lang=en", ("wmt14", "two different languages")),
 ])

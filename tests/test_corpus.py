@@ -66,6 +66,22 @@ def test_a_side_with_no_sentences_is_refused_before_any_training(tmp_path, targe
     assert not (tmp_path / "cache").exists()                   # no tokenizer was trained
 
 
+def test_a_side_that_holds_both_sides_is_refused(tmp_path):
+    """A source file made with `paste` (each line: the sentence, a tab, its translation) holds
+    the target word for word: refused, naming the file, the line and both sides, before any
+    training. A few pairs where one side contains the other (names, numbers) pass."""
+    en = [f"A man number {i} rides a horse." for i in range(20)]
+    de = [f"Ein Mann Nummer {i} reitet ein Pferd." for i in range(20)]
+    pasted = _write(tmp_path / "train.en", [f"{e}\t{d}" for e, d in zip(en, de)])
+    with pytest.raises(data.DataError) as error:
+        read_parallel(pasted, _write(tmp_path / "train.de", de))
+    says(error, str(pasted), "line 1", "Ein Mann Nummer 0", "train.de", "20 of the 20",
+         "one side")
+    some = _write(tmp_path / "some.en", en[:15] + ["Berlin Mitte"] * 5)
+    pairs, _ = read_parallel(some, _write(tmp_path / "some.de", de[:15] + ["Berlin"] * 5))
+    assert len(pairs) == 20
+
+
 def test_copy_corpus_is_seeded_and_repeats_its_input():
     config = get("copy")
     a, b = load_corpus(config, log=quiet), load_corpus(config, log=quiet)
@@ -452,6 +468,10 @@ def test_a_users_own_corpus_is_read_by_naming_the_folder_and_the_languages(tmp_p
     assert corpus.test_ref[0].startswith("Un homme")
     with pytest.raises(data.DataError) as error:
         (folder / "test.fr").unlink()
+        load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "has test.en.gz", "no test.fr", "add test.fr")    # the side that is missing
+    (folder / "test.en.gz").unlink()
+    with pytest.raises(data.DataError) as error:
         load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
     says(error, "test.{en,fr}")
     with pytest.raises(data.DataError, match="give --data-dir DIR"):

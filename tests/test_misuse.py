@@ -779,3 +779,16 @@ def test_setting_h_alone_notes_that_h_times_d_k_left_d_model(capsys):
     train.note_head_widths(sample.override(h=8, d_k=16, d_v=16), ["h=8", "d_k=16", "d_v=16"])
     train.note_head_widths(sample.override(h=4, d_k=32, d_v=32), ["h=4"])
     assert capsys.readouterr().out == ""
+
+
+def test_a_warmup_longer_than_the_run_is_noted(tmp_path, capsys):
+    """warmup_steps above train_steps: the learning rate never reaches its peak (§5.3); a
+    note says so, and a warmup inside the run has none."""
+    found = {}
+    for warmup in (100, 2):
+        train.main(["--config", "copy", "--run-dir", str(tmp_path / str(warmup)), "--max-steps",
+                    "1", *TINY_RUN, "train_steps=10", f"warmup_steps={warmup}"])
+        found[warmup] = [line for line in capsys.readouterr().out.splitlines()
+                         if "warmup_steps" in line]
+    assert len(found[100]) == 1 and found[2] == []
+    says(found[100][0], "note", "warmup_steps=100", "train_steps=10", "peak")

@@ -34,7 +34,8 @@ def one_of(*choices):
 
 PROBABILITY = ((lambda v: 0 <= v < 1), "0 <= value < 1")
 LANGUAGE = ((lambda v: re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)?", v) is not None),
-            "a language code such as en, de, fr, zh")
+            "a language code in lower case, as the corpus files' names end (train.en), such "
+            "as en, de, fr, zh; a region after a hyphen (pt-BR)")
 ANY = ((lambda v: True), "true or false")
 POSITIVE = ((lambda v: v > 0), "> 0")
 

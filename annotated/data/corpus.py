@@ -126,7 +126,22 @@ def read_parallel(src_path, tgt_path):
     if not any(s and t for s, t in pairs):
         raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
                         f"all blank on one side or both); check the files")
+    check_sides_apart(pairs, src_path, tgt_path)
     return pairs, {"read": len(pairs)}
+
+
+def check_sides_apart(pairs, src_path, tgt_path) -> None:
+    """Refuse a corpus in which one side's lines hold the other side's as well, for most pairs
+    (a file made with `paste`, or two columns of a table): the model would learn to copy."""
+    both = [(i, s, t) for i, (s, t) in enumerate(pairs, 1) if s and t and s != t]
+    holding = [(i, s, t) for i, s, t in both if t in s or s in t]
+    if both and len(holding) > len(both) / 2:
+        i, s, t = holding[0]
+        whole, part = (src_path, tgt_path) if t in s else (tgt_path, src_path)
+        raise DataError(f"{whole}, line {i}: {shown(max(s, t, key=len))} holds the whole of "
+                        f"{part}'s line {i}, {shown(min(s, t, key=len))}, and so do "
+                        f"{len(holding):,} of the {len(both):,} pairs: each file must hold one "
+                        f"side only (a file made with paste?); split it into its two sides")
 
 
 def check_side(path, lines: list[str]) -> None:
@@ -307,8 +322,15 @@ def _user_files(data_dir, langs) -> dict:
                             f"them")
         if pairs:
             files[split] = pairs[0]
-        else:
-            missing.append(f"{'/'.join(stems)}.{{{','.join(langs)}}}")
+            continue
+        for i, stem in enumerate(stems):              # one side there: name the other
+            here, there = found[2 * i], found[2 * i + 1]
+            if here or there:
+                have, lack = (here[0].name, f"{stem}.{langs[1]}") if here else \
+                    (there[0].name, f"{stem}.{langs[0]}")
+                raise DataError(f"{data_dir} has {have} but no {lack} (plain or .gz): each "
+                                f"split needs both sides, line for line; add {lack}")
+        missing.append(f"{'/'.join(stems)}.{{{','.join(langs)}}}")
     if missing:
         raise DataError(f"{data_dir} has no {', '.join(missing)} (plain or .gz): dataset=files "
                         f"needs train, valid and test files of source_lang and target_lang")

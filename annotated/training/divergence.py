@@ -1,8 +1,9 @@
 """When a run has diverged, and which checkpoint is the last good one (`LossWatch`).
 
-A loss that is not finite, that has grown past three times a uniform guess (3 ln V), or that
-jumps far above the run's own recent losses and stays there stops the run before the update is
-applied, naming the last checkpoint known to be good, which rotation never deletes.
+A loss that is not finite, that has grown past three times a uniform guess (3 ln V; for a model
+whose first loss is above that, twice its first loss), or that jumps far above the run's own
+recent losses and stays there stops the run before the update is applied, naming the last
+checkpoint known to be good, which rotation never deletes.
 """
 import math
 from collections import deque

@@ -73,6 +73,10 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     if steps > config.train_steps:
         say(f"note: --max-steps {steps:,} runs past train_steps={config.train_steps:,}, the "
             f"run's planned length (--max-minutes or Ctrl-C stop it; --resume goes on)")
+    if config.warmup_steps > config.train_steps:
+        say(f"note: warmup_steps={config.warmup_steps:,} is longer than the run "
+            f"(train_steps={config.train_steps:,}): the learning rate rises until the end and "
+            f"never reaches its peak (§5.3); lower warmup_steps for a short run")
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
         folder.check_checkpoint_names(resumed["step"] if resumed else 0, steps)
