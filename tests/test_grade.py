@@ -227,6 +227,31 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert after["note"] is None                           # the next row is not blamed
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_grading_stopped_by_a_signal_puts_back_what_the_notebook_changed(tmp_path, signum):
+    """Ctrl-C or SIGTERM while a notebook that overwrote a submission still runs: the grader
+    stops (one line, the signal's own status) and the submission is put back first, named."""
+    (tmp_path / "victim.ipynb").write_text("a student's work")
+    write(tmp_path, "vandal.ipynb", [SETUP, MASK, (
+        f"open({str(tmp_path / 'victim.ipynb')!r}, 'w').write('garbage')\n"
+        f"open({str(tmp_path / 'started')!r}, 'w').close()\n"
+        "import time\ntime.sleep(600)")])
+    process = subprocess.Popen([sys.executable, "-m", "annotated.exercises", "grade",
+                                str(tmp_path / "vandal.ipynb"), str(tmp_path / "victim.ipynb")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=120)
+    assert (tmp_path / "victim.ipynb").read_text() == "a student's work"
+    assert process.returncode == (130 if signum == signal.SIGINT else 143), err
+    note, stop = err.splitlines()
+    says(note, "vandal.ipynb", "victim.ipynb", "put back")
+    assert stop.startswith("interrupted")
+
+
 def test_a_notebook_stopped_in_a_cell_keeps_the_checks_before_and_names_the_cell(tmp_path):
     """A cell past --timeout, a cell that ignores the interrupt, a cell that signals the
     grading process: the checks before it count, and the row names the cell."""

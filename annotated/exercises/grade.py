@@ -31,11 +31,12 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from annotated.base.cli import (command, number, path, require_stdout, show,
+from annotated.base.cli import (command, number, path, require_stdout, say_error, show,
                                 unwritable_on_stdout)
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import between
+from annotated.base.signals import signals_held
 from annotated.exercises import graded_ids
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import checks, read
@@ -80,7 +81,15 @@ def main(argv=None):
     folders = Folders(args.notebooks)
     rows = []
     for notebook in args.notebooks:
-        rows.append(grade(notebook, args))
+        try:
+            rows.append(grade(notebook, args))
+        except KeyboardInterrupt:     # Ctrl-C, SIGTERM, SIGHUP: first put back what it changed
+            with signals_held():
+                stopped = {"note": None}
+                folders.restore(stopped, MESSAGES[args.lang])
+            if stopped["note"]:
+                say_error(f"{notebook}: {stopped['note']}")
+            raise
         folders.restore(rows[-1], MESSAGES[args.lang])
     show(json.dumps(rows, ensure_ascii=False, indent=1) if args.json else table(rows, args.lang))
     if not all(row["graded"] for row in rows):
