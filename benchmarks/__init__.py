@@ -1,0 +1,2 @@
+"""The project's benchmarks: see docs/commands.md."""
+import annotated  # noqa: F401  (`python -m` of a module here that is no command says so)

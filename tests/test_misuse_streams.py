@@ -598,27 +598,15 @@ def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
     says(capsys.readouterr().err.splitlines()[0], "hyp.de", "every line", "empty")
 
 
-@pytest.mark.parametrize("module", ["experiments.scoring", "annotated.loss", "benchmarks.common"])
+@pytest.mark.parametrize("module", ["experiments.scoring", "annotated.loss", "benchmarks.common",
+                                    "annotated.exercises.grade", "experiments.machine",
+                                    "book.conf"])
 def test_a_module_that_is_not_a_command_says_so_when_run_as_one(module, tmp_path):
-    """`python -m experiments.scoring` (a module the commands import) used to end silently,
-    as if it had done something: it names itself, says it is no command and where the
-    commands are listed, with exit code 2."""
+    """`python -m experiments.scoring` (a module the commands import; or grade, which
+    `python -m annotated.exercises grade` runs) used to end silently, as if it had done
+    something: it names itself, says it is no command and where the commands are listed, with
+    exit code 2."""
     done = shell(f"python -m {module} --help", tmp_path)
     err = done.stderr.decode()
     assert done.returncode == 2 and done.stdout == b"" and len(err.splitlines()) == 1, err
     says(err, module, "not a command", "docs/commands.md")
-
-
-def test_every_module_that_runs_as_a_command_defines_main():
-    """The check above takes a module with no main for a library: every module of the project
-    that runs something when run as a program defines main."""
-    import ast
-    for package in ("annotated", "experiments", "benchmarks", "book"):
-        for source in (ROOT / package).rglob("*.py"):
-            tree = ast.parse(source.read_text())
-            runs = any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
-                       for node in tree.body)
-            defines = any(isinstance(node, ast.FunctionDef) and node.name == "main"
-                          for node in tree.body)
-            assert defines or not runs or source.name == "__main__.py" and "import main" in \
-                source.read_text(), source

@@ -102,11 +102,17 @@ PACKAGES = ("annotated", "experiments", "benchmarks", "book")
 
 def not_a_command() -> None:
     """At exit (annotated/__init__.py registers it): if Python ran one of the project's modules
-    as its program (`python -m NAME`) and it was no command, with no main, it did nothing; say
-    so, with exit code 2. (When Python could not run NAME at all, it has said why.)"""
+    as its program (`python -m NAME`) and it was no command, with no `if __name__ ==
+    "__main__":` part, it did nothing; say so, with exit code 2. (When Python could not run
+    NAME at all, it has said why.)"""
     program = sys.modules.get("__main__")
     spec = getattr(program, "__spec__", None)
-    if spec is None or spec.name.split(".")[0] not in PACKAGES or hasattr(program, "main"):
+    if spec is None or spec.name.split(".")[0] not in PACKAGES or not spec.origin:
+        return
+    try:
+        if '__name__ == "__main__"' in Path(spec.origin).read_text(encoding="utf-8"):
+            return
+    except OSError:
         return
     name = spec.name.removesuffix(".__main__")
     say_error(f"error: {name} is not a command: it is a module that the commands import, and "

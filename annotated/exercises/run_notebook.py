@@ -189,6 +189,9 @@ def write_report(report: str, ids: list[str], found, problem, nb, stopped: set[i
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit("error: annotated.exercises.run_notebook is run by the grader, one notebook at "
+                 "a time; grade notebooks with python -m annotated.exercises grade NOTEBOOK...")
     # Stopped by the grader: leave through Python, so that the kernel is shut down too.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     main(sys.argv[1], sys.argv[2], float(sys.argv[3]))
