@@ -19,12 +19,13 @@ def relative(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def add_out_dir(parser):
-    """--out-dir: the folder a results script writes into."""
+def add_out_dir(parser, smoke: str | None = "--limit"):
+    """--out-dir: the folder a results script writes into; `smoke` names its smoke-test option,
+    which never writes into results/ (None: the script has none)."""
+    never = f", never with {smoke}" if smoke else ""
     parser.add_argument("--out-dir", type=path, default=ROOT / "runs" / "results",
                         help="where to write the results (default runs/results; pass "
-                             "--out-dir results to replace the committed ones, never with "
-                             "--limit)")
+                             f"--out-dir results to replace the committed ones{never})")
 
 
 def add_training_arguments(parser, overrides_help: str):
@@ -78,7 +79,8 @@ def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=No
     folder = committed_folder(out_dir)
     if smoke and folder is not None:
         raise DataError(f"refusing to write a smoke test ({smoke}) into {out_dir}: "
-                        f"{relative(folder)}/ holds the committed results; give --out-dir a "
+                        f"{relative(folder)}/ holds files committed with the project (its "
+                        f"results, the shipped model); give --out-dir a "
                         f"scratch folder (the default is one), or leave out {smoke.split()[0]}")
     linked = [p for p in (out_dir.iterdir() if smoke and out_dir.is_dir() else ())
               if p.is_symlink() and committed_folder(p) is not None]

@@ -70,7 +70,7 @@ def parse_args(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--timings", type=path, default=ROOT / "results" / "gpu_train.json",
                         help="benchmarks.gpu_train's output (default results/gpu_train.json)")
-    add_out_dir(parser)
+    add_out_dir(parser, smoke=None)
     return parser.parse_args(argv)
 
 

@@ -165,7 +165,7 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="a small Table 1 grid (seconds)")
     parser.add_argument("--reuse-timings", action="store_true",
                         help="rewrite the tables from OUT_DIR/table1_timings.json (no timing)")
-    add_out_dir(parser)
+    add_out_dir(parser, smoke="--quick")
     return parser.parse_args(argv)
 
 

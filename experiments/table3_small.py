@@ -75,7 +75,8 @@ PAPER_ROWS = list(dict.fromkeys(row for row, _ in ROWS.values()))
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m experiments.table3_small",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=number(at_least(1)), default=2000)
+    parser.add_argument("--steps", type=number(at_least(1)), default=2000,
+                        help="optimizer steps each row trains (default 2000)")
     parser.add_argument("--seeds", type=number(at_least(1)), default=3,
                         help="train the base row with this many seeds, to measure the noise")
     parser.add_argument("--rows", nargs="*", choices=PAPER_ROWS, default=PAPER_ROWS,

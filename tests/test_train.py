@@ -3,6 +3,7 @@ import json
 import math
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +20,7 @@ from annotated.training.step import evaluate
 from annotated.translate import main as translate_main
 
 # A tiny copy run: 200 pairs make about 8 global batches, so 10 steps cross an epoch boundary.
+ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = ["copy_examples=200", "max_tokens=300", "N=1", "d_model=16", "d_ff=32", "h=2",
             "d_k=8", "d_v=8", "log_every=1", "eval_every=1000", "ckpt_every=1000"]
 
@@ -79,13 +81,18 @@ def test_the_same_command_twice_continues_the_run(tmp_path, capsys):
     assert metrics(tmp_path, "train")[3]["loss"] != 1.0             # step 4 logged again
 
 
-def test_a_run_ends_by_showing_the_model_at_work_and_what_comes_next(tmp_path, capsys):
+def test_a_run_ends_by_showing_the_model_at_work_and_what_comes_next(tmp_path, capsys,
+                                                                    monkeypatch):
+    monkeypatch.chdir(ROOT)
     run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     out = capsys.readouterr().out
     assert "The model at work on 3 sentences of the test set" in out and out.count("  reference  ") == 3
     assert f"the checkpoint         {tmp_path / 'ckpt_0000001.pt'}" in out
     assert "python -m annotated.translate --checkpoint" in out
     assert "jupyter lab chapters/" in out
+    monkeypatch.chdir(tmp_path)                  # from another folder: where the chapters are
+    run(tmp_path / "elsewhere", "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    assert f"jupyter lab {ROOT / 'chapters'}/" in capsys.readouterr().out
 
 
 def test_a_training_run_on_a_cpu_keeps_freed_memory(tmp_path, monkeypatch):

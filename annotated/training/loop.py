@@ -18,6 +18,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -39,6 +40,8 @@ from annotated.training.rng import rng_state, set_rng_state
 from annotated.training.run_dir import RunDir, rotate
 from annotated.training.state import TrainState, load_states
 from annotated.training.step import Engine, check_device, evaluate, make_engine, train_step
+
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"    # in a clone of the project
 
 
 @dataclass
@@ -259,8 +262,11 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
         print(f"  average the last ones  python -m annotated.checkpoint average --last {n} "
               f"{shlex.quote(str(run_dir))} --out {shlex.quote(str(run_dir / 'average.pt'))}")
     if config.dataset in ("copy", "multi30k_sample"):
-        print("  read the chapters      jupyter lab chapters/\n"
-              "  train on all of Multi30k (29,000 pairs)\n"
+        if CHAPTERS.is_dir():                     # a clone of the project, not an installed copy
+            here = Path.cwd()
+            where = CHAPTERS.relative_to(here) if CHAPTERS.is_relative_to(here) else CHAPTERS
+            print(f"  read the chapters      jupyter lab {shlex.quote(str(where))}/")
+        print("  train on all of Multi30k (29,000 pairs)\n"
               "                         python -m annotated.train --config multi30k "
               "--data-dir DIR    # DIR holds multi30k/train.en.gz ...")
     sys.stdout.flush()
