@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import says
 
-from annotated.exercises import CHECKED, checker, exercises, result_of
+from annotated.exercises import CHECKED, checker, exercises, graded_ids, result_of
 from annotated.exercises.core import Case, Exercise, Slip, Text, run
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import KINDS, checks, listed, source
@@ -293,8 +293,18 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
     assert CHECKED["2.1"].status == "not attempted"
     with pytest.raises(ValueError, match="fr"):
         checker("fr")
-    with pytest.raises(KeyError, match="9.99"):
+    with pytest.raises(KeyError) as error:
         result_of("9.99", stub)
+    says(str(error.value), "'9.99'", "chapter 9's are 9.1, 9.2, 9.3")
+    with pytest.raises(KeyError) as error:
+        result_of("12.1", stub)
+    says(str(error.value), "'12.1'", "from 1.1 to 9.3")
+
+
+def test_a_typo_in_an_exercise_id_brings_in_no_chapter():
+    """check("9.99", ...) in chapter 2's notebook: graded on chapter 2's exercises alone."""
+    assert graded_ids(["2.2", "9.99"]) == [i for i in exercises() if i.startswith("2.")]
+    assert graded_ids(["9.99"]) == []
 
 
 def test_a_meta_or_sparse_tensor_is_an_answer_the_check_can_judge():

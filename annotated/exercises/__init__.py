@@ -51,9 +51,11 @@ def exercises() -> dict[str, Exercise]:
 def graded_ids(called) -> list[str]:
     """The exercises a notebook is graded on, in the book's order: every coding exercise of each
     chapter whose checks it calls (`called`, ids such as "2.1"), so that a check deleted from
-    the notebook counts as not run instead of shrinking the total; ids the book has not, none."""
-    chapters = {i.split(".")[0] for i in called}
-    return [i for i in exercises() if i.split(".")[0] in chapters]
+    the notebook counts as not run instead of shrinking the total. An id the book has not (a
+    typo) brings in no chapter: its check fails in its cell, which the grade names."""
+    known = exercises()
+    chapters = {i.split(".")[0] for i in called if i in known}
+    return [i for i in known if i.split(".")[0] in chapters]
 
 
 def result_of(exercise_id: str, fn) -> Result:
@@ -63,8 +65,10 @@ def result_of(exercise_id: str, fn) -> Result:
         raise TypeError(f"check({exercise_id!r}, ...): give the exercise's number as text, in "
                         f"quotes: check(\"{exercise_id}\", ...)")
     if exercise_id not in found:
-        raise KeyError(f"no coding exercise {exercise_id!r}; the book has "
-                       f"{', '.join(found)}")
+        same = [i for i in found if i.split(".")[0] == exercise_id.split(".")[0]]
+        raise KeyError(f"no coding exercise {exercise_id!r}; " + (
+            f"chapter {same[0].split('.')[0]}'s are {', '.join(same)}" if same else
+            f"the book's run from {next(iter(found))} to {list(found)[-1]}"))
     return run(found[exercise_id], fn)
 
 

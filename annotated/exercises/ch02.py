@@ -126,10 +126,11 @@ def masked_answer(q, k, v, mask):
     return torch.from_numpy(out).to(dtype), torch.from_numpy(cache[0]).to(dtype)
 
 
-def filled(fill: float, scale: bool = True, inverted: bool = False):
-    """Attention whose blocked scores are filled with `fill` (a slip unless -inf)."""
+def filled(fill: float, scale=lambda d_k: d_k ** 0.5, inverted: bool = False):
+    """Attention whose blocked scores are filled with `fill` (a slip unless -inf), its scores
+    divided by scale(d_k) (a slip unless sqrt(d_k))."""
     def attend(q, k, v, mask):
-        scores = q @ k.transpose(-2, -1) / (q.size(-1) ** 0.5 if scale else 1.0)
+        scores = q @ k.transpose(-2, -1) / scale(q.size(-1))
         weights = scores.masked_fill(mask if inverted else ~mask, fill).softmax(-1)
         return weights @ v, weights
     return attend
@@ -168,7 +169,10 @@ MASKED = Exercise(
              masked_after_softmax),
         Slip(Text("Your scores are not divided by sqrt(d_k).",
                   "你的分数没有除以 sqrt(d_k)。"),
-             filled(float("-inf"), scale=False)),
+             filled(float("-inf"), scale=lambda d_k: 1.0)),
+        Slip(Text("Your scores are divided by d_k, not by sqrt(d_k) (§3.2.1).",
+                  "你的分数除以的是 d_k，而不是 sqrt(d_k)（§3.2.1）。"),
+             filled(float("-inf"), scale=lambda d_k: d_k)),
     ))
 
 

@@ -41,7 +41,7 @@ def read(path) -> nbformat.NotebookNode:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON ({e.msg} at line {e.lineno})") from None
+        raise ValueError(f"not JSON ({e.msg}: line {e.lineno})") from None
     if not isinstance(data, dict) or not {"cells", "nbformat"} <= set(data):
         raise ValueError("JSON without the 'cells' and 'nbformat' that a notebook has")
     with warnings.catch_warnings():
