@@ -29,11 +29,11 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 from annotated.base.cli import command
 from annotated.base.errors import DataError
@@ -174,14 +174,22 @@ def run_full(nb: Path):
 
 
 def refresh(nb: Path, chosen):
-    """Run a scratch copy in quick mode; copy the outputs of the code cells for which
-    chosen(index, cell) is true into `nb`."""
+    """Run a scratch copy in quick mode (its own process, which a stop ends with this one); copy
+    the outputs of the code cells for which chosen(index, cell) is true into `nb`."""
     committed = nbformat.read(nb, as_version=4)
-    scratch = nbformat.read(nb, as_version=4)
-    os.environ.pop("ANNOTATED_FULL", None)
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    NotebookClient(scratch, timeout=None,
-                   resources={"metadata": {"path": str(nb.parent)}}).execute()
+    env = {k: v for k, v in os.environ.items() if k != "ANNOTATED_FULL"}
+    env.setdefault("MPLBACKEND", "Agg")
+    with tempfile.TemporaryDirectory(prefix="regenerate-") as tmp:
+        done = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                               "--execute", "--ExecutePreprocessor.timeout=-1", "--output-dir",
+                               tmp, "--output", "scratch", str(nb)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.stderr.write(done.stderr)
+            raise DataError(f"{nb.relative_to(CHAPTERS.parent).as_posix()} failed in quick mode "
+                            f"(exit code {done.returncode}; its error is above), so it was not "
+                            f"rewritten; fix the cause and run this command again")
+        scratch = nbformat.read(Path(tmp) / "scratch.ipynb", as_version=4)
     changed = 0
     for i, (old, new) in enumerate(zip(committed.cells, scratch.cells)):
         if old.cell_type == "code" and chosen(i, old) and old.outputs != new.outputs:

@@ -1,6 +1,6 @@
-"""chapters/regenerate.py's arguments and checks, with nothing executed: every way to ask for
-something it cannot do as asked is refused in one line before any chapter runs, and a chapter
-that fails in full mode is one line naming it."""
+"""chapters/regenerate.py's arguments and checks, mostly with nothing executed: every way to ask
+for something it cannot do as asked is refused in one line before any chapter runs, a chapter
+that fails in full mode is one line naming it, and a stop while one runs is one line too."""
 import importlib.util
 import subprocess
 from pathlib import Path
@@ -102,3 +102,23 @@ def test_the_appendix_is_chosen_as_a_and_a_chapters_solutions_as_s(regenerate):
         "08_results.ipynb", "appendix_experiment_log.ipynb", "solutions/02_masking.ipynb"]
     every = regenerate.chosen_notebooks([])
     assert len(every) == 10 + len(list((ROOT / "chapters" / "solutions").glob("*.ipynb")))
+
+
+@pytest.mark.slow
+def test_a_stop_while_a_chapter_runs_ends_it_in_one_line_and_leaves_the_notebook(tmp_path):
+    """SIGTERM while --cells runs a chapter's scratch copy: `interrupted by SIGTERM` and
+    nothing else (no traceback of the notebook's client), exit 143, the notebook untouched."""
+    import signal
+    import sys
+    import time
+    nb = ROOT / "chapters" / "08_results.ipynb"
+    before = nb.read_bytes()
+    process = subprocess.Popen([sys.executable, "chapters/regenerate.py", "--cells", "08:1"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, stdin=subprocess.DEVNULL)
+    assert process.stdout.readline().startswith("running 08_results.ipynb")
+    time.sleep(3)                                  # the scratch copy's kernel is running
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert (process.returncode, err.splitlines()) == (143, ["interrupted by SIGTERM"]), err
+    assert nb.read_bytes() == before
