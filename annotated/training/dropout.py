@@ -11,8 +11,8 @@ bits per four elements instead and reads them as four 16-bit integers u, uniform
 so the drop probability is P_drop to within 1 / 131072, and everything else is nn.Dropout's:
 the same scaling, the gradient masked and scaled alike, nothing dropped in eval mode. The
 comparison is written straight into a float mask that already holds the scaling, so that the
-forward and the backward pass are one multiplication each. The bits
-come from torch's CPU generator, so seeds and --resume (training.rng) govern them as before.
+forward and the backward pass are one multiplication each. The bits come from torch's CPU
+generator, so seeds and --resume (training.rng) govern them as before.
 
 `use_drawn_dropout(model)` puts it in place of every nn.Dropout of a model (they hold no
 weights, so checkpoints do not change). training.step does this on a CPU without compile; on a
