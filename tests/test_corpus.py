@@ -15,7 +15,7 @@ import annotated.data.tokenizer as tokenizer_module
 from annotated.base.files import read_lines, sha256_file
 from annotated.configs import get
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
-from annotated.data.corpus import load_corpus, read_parallel
+from annotated.data.corpus import SAMPLE, load_corpus, read_parallel
 from annotated.data.prepare_wmt14 import URLS, aligned_sgml, prepare, read_sgml
 
 
@@ -80,6 +80,20 @@ def test_a_side_that_holds_both_sides_is_refused(tmp_path):
     some = _write(tmp_path / "some.en", en[:15] + ["Berlin Mitte"] * 5)
     pairs, _ = read_parallel(some, _write(tmp_path / "some.de", de[:15] + ["Berlin"] * 5))
     assert len(pairs) == 20
+
+
+def test_a_target_side_shifted_by_one_line_is_refused(tmp_path):
+    """The target file with its first line moved to the end (a line lost, another added): no
+    pair translates itself any more, and the lengths of paired lines stop going together.
+    Refused, naming both files and their first pair; the same lines in line pass."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:300]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:300]
+    src = _write(tmp_path / "train.en", en)
+    with pytest.raises(data.DataError) as error:
+        read_parallel(src, _write(tmp_path / "shifted.de", de[1:] + de[:1]))
+    says(error, "train.en", "shifted.de", "out of line", "300 pairs", en[0][:20], "check the files")
+    pairs, _ = read_parallel(src, _write(tmp_path / "train.de", de))
+    assert len(pairs) == 300
 
 
 def test_copy_corpus_is_seeded_and_repeats_its_input():
