@@ -4,4 +4,3 @@
 
 See build.py for what the build does and conf.py for the Sphinx settings.
 """
-import annotated  # noqa: F401  (`python -m` of a module here that is no command says so)

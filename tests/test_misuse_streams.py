@@ -600,7 +600,7 @@ def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
 
 @pytest.mark.parametrize("module", ["experiments.scoring", "annotated.loss", "benchmarks.common",
                                     "annotated.exercises.grade", "experiments.machine",
-                                    "book.conf"])
+                                    "book.build"])
 def test_a_module_that_is_not_a_command_says_so_when_run_as_one(module, tmp_path):
     """`python -m experiments.scoring` (a module the commands import; or grade, which
     `python -m annotated.exercises grade` runs) used to end silently, as if it had done
