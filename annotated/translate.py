@@ -32,7 +32,7 @@ from annotated.base.threads import use_threads
 from annotated.configs import option
 from annotated.data.tokenizer import UNK
 from annotated.inference.batched import translate_lines
-from annotated.inference.bleu import report
+from annotated.inference.bleu import WORD_SETS, guess_spaced_language, report
 from annotated.model import count_parameters
 from annotated.store.checkpoint_file import load_model
 
@@ -112,7 +112,7 @@ def main(argv=None):
     max_extra = config.max_extra if args.max_extra is None else args.max_extra
     how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
     try:
-        note_unknown_characters(lines, tokenizer, config)
+        note_foreign_input(lines, tokenizer, config)
         log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
             f"{', uncached' if args.no_cache else ''}")
         out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
@@ -173,16 +173,23 @@ def write(translations: list[str], out_path) -> None:
                         f"--out FILE") from None
 
 
-def note_unknown_characters(lines: list[str], tokenizer, config, sample: int = 200) -> None:
+def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -> None:
     """A warning when much of the input (its first `sample` lines) is characters the model never
-    saw in training (UNK): text in another script than the model's source language, which it
-    would turn into a confident, meaningless translation."""
+    saw in training (UNK), or when it reads as another language than the model's source: text
+    the model would turn into a confident, meaningless translation."""
     ids = [i for piece in tokenizer.encode_all(lines[:sample]) for i in piece]
     share = sum(i == UNK for i in ids) / max(len(ids), 1)
     if share > UNKNOWN_SHARE:
         log(f"warning: {share:.0%} of the input's pieces are characters this model never saw in "
             f"training; it translates {config.source_lang} into {config.target_lang}: is the "
             f"input in {config.source_lang}?")
+        return
+    source = config.source_lang.split("-")[0]
+    read_as = guess_spaced_language(lines[:sample])         # the same script, another language
+    if source in WORD_SETS and read_as not in (None, source):
+        log(f"warning: the input reads as {read_as} (from its commonest words); this model "
+            f"translates {config.source_lang} into {config.target_lang}: is the input in "
+            f"{config.source_lang}?")
 
 
 def log(message):

@@ -122,13 +122,14 @@ def main(argv=None):
     result, sentences = evaluate_run(args.run_dir, args.average, beam, args.data_dir, args.limit)
     result["preset"] = preset
     stem = file_stem(preset, result["config"])
-    write_files({
+    files = {
+        args.out_dir / f"{stem}.md": render_markdown(result, invocation("experiments.multi30k", argv),
+                                                     sentences),
         args.out_dir / f"{stem}.json": json.dumps(result, indent=1),
         args.out_dir / f"{stem}_attention.npz": attention_file(args.run_dir / "average.pt",
-                                                               result["examples"][:3]),
-        args.out_dir / f"{stem}.md": render_markdown(result, invocation("experiments.multi30k", argv),
-                                                     sentences)})
-    print(f"wrote {args.out_dir / f'{stem}.md'}")
+                                                               result["examples"][:3])}
+    write_files(files)
+    print(f"wrote {', '.join(map(str, files))}")
 
 
 def on_multi30k(result: dict) -> bool:

@@ -137,7 +137,7 @@ def write_table(args, results: dict, argv, kept: Path | None = None):
     if kept is not None:
         files[kept] = json.dumps(results, indent=1)
     write_files(files)
-    print(f"wrote {args.out_dir / 'table3_small.md'}")
+    print(f"wrote {', '.join(map(str, files))}")
 
 
 # What every recorded row holds, as the table shows it: a kind, or a number's rule.

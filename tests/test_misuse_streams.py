@@ -517,6 +517,23 @@ def test_input_in_another_script_than_the_models_is_warned_about(tmp_path, capsy
     assert "warning" not in capsys.readouterr().err
 
 
+def test_input_in_another_language_of_the_same_script_is_warned_about(tmp_path, capsys):
+    """German sentences given to the English->German model: the same letters, so the model
+    knows every piece; their commonest words say they are German."""
+    import gzip
+    sample = ROOT / "annotated" / "data" / "sample" / "multi30k"
+    warnings = {}
+    for lang in ("de", "en"):
+        lines = gzip.open(sample / f"test_2016_flickr_sample.{lang}.gz", "rt").read()
+        (tmp_path / "in.txt").write_text("".join(lines.splitlines(keepends=True)[:8]))
+        translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"),
+                        "--out", str(tmp_path / "out.txt"), "--greedy"])
+        warnings[lang] = [line for line in capsys.readouterr().err.splitlines()
+                          if "warning" in line]
+    assert len(warnings["de"]) == 1 and warnings["en"] == [], warnings
+    says(warnings["de"][0], "reads as de", "en into de", "is the input in en")
+
+
 def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, capsys):
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
     (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")

@@ -136,6 +136,8 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path, 
     md = (out / "table3_small.md").read_text()
     assert "The base row with 2 seeds" in md and "Not yet trained: A2, A3, A4, B1, B2, C1" in md
     assert md.startswith("# Table 3, small scale, on dataset=multi30k_sample")   # not Multi30k
+    says(capsys.readouterr().out.splitlines()[-1], "wrote", str(out / "table3_small.md"),
+         str(out / "table3_small.json"))                               # every file it wrote
     assert "Scored on dataset=multi30k_sample val (the first 3 of the 300 sentences" in md
 
     checkpoints = sorted((tmp_path / "runs").glob("*/ckpt_0000002.pt"))
