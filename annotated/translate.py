@@ -30,9 +30,10 @@ from annotated.base.files import (atomic_open, check_aligned, check_output, not_
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
+from annotated.data.languages import WORD_SETS, guess_spaced_language
 from annotated.data.tokenizer import UNK
 from annotated.inference.batched import translate_lines
-from annotated.inference.bleu import WORD_SETS, guess_spaced_language, report
+from annotated.inference.bleu import report
 from annotated.model import count_parameters
 from annotated.store.checkpoint_file import load_model
 

@@ -510,3 +510,17 @@ def test_scripts_without_spaces_get_a_vocabulary_that_round_trips(tmp_path):
 def _write(path, lines):
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+def test_a_split_in_another_language_than_its_side_is_refused(tmp_path):
+    """A valid.fr that holds German: validation would measure nothing. Refused before a
+    tokenizer is trained, naming the file and both languages."""
+    folder = user_corpus(tmp_path / "mine")
+    config = get("multi30k").override(dataset="files", source_lang="en", target_lang="fr",
+                                      vocab_size=500)
+    german = list(read_lines(SAMPLE / "val_sample.de.gz"))[:400]
+    (folder / "dev.fr").write_text("".join(line + "\n" for line in german))
+    with pytest.raises(data.DataError) as error:
+        load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "dev.fr", "reads as de", "train.fr", "as fr")
+    assert not (tmp_path / "cache" / "tokenizers").exists()

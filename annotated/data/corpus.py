@@ -40,6 +40,7 @@ from annotated.base.files import (check_aligned, download, expand, read_lines, r
                                   text_sha256)
 from annotated.base.settings import shown
 from annotated.data.datasets import DATASETS
+from annotated.data.languages import guess_spaced_language
 from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
@@ -182,6 +183,20 @@ def check_side(path, lines: list[str]) -> None:
                         f"the file")
 
 
+def check_split_languages(text: dict, files: dict) -> None:
+    """Refuse a split whose side reads as another language than the same side of the training
+    split (a valid.fr holding German): validation and test would measure nothing."""
+    for side in (0, 1):
+        trained = guess_spaced_language([pair[side] for pair in text["train"]])
+        for split in ("valid", "test"):
+            found = guess_spaced_language([pair[side] for pair in text[split]])
+            if None not in (trained, found) and found != trained:
+                raise DataError(f"{files[split][side]} reads as {found}, but "
+                                f"{files['train'][side]} as {trained} (from their commonest "
+                                f"words): each side's splits are in one language; check "
+                                f"{files[split][side].name}")
+
+
 def check_line_counts(src_path, tgt_path) -> int:
     """The number of lines of two parallel files, after checking that they have as many."""
     n_src, n_tgt = (sum(1 for _ in read_lines(p)) for p in (src_path, tgt_path))
@@ -260,6 +275,7 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
         text[split], stats[split] = read_parallel(src_path, tgt_path)
     for side, path in enumerate(files["train"]):      # before a tokenizer is trained on it
         check_side(path, [pair[side] for pair in text["train"] if pair[side]])
+    check_split_languages(text, files)
     note_overlap(text, files, log)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,

@@ -81,33 +81,6 @@ def guess_language(lines, sample: int = 200) -> str | None:
     return max(counts, key=counts.get)
 
 
-# The commonest short words of some languages written with spaces: enough to tell which of
-# them a text is in (a translation scored against references in another one scores near 0).
-COMMON_WORDS = {
-    "en": "the of and to a an in is are that it for on with was at by from his her while",
-    "de": "der die das und ist sind ein eine einem einer einen mit auf den dem im von zu nicht "
-          "sich des für",
-    "fr": "le la les et est sont un une des du dans sur avec en au aux qui pour de il elle",
-    "es": "el la los las y es están un una en con del que por para se está al sus",
-    "it": "il lo la gli le e è un una di in con del della che per sono sta",
-    "nl": "de het een en is zijn van in op met niet te dat aan voor die",
-    "pt": "o a os as e é um uma de do da em no na com que para está",
-}
-WORD_SETS = {lang: set(words.split()) for lang, words in COMMON_WORDS.items()}
-
-
-def guess_spaced_language(lines, sample: int = 200) -> str | None:
-    """Which of COMMON_WORDS's languages text written with spaces is in, from the share of its
-    words that are that language's commonest ones; None when no language stands out."""
-    words = [w.strip(".,;:!?\"'()").lower() for line in list(lines)[:sample] for w in line.split()]
-    if len(words) < 20:
-        return None
-    hits = sorted(((sum(w in common for w in words), lang) for lang, common in WORD_SETS.items()),
-                  reverse=True)
-    (best, lang), (second, _) = hits[0], hits[1]
-    return lang if best >= 0.15 * len(words) and best >= 1.3 * second else None
-
-
 def tokenizer_for(lang: str | None = None, references=()) -> str:
     """sacreBLEU's tokenizer for text in `lang` (a code such as de, zh, zh_CN, jpn; guessed
     from the references' script when None): 13a unless the language is written without spaces.
