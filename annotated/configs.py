@@ -218,7 +218,6 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
     return result
 
 
-
 class Paper(NamedTuple):
     """What Table 3 reports for a row (newstest2013, the development set): perplexity per
     wordpiece, BLEU, and parameters in millions (None where the paper leaves the cell blank)."""

@@ -21,8 +21,8 @@ from pathlib import Path
 from annotated.base.cli import command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
-from annotated.data.tokenizer import is_language
 from annotated.data.languages import guess_spaced_language
+from annotated.data.tokenizer import is_language
 from annotated.inference.bleu import (describe_paired, guess_language, paired_bootstrap, report,
                                      tokenizer_for)
 

@@ -218,9 +218,14 @@ def steps_of(record: dict) -> int | None:
 def corpus_of(record: dict) -> str:
     """The corpus a recorded row trained and was scored on: Multi30k, unless its command
     overrides the dataset (the tests' rows train on the shipped sample)."""
-    words = [w for w in shlex.split(record["command"]) if w.startswith("dataset=")]
-    dataset = words[-1].partition("=")[2] if words else "multi30k"
+    dataset = overrides_of(record).get("dataset", "multi30k")
     return "Multi30k" if dataset == "multi30k" else f"dataset={dataset}"
+
+
+def overrides_of(record: dict) -> dict:
+    """The key=value items of a recorded row's training command."""
+    words = shlex.split(record["command"])
+    return dict(w.partition("=")[::2] for w in words if "=" in w and not w.startswith("-"))
 
 
 def same_row(record: dict | None, overrides: list[str], steps: int, sentences: int) -> bool:
@@ -235,9 +240,7 @@ def same_row(record: dict | None, overrides: list[str], steps: int, sentences: i
 
 def same_training(record: dict, overrides: list[str], steps: int) -> bool:
     """Whether a recorded row trained these overrides (key=value) for `steps` steps."""
-    words = shlex.split(record["command"])
-    items = dict(w.partition("=")[::2] for w in words if "=" in w and not w.startswith("-"))
-    return (items == dict(o.partition("=")[::2] for o in overrides)
+    return (overrides_of(record) == dict(o.partition("=")[::2] for o in overrides)
             and steps_of(record) == steps)
 
 

@@ -96,6 +96,20 @@ def test_a_target_side_shifted_by_one_line_is_refused(tmp_path):
     assert len(pairs) == 300
 
 
+@pytest.mark.parametrize("split", ["train", "val", "test_2016_flickr"])
+@pytest.mark.parametrize("target", ["de", "fr"])
+def test_the_in_line_threshold_lies_far_from_both_kinds_of_file(split, target):
+    """The lengths of paired lines, in characters: close together line for line, apart once
+    shifted by one line, in each split of the shipped sample; the threshold between them has
+    room on both sides."""
+    def r(src, tgt):
+        return np.corrcoef([len(s) for s in src], [len(t) for t in tgt])[0, 1]
+    en = list(read_lines(SAMPLE / f"{split}_sample.en.gz"))
+    tgt = list(read_lines(SAMPLE / f"{split}_sample.{target}.gz"))
+    assert r(en, tgt) > 0.8 > data.MIN_LENGTH_CORRELATION
+    assert r(en, tgt[1:] + tgt[:1]) < 0.2 < data.MIN_LENGTH_CORRELATION
+
+
 def test_copy_corpus_is_seeded_and_repeats_its_input():
     config = get("copy")
     a, b = load_corpus(config, log=quiet), load_corpus(config, log=quiet)

@@ -137,9 +137,9 @@ def read_parallel(src_path, tgt_path):
 
 def check_in_line(pairs, src_path, tgt_path) -> None:
     """Refuse two files whose lines do not translate each other: a sentence's translation is
-    about as long as it is, so over a corpus the lengths of paired lines go together
-    (correlation about 0.9 in Multi30k and newstest2014, in characters, Chinese included);
-    shifted by one line, they do not (0.2 or less)."""
+    about as long as it is, so over a corpus the lengths of paired lines, in characters, go
+    together closely; shifted by one line, they hardly do (the tests measure both on the
+    shipped sample)."""
     both = [(len(s), len(t)) for s, t in pairs if s and t]
     if len(both) < MIN_PAIRS_IN_LINE:
         return
@@ -151,7 +151,7 @@ def check_in_line(pairs, src_path, tgt_path) -> None:
         s, t = next((s, t) for s, t in pairs if s and t)
         raise DataError(f"{src_path} and {tgt_path} look out of line: the lengths of paired lines "
                         f"do not go together (correlation {r:.2f} over {len(both):,} pairs; "
-                        f"a translation gives about 0.9). Line i of one file must translate line "
+                        f"translations line for line come close to 1). Line i of one file must translate line "
                         f"i of the other, and a line added or removed shifts every pair after "
                         f"it; their first pair is {shown(s)} / {shown(t)}: check the files")
 

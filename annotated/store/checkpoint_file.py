@@ -150,9 +150,7 @@ def header(path: Path) -> dict:
             raise CheckpointError(f"{path} is not a checkpoint: it {found}, not the zip "
                                   f"archive torch.save writes; give a checkpoint that "
                                   f"annotated.train or annotated.checkpoint wrote") from None
-        detail = str(e).split(". ")[0][:160]
-        raise CheckpointError(f"checkpoint {path} is corrupt or truncated (torch cannot read "
-                              f"it: {detail or type(e).__name__}); {DAMAGED}") from None
+        raise CheckpointError(unreadable(path, e)) from None
 
 
 def run_id_of(path: Path) -> str | None:
@@ -248,6 +246,13 @@ DAMAGED = ("copy it again from where it came (a full disk or an unfinished copy 
            "short), or give another checkpoint")
 
 
+def unreadable(path: Path, error: Exception) -> str:
+    """The message for a checkpoint torch's reader failed on, with the first words of why."""
+    detail = str(error).split(". ")[0][:160]
+    return (f"checkpoint {path} is corrupt or truncated (torch cannot read it: "
+            f"{detail or type(error).__name__}); {DAMAGED}")
+
+
 def _read(path: Path, device) -> dict:
     """load() without the advice on what to use instead of a damaged file."""
     sealed = _sealed(path)
@@ -258,9 +263,7 @@ def _read(path: Path, device) -> dict:
     try:
         payload = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
-        detail = str(e).split(". ")[0][:160]
-        raise _Damaged(f"checkpoint {path} is corrupt or truncated (torch cannot read it: "
-                       f"{detail or type(e).__name__}); {DAMAGED}") from e
+        raise _Damaged(unreadable(path, e)) from e
     _check_format(payload, path)
     if not sealed:
         raise _Damaged(f"checkpoint {path} is corrupt or truncated (it lacks the sha256 seal "
