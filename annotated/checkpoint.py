@@ -84,6 +84,30 @@ def _check_out(out, paths) -> None:
             raise CheckpointError(f"refusing to write {out}: it holds a training checkpoint "
                                   f"(step {step:,}, with the state to resume from), which this "
                                   f"would replace; choose another name, e.g. average.pt")
+        _check_average_replaced(out, target, paths)
+
+
+def _check_average_replaced(out, target: Path, paths) -> None:
+    """An --out that holds an average of other checkpoints of the same run: refused when some
+    of them are gone (rotation deletes old checkpoints), since that average could not be made
+    again; noted when they are all still there."""
+    try:
+        sources = header(target).get("averaged_from") or []
+    except Exception:                    # damaged or foreign: refused above
+        return
+    if not sources or sorted(sources) == sorted(Path(p).name for p in paths):
+        return
+    folder = Path(paths[0]).parent
+    gone = [name for name in sources if not (folder / name).is_file()]
+    what = f"an average of {len(sources)} checkpoints ({sources[0]} ... {sources[-1]})"
+    if gone:
+        more = f" and {len(gone) - 1} more are" if len(gone) > 1 else " is"
+        raise CheckpointError(f"refusing to write {out}: it holds {what}, of which "
+                              f"{gone[0]}{more} no longer in {folder}, so it could not be made "
+                              f"again, and this would replace it; choose another name, e.g. "
+                              f"average_last{len(paths)}.pt, or delete {out} first if it is not "
+                              f"needed")
+    say_error(f"note: {out} held {what}; this average of {len(paths)} replaces it")
 
 
 def _training_step_in(path: Path) -> int | None:
@@ -140,8 +164,9 @@ def parse_args(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     avg = commands.add_parser("average", help="average several checkpoints (§6.1)")
     avg.add_argument("--out", type=out_file, required=True,
-                     help="file to write the averaged checkpoint to: neither one of the inputs "
-                          "nor named like a training checkpoint (ckpt_*.pt)")
+                     help="file to write the averaged checkpoint to: not one of the inputs, "
+                          "not named like a training checkpoint (ckpt_*.pt), not an earlier "
+                          "average whose checkpoints rotation has deleted")
     avg.add_argument("--last", type=number(at_least(1)), metavar="N",
                      help="average the newest N checkpoints of the one RUN_DIR given")
     avg.add_argument("--allow-different-runs", action="store_true",

@@ -177,7 +177,13 @@ def write(translations: list[str], out_path) -> None:
 def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -> None:
     """A warning when much of the input (its first `sample` lines) is characters the model never
     saw in training (UNK), or when it reads as another language than the model's source: text
-    the model would turn into a confident, meaningless translation."""
+    the model would turn into a confident, meaningless translation, or when most lines hold a
+    tab, as the lines of a file of pairs (source, tab, translation) do."""
+    tabbed = sum("\t" in line for line in lines[:sample])
+    if tabbed > min(len(lines), sample) / 2:
+        log(f"warning: {tabbed:,} of the first {min(len(lines), sample):,} input lines hold a "
+            f"tab, as a file of pairs (sentence, tab, translation) does; each whole line is "
+            f"translated, tab and all. Give the {config.source_lang} column alone (cut -f1 FILE)")
     ids = [i for piece in tokenizer.encode_all(lines[:sample]) for i in piece]
     share = sum(i == UNK for i in ids) / max(len(ids), 1)
     if share > UNKNOWN_SHARE:

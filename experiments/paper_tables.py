@@ -315,6 +315,10 @@ def table1_markdown(timings: dict,
     for d in sorted({r["d"] for r in rows}):
         c = crossover(rows, d)
         lines.append(f"| {d} | {c if c else f'> {lengths[-1]}'} | {d} |")
+    if grid(timings) != FULL_GRID:
+        lines += ["", "These are a small grid's timings (`--quick`), each a few milliseconds: on "
+                  "a machine busy with other work, a crossover can move by a row or more. The "
+                  "full grid, timed on a quiet machine, is the one to compare with the paper."]
     return lines + ["", f"Raw timings: `{timings_file}`; chapter 8 plots them.", ""]
 
 

@@ -96,6 +96,23 @@ def test_a_target_side_shifted_by_one_line_is_refused(tmp_path):
     assert len(pairs) == 300
 
 
+@pytest.mark.parametrize("header", [("en", "de"), ("English", "German"), ("source", "target"),
+                                    ("# src", "# tgt")])
+def test_files_that_begin_with_the_names_of_their_columns_are_refused(tmp_path, header):
+    """A table exported to text begins with a line naming its columns: that pair would be a
+    training pair. Refused, naming both files and both names; one side's first line that
+    merely looks like a name, with a sentence beside it, passes."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:60]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:60]
+    src = _write(tmp_path / "train.en", [header[0]] + en)
+    with pytest.raises(data.DataError) as error:
+        read_parallel(src, _write(tmp_path / "train.de", [header[1]] + de))
+    says(error, "train.en", "train.de", "header", repr(header[0]), repr(header[1]),
+         "first line of both")
+    pairs, _ = read_parallel(src, _write(tmp_path / "train.de", ["Quelle"] + de))
+    assert pairs[0] == (header[0].strip(), "Quelle")
+
+
 @pytest.mark.parametrize("split", ["train", "val", "test_2016_flickr"])
 @pytest.mark.parametrize("target", ["de", "fr"])
 def test_the_in_line_threshold_lies_far_from_both_kinds_of_file(split, target):

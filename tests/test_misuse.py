@@ -653,6 +653,27 @@ def test_average_or_half_never_replaces_another_runs_checkpoint_or_a_hidden_file
                                  str(tmp_path / "a" / "average.pt")])
 
 
+def test_an_average_whose_sources_are_gone_is_never_replaced(tmp_path, capsys):
+    """Rotation deletes old checkpoints, so an earlier average of them cannot be made again:
+    --out over it is refused, naming it and what is gone. Over an average whose sources are
+    all still there, the new one replaces it with a note."""
+    argv = ["--config", "copy", "--threads", "1",
+            *merged(TINY_RUN, ["ckpt_every=1", "keep_last=3"])]
+    run, out = tmp_path / "run", tmp_path / "average.pt"
+    train.main([*argv, "--run-dir", str(run), "--max-steps", "3"])
+    checkpoint_command.main(["average", "--last", "2", str(run), "--out", str(out)])
+    capsys.readouterr()
+    checkpoint_command.main(["average", "--last", "3", str(run), "--out", str(out)])
+    says(capsys.readouterr().err, "note", str(out), "2 checkpoints", "replaces")
+    (run / "ckpt_0000001.pt").unlink()
+    before = out.read_bytes()
+    exits_with_error(checkpoint_command.main, ["average", "--last", "2", str(run), "--out",
+                                               str(out)])
+    says(error_line(capsys), str(out), "3 checkpoints", "ckpt_0000001.pt is no longer",
+         "another name")
+    assert out.read_bytes() == before
+
+
 def test_average_or_half_never_replaces_a_kept_copy_of_a_training_checkpoint(tmp_path, capsys):
     """A copy of a checkpoint kept by hand (rotation deleted the original) holds the state a
     run resumes from; an average or float16 weights written over it would lose it."""

@@ -534,6 +534,23 @@ def test_input_in_another_language_of_the_same_script_is_warned_about(tmp_path, 
     says(warnings["de"][0], "reads as de", "en into de", "is the input in en")
 
 
+def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, capsys):
+    """A file of pairs (English, tab, German) given as input: each whole line would be
+    translated, the German half too; the warning names the tab and the column to give."""
+    import gzip
+    sample = ROOT / "annotated" / "data" / "sample" / "multi30k"
+    en, de = (gzip.open(sample / f"test_2016_flickr_sample.{lang}.gz", "rt").read().splitlines()
+              for lang in ("en", "de"))
+    warned = {}
+    for name, lines in (("pairs", [f"{e}\t{d}" for e, d in zip(en[:6], de)]), ("en", en[:6])):
+        (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
+        translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"),
+                        "--out", str(tmp_path / "out.txt"), "--greedy"])
+        warned[name] = [line for line in capsys.readouterr().err.splitlines() if "tab" in line]
+    assert len(warned["pairs"]) == 1 and warned["en"] == [], warned
+    says(warned["pairs"][0], "6 of the first 6", "tab", "en column", "cut -f1")
+
+
 def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, capsys):
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
     (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
@@ -617,12 +634,13 @@ def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
 
 @pytest.mark.parametrize("module", ["experiments.scoring", "annotated.loss", "benchmarks.common",
                                     "annotated.exercises.grade", "experiments.machine",
-                                    "book.build"])
+                                    "book.build", "book.conf", "book.languages.en"])
 def test_a_module_that_is_not_a_command_says_so_when_run_as_one(module, tmp_path):
     """`python -m experiments.scoring` (a module the commands import; or grade, which
     `python -m annotated.exercises grade` runs) used to end silently, as if it had done
     something: it names itself, says it is no command and where the commands are listed, with
-    exit code 2."""
+    exit code 2. The book's modules too, which do not import torch (book.conf), and one that
+    Python would warn about first (book.languages.en, which its package imports)."""
     done = shell(f"python -m {module} --help", tmp_path)
     err = done.stderr.decode()
     assert done.returncode == 2 and done.stdout == b"" and len(err.splitlines()) == 1, err

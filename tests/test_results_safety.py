@@ -547,6 +547,17 @@ def test_reused_quick_timings_are_never_published_into_the_committed_results(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["table1_timings.json"]
 
 
+def test_a_quick_grids_table_says_its_crossovers_are_rough(tmp_path):
+    """--quick times a small grid in seconds: on a busy machine its crossovers move, and its
+    table says so; the full grid's does not."""
+    rows = [{"n": n, "d": d, "attention_s": 1.0, "recurrent_s": 1.0}
+            for n in paper_tables.QUICK_GRID[0] for d in paper_tables.QUICK_GRID[1]]
+    for timings, rough in (({"threads": 1, "rows": rows}, True),
+                           (json.loads((RESULTS / "table1_timings.json").read_text()), False)):
+        text = "\n".join(paper_tables.table1_markdown(timings))
+        assert ("--quick" in text and "busy" in text) == rough, text
+
+
 def test_reused_timings_say_where_and_with_what_they_were_measured(tmp_path):
     timings = json.loads((RESULTS / "table1_timings.json").read_text())
     (tmp_path / "table1_timings.json").write_text(json.dumps(

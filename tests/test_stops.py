@@ -64,9 +64,11 @@ def tiny_run(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_training_stopped_while_it_saves_finishes_the_checkpoint_and_resumes(tmp_path, signum):
-    stopped(signum, "annotated.train", "--config", "copy", "--run-dir", tmp_path, "--threads", 1,
-            "--max-steps", 50, *TINY_RUN[:-1], "ckpt_every=5")
+    done = stopped(signum, "annotated.train", "--config", "copy", "--run-dir", tmp_path,
+                   "--threads", 1, "--max-steps", 50, *TINY_RUN[:-1], "ckpt_every=5")
     assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000005.pt"]
+    says(done.stdout.strip().splitlines()[-1], "step 5", "saved", "ckpt_0000005.pt",
+         "before stopping")
     checkpoint_file.verify(tmp_path / "ckpt_0000005.pt")
     assert temporaries(tmp_path) == [] and (tmp_path / ".lock").read_text() == ""
     run(tmp_path, "--resume", "--max-steps", 6)          # the run goes on from there

@@ -141,6 +141,9 @@ def test_copy_task_trains_to_near_zero_loss(copy_run):
                                "tokens_per_s", "elapsed"}
     assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000500.pt",
                                                                   "ckpt_0001000.pt"]
+    assert set(final) == {"step", "split", "loss", "nll", "ppl", "accuracy"}
+    for record in logged[-1], final:                   # the perplexity is exp of the nll
+        assert record["ppl"] == pytest.approx(math.exp(record["nll"]), rel=1e-12)
 
 
 def test_resume_refuses_changes_to_the_model_or_its_data_and_says_what_it_changes(tmp_path,

@@ -81,6 +81,13 @@ WMT14_SPLITS = dict(train="train", valid="newstest2013", test="newstest2014")
 # Paired lines whose lengths go together less than this, over at least this many pairs, are
 # taken for files out of line (read_parallel, check_in_line).
 MIN_LENGTH_CORRELATION, MIN_PAIRS_IN_LINE = 0.3, 50
+# What the first line of a file exported from a table names its column by (check_no_header),
+# beside the language code of the file's name.
+COLUMN_NAMES = {"source", "target", "src", "tgt", "trg", "sentence", "sentences", "text",
+                "translation", "input", "output", "english", "german", "deutsch", "french",
+                "français", "francais", "spanish", "español", "chinese", "中文", "汉语", "英语",
+                "德语", "法语", "italian", "italiano", "dutch", "nederlands", "portuguese",
+                "português", "japanese", "日本語", "russian", "русский", "lang", "language"}
 # A user's own corpus (dataset=files): the stems each split may have, in order of preference.
 USER_SPLITS = dict(train=("train",), valid=("valid", "val", "dev"), test=("test",))
 
@@ -130,9 +137,25 @@ def read_parallel(src_path, tgt_path):
     if not any(s and t for s, t in pairs):
         raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
                         f"all blank on one side or both); check the files")
+    check_no_header(pairs[0], src_path, tgt_path)
     check_sides_apart(pairs, src_path, tgt_path)
     check_in_line(pairs, src_path, tgt_path)
     return pairs, {"read": len(pairs)}
+
+
+def check_no_header(first_pair, src_path, tgt_path) -> None:
+    """Refuse files whose first lines name their columns ("en" and "de", "English" and
+    "German", "source" and "target"), as a table exported to text does: that pair would be
+    trained on as a sentence and its translation."""
+    def column_name(line: str, path) -> bool:
+        word = line.strip("#:;,|\"' \t").lower()
+        return word in COLUMN_NAMES or word == Path(path).name.removesuffix(".gz").split(".")[-1]
+    if all(column_name(line, path) for line, path in zip(first_pair, (src_path, tgt_path))):
+        s, t = first_pair
+        raise DataError(f"{src_path} and {tgt_path} begin with a header, {shown(s)} and "
+                        f"{shown(t)}: the names of the columns, not a sentence and its "
+                        f"translation. The files hold sentences only, one a line; remove the "
+                        f"first line of both (e.g. tail -n +2)")
 
 
 def check_in_line(pairs, src_path, tgt_path) -> None:

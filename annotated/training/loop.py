@@ -220,11 +220,17 @@ def _save(run: Run, meter: Meter, watch: LossWatch):
     state.elapsed = meter.training_seconds()
     state.recent_losses, state.first_loss = list(watch.recent), watch.first
     state.last_good = watch.good.name if watch.good else None
-    path = checkpoint_file.save(
-        run.folder.path / checkpoint_file.checkpoint_name(state.step), model=run.engine.model,
-        config=run.config, tokenizer=run.corpus.tokenizer, step=state.step,
-        training=state.to_dict(run.optimizer, run.scheduler, run.engine.scaler),
-        run_id=state.run_id)
+    path = run.folder.path / checkpoint_file.checkpoint_name(state.step)
+    try:
+        checkpoint_file.save(path, model=run.engine.model, config=run.config,
+                             tokenizer=run.corpus.tokenizer, step=state.step,
+                             training=state.to_dict(run.optimizer, run.scheduler,
+                                                    run.engine.scaler),
+                             run_id=state.run_id)
+    except KeyboardInterrupt:        # a stop during the write waits for the file to be whole
+        if path.is_file():
+            run.say(f"step {state.step}: saved {path} before stopping")
+        raise
     rotate(run.folder.path, run.config.keep_last, keep=[watch.good] if watch.good else [],
            run_id=state.run_id)
     meter.saved()

@@ -151,8 +151,9 @@ def train_step(engine: Engine, pairs, batch: list[int], config) -> StepSums:
 
 @torch.no_grad()
 def evaluate(model, pairs, config, device) -> dict:
-    """Smoothed loss, perplexity and accuracy per target token on `pairs`, over all ranks; the
-    model is left in the mode it was found in."""
+    """Smoothed loss, negative log-likelihood (whose exp is the perplexity), perplexity and
+    accuracy per target token on `pairs`, over all ranks; the model is left in the mode it was
+    found in."""
     was_training = model.training
     model.eval()
     sums = torch.zeros(4, dtype=torch.float64, device=device)
@@ -165,7 +166,8 @@ def evaluate(model, pairs, config, device) -> dict:
                                      s.tokens.double()])
     model.train(was_training)
     loss, nll, correct, tokens = distributed.all_reduce(sums).tolist()
-    return {"loss": loss / tokens, "ppl": safe_exp(nll / tokens), "accuracy": correct / tokens}
+    return {"loss": loss / tokens, "nll": nll / tokens, "ppl": safe_exp(nll / tokens),
+            "accuracy": correct / tokens}
 
 
 def safe_exp(x: float) -> float:
