@@ -38,7 +38,8 @@ import sys
 from annotated.base.signals import command_starting
 
 # `python -m annotated.<command>` is starting: Python imports this package first, and torch
-# with it, which takes seconds; a stop meanwhile waits for the imports (command_starting).
+# with it, which takes seconds; a stop meanwhile waits for the imports, and imports that cannot
+# work say why in one line (command_starting).
 with command_starting() if sys.argv[:1] == ["-m"] else contextlib.nullcontext():
     from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
     from annotated.model import EncoderDecoder, ModelConfig, count_parameters, make_model

@@ -632,6 +632,35 @@ def test_evaluate_notes_translations_that_are_all_empty(tmp_path, capsys):
     says(capsys.readouterr().err.splitlines()[0], "hyp.de", "every line", "empty")
 
 
+def test_a_command_run_from_a_deleted_folder_says_so(tmp_path):
+    """A shell left in a folder that was then deleted: torch's libraries fail to load there,
+    with a fatal error that names a library; the command says what is wrong instead."""
+    done = shell("mkdir gone && cd gone && rmdir ../gone && python -m annotated.evaluate --help",
+                 tmp_path)
+    err = done.stderr.decode()
+    assert done.returncode == 1 and len(err.splitlines()) == 1, err
+    says(err, "working folder", "no longer exists", "cd to an existing folder")
+
+
+def test_too_little_memory_to_load_torch_is_one_line(tmp_path):
+    """Under a memory limit (`ulimit -v`) importing torch fails with a MemoryError deep in the
+    imports; a command says so in one line. The failure is made here by a finder that fails
+    torch's import as the allocation would, whatever this machine's memory."""
+    script = ("import sys\n"
+              "class Full:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name == 'torch':\n"
+              "            raise MemoryError\n"
+              "sys.meta_path.insert(0, Full())\n"
+              "sys.argv = ['-m']\n"
+              "import annotated\n")
+    (tmp_path / "full.py").write_text(script)
+    done = shell(f"python {tmp_path / 'full.py'}", tmp_path)
+    err = done.stderr.decode()
+    assert done.returncode == 1 and len(err.splitlines()) == 1, err
+    says(err, "too little memory", "ulimit -v", "raise the limit")
+
+
 @pytest.mark.parametrize("module", ["experiments.scoring", "annotated.loss", "benchmarks.common",
                                     "annotated.exercises.grade", "experiments.machine",
                                     "book.build", "book.conf", "book.languages.en"])

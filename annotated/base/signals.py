@@ -11,6 +11,7 @@ service manager, a cancelled job) and SIGHUP (a closed terminal).
   seconds, in each process of a torchrun job too) waits for the imports, then is the same one
   line, not a traceback of the imports or a library left half-loaded.
 """
+import os
 import signal
 import sys
 import threading
@@ -86,7 +87,15 @@ def command_starting():
     so Ctrl-C, SIGTERM and SIGHUP are held until the imports are done (signals_held). From
     then on SIGTERM and SIGHUP raise Stopped, and a stop that nothing catches (one held here,
     or one before the command runs) prints one line, `interrupted` or `interrupted by
-    SIGTERM`, as annotated.base.cli.command does, and ends the process by its signal."""
+    SIGTERM`, as annotated.base.cli.command does, and ends the process by its signal.
+    Two things that make the imports fail are one line too: a working folder deleted under
+    the shell (torch's libraries then fail to load, with a fatal error) and too little memory
+    to load them (a limit such as `ulimit -v`)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        sys.exit("error: the working folder no longer exists (deleted or moved while the shell "
+                 "was in it); cd to an existing folder and run the command again")
     for s in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(s) == signal.SIG_DFL:
             signal.signal(s, _raise_stopped)
@@ -102,5 +111,10 @@ def command_starting():
         signal.signal(signum, signal.SIG_DFL)                  # uncaught Ctrl-C would (130)
         signal.raise_signal(signum)
     sys.excepthook = hook
-    with signals_held():
-        yield
+    try:
+        with signals_held():
+            yield
+    except MemoryError:
+        sys.exit("error: too little memory to load torch and the project (a limit such as "
+                 "`ulimit -v`, or a full machine); raise the limit or free memory, and run the "
+                 "command again")
