@@ -123,3 +123,32 @@ def test_a_stop_while_a_command_is_still_starting_is_one_line(tmp_path, signum, 
                           env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
     assert (done.returncode, done.stderr) == (-signum, said + "\n")
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("ending", ["done", "refused"])
+def test_a_stop_after_a_command_has_ended_lets_it_exit_quietly(tmp_path, signum, ending):
+    """torchrun sends SIGTERM to every process of a job when one fails, often as the others are
+    already exiting, in a library's exit handler (torch registers some). The command has done
+    its work and said so: the process ends as it was ending, with its own status and no
+    traceback of the handler."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, os, signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "for number in (signal.SIGTERM, signal.SIGHUP):\n"
+        "    signal.signal(number, signal.SIG_DFL)\n"
+        "def handler():\n"
+        f"    os.kill(os.getpid(), {int(signum)})\n"
+        "    time.sleep(0.2)\n"
+        "    print('the exit handler finished', file=sys.stderr)\n"
+        "atexit.register(handler)\n")
+    (tmp_path / "ref.txt").write_text("A dog runs.\n")
+    (tmp_path / "hyp.txt").write_text("A dog runs.\n")
+    hyp = "hyp.txt" if ending == "done" else "missing.txt"
+    done = subprocess.run([sys.executable, "-m", "annotated.evaluate", "--hyp", hyp, "--ref",
+                           "ref.txt"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert done.returncode == (0 if ending == "done" else 1), done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == "the exit handler finished"

@@ -30,7 +30,7 @@ import torch
 
 from annotated.base.errors import USER_ERRORS, DataError
 from annotated.base.files import expand
-from annotated.base.signals import Stopped, stops_unwind
+from annotated.base.signals import Stopped, stops_ignored_at_exit, stops_unwind
 from annotated.base.settings import POSITIVE
 
 
@@ -72,6 +72,7 @@ def command(main):
     @functools.wraps(main)
     def run(argv=None):
         _fill_closed_streams()
+        _running.append(main)                # a command may call another: the outermost ends
         try:
             with stops_unwind():
                 return main(argv)
@@ -88,13 +89,22 @@ def command(main):
         except RuntimeError as e:
             if peer_lost(e):
                 _fail(f"another process of this torchrun job stopped ({first_line(e)}); this "
-                      f"one stops too. The other process's error is the one to read; then "
-                      f"--resume continues from the last checkpoint")
+                      f"one stops too. Read the other process's own error; one killed outright "
+                      f"(kill -9, or the system out of memory) prints none, and torchrun's "
+                      f"report names its signal. Then --resume continues from the last "
+                      f"checkpoint")
             if not out_of_memory(e):
                 raise
             _fail("out of memory: " + first_line(e) + "; lower "
                   "max_tokens (or use accum_steps) or the model's size (d_model, d_ff, N)")
+        finally:
+            _running.pop()
+            if not _running:
+                stops_ignored_at_exit()
     return run
+
+
+_running = []                            # the commands running in this process, outermost first
 
 
 PACKAGES = ("annotated", "experiments", "benchmarks", "book")

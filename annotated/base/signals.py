@@ -33,6 +33,17 @@ def _raise_stopped(signum, frame):
     raise Stopped(signum)
 
 
+def stops_ignored_at_exit() -> None:
+    """After a command has run in a process that command_starting set up: its work is done and
+    said. A stop now would only interrupt a library's exit handler, with a traceback (torchrun
+    sends SIGTERM to every process of a job when one fails), so the process ignores it and
+    ends as it was ending. In a process that merely calls a command (a test), nothing changes."""
+    if signal.getsignal(signal.SIGTERM) is not _raise_stopped:
+        return
+    for s in STOPS:
+        signal.signal(s, signal.SIG_IGN)
+
+
 @contextmanager
 def stops_unwind():
     """For the length of the block, in the main thread: SIGTERM and SIGHUP raise Stopped. A
