@@ -99,7 +99,8 @@ def _check_average_replaced(out, target: Path, paths) -> None:
         return
     folder = Path(paths[0]).parent
     gone = [name for name in sources if not (folder / name).is_file()]
-    what = f"an average of {len(sources)} checkpoints ({sources[0]} ... {sources[-1]})"
+    what = (f"an average of {len(sources)} checkpoints ({sources[0]} ... {sources[-1]})"
+            if len(sources) > 1 else f"an average of one checkpoint, {sources[0]}")
     if gone:
         more = f" and {len(gone) - 1} more are" if len(gone) > 1 else " is"
         raise CheckpointError(f"refusing to write {out}: it holds {what}, of which "
@@ -107,7 +108,8 @@ def _check_average_replaced(out, target: Path, paths) -> None:
                               f"again, and this would replace it; choose another name, e.g. "
                               f"average_last{len(paths)}.pt, or delete {out} first if it is not "
                               f"needed")
-    say_error(f"note: {out} held {what}; this average of {len(paths)} replaces it")
+    say_error(f"note: {out} held {what}; this average of {len(paths)} replaces it (those "
+              f"checkpoints are all still in {folder}: averaging them again makes it again)")
 
 
 def _training_step_in(path: Path) -> int | None:

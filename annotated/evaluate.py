@@ -21,10 +21,9 @@ from pathlib import Path
 from annotated.base.cli import command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
-from annotated.data.languages import guess_spaced_language
+from annotated.data.languages import guess_language, guess_spaced_language
 from annotated.data.tokenizer import is_language
-from annotated.inference.bleu import (describe_paired, guess_language, paired_bootstrap, report,
-                                     tokenizer_for)
+from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
 
 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
@@ -73,6 +72,10 @@ def main(argv=None):
     note_mismatch(hyps, refs, args)
     show(report(hyps, refs, args.lang))
     if baseline is not None:
+        if baseline == hyps:
+            say_error(f"note: --baseline {args.baseline} holds the same translations as --hyp "
+                      f"{args.hyp}: the comparison can only find no difference; give the other "
+                      f"system's translations as --baseline")
         if len(refs) < FEW_SENTENCES:
             say_error(f"note: a bootstrap over {len(refs)} sentence(s) redraws the same few, so "
                       f"its intervals say little about chance; score a test set of hundreds")

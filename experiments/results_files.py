@@ -177,4 +177,24 @@ def fastest(record: Record, name: str) -> dict:
     if abs(case["tokens_per_s"] - implied) > 0.02 * implied:
         raise DataError(f"{record.path}: cases[{best}].tokens_per_s is {case['tokens_per_s']:,}, "
                         f"but its tokens and step time make {implied:,.0f}; {record.fix}")
+    check_flop_rates(record, best)
     return case
+
+
+def check_flop_rates(record: Record, best: int) -> None:
+    """A case's TFLOPs and MFU as gpu_train computes them, from its useful FLOPs, its step time
+    and the GPU's datasheet peak, which no measured matrix product exceeds."""
+    flops = record.get("cases", best, "useful_flops", rule=POSITIVE)
+    datasheet = record.get("machine", "bf16_datasheet_peak_TFLOPs", rule=POSITIVE)
+    measured = record.get("machine", "bf16_matmul_measured_TFLOPs", rule=POSITIVE)
+    if measured > 1.02 * datasheet:
+        raise DataError(f"{record.path}: machine.bf16_matmul_measured_TFLOPs is {measured:g}, "
+                        f"above the datasheet's peak, bf16_datasheet_peak_TFLOPs = {datasheet:g}, "
+                        f"which no GPU exceeds; {record.fix}")
+    tflops = flops / record.data["cases"][best]["step_s"] / 1e12
+    for key, value, decimals in (("TFLOPs", tflops, 1), ("MFU", tflops / datasheet, 3)):
+        found = record.get("cases", best, key, rule=POSITIVE)
+        if abs(found - value) > 0.02 * value + 10 ** -decimals:
+            raise DataError(f"{record.path}: cases[{best}].{key} is {found:g}, but its "
+                            f"useful_flops and step_s make {value:.{decimals}f}"
+                            f"{' of the datasheet peak' if key == 'MFU' else ''}; {record.fix}")

@@ -87,10 +87,11 @@ def full_corpus(dataset: str, name: str) -> Path:
 
 
 def user_corpus(folder, target="fr", gz=True):
-    """A user's corpus built from the sample: train/dev/test .en and .TARGET, some gzipped."""
+    """A user's corpus built from the sample: train/dev/test .en and .TARGET (German or French,
+    as TARGET says; French under any other name), some gzipped."""
     folder.mkdir(parents=True, exist_ok=True)
     for split, stem in [("train", "train"), ("valid", "dev"), ("test", "test")]:
-        for lang, name in [("en", "en"), ("fr", target)]:
+        for lang, name in [("en", "en"), (target if target in ("de", "fr") else "fr", target)]:
             lines = list(read_lines(SAMPLE / f"{SAMPLE_SPLITS[split]}.{lang}.gz"))[:400]
             text = "".join(line + "\n" for line in lines).encode()
             path = folder / f"{stem}.{name}"

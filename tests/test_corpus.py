@@ -66,6 +66,20 @@ def test_a_side_with_no_sentences_is_refused_before_any_training(tmp_path, targe
     assert not (tmp_path / "cache").exists()                   # no tokenizer was trained
 
 
+def test_a_target_that_is_mostly_a_copy_of_its_source_is_refused(tmp_path):
+    """The source file copied as the target, a few lines then edited: not one file the same
+    as the other, but most pairs are a sentence and itself, and the model would learn to
+    copy. Refused, naming both files and the count; a few pairs alike (names) pass."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:100]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:100]
+    src = _write(tmp_path / "train.en", en)
+    with pytest.raises(data.DataError) as error:
+        read_parallel(src, _write(tmp_path / "train.de", ["Ein Hund läuft."] * 5 + en[5:]))
+    says(error, "train.en", "train.de", "same text on 95 of their 100 lines", "check the files")
+    pairs, _ = read_parallel(src, _write(tmp_path / "train.de", en[:10] + de[10:]))
+    assert len(pairs) == 100
+
+
 def test_a_side_that_holds_both_sides_is_refused(tmp_path):
     """A source file made with `paste` (each line: the sentence, a tab, its translation) holds
     the target word for word: refused, naming the file, the line and both sides, before any
@@ -541,6 +555,40 @@ def test_scripts_without_spaces_get_a_vocabulary_that_round_trips(tmp_path):
 def _write(path, lines):
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+@pytest.mark.parametrize("case", ["sides swapped", "German named zh", "Russian named zh"])
+def test_a_training_side_in_another_language_than_its_setting_is_refused(tmp_path, case):
+    """The model would learn another pair than the one named: the sides swapped in every
+    split (a German->English model called English->German), or German text in files named
+    for Chinese. Refused before a tokenizer is trained, naming the training file and the
+    setting; the languages named right pass (the other tests)."""
+    folder = user_corpus(tmp_path / "mine", target="de")
+    langs = dict(source_lang="en", target_lang="de")
+    if case == "sides swapped":
+        for stem in ("train", "dev", "test"):
+            en = list(read_lines(next(folder.glob(f"{stem}.en*"))))
+            for p in folder.glob(f"{stem}.en*"):
+                p.unlink()
+            (folder / f"{stem}.de").rename(folder / f"{stem}.en")
+            _write(folder / f"{stem}.de", en)
+        names = ("train.en", "reads as de", "source_lang=en")
+    else:
+        for stem in ("train", "dev", "test"):
+            text = (folder / f"{stem}.de").read_text()
+            if case == "Russian named zh":
+                text = "".join("Мужчина в оранжевой шляпе смотрит на что-то номер "
+                               f"{i}.\n" for i in range(text.count("\n")))
+            (folder / f"{stem}.zh").write_text(text)
+            (folder / f"{stem}.de").unlink()
+        langs["target_lang"] = "zh"
+        names = ("train.zh", "target_lang=zh") + (
+            ("reads as de",) if case == "German named zh" else ("hardly any", "script"))
+    config = get("multi30k").override(dataset="files", vocab_size=500, **langs)
+    with pytest.raises(data.DataError) as error:
+        load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, *names, "Check the files", "the languages")
+    assert not (tmp_path / "cache" / "tokenizers").exists()
 
 
 def test_a_split_in_another_language_than_its_side_is_refused(tmp_path):

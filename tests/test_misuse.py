@@ -231,6 +231,11 @@ def test_the_same_checkpoint_twice_in_an_average_is_refused(tmp_path, capsys):
                                                str(ckpt), str(tmp_path / "again.pt")])
     assert "is given twice" in error_line(capsys)
     assert not (tmp_path / "a.pt").exists()
+    shutil.copy(ckpt, tmp_path / "copy.pt")                  # the same checkpoint, a copy
+    exits_with_error(checkpoint_command.main, ["average", "--out", str(tmp_path / "a.pt"),
+                                               str(ckpt), str(tmp_path / "copy.pt")])
+    says(error_line(capsys), "copy.pt", "same checkpoint", str(ckpt), "step 1", "once")
+    assert not (tmp_path / "a.pt").exists()
 
 
 def test_paths_given_with_a_tilde_are_in_the_home_folder(tmp_path, monkeypatch):

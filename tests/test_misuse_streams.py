@@ -551,6 +551,15 @@ def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, 
     says(warned["pairs"][0], "6 of the first 6", "tab", "en column", "cut -f1")
 
 
+def test_a_baseline_that_is_the_same_translations_is_noted(tmp_path, capsys):
+    (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--baseline", str(tmp_path / "hyp.de"),
+                   "--ref", str(tmp_path / "ref.de")])
+    says(capsys.readouterr().err.splitlines()[0], "note", "--baseline", "hyp.de",
+         "same translations", "other system")
+
+
 def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, capsys):
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
     (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")

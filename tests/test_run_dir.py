@@ -76,3 +76,20 @@ def test_a_metrics_line_cut_short_by_a_crash_is_repaired_on_resume(tmp_path, cap
          "metrics.jsonl", "metrics line", "dropped")
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 2, 3, 3]               # train 1, train and valid 2, train and valid 3
+
+
+def test_a_metrics_line_edited_in_the_middle_is_refused_on_resume_not_dropped(tmp_path,
+                                                                             capsys):
+    """Only a last line can be a crash's; a bad line between good ones is an edit. The resume
+    refuses it as the results scripts do, naming the line, and the log stays as it was."""
+    run = tmp_path / "run"
+    train.main(["--run-dir", str(run), "--max-steps", "2", *TINY[:4],
+                *merged(TINY[4:], ["ckpt_every=2"])])
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("".join([lines[0], "not json at all\n", *lines[1:]]))
+    before = (run / "metrics.jsonl").read_bytes()
+    with pytest.raises(SystemExit):
+        train.main(["--run-dir", str(run), "--resume", "--max-steps", "3"])
+    says(error_line(capsys), "metrics.jsonl", "line 2", "not a metrics line",
+         "restore or delete the line")
+    assert (run / "metrics.jsonl").read_bytes() == before

@@ -81,6 +81,13 @@ def test_the_same_command_twice_continues_the_run(tmp_path, capsys):
     assert metrics(tmp_path, "train")[3]["loss"] != 1.0             # step 4 logged again
 
 
+def test_a_run_stopped_by_its_time_limit_says_so_and_how_to_go_on(tmp_path, capsys):
+    run(tmp_path, "--config", "copy", "--max-minutes", 0.001, *TINY_RUN)
+    line = next(line for line in capsys.readouterr().out.splitlines() if "stopped by" in line)
+    says(line, "--max-minutes 0.001", "short of 1,000 steps", "--resume")
+    assert len(checkpoint_file.checkpoints(tmp_path)) == 1           # saved where it stopped
+
+
 def test_a_run_ends_by_showing_the_model_at_work_and_what_comes_next(tmp_path, capsys,
                                                                     monkeypatch):
     monkeypatch.chdir(ROOT)

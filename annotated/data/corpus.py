@@ -40,8 +40,8 @@ from annotated.base.files import (check_aligned, download, expand, read_lines, r
                                   text_sha256)
 from annotated.base.settings import shown
 from annotated.data.datasets import DATASETS
-from annotated.data.languages import guess_spaced_language
-from annotated.data.tokenizer import CopyTokenizer, coverage, load_or_train
+from annotated.data.languages import SCRIPTS, WORD_SETS, guess_language, guess_spaced_language
+from annotated.data.tokenizer import CopyTokenizer, base_language, coverage, load_or_train
 
 DATA_ENV, CACHE_ENV = "ANNOTATED_DATA_DIR", "ANNOTATED_CACHE_DIR"
 DEFAULT_CACHE = Path("~/.cache/annotated-transformer")
@@ -130,13 +130,16 @@ def read_parallel(src_path, tgt_path):
     """
     src, tgt = list(read_lines(src_path)), list(read_lines(tgt_path))
     check_aligned(len(src), len(tgt), src_path, tgt_path)
-    if src == tgt and any(s.strip() for s in src):
-        raise DataError(f"{src_path} and {tgt_path} hold the same text, line for line: a "
-                        f"parallel corpus pairs each sentence with its translation")
     pairs = [(s.strip(), t.strip()) for s, t in zip(src, tgt)]
-    if not any(s and t for s, t in pairs):
+    both = [(s, t) for s, t in pairs if s and t]
+    if not both:
         raise DataError(f"{src_path} and {tgt_path} hold no sentence pair ({len(pairs):,} lines, "
                         f"all blank on one side or both); check the files")
+    same = sum(s == t for s, t in both)
+    if same > len(both) / 2:
+        raise DataError(f"{src_path} and {tgt_path} hold the same text on {same:,} of their "
+                        f"{len(both):,} lines (one file a copy of the other?): a parallel corpus "
+                        f"pairs each sentence with its translation; check the files")
     check_no_header(pairs[0], src_path, tgt_path)
     check_sides_apart(pairs, src_path, tgt_path)
     check_in_line(pairs, src_path, tgt_path)
@@ -206,9 +209,25 @@ def check_side(path, lines: list[str]) -> None:
                         f"the file")
 
 
-def check_split_languages(text: dict, files: dict) -> None:
-    """Refuse a split whose side reads as another language than the same side of the training
-    split (a valid.fr holding German): validation and test would measure nothing."""
+def check_split_languages(text: dict, files: dict, config) -> None:
+    """Refuse a training side that reads as another language than the one its setting names
+    (the sides swapped; German in files named .zh), then a split whose side reads as another
+    language than the same side of the training split (a valid.fr holding German): the model
+    would learn another pair than the one named, or validation and test measure nothing."""
+    for side, setting in enumerate(("source_lang", "target_lang")):
+        lines = [pair[side] for pair in text["train"]]
+        named, by_script = base_language(getattr(config, setting)), guess_language(lines)
+        found = by_script or guess_spaced_language(lines)
+        if named in WORD_SETS.keys() | set(SCRIPTS.values()) and found not in (None, named):
+            raise DataError(f"{files['train'][side]} reads as {found} (from its "
+                            f"{'script' if by_script else 'commonest words'}), but "
+                            f"{setting}={getattr(config, setting)}: the sides swapped, or "
+                            f"another language's file? Check the files, or the languages")
+        if named in set(SCRIPTS.values()) and by_script is None:
+            raise DataError(f"{files['train'][side]}: hardly any of its letters are in the script "
+                            f"{setting}={getattr(config, setting)} is written in (e.g. "
+                            f"{shown(lines[0])}): another language's file? Check the files, "
+                            f"or the languages")
     for side in (0, 1):
         trained = guess_spaced_language([pair[side] for pair in text["train"]])
         for split in ("valid", "test"):
@@ -298,7 +317,7 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
         text[split], stats[split] = read_parallel(src_path, tgt_path)
     for side, path in enumerate(files["train"]):      # before a tokenizer is trained on it
         check_side(path, [pair[side] for pair in text["train"] if pair[side]])
-    check_split_languages(text, files)
+    check_split_languages(text, files, config)
     note_overlap(text, files, log)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,

@@ -1,4 +1,6 @@
-"""Which language a text written with spaces is in, from its commonest words.
+"""Which language a text is in: from its script, for the languages written without spaces
+between words (`guess_language`), and from its commonest words, for some written with them
+(`guess_spaced_language`).
 
 A translation scored against references in another language, a model given input in another
 language than its source, or a corpus split in another language than the rest of its side: each
@@ -7,6 +9,11 @@ of a language make up a large share of any text in it, and few of another's, so 
 tells the languages below apart.
 """
 
+import unicodedata
+
+# Unicode script of a character (the start of its name) -> the language guessed for it.
+SCRIPTS = {"CJK": "zh", "HIRAGANA": "ja", "KATAKANA": "ja", "HANGUL": "ko", "THAI": "th",
+           "LAO": "lo", "KHMER": "km", "MYANMAR": "my"}
 # The commonest short words of some languages written with spaces.
 COMMON_WORDS = {
     "en": "the of and to a an in is are that it for on with was at by from his her while",
@@ -31,3 +38,22 @@ def guess_spaced_language(lines, sample: int = 200) -> str | None:
                   reverse=True)
     (best, lang), (second, _) = hits[0], hits[1]
     return lang if best >= 0.15 * len(words) and best >= 1.3 * second else None
+
+
+def guess_language(lines, sample: int = 200) -> str | None:
+    """The language of text written without spaces, from its script (Japanese when kana
+    appear among Chinese characters); None for text mostly in other scripts."""
+    counts, letters = {}, 0
+    for line in list(lines)[:sample]:
+        for ch in line:
+            if ch.isspace() or not ch.isalpha():
+                continue
+            letters += 1
+            script = unicodedata.name(ch, "").split(" ")[0]
+            if script in SCRIPTS:
+                counts[SCRIPTS[script]] = counts.get(SCRIPTS[script], 0) + 1
+    if not counts or sum(counts.values()) < 0.3 * letters:
+        return None
+    if counts.get("ja", 0) >= 0.05 * sum(counts.values()):
+        return "ja"
+    return max(counts, key=counts.get)

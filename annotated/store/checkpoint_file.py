@@ -437,6 +437,14 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
                                   f"{paths[0]} {'/'.join(sorted(kinds[0]))}: average checkpoints "
                                   f"of one precision (average the float32 ones, then halve the "
                                   f"average)")
+    seen = {}
+    for p, other in zip(paths, payloads):          # one checkpoint under two paths (a copy)
+        ident = (other["run_id"], other.get("step"), tuple(other.get("averaged_from", ())))
+        if ident in seen and other.get("step") is not None:
+            raise CheckpointError(f"{p} is the same checkpoint as {seen[ident]} (run "
+                                  f"{other['run_id']}, step {other['step']:,}; a copy?): an "
+                                  f"average takes each checkpoint once")
+        seen.setdefault(ident, p)
     for p, other in zip(paths, payloads):
         inside = [q for q, o in zip(paths, payloads) if o is not other
                   and Path(q).name in other.get("averaged_from", ())

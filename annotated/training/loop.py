@@ -171,7 +171,8 @@ def _loop(run: Run, max_steps: int, max_minutes: float | None) -> None:
     resume.check_data_position(state, batches)
     src_pad, tgt_pad = padding_fraction(lengths, batches)
     say(f"{len(batches):,} batches per epoch (padding {src_pad:.1%} source, {tgt_pad:.1%} "
-        f"target)")
+        f"target); per target token, loss is the label-smoothed loss (§5.4) and ppl the "
+        f"perplexity, exp of the loss without smoothing (nll in metrics.jsonl)")
     meter = Meter(state.step, max_steps, state.elapsed, folder, say)
     good = folder.path / state.last_good if state.last_good else None
     watch = LossWatch(config.vocab_size, state.recent_losses, pending=state.resumed_from,
@@ -179,7 +180,8 @@ def _loop(run: Run, max_steps: int, max_minutes: float | None) -> None:
                       first=state.first_loss)
     saved_step = state.step                  # both checkpoint intervals count from the last save
     if state.step >= max_steps:
-        say(f"step {state.step}: already at --max-steps / train_steps {max_steps}; nothing to do")
+        say(f"step {state.step:,}: the run is already at or past {max_steps:,} steps "
+            f"(--max-steps, or train_steps); nothing to do")
     engine.model.train()
     while state.step < max_steps:
         if state.index == len(batches):
@@ -208,6 +210,9 @@ def _loop(run: Run, max_steps: int, max_minutes: float | None) -> None:
         if done:
             break
     meter.close()
+    if state.step < max_steps:                             # --max-minutes ran out first
+        say(f"step {state.step:,}: stopped by --max-minutes {max_minutes:g}, short of "
+            f"{max_steps:,} steps; run again with --resume (and --max-minutes) to go on")
 
 
 def _save(run: Run, meter: Meter, watch: LossWatch):

@@ -167,8 +167,10 @@ class RunDir:
 
     def rewind_metrics(self, step: int, fresh: bool = False):
         """Keep the metric lines up to `step` (a resumed run logs the later ones again). A last
-        line cut short by a crash is dropped, and said. A fresh run in a folder whose log holds
-        lines of an earlier run (its checkpoints gone) keeps them under another name."""
+        line cut short by a crash is dropped, and said; any other line that is not a metrics
+        line (an edit) is refused, as read_metrics refuses it, and the log left as it is. A
+        fresh run in a folder whose log holds lines of an earlier run (its checkpoints gone)
+        keeps them under another name."""
         if not (self.active and self.metrics.exists()):
             return
         if fresh and self.metrics.stat().st_size:
@@ -177,17 +179,19 @@ class RunDir:
             self.say(f"{self.metrics} held the log of an earlier run, whose checkpoints are not "
                      f"here; kept as {aside.name}")
             return
-        kept = []
-        for number, line in enumerate(self.metrics.read_text(errors="replace").splitlines(),
-                                      start=1):
+        kept, lines = [], self.metrics.read_text(errors="replace").splitlines()
+        for number, line in enumerate(lines, start=1):
             try:
                 entry = json.loads(line)
                 logged = entry["step"] if isinstance(entry, dict) else None
             except (json.JSONDecodeError, KeyError):
                 logged = None
+            if not isinstance(logged, int) and number < len(lines):
+                raise DataError(f"{self.metrics}, line {number}: not a metrics line as the "
+                                f"trainer writes them; restore or delete the line")
             if not isinstance(logged, int):
                 self.say(f"{self.metrics}, line {number}: not a metrics line (cut short by a "
-                         f"crash, or edited); dropped")
+                         f"crash); dropped")
                 continue
             if logged <= step:
                 kept.append(line)
