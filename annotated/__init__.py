@@ -35,12 +35,12 @@ import atexit
 import contextlib
 import sys
 
-from annotated.base.signals import command_starting
+from annotated.base.signals import command_starting, starting_a_command
 
 # `python -m annotated.<command>` is starting: Python imports this package first, and torch
 # with it, which takes seconds; a stop meanwhile waits for the imports, and imports that cannot
 # work say why in one line (command_starting).
-with command_starting() if sys.argv[:1] == ["-m"] else contextlib.nullcontext():
+with command_starting() if starting_a_command() else contextlib.nullcontext():
     from annotated.masks import batch_masks, padding_mask, subsequent_mask, target_mask
     from annotated.model import EncoderDecoder, ModelConfig, count_parameters, make_model
 

@@ -10,22 +10,28 @@ translator to fill in.
 `python -m book terms`: list every glossary term a chapter uses before linking it to its entry,
 in every language, and every glossary entry that names another chapter than the one defining its
 term (exit 1 if anything)."""
+import contextlib
 import sys
 
-# torch and Sphinx take seconds to import, before @command can turn Ctrl-C into its one line
+# torch and Sphinx take seconds to import, before @command can turn a stop into its one line:
+# the project's package holds stops while it imports torch, and then while this imports the
+# rest (command_starting), so that no library's import swallows one half-way
 try:
-    import argparse
-    import errno
-    import time
+    from annotated.base.signals import command_starting, starting_a_command
+    with command_starting() if starting_a_command() else contextlib.nullcontext():
+        import argparse
+        import errno
+        import time
 
-    from annotated.base.cli import command, path
-    from annotated.base.errors import DataError
-    from annotated.base.signals import stops_unwind
-    from book import chinese, i18n, languages, terms
-    from book.build import DEFAULT_OUT, build
-except KeyboardInterrupt:
-    print("interrupted", file=sys.stderr)
-    sys.exit(130)
+        from annotated.base.cli import command, path, require_stdout
+        from annotated.base.errors import DataError
+        from annotated.base.signals import stops_unwind
+        from book import chinese, i18n, languages, terms
+        from book.build import DEFAULT_OUT, build
+except KeyboardInterrupt as stop:                      # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
+    signum = getattr(stop, "signum", None)
+    print(f"interrupted by {stop}" if signum else "interrupted", file=sys.stderr)
+    sys.exit(128 + signum if signum else 130)
 
 
 def parse_args(argv=None):
@@ -55,6 +61,8 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    if args.command != "build":
+        require_stdout(f"the {args.command} check's report")
     if hasattr(sys.stdout, "reconfigure"):      # reports quote the book's text: on a terminal
         sys.stdout.reconfigure(errors="backslashreplace")    # that cannot show it, escaped
     if args.command == "translations":

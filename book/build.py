@@ -21,6 +21,7 @@ import os
 import shutil
 from pathlib import Path
 
+from annotated.base.cli import say_error
 from annotated.base.errors import DataError
 from annotated.base.files import scratch_folder
 from annotated.base.signals import stops_unwind
@@ -86,9 +87,17 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
     with stops_unwind():
         before = publish.check_out(out)
         for lang in languages.TRANSLATIONS:       # a damaged translation file, before the work
+            missing = []
             for source in i18n.sources():
                 if (where := i18n.translation_file(source, lang)).exists():
                     i18n.read_units(where, lang)
+                else:
+                    missing.append(where)
+            if missing:
+                say_error(f"note: the {lang} edition has no {missing[0]}"
+                          + (f" (nor {len(missing) - 1} more pages)" if len(missing) > 1 else "")
+                          + f": published in English there; python -m book translations lists "
+                          f"what is missing, --add-missing starts the files")
         out.parent.mkdir(parents=True, exist_ok=True)
         with scratch_folder(out.parent, ".book-") as tmp:
             zip_size = project.project_zip(tmp / project.PROJECT_ZIP, leave_out=(

@@ -228,24 +228,40 @@ def unlinked(path: Path, lang: str = languages.ENGLISH) -> list[str]:
     """What breaks the chapters' rule in one chapter (see the module's docstring), a line
     each: a first use not linked, a second link, a link whose words are not the term's."""
     defined, seen, found = defining_chapters(languages.ENGLISH), set(), []
-    name = path.name if lang == languages.ENGLISH else f"{path.name} ({lang})"
     for use in uses(path, lang):
-        term, where = use.term, f"{name}, cell {use.cell}"
+        term, problem = use.term, None
         defines = use.how == "bold" and defined.get(term.label) == use.chapter
         if use.how == "link":
             if term.name == "?":
-                found.append(f"{where}: a link to {term.label}, which the glossary lacks")
+                problem = f"a link to {term.label}, which the glossary lacks"
             elif term.label in seen:
-                found.append(f"{where}: links {term.name!r} again ('{use.words}'); link it once")
+                problem = f"links {term.name!r} again ('{use.words}'); link it once"
             elif not re.fullmatch("|".join(first_letter(re.sub(r"\(\?<[=!][^)]*\)", "", f))
                                            for f in term.forms), use.words):
-                found.append(f"{where}: the link '{use.words}' to {term.label} is not the "
-                             f"term's own words; link only the term")
+                problem = (f"the link '{use.words}' to {term.label} is not the term's own "
+                           f"words; link only the term")
         elif term.label not in seen and not defines:
-            found.append(f"{where}: first use of {term.name!r} ('{use.words}') is not "
-                         f"linked to its glossary entry")
+            problem = (f"first use of {term.name!r} ('{use.words}') is not linked to its "
+                       f"glossary entry")
+        if problem:
+            found.append(f"{place(path, lang, use)}: {problem}")
         seen.add(term.label)
     return found
+
+
+def place(path: Path, lang: str, use: Use) -> str:
+    """Where to edit a use: the chapter and its cell, in English; in a translation, the
+    translation file and its line (book/zh/NAME.md:LINE), where the fix is made."""
+    if lang == languages.ENGLISH:
+        return f"{path.name}, cell {use.cell}"
+    file = i18n.translation_file(path, lang)
+    unit = next((u for u in i18n.read_units(file, lang) if u.key == f"cell {use.cell}"), None)
+    if unit is None:                                # untranslated: the English cell is shown
+        return f"{path.name} ({lang}: no translation yet), cell {use.cell}"
+    lines = file.read_text(encoding="utf-8").splitlines()
+    separator = lines.index(i18n.TARGET.format(lang=lang), unit.line)   # 0-based
+    before = dict(cells(path, lang))[use.cell][:use.start]
+    return f"{file}:{separator + 2 + before.count(chr(10))}"
 
 
 def misplaced() -> list[str]:

@@ -109,3 +109,21 @@ def toy_sizes(monkeypatch):
     from annotated.data import prepare_wmt14
     monkeypatch.setattr(prepare_wmt14, "PUBLISHED", {
         "train": (6, False), "newstest2013": (2, True), "newstest2014": (3, True)})
+
+
+def stop_at_import(folder, module: str, signum: int) -> dict:
+    """The environment of a process that sends itself `signum` as it begins to import
+    `module` (a sitecustomize.py in `folder`, with the stops at their defaults, as a terminal
+    leaves them): for the moment a command is still starting, whatever the machine's speed."""
+    (folder / "sitecustomize.py").write_text(
+        "import importlib.abc, os, signal, sys\n"
+        "class Stop(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        f"        if name == {module!r}:\n"
+        "            sys.meta_path.remove(self)\n"
+        f"            os.kill(os.getpid(), {int(signum)})\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "for number in (signal.SIGTERM, signal.SIGHUP):\n"
+        "    signal.signal(number, signal.SIG_DFL)\n"
+        "sys.meta_path.insert(0, Stop())\n")
+    return {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{ROOT}"}

@@ -34,7 +34,7 @@ from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
-from conftest import says
+from conftest import says, stop_at_import
 
 from annotated.base.errors import DataError
 from book import languages, publish, stage
@@ -375,6 +375,27 @@ def test_a_damaged_translation_file_stops_the_build_before_any_work(tmp_path, fa
         build.build(tmp_path / "site")
     says(refused, "slips.md:", "conflict marker", "keep one")
     assert not calls and not (tmp_path / "site").exists()
+
+
+def test_a_missing_translation_file_is_noted_before_the_build(tmp_path, fake_sphinx,
+                                                              monkeypatch, capsys):
+    """A Chinese page deleted (or not yet begun): its chapter is published in English in the
+    Chinese edition, and the build says so first, naming the file and the commands."""
+    from book import i18n, run_sphinx
+    build, site = fake_sphinx
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    for name in ("slips.md", "glossary.md"):
+        shutil.copy(i18n.BOOK / name, book / name)
+    shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md", book / "glossary.md"])
+    monkeypatch.setattr(languages, "TRANSLATIONS", {"zh": languages.ALL["zh"]})
+    monkeypatch.setattr(run_sphinx, "build_main", lambda args: 1)     # stop at the first render
+    with pytest.raises(DataError):
+        build.build(tmp_path / "site")
+    says(capsys.readouterr().err.splitlines()[0], "note", "zh edition", "zh/glossary.md",
+         "in English", "python -m book translations", "--add-missing")
 
 
 def test_a_rebuild_replaces_only_what_the_last_build_wrote(tmp_path, fake_sphinx):
@@ -728,6 +749,29 @@ runpy.run_module("book", run_name="__main__", alter_sys=True)
                           text=True)
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
     assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, said", [(signal.SIGINT, "interrupted"),
+                                           (signal.SIGTERM, "interrupted by SIGTERM")])
+@pytest.mark.parametrize("module", ["numpy", "sphinx"])
+def test_a_stop_while_the_book_command_imports_is_one_line_never_swallowed(tmp_path, signum,
+                                                                          said, module):
+    """A real signal as numpy's import begins (inside torch's, where a library that catches
+    too much could swallow a Ctrl-C and go on) or Sphinx's: the imports finish, then the stop
+    is the one line, with the signal's status; nothing is checked or built."""
+    done = subprocess.run([sys.executable, "-m", "book", "translations"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=stop_at_import(tmp_path, module, signum))
+    assert (done.returncode, done.stderr, done.stdout) == (128 + signum, said + "\n", "")
+
+
+@pytest.mark.parametrize("check", ["translations", "terms"])
+def test_a_check_with_stdout_closed_says_so(check):
+    done = subprocess.run(["bash", "-c", f"{sys.executable} -m book {check} >&-"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    says(done.stderr.strip(), "stdout is closed", check)
 
 
 def cell(kind: str, **fields) -> dict:

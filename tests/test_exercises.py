@@ -295,10 +295,10 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
         checker("fr")
     with pytest.raises(KeyError) as error:
         result_of("9.99", stub)
-    says(str(error.value), "'9.99'", "chapter 9's are 9.1, 9.2, 9.3")
+    says(str(error.value), "'9.99'", "nearest are 9.1, 9.2, 9.3")
     with pytest.raises(KeyError) as error:
         result_of("12.1", stub)
-    says(str(error.value), "'12.1'", "from 1.1 to 9.3")
+    says(str(error.value), "'12.1'", "1.1 to 9.3")
 
 
 def test_a_typo_in_an_exercise_id_brings_in_no_chapter():

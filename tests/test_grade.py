@@ -166,6 +166,46 @@ def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
     assert statuses(row) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}
 
 
+@pytest.mark.parametrize("lang, names", [("en", ('check("2.9", ...)', "no exercise",
+                                                   "2.1, 2.2, 2.3", "correct the number")),
+                                          ("zh", ('check("2.9", ...)', "2.1, 2.2, 2.3"))])
+def test_a_notebook_whose_only_check_has_a_mistyped_number_is_told_the_number(tmp_path, lang,
+                                                                              names):
+    """Its one check names no exercise of the book: the row says which number and the
+    chapter's own, not that the notebook has no check."""
+    write(tmp_path, "typo.ipynb", [SETUP, 'check("2.9", len)'])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "--lang", lang,
+                           str(tmp_path / "typo.ipynb"), "--json"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
+    row = json.loads(done.stdout)[0]
+    assert not row["graded"]
+    says(row["note"], *names)
+
+
+def test_a_name_the_locale_cannot_decode_is_shown_not_a_traceback(tmp_path):
+    """Under the C locale without UTF-8 mode, a Chinese file name reaches Python as bytes it
+    could not decode; the table shows the name, with stdout's UTF-8 as the grader advises."""
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONIOENCODING": "utf-8"}
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           "张三 作业.ipynb"], cwd=tmp_path, capture_output=True, env=env,
+                          stdin=subprocess.DEVNULL, timeout=300)
+    out = done.stdout.decode("utf-8")
+    assert done.returncode == 1 and b"Traceback" not in done.stderr, done.stderr
+    says(out.splitlines()[0], "张三 作业.ipynb", "no such file")
+
+
+def test_grades_as_json_escape_what_stdout_cannot_write(tmp_path):
+    """JSON can say anything in ASCII: --json on an ASCII stdout is written, escaped."""
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "--json",
+                           "--lang", "zh", "缺.ipynb"], cwd=tmp_path, capture_output=True,
+                          env=env, stdin=subprocess.DEVNULL, timeout=300)
+    assert done.returncode == 1, done.stderr
+    row = json.loads(done.stdout)[0]
+    assert row["notebook"] == "缺.ipynb" and row["note"] and not row["graded"]
+
+
 def test_a_pipe_a_device_or_a_huge_file_is_no_notebook_and_never_read(tmp_path):
     os.mkfifo(tmp_path / "pipe.ipynb")
     (tmp_path / "zero.ipynb").symlink_to("/dev/zero")

@@ -151,18 +151,22 @@ def test_a_renamed_checkpoint_is_not_resumed_from_the_step_inside_it(tmp_path, c
     says(error_line(capsys), "ckpt_0000100.pt", "step 2", "ckpt_0000002.pt")
 
 
-def test_a_hand_edited_metrics_line_is_dropped_on_resume_and_named_by_the_results_scripts(
+def test_a_hand_edited_metrics_line_is_refused_on_resume_and_by_the_results_scripts(
         tmp_path, capsys):
+    """Lines the trainer did not write, before the last: an edit, not a crash. The resume and
+    the results scripts name the first one alike; with the lines deleted, the run goes on."""
     run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    good = (tmp_path / "metrics.jsonl").read_text()
     with (tmp_path / "metrics.jsonl").open("a") as f:
         f.write('{"note": "looked good"}\n[1, 2]\n')
     with pytest.raises(Exception) as error:
         read_metrics(tmp_path)
     says(error, "metrics.jsonl", "line 4", "metrics line")
+    with pytest.raises(SystemExit):
+        run(tmp_path, "--resume", "--max-steps", 3)
+    says(error_line(capsys), "metrics.jsonl", "line 4", "metrics line", "delete the line")
+    (tmp_path / "metrics.jsonl").write_text(good)
     run(tmp_path, "--resume", "--max-steps", 3)
-    notes = [line for line in capsys.readouterr().out.splitlines() if "metrics.jsonl" in line]
-    for line, number in zip(notes, (4, 5), strict=True):
-        says(line, f"line {number}", "metrics line")
     assert [m["step"] for m in read_metrics(tmp_path, "train")] == [1, 2, 3]
 
 
@@ -818,3 +822,16 @@ def test_a_warmup_longer_than_the_run_is_noted(tmp_path, capsys):
                          if "warmup_steps" in line]
     assert len(found[100]) == 1 and found[2] == []
     says(found[100][0], "note", "warmup_steps=100", "train_steps=10", "peak")
+
+
+def test_a_learning_rate_too_small_to_learn_is_noted(tmp_path, capsys):
+    """lr_factor=1e-30 gives a peak rate of about 1e-32: the run would go through its steps
+    and learn nothing. A note names the peak and the paper's factor; the presets get none."""
+    found = {}
+    for factor in ("1e-30", "1"):
+        train.main(["--config", "copy", "--run-dir", str(tmp_path / factor), "--max-steps", "1",
+                    *TINY_RUN, f"lr_factor={factor}"])
+        found[factor] = [line for line in capsys.readouterr().out.splitlines()
+                         if "learning rate peaks" in line]
+    assert len(found["1e-30"]) == 1 and found["1"] == []
+    says(found["1e-30"][0], "note", "lr_factor=1e-30", "will not learn", "lr_factor=1")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import says
+from conftest import says, stop_at_import
 
 from annotated.store import checkpoint_file
 from test_misuse import TINY_RUN, run
@@ -107,20 +107,9 @@ def test_a_stop_while_a_command_is_still_starting_is_one_line(tmp_path, signum, 
     sent as torch's import begins, or numpy's inside it, where a library that catches too
     much could swallow it and stay half-loaded) waits for the imports and is one line, not a
     traceback of the imports, nor nothing at all."""
-    (tmp_path / "sitecustomize.py").write_text(
-        "import importlib.abc, os, signal, sys\n"
-        "class Interrupt(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path, target=None):\n"
-        f"        if name == {module!r}:\n"
-        "            sys.meta_path.remove(self)\n"
-        f"            os.kill(os.getpid(), {int(signum)})\n"
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "for number in (signal.SIGTERM, signal.SIGHUP):\n"
-        "    signal.signal(number, signal.SIG_DFL)\n"
-        "sys.meta_path.insert(0, Interrupt())\n")
     done = subprocess.run([sys.executable, "-m", "annotated.train", "--config", "copy"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+                          env=stop_at_import(tmp_path, module, signum))
     assert (done.returncode, done.stderr) == (-signum, said + "\n")
     assert not (tmp_path / "runs").exists()
 

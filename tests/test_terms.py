@@ -146,3 +146,27 @@ def test_the_start_page_says_whether_the_shipped_model_won_the_search():
         assert "best cased model" in row and "winner was trained on lowercased" in row, row
     else:
         assert "best model" in row, row
+
+
+def test_a_translations_unlinked_term_is_named_by_the_file_and_line_to_edit(tmp_path,
+                                                                            monkeypatch):
+    """In the Chinese edition the fix is made in book/zh/NAME.md: the report names that file
+    and the line of the use, not the notebook's cell."""
+    from book import i18n
+    chapter = CHAPTERS[0]
+    page = i18n.translation_file(chapter, "zh")
+    lines = page.read_text(encoding="utf-8").splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines, 1) if "](../book/glossary.md#glossary-" in line
+                  and i > next(j for j, x in enumerate(lines, 1) if x.startswith("--- zh")))
+    link = re.search(r"\[([^\]]+)\]\(\.\./book/glossary\.md#glossary-[\w-]+\)", lines[number - 1])
+    lines[number - 1] = lines[number - 1].replace(link[0], link[1], 1)
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "zh" / page.name).write_text("".join(lines), encoding="utf-8")
+    monkeypatch.setattr(i18n, "BOOK", tmp_path)
+    terms.uses.cache_clear()
+    try:
+        found = terms.unlinked(chapter, "zh")
+    finally:
+        terms.uses.cache_clear()
+    assert found and found[0].startswith(f"{tmp_path / 'zh' / page.name}:{number}: "), found
+    assert "not linked" in found[0]

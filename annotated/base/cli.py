@@ -30,7 +30,7 @@ import torch
 
 from annotated.base.errors import USER_ERRORS, DataError
 from annotated.base.files import expand
-from annotated.base.signals import Stopped, stops_ignored_at_exit, stops_unwind
+from annotated.base.signals import PACKAGES, Stopped, stops_ignored_at_exit, stops_unwind
 from annotated.base.settings import POSITIVE
 
 
@@ -107,9 +107,6 @@ def command(main):
 _running = []                            # the commands running in this process, outermost first
 
 
-PACKAGES = ("annotated", "experiments", "benchmarks", "book")
-
-
 def not_a_command() -> None:
     """At exit (annotated/__init__.py registers it): if Python ran one of the project's modules
     as its program (`python -m NAME`) and it was no command, with no `if __name__ ==
@@ -172,6 +169,10 @@ def show(text: str) -> None:
         raise
     except OSError as e:
         raise OSError(e.errno, e.strerror, "stdout") from None
+    except UnicodeEncodeError:       # a file name this locale could not decode (held as lone
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        print(text.encode(sys.stdout.encoding or "utf-8", "backslashreplace")   # surrogates)
+              .decode(sys.stdout.encoding or "utf-8"), flush=True)
 
 
 def require_stdout(what: str) -> None:

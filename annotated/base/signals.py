@@ -18,6 +18,8 @@ import threading
 from contextlib import contextmanager
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The project's packages, whose modules are its commands (`python -m book build`).
+PACKAGES = ("annotated", "experiments", "benchmarks", "book")
 
 
 class Stopped(KeyboardInterrupt):
@@ -38,7 +40,7 @@ def stops_ignored_at_exit() -> None:
     said. A stop now would only interrupt a library's exit handler, with a traceback (torchrun
     sends SIGTERM to every process of a job when one fails), so the process ignores it and
     ends as it was ending. In a process that merely calls a command (a test), nothing changes."""
-    if signal.getsignal(signal.SIGTERM) is not _raise_stopped:
+    if not starting_a_command() or signal.getsignal(signal.SIGTERM) is not _raise_stopped:
         return
     for s in STOPS:
         signal.signal(s, signal.SIG_IGN)
@@ -87,6 +89,15 @@ def signals_held(signals=STOPS):
             signal.signal(s, handler)
         for number in dict.fromkeys(caught):
             signal.raise_signal(number)
+
+
+def starting_a_command() -> bool:
+    """Whether this process is starting one of the project's commands, and annotated/__init__
+    should import inside command_starting: `python -m annotated.train` imports the package
+    while sys.argv[0] is still "-m"; `python -m book` runs book/__main__.py, which imports
+    annotated. A program that merely imports the package (a test, a notebook) is neither."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return sys.argv[:1] == ["-m"] or (spec is not None and spec.name.split(".")[0] in PACKAGES)
 
 
 @contextmanager

@@ -65,11 +65,17 @@ def result_of(exercise_id: str, fn) -> Result:
         raise TypeError(f"check({exercise_id!r}, ...): give the exercise's number as text, in "
                         f"quotes: check(\"{exercise_id}\", ...)")
     if exercise_id not in found:
-        same = [i for i in found if i.split(".")[0] == exercise_id.split(".")[0]]
-        raise KeyError(f"no coding exercise {exercise_id!r}; " + (
-            f"chapter {same[0].split('.')[0]}'s are {', '.join(same)}" if same else
-            f"the book's run from {next(iter(found))} to {list(found)[-1]}"))
+        raise KeyError(f"no coding exercise {exercise_id!r}; the nearest are "
+                       f"{nearest_ids(exercise_id)}")
     return run(found[exercise_id], fn)
+
+
+def nearest_ids(exercise_id: str) -> str:
+    """The ids a mistyped `exercise_id` was likely meant to be: its chapter's ("2.1, 2.2,
+    2.3"), or the book's first and last when its chapter has none."""
+    found = list(exercises())
+    same = [i for i in found if i.split(".")[0] == exercise_id.split(".")[0]]
+    return ", ".join(same) if same else f"{found[0]} to {found[-1]}"
 
 
 def checker(lang: str = "en"):

@@ -37,7 +37,7 @@ from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import between
 from annotated.base.signals import signals_held
-from annotated.exercises import graded_ids
+from annotated.exercises import graded_ids, nearest_ids
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import checks, read
 
@@ -75,7 +75,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     require_stdout("the grades")
-    if c := unwritable_on_stdout("".join(MARKS.values()) + MESSAGES[args.lang]["notes_sep"]):
+    if not args.json and (c := unwritable_on_stdout("".join(MARKS.values())
+                                                    + MESSAGES[args.lang]["notes_sep"])):
         raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write the table's "
                         f"marks (such as {c!r}); set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
     folders = Folders(args.notebooks)
@@ -91,7 +92,8 @@ def main(argv=None):
                 say_error(f"{notebook}: {stopped['note']}")
             raise
         folders.restore(rows[-1], MESSAGES[args.lang])
-    show(json.dumps(rows, ensure_ascii=False, indent=1) if args.json else table(rows, args.lang))
+    show(json.dumps(rows, ensure_ascii=bool(unwritable_on_stdout(json.dumps(rows))), indent=1)
+         if args.json else table(rows, args.lang))   # JSON escapes what stdout cannot write
     if not all(row["graded"] for row in rows):
         raise SystemExit(1)
 
@@ -200,9 +202,12 @@ def grade(notebook: Path, args) -> dict:
     if problem:
         row["note"] = say["not_notebook"].format(problem=problem)
         return row
-    ids = graded_ids(checks(nb))
+    called = checks(nb)
+    ids = graded_ids(called)
     if not ids:
-        row["note"] = say["no_exercises"]
+        row["note"] = (say["unknown_id"].format(id=next(iter(called)),
+                                                known=nearest_ids(next(iter(called))))
+                       if called else say["no_exercises"])
         return row
     report = execute(notebook, args)
     row["total"] = len(ids)

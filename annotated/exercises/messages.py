@@ -64,6 +64,8 @@ MESSAGES = {
         "not_graded": "could not be graded: {why}",
         "no_exercises": "no exercise of this book's chapters found (no `check(\"N.K\", ...)` "
                         "cell)",
+        "unknown_id": "`check(\"{id}\", ...)` names no exercise of this book (its numbers "
+                      "nearest: {known}); correct the number",
         "notes_sep": "; ",
         "legend": "✓ passed  ✗ failed  · not attempted  ? not run (its check never ran)",
     },
@@ -110,6 +112,7 @@ MESSAGES = {
         "added": "它运行时，其中的代码在提交的文件旁边新建了 {paths}：不需要的请删除",
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
+        "unknown_id": "`check(\"{id}\", ...)` 不是本书的练习编号（相近的编号：{known}）；请改正编号",
         "notes_sep": "；",
         "legend": "✓ 通过  ✗ 未通过  · 尚未作答  ? 未运行（它的检查没有运行）",
     },

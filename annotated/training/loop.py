@@ -30,7 +30,7 @@ from annotated.data.corpus import Corpus, data_location, load_corpus
 from annotated.data.datasets import DATASETS
 from annotated.inference.search import beam_search, source_batch
 from annotated.model import EncoderDecoder, count_parameters
-from annotated.optim import make_optimizer
+from annotated.optim import make_optimizer, noam_rate
 from annotated.store import checkpoint_file
 from annotated.training import distributed, resume
 from annotated.training.divergence import LossWatch
@@ -42,6 +42,8 @@ from annotated.training.state import TrainState, load_states
 from annotated.training.step import Engine, check_device, evaluate, make_engine, train_step
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"    # in a clone of the project
+# A peak learning rate below this moves Adam's weights by too little to learn anything.
+TOO_SMALL_RATE = 1e-7
 
 
 @dataclass
@@ -73,13 +75,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
     if device.type == "cpu":
         keep_freed_memory()          # no page faults on each step's large tensors (machine)
     say = printer(rank == 0)
-    if steps > config.train_steps:
-        say(f"note: --max-steps {steps:,} runs past train_steps={config.train_steps:,}, the "
-            f"run's planned length (--max-minutes or Ctrl-C stop it; --resume goes on)")
-    if config.warmup_steps > config.train_steps:
-        say(f"note: warmup_steps={config.warmup_steps:,} is longer than the run "
-            f"(train_steps={config.train_steps:,}): the learning rate rises until the end and "
-            f"never reaches its peak (§5.3); lower warmup_steps for a short run")
+    _note_odd_lengths(config, steps, say)
     folder = RunDir(run_dir, active=rank == 0, say=say).open()
     try:
         folder.check_checkpoint_names(resumed["step"] if resumed else 0, steps)
@@ -112,6 +108,23 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
         run = model = None
         folder.close()
         distributed.finish()
+
+
+def _note_odd_lengths(config, steps: int, say) -> None:
+    """Notes on a run whose length or schedule will not do what a reader may expect: steps
+    past its planned length, a warmup longer than the run, a rate too small to learn."""
+    if steps > config.train_steps:
+        say(f"note: --max-steps {steps:,} runs past train_steps={config.train_steps:,}, the "
+            f"run's planned length (--max-minutes or Ctrl-C stop it; --resume goes on)")
+    if config.warmup_steps > config.train_steps:
+        say(f"note: warmup_steps={config.warmup_steps:,} is longer than the run "
+            f"(train_steps={config.train_steps:,}): the learning rate rises until the end and "
+            f"never reaches its peak (§5.3); lower warmup_steps for a short run")
+    peak = noam_rate(config.warmup_steps, config.d_model, config.warmup_steps, config.lr_factor)
+    if peak < TOO_SMALL_RATE:
+        say(f"note: the learning rate peaks at {peak:.1e} (lr_factor={config.lr_factor:g}), "
+            f"too small to move the weights: the model will not learn; the paper's schedule "
+            f"has lr_factor=1 (§5.3)")
 
 
 def _data(config, data_dir, cache_dir, resumed, folder) -> tuple[Corpus, TrainState]:

@@ -81,7 +81,11 @@ def printer(active: bool):
         if not on[0]:
             return
         try:
-            tqdm.write(message)
+            try:
+                tqdm.write(message)
+            except UnicodeEncodeError:          # a character stdout's encoding lacks: escaped
+                encoding = sys.stdout.encoding or "utf-8"
+                tqdm.write(message.encode(encoding, "backslashreplace").decode(encoding))
             sys.stdout.flush()
         except (OSError, AttributeError, ValueError) as e:   # AttributeError: stdout is None
             on[0] = False
