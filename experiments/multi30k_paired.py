@@ -74,7 +74,7 @@ def system(name: str, checkpoint: str, beam: str, alpha: str) -> dict:
             values[what] = parse(text)
         except argparse.ArgumentTypeError as e:
             raise ValueError(f"argument --system {name}: {what} {e}") from None
-    return dict(name=name, checkpoint=Path(checkpoint), beam_size=values["BEAM"],
+    return dict(name=name, checkpoint=Path(checkpoint).expanduser(), beam_size=values["BEAM"],
                 alpha=values["ALPHA"])
 
 
@@ -82,6 +82,11 @@ def system(name: str, checkpoint: str, beam: str, alpha: str) -> dict:
 def main(argv=None):
     args = parse_args(argv)
     published()                        # the scores ours are set beside, checked before any work
+    for s in args.system:
+        if not s["checkpoint"].is_file():
+            raise DataError(f"--system {s['name']}: its CKPT, {s['checkpoint']}, is "
+                            f"{'a folder' if s['checkpoint'].is_dir() else 'no file'}; give "
+                            f"the checkpoint file (ckpt_*.pt, or an average)")
     config = same_corpus(args.system)
     check_out_dir(args.out_dir, args.limit)
     result = {"systems": [dict(s, checkpoint=relative(s["checkpoint"])) for s in args.system],

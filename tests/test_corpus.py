@@ -80,6 +80,34 @@ def test_a_target_that_is_mostly_a_copy_of_its_source_is_refused(tmp_path):
     assert len(pairs) == 100
 
 
+def test_a_side_exported_as_quoted_csv_is_refused_and_a_few_quotations_pass(tmp_path):
+    """Every line wrapped in double quotes (a spreadsheet's CSV export): the quotes would be
+    learned as part of every sentence. A corpus where some sentences are quotations passes."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:40]
+    with pytest.raises(data.DataError) as error:
+        data.check_side(tmp_path / "train.en", [f'"{line}"' for line in en])
+    says(error, "train.en", "40 of its 40 lines", "double quotes", "CSV", "plain text")
+    data.check_side(tmp_path / "train.en", [f'"{line}"' for line in en[:20]] + en[20:])
+
+
+def test_one_line_pasted_over_many_of_a_side_is_warned_about(tmp_path):
+    """Every fifth German line replaced by one Russian sentence: 120 English sentences
+    paired with the same target. A warning names the file, the line and the count."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:600]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:600]
+    pasted = "Мужчина в оранжевой шляпе смотрит на что-то."
+    text = {"train": [(e, pasted if i % 5 == 4 else d) for i, (e, d) in enumerate(zip(en, de))],
+            "valid": [], "test": []}
+    files = {split: (tmp_path / f"{split}.en", tmp_path / f"{split}.de") for split in text}
+    said = []
+    data.note_overlap(text, files, said.append)
+    assert len(said) == 1, said
+    says(said[0], "warning", "train.de", pasted[:20], "120 of its 600 lines")
+    said.clear()
+    data.note_overlap({**text, "train": list(zip(en, de))}, files, said.append)
+    assert said == []
+
+
 def test_a_side_that_holds_both_sides_is_refused(tmp_path):
     """A source file made with `paste` (each line: the sentence, a tab, its translation) holds
     the target word for word: refused, naming the file, the line and both sides, before any

@@ -432,6 +432,13 @@ def test_every_system_beam_and_alpha_follow_the_beam_size_and_alpha_rules(beam, 
     says(err, "--system A", *names)
 
 
+def test_a_system_whose_checkpoint_is_missing_is_named_by_its_system(tmp_path, capsys):
+    err = refused(multi30k_paired, "--system", "A", tmp_path / "nofile.pt", 4, 0.6, "--system",
+                  "B", SHIPPED / "multi30k_en_de.pt", 4, 0.6, "--out-dir", tmp_path / "out",
+                  capsys=capsys)
+    says(err, "--system A", str(tmp_path / "nofile.pt"), "no file", "checkpoint file")
+
+
 # --- experiments.pretrained: what the name and the README say, and only its own files ----------------
 
 def foreign_checkpoint(kind: str, model, folder):

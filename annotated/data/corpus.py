@@ -30,6 +30,7 @@ Tokenizers are trained on the training split and cached in the cache folder (see
 """
 import hashlib
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,7 +199,8 @@ def check_sides_apart(pairs, src_path, tgt_path) -> None:
 
 def check_side(path, lines: list[str]) -> None:
     """Refuse one side of a training corpus that holds no sentences to learn from: every line
-    the same, or not one letter in any line (only punctuation, digits or symbols)."""
+    the same, or not one letter in any line (only punctuation, digits or symbols); or whose
+    lines are nearly all wrapped in double quotes (a CSV export)."""
     if len(lines) > 1 and len(set(lines)) == 1:
         raise DataError(f"{path}: all {len(lines):,} lines with text are the same, "
                         f"{shown(lines[0])}: a corpus pairs each sentence with its own "
@@ -207,6 +209,12 @@ def check_side(path, lines: list[str]) -> None:
         raise DataError(f"{path}: not one line holds a letter (only punctuation, digits or "
                         f"symbols, e.g. {shown(lines[0])}): no sentences to learn from; check "
                         f"the file")
+    quoted = sum(len(line) > 1 and line[0] == line[-1] == '"' for line in lines)
+    if quoted > 0.9 * len(lines) and len(lines) >= 10:
+        raise DataError(f"{path}: {quoted:,} of its {len(lines):,} lines are wrapped in double "
+                        f"quotes, as a CSV export writes them (e.g. {shown(lines[0])}): the "
+                        f"model would learn the quotes as part of every sentence; export the "
+                        f"column as plain text, one sentence a line")
 
 
 def check_split_languages(text: dict, files: dict, config) -> None:
@@ -285,15 +293,22 @@ def _folder(location: Path) -> Path:
 
 
 def note_overlap(text: dict, files: dict, log) -> None:
-    """A warning for a training split that is mostly repeats, and for a validation or test
-    split that shares most of its pairs with train (a copy, say): its loss and BLEU would
-    measure what the model memorised, not translation."""
+    """A warning for a training split that is mostly repeats, or one of whose sides repeats
+    one line across many pairs (a line pasted over others), and for a validation or test split
+    that shares most of its pairs with train (a copy, say): its loss and BLEU would measure
+    what the model memorised, not translation."""
     seen = set(text["train"])
     repeats = len(text["train"]) - len(seen)
     if repeats > len(text["train"]) / 2:
         src, tgt = files["train"]
         log(f"warning: {repeats:,} of the {len(text['train']):,} pairs of {src} and {tgt} "
             f"repeat another pair exactly (a corpus copied onto itself?): check the files")
+    for side, path in enumerate(files["train"]):      # one line pasted over many others
+        lines = [pair[side] for pair in text["train"] if pair[side]]
+        line, count = Counter(lines).most_common(1)[0] if lines else ("", 0)
+        if len(lines) >= 100 and count > 0.05 * len(lines):
+            log(f"warning: {path}: one line, {shown(line)}, is {count:,} of its "
+                f"{len(lines):,} lines, each paired with another sentence: check the file")
     for split in ("valid", "test"):
         shared = sum(pair in seen for pair in text[split])
         if shared > len(text[split]) / 2:
