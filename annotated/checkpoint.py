@@ -11,11 +11,10 @@ tokenizers or runs are refused (see --help). half: the model in float16 without 
 state, half the size, to share. verify: checks files against their sha256 seals.
 The file format is annotated.store.checkpoint_file.
 """
-import argparse
 import os
 from pathlib import Path
 
-from annotated.base.cli import command, number, out_file, path, say_error
+from annotated.base.cli import ArgumentParser, command, number, out_file, path, say_error
 from annotated.base.errors import CheckpointError
 from annotated.base.files import check_output
 from annotated.base.settings import at_least
@@ -161,7 +160,7 @@ def _verify_command(paths) -> int:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m annotated.checkpoint",
+    parser = ArgumentParser(prog="python -m annotated.checkpoint",
                                      description="checkpoint tools")
     commands = parser.add_subparsers(dest="command", required=True)
     avg = commands.add_parser("average", help="average several checkpoints (§6.1)")

@@ -20,7 +20,7 @@ import types
 from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
-from annotated.base.cli import command, require_stdout, show
+from annotated.base.cli import ArgumentParser, command, require_stdout, show
 from annotated.base.errors import ConfigError
 from annotated.base.settings import (ANY, LANGUAGE, POSITIVE, PROBABILITY, at_least, between, check,
                                      names_with, one_of, plain_type, rule_of, setting, shown)
@@ -310,7 +310,7 @@ def table3_params_table(vocab: int = 37_000) -> str:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m annotated.configs",
+    parser = ArgumentParser(prog="python -m annotated.configs",
                                      description="Table 3's parameter column from the presets")
     parser.add_argument("--vocab", type=option("vocab_size"), default=37_000,
                         help="shared BPE vocabulary size")

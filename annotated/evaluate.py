@@ -18,7 +18,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from annotated.base.cli import command, path, require_stdout, say_error, show
+from annotated.base.cli import ArgumentParser, command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
 from annotated.data.languages import guess_language, guess_spaced_language
@@ -32,7 +32,7 @@ FEW_SENTENCES = 100
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m annotated.evaluate",
+    parser = ArgumentParser(prog="python -m annotated.evaluate",
                                      description="BLEU three ways; with --baseline, a "
                                                  "paired bootstrap")
     parser.add_argument("--hyp", type=path, required=True,

@@ -16,11 +16,10 @@ and its key=value may change only what does not change the model or its data (th
 logging, checkpoints, decoding, precision): the rest is refused, naming the keys. The code is in
 annotated.training (the loop, one step, checkpoints, torchrun).
 """
-import argparse
 from dataclasses import fields
 from pathlib import Path
 
-from annotated.base.cli import command, number, path, positive
+from annotated.base.cli import ArgumentParser, command, number, path, positive
 from annotated.base.errors import ConfigError, RunDirError
 from annotated.base.settings import at_least, between
 from annotated.base.threads import SMALL_MODEL, use_threads
@@ -31,7 +30,7 @@ from annotated.training.run_dir import check_one_run, in_use_by
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m annotated.train",
+    p = ArgumentParser(prog="python -m annotated.train",
                                 description=__doc__.split("\n")[0].split(": ", 1)[1])
     p.add_argument("--config", help="preset: " + ", ".join(PRESETS))
     p.add_argument("--run-dir", type=path, help="the run folder: checkpoints and metrics.jsonl "

@@ -15,15 +15,14 @@ the BLEU scores of `python -m annotated.evaluate` are printed (on stderr, as is 
 stdout holds only translations). A copy-task checkpoint reads its symbols as numbers separated
 by spaces: `echo "4 9 5" | ...` prints `4 9 5`. The code is annotated.inference.
 """
-import argparse
 import gzip
 import sys
 from pathlib import Path
 
 import torch
 
-from annotated.base.cli import (command, first_line, number, out_file, out_of_memory, path,
-                                say_error, unwritable_on_stdout)
+from annotated.base.cli import (ArgumentParser, command, first_line, number, out_file,
+                                out_of_memory, path, say_error, unwritable_on_stdout)
 from annotated.base.errors import DataError
 from annotated.base.files import (atomic_open, check_aligned, check_output, not_lines_of_text,
                                   not_text_to_replace, read_lines)
@@ -43,7 +42,7 @@ UNKNOWN_SHARE = 0.2
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m annotated.translate",
+    p = ArgumentParser(prog="python -m annotated.translate",
                                 description="translate with a checkpoint (§6.1 decoding)")
     p.add_argument("--checkpoint", type=path, required=True,
                    help="a checkpoint or averaged checkpoint")

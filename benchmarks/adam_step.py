@@ -9,12 +9,11 @@ visible part of a training step on a CPU.
 
 Target: the fused update takes at most half the time of the plain one.
 """
-import argparse
 
 import torch
 
 from annotated import configs
-from annotated.base.cli import command
+from annotated.base.cli import ArgumentParser, command
 from annotated.model import EncoderDecoder
 from annotated.optim import make_optimizer
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
@@ -44,7 +43,7 @@ def optimizers(vocab: int = 6000):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.adam_step",
+    parser = ArgumentParser(prog="python -m benchmarks.adam_step",
                                      description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=20)
     return parser.parse_args(argv)

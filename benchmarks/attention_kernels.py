@@ -14,14 +14,13 @@ Shapes: the multi30k_tiny preset's on a CPU (4 heads of 32, sentences of 8 to 24
 2,048 tokens a batch, float32), the base model's on a GPU (8 heads of 64, 16 to 48 tokens, one
 GPU's eighth of the paper's batch, bf16).
 """
-import argparse
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend
 from torch.nn.attention.bias import causal_upper_left
 
-from annotated.base.cli import command
+from annotated.base.cli import ArgumentParser, command
 from annotated.base.errors import DeviceError
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
 
@@ -67,7 +66,7 @@ def pass_of(q, k, v, kwargs, device: str):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.attention_kernels",
+    parser = ArgumentParser(prog="python -m benchmarks.attention_kernels",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     add_timing_arguments(parser, repeats=20)

@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 
-from annotated.base.cli import command, number
+from annotated.base.cli import ArgumentParser, command, number
 from annotated.base.settings import at_least
 from annotated.training.machine import keep_freed_memory
 from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
@@ -43,7 +43,7 @@ def child(setting: str, threads: int, steps: int) -> float:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.cpu_allocator",
+    parser = ArgumentParser(prog="python -m benchmarks.cpu_allocator",
                                      description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=5)
     parser.add_argument("--steps", type=number(at_least(1)), default=20,

@@ -18,7 +18,6 @@ terminates early, so both modes do exactly the same steps.)
     python -m benchmarks.decode_speed [--data-dir DIR] [--sentences 50]
         [--threads 2] [--repeats 1] [--checkpoint CKPT]
 """
-import argparse
 import os
 import tempfile
 import time
@@ -26,7 +25,7 @@ import time
 import torch
 from torch import nn
 
-from annotated.base.cli import command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines
 from annotated.base.settings import at_least, between
@@ -66,7 +65,7 @@ MOST = 500
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.decode_speed",
+    parser = ArgumentParser(prog="python -m benchmarks.decode_speed",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=path, help=f"folder holding wmt14/ (or env {DATA_ENV})")
     parser.add_argument("--sentences", type=number(between(1, MOST, "sentences")), default=50,

@@ -24,7 +24,6 @@ stage's command, exit code, seconds and the end of its output. With --device cpu
 run their CPU self-checks on a small preset (the GPU tests skip), and OUT may not be results/:
 that folder holds the GPU's measurements, which a CPU run must never replace.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import atomic_open
 from annotated.base.settings import at_least
@@ -94,7 +93,7 @@ def run_stage(argv: list[str], cwd: Path, seconds: float) -> dict:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.device_run",
+    parser = ArgumentParser(prog="python -m benchmarks.device_run",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=path, required=True, metavar="DIR",
                         help="a copy of the code to compare with (see above)")

@@ -7,14 +7,13 @@ the slip).
 Target: every check under 2 s on one thread, so that a learner's cell answers at once and the
 grader's time goes to the notebooks themselves.
 """
-import argparse
 import contextlib
 import io
 import json
 import time
 from pathlib import Path
 
-from annotated.base.cli import command
+from annotated.base.cli import ArgumentParser, command
 from annotated.exercises import exercises
 from annotated.exercises.core import run
 from benchmarks.common import add_timing_arguments, set_threads
@@ -52,7 +51,7 @@ def slowest(fn_by_name: dict, exercise, repeats: int) -> tuple[float, str]:
 
 @command
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.exercise_checks",
+    parser = ArgumentParser(prog="python -m benchmarks.exercise_checks",
                                      description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=3)
     args = parser.parse_args(argv)

@@ -34,7 +34,6 @@ the GPU sat idle, waiting for the CPU.
 --out is checked before anything is measured, and rewritten whole (never half a file) after
 every case, so a long run keeps what it has; its "complete" is true only once every case is.
 """
-import argparse
 import gc
 import json
 import shlex
@@ -46,7 +45,7 @@ from pathlib import Path
 import torch
 
 from annotated import configs
-from annotated.base.cli import command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import atomic_open, check_output
 from annotated.base.settings import at_least
@@ -204,7 +203,7 @@ def machine(device: str) -> dict:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_train",
+    parser = ArgumentParser(prog="python -m benchmarks.gpu_train",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=list(configs.PRESETS), default=["base", "big"],
                         metavar="CONFIG", help="presets to time (default: base big)")

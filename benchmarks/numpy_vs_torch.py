@@ -26,7 +26,7 @@ def count(text: str) -> int:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.numpy_vs_torch",
+    parser = ArgumentParser(prog="python -m benchmarks.numpy_vs_torch",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=count, default=1, help="BLAS and torch threads")
     parser.add_argument("--repeats", type=count, default=5, help="timed runs per side (median)")
@@ -43,7 +43,7 @@ import torch  # noqa: E402
 
 import reference_numpy as ref  # noqa: E402
 from annotated import batch_masks, configs  # noqa: E402
-from annotated.base.cli import command  # noqa: E402
+from annotated.base.cli import ArgumentParser, command  # noqa: E402
 from annotated.loss import label_smoothed_loss  # noqa: E402
 from annotated.model import EncoderDecoder  # noqa: E402
 from benchmarks.common import interleaved_times, set_threads  # noqa: E402

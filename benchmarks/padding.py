@@ -7,12 +7,11 @@ batch sizes: pairs in random order, and pairs sorted by source length, then targ
 
     python -m benchmarks.padding [--data-dir D] [--config multi30k] [--epochs 3]
 """
-import argparse
 
 import numpy as np
 
 from annotated import configs
-from annotated.base.cli import command, number
+from annotated.base.cli import ArgumentParser, command, number
 from annotated.base.settings import at_least
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import load_corpus
@@ -25,7 +24,7 @@ def same_sizes(order, batches):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.padding",
+    parser = ArgumentParser(prog="python -m benchmarks.padding",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="multi30k")
     parser.add_argument("--data-dir", help="folder holding multi30k/ (or env ANNOTATED_DATA_DIR)")

@@ -7,14 +7,13 @@ round-robin. Prints target tokens per second for each and the ratio (target: >= 
 
     python -m benchmarks.train_step_vs_nn_transformer [--threads 2] [--repeats 5]
 """
-import argparse
 import math
 
 import torch
 from torch import nn
 
 from annotated import batch_masks, configs
-from annotated.base.cli import command
+from annotated.base.cli import ArgumentParser, command
 from annotated.loss import label_smoothed_loss
 from annotated.masks import subsequent_mask
 from annotated.model import EncoderDecoder
@@ -89,7 +88,7 @@ def compare(name, config, vocab, n_sent, length, P_drop, repeats):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.train_step_vs_nn_transformer",
+    parser = ArgumentParser(prog="python -m benchmarks.train_step_vs_nn_transformer",
                                      description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=5)
     return parser.parse_args(argv)

@@ -28,7 +28,6 @@ own code, the two stepping in turn, one step each, so that machine noise hits bo
 prints both times and how many times faster this code is. Both processes keep freed memory for
 the next step, as `python -m annotated.train` does on a CPU (training.machine).
 """
-import argparse
 import os
 import statistics
 import subprocess
@@ -39,7 +38,7 @@ import numpy as np
 import torch
 
 from annotated import configs
-from annotated.base.cli import command, path
+from annotated.base.cli import ArgumentParser, command, path
 from annotated.base.errors import DataError
 from annotated.data.batching import lengths_of, make_batches
 from annotated.model import EncoderDecoder
@@ -114,7 +113,7 @@ def training_step(config, vocab, max_tokens, length_range, seed=0, device="cpu")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.train_throughput",
+    parser = ArgumentParser(prog="python -m benchmarks.train_throughput",
                                      description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=3)
     parser.add_argument("--only", nargs="+", choices=list(CASES), metavar="CASE",

@@ -19,11 +19,10 @@ import sys
 try:
     from annotated.base.signals import command_starting, starting_a_command
     with command_starting() if starting_a_command() else contextlib.nullcontext():
-        import argparse
         import errno
         import time
 
-        from annotated.base.cli import command, path, require_stdout
+        from annotated.base.cli import ArgumentParser, command, path, require_stdout
         from annotated.base.errors import DataError
         from annotated.base.signals import stops_unwind
         from book import chinese, i18n, languages, terms
@@ -35,7 +34,7 @@ except KeyboardInterrupt as stop:                      # Ctrl-C, or SIGTERM/SIGH
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m book", description=__doc__)
+    parser = ArgumentParser(prog="python -m book", description=__doc__)
     parser.add_argument("command", choices=["build", "translations", "terms"],
                         help="build the static site, check the translations, or check the "
                              "glossary's terms in the chapters")

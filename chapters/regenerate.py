@@ -35,7 +35,7 @@ from pathlib import Path
 
 import nbformat
 
-from annotated.base.cli import command
+from annotated.base.cli import ArgumentParser, command
 from annotated.base.errors import DataError
 
 CHAPTERS = Path(__file__).resolve().parent
@@ -49,7 +49,7 @@ MULTI30K = [f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python chapters/regenerate.py",
+    parser = ArgumentParser(prog="python chapters/regenerate.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*", help="chapter numbers, e.g. 01 06 (default: all)")
     parser.add_argument("--listings", action="store_true", help="only the source listings")

@@ -16,10 +16,9 @@ backward pass). Two estimates bracket the truth:
 
 Neither was measured on eight GPUs; both are labelled estimates wherever they are shown.
 """
-import argparse
 import json
 
-from annotated.base.cli import command, path
+from annotated.base.cli import ArgumentParser, command, path
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from experiments.commands import invocation
@@ -66,7 +65,7 @@ def render(record: dict) -> str:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.gpu_schedule",
+    parser = ArgumentParser(prog="python -m experiments.gpu_schedule",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--timings", type=path, default=ROOT / "results" / "gpu_train.json",
                         help="benchmarks.gpu_train's output (default results/gpu_train.json)")

@@ -8,7 +8,6 @@ cache; the package index's wheels may already be downloaded.
 Writes install.json and install.md (runs/results by default); the README's table of the two
 commands is read from install.json (python -m experiments.summary).
 """
-import argparse
 import json
 import os
 import shutil
@@ -18,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from annotated.base.cli import command
+from annotated.base.cli import ArgumentParser, command
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, write_files
 from experiments.commands import invocation
@@ -99,7 +98,7 @@ def measure(mark: str, line: dict, env: dict) -> dict:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.install",
+    parser = ArgumentParser(prog="python -m experiments.install",
                                      description=__doc__.split("\n\n")[0])
     add_out_dir(parser, smoke=None)
     return parser.parse_args(argv)

@@ -30,7 +30,6 @@ never writes into the committed results/.
    language pair writes its own files (multi30k_tiny.md, multi30k_en_fr.md, ...), and so does
    a run on lowercased text (lowercase=true: multi30k_tiny_lowercase.md).
 """
-import argparse
 import io
 import json
 import shlex
@@ -38,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotated.base.cli import command, number, path, positive
+from annotated.base.cli import ArgumentParser, command, number, path, positive
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, write_files
 from annotated.base.settings import at_least
@@ -56,7 +55,7 @@ PRESETS = ("multi30k", "multi30k_tiny")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k",
+    parser = ArgumentParser(prog="python -m experiments.multi30k",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", choices=PRESETS,
                         help="the preset to train (default multi30k); it also names the results "

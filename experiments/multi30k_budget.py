@@ -32,7 +32,6 @@ recipe may not carry over to our tokenizer and code: dropout and the vocabulary 
 
 Without a GPU it refuses to start unless --device cpu says to train on the CPU: hours a run.
 """
-import argparse
 import json
 import multiprocessing
 import time
@@ -41,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import command, number, path, positive
+from annotated.base.cli import ArgumentParser, command, number, path, positive
 from annotated.base.errors import CheckpointError, DeviceError
 from annotated.base.files import write_files
 from annotated.base.settings import at_least
@@ -73,7 +72,7 @@ DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.4))
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_budget",
+    parser = ArgumentParser(prog="python -m experiments.multi30k_budget",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true",
                         help="train the candidates first (resuming runs begun earlier)")

@@ -14,13 +14,12 @@ translates test2016 with a checkpoint, prepares hypotheses and references the Mo
 difference between the two metrics is measured rather than assumed. Writes multi30k_metric.md
 and .json (runs/results by default; a smoke test, --limit, never into the committed results/).
 """
-import argparse
 import json
 
 from sacrebleu.metrics import BLEU
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from annotated.base.cli import command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.files import write_files
 from annotated.base.settings import at_least
 from annotated.configs import option
@@ -31,7 +30,7 @@ from experiments.scoring import multi30k_config, score, split_text
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_metric",
+    parser = ArgumentParser(prog="python -m experiments.multi30k_metric",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", type=path, required=True,
                         help="a Multi30k model (e.g. annotated/pretrained/multi30k_en_de.pt)")

@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated.base.cli import command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import at_least
@@ -33,7 +33,7 @@ METRICS = {"lowercased BLEU": True, "sacreBLEU (cased)": False}      # name: low
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_paired",
+    parser = ArgumentParser(prog="python -m experiments.multi30k_paired",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", nargs=4, action="append", required=True,
                         metavar=("NAME", "CKPT", "BEAM", "ALPHA"),

@@ -25,12 +25,11 @@ A run's val_sweep.json or an earlier multi30k_sweep.json that is damaged is read
 (the run is scored again, with a note), unless it holds the only scores of a run whose folder
 is gone: then it is an error naming it. The data location is checked before any training.
 """
-import argparse
 import json
 import shutil
 from pathlib import Path
 
-from annotated.base.cli import command, number, path, positive
+from annotated.base.cli import ArgumentParser, command, number, path, positive
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import at_least
@@ -88,7 +87,7 @@ DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.2, 
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.multi30k_sweep",
+    parser = ArgumentParser(prog="python -m experiments.multi30k_sweep",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="train the candidates first")
     parser.add_argument("--max-minutes", type=positive, default=60.0,

@@ -19,7 +19,6 @@ product that a CPU (or GPU) runs far below its peak, while attention is a few la
 We time torch.nn.RNN (whose input products are batched, hidden products sequential) against
 `annotated.attention.attention`, with the same batch and threads.
 """
-import argparse
 import json
 import math
 import platform
@@ -31,7 +30,7 @@ import torch
 
 from annotated import configs
 from annotated.attention import attention
-from annotated.base.cli import command
+from annotated.base.cli import ArgumentParser, command
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import shown
@@ -160,7 +159,7 @@ step (`python -m experiments.gpu_schedule`)."""
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.paper_tables",
+    parser = ArgumentParser(prog="python -m experiments.paper_tables",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small Table 1 grid (seconds)")
     parser.add_argument("--reuse-timings", action="store_true",

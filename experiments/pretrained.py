@@ -22,12 +22,11 @@ annotated/pretrained; and an --out-dir whose README.md, multi30k_en_de.pt or .js
 did not write is refused rather than overwritten. The three files are replaced together at the
 end, or not at all.
 """
-import argparse
 import json
 import tempfile
 from pathlib import Path
 
-from annotated.base.cli import command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import sha256_file, write_files
 from annotated.base.settings import at_least
@@ -52,7 +51,7 @@ SWEEP = ROOT / "results" / "multi30k_sweep.json"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.pretrained",
+    parser = ArgumentParser(prog="python -m experiments.pretrained",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=path, help="the averaged float32 checkpoint to ship")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "

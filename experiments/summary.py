@@ -10,9 +10,8 @@ experiments.gpu_schedule).
 A test checks that README.md holds exactly these tables, so a results file that changes
 without the README (or the other way round) fails the tests until this command is run.
 """
-import argparse
 
-from annotated.base.cli import command, require_stdout
+from annotated.base.cli import ArgumentParser, command, require_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, write_files
 from annotated.base.settings import POSITIVE, between
@@ -194,7 +193,7 @@ def readme_table(text: str, name: str = "results") -> str:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.summary",
+    parser = ArgumentParser(prog="python -m experiments.summary",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     return parser.parse_args(argv)

@@ -23,14 +23,13 @@ sentences its rows were recorded with (per row where they differ), never a flag 
 nothing; a damaged table3_small.json is one error naming it; a smoke test (--limit) never
 writes into the committed results/, and no run folder goes inside results/ or annotated/.
 """
-import argparse
 import json
 import re
 import shlex
 import shutil
 from pathlib import Path
 
-from annotated.base.cli import command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, write_files
 from annotated.base.settings import at_least
@@ -73,7 +72,7 @@ PAPER_ROWS = list(dict.fromkeys(row for row, _ in ROWS.values()))
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.table3_small",
+    parser = ArgumentParser(prog="python -m experiments.table3_small",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=number(at_least(1)), default=2000,
                         help="optimizer steps each row trains (default 2000)")

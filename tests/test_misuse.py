@@ -94,6 +94,22 @@ def test_every_number_option_refuses_what_means_nothing_in_one_line(main, before
                                                                    last), err
 
 
+@pytest.mark.parametrize("main,argv,named", [
+    (train.main, ["--config", "copy", "--max-steps", "2", "--max-steps=3"], "--max-steps"),
+    (translate.main, ["--checkpoint", "a.pt", "--greedy", "--greedy"], "--greedy"),
+    (checkpoint_command.main, ["average", "--last", "1", "--out", "a.pt", "--out", "b.pt", "r"],
+     "--out"),
+    (multi30k_paired.main, ["--system", "a", "a.pt", "4", "0.6", "--system", "b", "b.pt", "4",
+                            "0.6", "--limit", "3", "--limit", "4"], "--limit")])
+def test_an_option_given_twice_is_refused_not_the_last_one_kept(main, argv, named, capsys):
+    """argparse keeps the last of two values without a word; every command refuses instead
+    (a repeatable option such as --system still repeats)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.splitlines()[-1], named, "given twice", "once")
+
+
 @pytest.mark.parametrize("item", ["P_drop=nan", "lr_factor=inf", "alpha=inf", "N=1000000",
                                   "seed=" + HUGE, "max_extra=1000000000", "beam_size=0",
                                   "d_model=" + HUGE, "P_drop=0.1 P_drop=0.2",

@@ -34,6 +34,28 @@ from annotated.base.signals import PACKAGES, Stopped, stops_ignored_at_exit, sto
 from annotated.base.settings import POSITIVE
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, with one rule more: an option given twice is an error. argparse
+    keeps the last of `--max-steps 2 --max-steps 3` without a word; options meant to repeat
+    (action="append", such as --system) still may."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        given = sys.argv[1:] if args is None else [str(a) for a in args]
+        once = {name: action for action in self._actions if isinstance(action, (
+                    argparse._StoreAction, argparse._StoreConstAction))
+                for name in action.option_strings}
+        seen = {}
+        for token in given:
+            if token == "--":
+                break
+            name = token.split("=", 1)[0]
+            if (action := once.get(name)) is not None:
+                if action in seen:
+                    self.error(f"{seen[action]} is given twice; give it once")
+                seen[action] = name
+        return super().parse_known_args(args, namespace)
+
+
 def describe(error: BaseException) -> str:
     """The one line a user sees for a user error."""
     if isinstance(error, OSError) and error.filename and error.strerror:

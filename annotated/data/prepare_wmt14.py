@@ -23,7 +23,6 @@ the corpora's sizes are checked instead (about 4.5 million training pairs, 3,000
 newstest2013, 3,003 in newstest2014), before any file is written: an archive that is not the
 published one is named, with the fix.
 """
-import argparse
 import html
 import json
 import re
@@ -32,7 +31,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from annotated.base.cli import command, path
+from annotated.base.cli import ArgumentParser, command, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, download, read_lines, sha256_file
 from annotated.data.corpus import cache_folder
@@ -248,7 +247,7 @@ def published(pairs: int, corpus: str, archives) -> None:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m annotated.data.prepare_wmt14",
+    parser = ArgumentParser(prog="python -m annotated.data.prepare_wmt14",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=path, default=None,
                         help="output folder (default: the cache's wmt14/, where training looks)")

@@ -21,7 +21,6 @@ rows as JSON instead, with each check's line in every language, for a course's g
 The exit code is 0 when every notebook was graded, 1 when one could not be (its row says why),
 and 2 for a wrong argument.
 """
-import argparse
 import json
 import os
 import signal
@@ -31,8 +30,8 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from annotated.base.cli import (command, number, path, require_stdout, say_error, show,
-                                unwritable_on_stdout)
+from annotated.base.cli import (ArgumentParser, command, number, path, require_stdout, say_error,
+                                show, unwritable_on_stdout)
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import between
@@ -55,7 +54,7 @@ KEPT_BYTES = 1024 * 2 ** 20
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m annotated.exercises",
+    parser = ArgumentParser(prog="python -m annotated.exercises",
                                      description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="run students' notebooks and grade their exercises")
