@@ -324,6 +324,14 @@ def test_a_unit_left_in_english_or_with_an_open_code_block_is_no_translation(
     says(report.missing[0], "slips.md:", *names)
 
 
+def test_an_unclosed_code_fence_is_not_also_english_prose():
+    """Its fence line (```python) is code: the open block is reported once, by the
+    translations check, not again as English left in the Chinese."""
+    from book import chinese
+    text = chinese.chinese_prose("这是一句中文。\n```python\nx = 1")
+    assert chinese.english_left_in([("book/zh/x.md", 1, text)]) == []
+
+
 @pytest.mark.parametrize("kept,changed", [
     ("](../book/glossary.md#glossary-query)", "](../book/术语表.md#glossary-查询)"),
     ("`--input f`", "`--输入 f`"), ("$d_k$", "$d_模型$"),
