@@ -239,9 +239,10 @@ def test_a_notebook_cannot_write_over_another_submission(tmp_path):
     rows = json.loads(done.stdout)
     assert done.returncode == 0 and all(row["passed"] == 1 for row in rows), rows
     assert (tmp_path / "victim.ipynb").read_bytes() == before
-    says(rows[1]["note"], "victim.ipynb", "put back")               # by its full path: restored
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["absolute.ipynb", "victim.ipynb",
-                                                          "writer.ipynb"]
+    says(rows[1]["note"], "victim.ipynb", "put back",                # by its full path: restored
+         "victim.ipynb.found-while-grading")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "absolute.ipynb", "victim.ipynb", "victim.ipynb.found-while-grading", "writer.ipynb"]
 
 
 def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tmp_path):
@@ -264,6 +265,9 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert (tmp_path / "notes.txt").read_text() == "the teacher's notes"
     assert (tmp_path / "other.ipynb").read_text() == "a notebook not being graded"
     says(vandal["note"], "notes.txt", "other.ipynb", "put back", "added.txt", "delete")
+    # what was found in its place is kept, in case another program saved it meanwhile
+    assert (tmp_path / "notes.txt.found-while-grading").read_text() == "overwritten"
+    says(vandal["note"], "another program", "notes.txt.found-while-grading")
     assert after["note"] is None                           # the next row is not blamed
 
 

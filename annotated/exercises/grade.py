@@ -51,11 +51,13 @@ MAX_BYTES = 100 * 2 ** 20
 #: The most bytes kept of the files in the submissions' folders, to put back what a notebook
 #: changes; files past it are watched, and named if changed, but cannot be put back.
 KEPT_BYTES = 1024 * 2 ** 20
+# What a file changed while a notebook ran is kept as, beside the file put back.
+FOUND = ".found-while-grading"
 
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m annotated.exercises",
-                                     description=__doc__.split("\n")[0])
+                            description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="run students' notebooks and grade their exercises")
     grade.add_argument("notebooks", nargs="+", type=path, metavar="NOTEBOOK")
@@ -129,21 +131,29 @@ class Folders:
         return data
 
     def restore(self, row: dict, say: dict) -> None:
-        """Put back what the notebook just graded changed or removed, and say so in its row,
-        with what it changed that could not be put back and the files it added."""
-        changed, lost = self.changed(), []
+        """Put back what changed or went while the notebook just graded ran, and say so in its
+        row, with what could not be put back and the files added. A changed file is kept
+        beside the one put back (NAME.found-while-grading): its code may have written it, or
+        another program (a student saving, a chapter being regenerated) at the same time."""
+        changed, lost, found = self.changed(), [], []
         for file in changed:
             try:
                 if self.files[file][0] is None:
                     raise OSError
+                if file.is_file():
+                    found.append(free_name(file, FOUND))
+                    os.replace(file, found[-1])
                 write_files({file: self.files[file][0]})
                 self.files[file] = (self.files[file][0], file.stat().st_ctime_ns)
             except OSError:                      # too large to keep, or no longer writable
                 lost.append(file)
+        for file in found:                       # not counted as added by the next notebook
+            self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
         added = [file for file in self.listed() if file not in self.files]
         for file in added:                       # the next notebook is not blamed for these
             self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
-        notes = [say[key].format(paths=", ".join(map(str, files))) for key, files in
+        notes = [say[key].format(paths=", ".join(map(str, files)),
+                                 found=", ".join(f.name for f in found)) for key, files in
                  (("restored", [f for f in changed if f not in lost]), ("not_restored", lost),
                   ("added", added)) if files]
         if notes:
@@ -160,6 +170,15 @@ class Folders:
             except OSError:                      # made unreadable
                 out.append(file)
         return out
+
+
+def free_name(file: Path, suffix: str) -> Path:
+    """FILE + suffix, or + suffix-2, -3, ...: the first name not taken."""
+    n, name = 1, file.with_name(file.name + suffix)
+    while name.exists():
+        n += 1
+        name = file.with_name(f"{file.name}{suffix}-{n}")
+    return name
 
 
 def unreadable(notebook: Path) -> str | None:

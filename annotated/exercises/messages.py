@@ -56,7 +56,8 @@ MESSAGES = {
         "not_notebook": "not a notebook: {problem}",
         "a_folder": "a folder, not a notebook: give the notebooks in it ({path}/*.ipynb)",
         "no_file": "no such file: check the path",
-        "restored": "while it ran, its code changed {paths}, put back as it was",
+        "restored": "while it ran, {paths} changed (by its code, or by another program at "
+                    "the same time), put back as it was; the version found is kept as {found}",
         "not_restored": "while it ran, its code changed {paths}, which could not be put back "
                         "(too large to keep a copy of, or made unwritable): check it",
         "added": "while it ran, its code added {paths} beside the submissions: delete what "
@@ -107,7 +108,7 @@ MESSAGES = {
         "not_notebook": "不是笔记本：{problem}",
         "a_folder": "这是一个文件夹，不是笔记本：请给出其中的笔记本（{path}/*.ipynb）",
         "no_file": "没有这个文件：请检查路径",
-        "restored": "它运行时，其中的代码改动了 {paths}，已恢复原样",
+        "restored": "它运行时，{paths} 被改动（由其中的代码，或同时运行的其他程序），已恢复原样；改动后的版本另存为 {found}",
         "not_restored": "它运行时，其中的代码改动了 {paths}，无法恢复（文件太大没有留副本，或已不可写）：请检查",
         "added": "它运行时，其中的代码在提交的文件旁边新建了 {paths}：不需要的请删除",
         "not_graded": "无法评分：{why}",
