@@ -161,7 +161,7 @@ def _verify_command(paths) -> int:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m annotated.checkpoint",
-                                     description="checkpoint tools")
+                            description="checkpoint tools")
     commands = parser.add_subparsers(dest="command", required=True)
     avg = commands.add_parser("average", help="average several checkpoints (§6.1)")
     avg.add_argument("--out", type=out_file, required=True,

@@ -311,7 +311,7 @@ def table3_params_table(vocab: int = 37_000) -> str:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m annotated.configs",
-                                     description="Table 3's parameter column from the presets")
+                            description="Table 3's parameter column from the presets")
     parser.add_argument("--vocab", type=option("vocab_size"), default=37_000,
                         help="shared BPE vocabulary size")
     return parser.parse_args(argv)

@@ -33,7 +33,7 @@ FEW_SENTENCES = 100
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m annotated.evaluate",
-                                     description="BLEU three ways; with --baseline, a "
+                            description="BLEU three ways; with --baseline, a "
                                                  "paired bootstrap")
     parser.add_argument("--hyp", type=path, required=True,
                         help="translations, one per line (-: standard input)")

@@ -31,7 +31,7 @@ from annotated.training.run_dir import check_one_run, in_use_by
 
 def parse_args(argv=None):
     p = ArgumentParser(prog="python -m annotated.train",
-                                description=__doc__.split("\n")[0].split(": ", 1)[1])
+                       description=__doc__.split("\n")[0].split(": ", 1)[1])
     p.add_argument("--config", help="preset: " + ", ".join(PRESETS))
     p.add_argument("--run-dir", type=path, help="the run folder: checkpoints and metrics.jsonl "
                                                 "(default runs/CONFIG)")

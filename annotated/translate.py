@@ -43,7 +43,7 @@ UNKNOWN_SHARE = 0.2
 
 def parse_args(argv=None):
     p = ArgumentParser(prog="python -m annotated.translate",
-                                description="translate with a checkpoint (§6.1 decoding)")
+                       description="translate with a checkpoint (§6.1 decoding)")
     p.add_argument("--checkpoint", type=path, required=True,
                    help="a checkpoint or averaged checkpoint")
     p.add_argument("--beam-size", type=option("beam_size"),

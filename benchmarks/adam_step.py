@@ -44,7 +44,7 @@ def optimizers(vocab: int = 6000):
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.adam_step",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=20)
     return parser.parse_args(argv)
 

@@ -67,7 +67,7 @@ def pass_of(q, k, v, kwargs, device: str):
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.attention_kernels",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     add_timing_arguments(parser, repeats=20)
     return parser.parse_args(argv)

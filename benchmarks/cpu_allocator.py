@@ -44,7 +44,7 @@ def child(setting: str, threads: int, steps: int) -> float:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.cpu_allocator",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=5)
     parser.add_argument("--steps", type=number(at_least(1)), default=20,
                         help="timed steps in each process (median; default 20)")

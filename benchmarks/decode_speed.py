@@ -66,7 +66,7 @@ MOST = 500
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.decode_speed",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=path, help=f"folder holding wmt14/ (or env {DATA_ENV})")
     parser.add_argument("--sentences", type=number(between(1, MOST, "sentences")), default=50,
                         help=f"sentences decoded as one batch (default 50, at most {MOST}: "

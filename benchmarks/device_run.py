@@ -94,7 +94,7 @@ def run_stage(argv: list[str], cwd: Path, seconds: float) -> dict:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.device_run",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=path, required=True, metavar="DIR",
                         help="a copy of the code to compare with (see above)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")

@@ -52,7 +52,7 @@ def slowest(fn_by_name: dict, exercise, repeats: int) -> tuple[float, str]:
 @command
 def main(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.exercise_checks",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=3)
     args = parser.parse_args(argv)
     threads = set_threads(args.threads or 1)

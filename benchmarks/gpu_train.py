@@ -204,7 +204,7 @@ def machine(device: str) -> dict:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.gpu_train",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=list(configs.PRESETS), default=["base", "big"],
                         metavar="CONFIG", help="presets to time (default: base big)")
     parser.add_argument("--modes", nargs="+", choices=["eager", "compiled", "graphs"],

@@ -27,7 +27,7 @@ def count(text: str) -> int:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.numpy_vs_torch",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=count, default=1, help="BLAS and torch threads")
     parser.add_argument("--repeats", type=count, default=5, help="timed runs per side (median)")
     parser.add_argument("--sentences", type=count, default=4, help="sentences in the batch")

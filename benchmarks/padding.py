@@ -25,7 +25,7 @@ def same_sizes(order, batches):
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.padding",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="multi30k")
     parser.add_argument("--data-dir", help="folder holding multi30k/ (or env ANNOTATED_DATA_DIR)")
     parser.add_argument("--cache-dir", help="tokenizer cache (or env ANNOTATED_CACHE_DIR)")

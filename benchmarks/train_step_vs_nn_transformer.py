@@ -89,7 +89,7 @@ def compare(name, config, vocab, n_sent, length, P_drop, repeats):
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.train_step_vs_nn_transformer",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=5)
     return parser.parse_args(argv)
 

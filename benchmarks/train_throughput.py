@@ -114,7 +114,7 @@ def training_step(config, vocab, max_tokens, length_range, seed=0, device="cpu")
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.train_throughput",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     add_timing_arguments(parser, repeats=3)
     parser.add_argument("--only", nargs="+", choices=list(CASES), metavar="CASE",
                         help=f"some of {', '.join(CASES)}")

@@ -50,7 +50,7 @@ MULTI30K = [f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python chapters/regenerate.py",
-                                     description=__doc__.split("\n")[0])
+                            description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*", help="chapter numbers, e.g. 01 06 (default: all)")
     parser.add_argument("--listings", action="store_true", help="only the source listings")
     parser.add_argument("--cells", type=cell_choice, metavar="CHAPTER:I,J,...",

@@ -66,7 +66,7 @@ def render(record: dict) -> str:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.gpu_schedule",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--timings", type=path, default=ROOT / "results" / "gpu_train.json",
                         help="benchmarks.gpu_train's output (default results/gpu_train.json)")
     add_out_dir(parser, smoke=None)

@@ -99,7 +99,7 @@ def measure(mark: str, line: dict, env: dict) -> dict:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.install",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     add_out_dir(parser, smoke=None)
     return parser.parse_args(argv)
 

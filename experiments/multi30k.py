@@ -56,7 +56,7 @@ PRESETS = ("multi30k", "multi30k_tiny")
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.multi30k",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", choices=PRESETS,
                         help="the preset to train (default multi30k); it also names the results "
                              "files (with --skip-train the run's own preset does)")

@@ -73,7 +73,7 @@ DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.4))
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.multi30k_budget",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true",
                         help="train the candidates first (resuming runs begun earlier)")
     parser.add_argument("--only", nargs="+", choices=list(CANDIDATES), metavar="NAME",

@@ -31,7 +31,7 @@ from experiments.scoring import multi30k_config, score, split_text
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.multi30k_metric",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", type=path, required=True,
                         help="a Multi30k model (e.g. annotated/pretrained/multi30k_en_de.pt)")
     parser.add_argument("--beam-size", type=option("beam_size"), default=4,

@@ -34,7 +34,7 @@ METRICS = {"lowercased BLEU": True, "sacreBLEU (cased)": False}      # name: low
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.multi30k_paired",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", nargs=4, action="append", required=True,
                         metavar=("NAME", "CKPT", "BEAM", "ALPHA"),
                         help="a checkpoint and its decoding; give exactly two, the first is "

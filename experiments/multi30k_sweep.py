@@ -88,7 +88,7 @@ DECODINGS = tuple((beam, alpha) for beam in (4, 5) for alpha in (0.6, 1.0, 1.2, 
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.multi30k_sweep",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="train the candidates first")
     parser.add_argument("--max-minutes", type=positive, default=60.0,
                         help="minutes of training per candidate (default 60)")

@@ -160,7 +160,7 @@ step (`python -m experiments.gpu_schedule`)."""
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.paper_tables",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small Table 1 grid (seconds)")
     parser.add_argument("--reuse-timings", action="store_true",
                         help="rewrite the tables from OUT_DIR/table1_timings.json (no timing)")

@@ -52,7 +52,7 @@ SWEEP = ROOT / "results" / "multi30k_sweep.json"
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.pretrained",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=path, help="the averaged float32 checkpoint to ship")
     parser.add_argument("--data-dir", type=path, help="folder with the corpora (default: env "
                                                       "ANNOTATED_DATA_DIR)")

@@ -194,7 +194,7 @@ def readme_table(text: str, name: str = "results") -> str:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.summary",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     return parser.parse_args(argv)
 

@@ -73,7 +73,7 @@ PAPER_ROWS = list(dict.fromkeys(row for row, _ in ROWS.values()))
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.table3_small",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=number(at_least(1)), default=2000,
                         help="optimizer steps each row trains (default 2000)")
     parser.add_argument("--seeds", type=number(at_least(1)), default=3,

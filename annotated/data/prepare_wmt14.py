@@ -248,7 +248,7 @@ def published(pairs: int, corpus: str, archives) -> None:
 
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m annotated.data.prepare_wmt14",
-                                     description=__doc__.split("\n\n")[0])
+                            description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=path, default=None,
                         help="output folder (default: the cache's wmt14/, where training looks)")
     return parser.parse_args(argv)
