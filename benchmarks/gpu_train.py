@@ -195,6 +195,16 @@ def measure(name: str, config, max_tokens: int, mode: str, args, peak: float | N
     return result
 
 
+def case_line(r: dict, mode: str) -> str:
+    """One measured case, as printed; a CPU run has no peak memory or MFU to show."""
+    memory = f"{r['peak_memory_GiB']} GiB, " if r["peak_memory_GiB"] is not None else ""
+    mfu = f"MFU {r['MFU']}" if r["MFU"] is not None else "no MFU (no GPU peak to divide by)"
+    return (f"{r['case']:<9} {mode:<8} accum {r['accum_steps']}: {r['pairs']} pairs "
+            f"({r['source_tokens']:,}+{r['target_tokens']:,} tokens), "
+            f"{r['step_s'] * 1000:.1f} ms/step, {r['tokens_per_s']:,} tokens/s, {memory}"
+            f"{r['TFLOPs']} TFLOP/s, {mfu} (first step {r['first_step_s']} s)")
+
+
 def machine(device: str) -> dict:
     record = machine_record()
     if device == "cuda":
@@ -256,11 +266,7 @@ def main(argv=None):
             for mode in args.modes:
                 r = measure(name + label, configs.get(name), max_tokens, mode, args, peak)
                 cases.append(r)
-                print(f"{r['case']:<9} {mode:<8} accum {r['accum_steps']}: {r['pairs']} pairs "
-                      f"({r['source_tokens']:,}+{r['target_tokens']:,} tokens), "
-                      f"{r['step_s'] * 1000:.1f} ms/step, {r['tokens_per_s']:,} tokens/s, "
-                      f"{r['peak_memory_GiB']} GiB, {r['TFLOPs']} TFLOP/s, MFU {r['MFU']} "
-                      f"(first step {r['first_step_s']} s)", flush=True)
+                print(case_line(r, mode), flush=True)
                 if args.out:                 # after every case: a long run keeps what it has
                     save(record, args.out)
                 if "profile" in r:

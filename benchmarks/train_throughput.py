@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from annotated import configs
-from annotated.base.cli import ArgumentParser, command, path
+from annotated.base.cli import ArgumentParser, command, path, say_error
 from annotated.base.errors import DataError
 from annotated.data.batching import lengths_of, make_batches
 from annotated.model import EncoderDecoder
@@ -124,6 +124,9 @@ def parse_args(argv=None):
     if args.against and not (args.against / "benchmarks" / "train_throughput.py").is_file():
         raise DataError(f"--against {args.against}: no benchmarks/train_throughput.py there; "
                         f"give a copy of this project, e.g. made by git worktree add DIR REV")
+    if args.against and args.against.resolve() == ROOT:
+        say_error(f"note: --against {args.against} is this copy of the project itself: both "
+                  f"sides run the same code, so the ratio shows only the machine's noise")
     return args
 
 

@@ -45,7 +45,7 @@ from annotated.configs import apply_overrides, get, option
 from annotated.data.corpus import cache_folder, corpus_files, data_location
 from annotated.inference.search import attention_maps
 from annotated.store.checkpoint_file import checkpoints, load_model, step_in_name
-from experiments.commands import invocation, train
+from experiments.commands import check_no_trainer, invocation, train
 from experiments.folders import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
                                  committed_folder)
 from experiments.report import file_stem, markdown_table, pair_name, published
@@ -98,6 +98,7 @@ def main(argv=None):
     published()                        # the scores ours are set beside, checked before any work
     check_run_folder(args.run_dir)
     if args.skip_train:
+        check_no_trainer(args.run_dir)            # its checkpoints would rotate away meanwhile
         preset = trained_preset(args.run_dir, args.config)
         dataset = multi30k_config(trained_checkpoints(args.run_dir)[-1]).dataset
     else:

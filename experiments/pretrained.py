@@ -108,9 +108,10 @@ def check_source(checkpoint: Path, source: dict, config, out_dir: Path) -> None:
     with float32 weights (the README compares the float16 file with its float32 source)."""
     pair = (config.source_lang, config.target_lang)
     if pair != PAIR or config.dataset not in DATASETS:
-        raise DataError(f"{checkpoint} holds a model of {pair_name(vars(config))} trained on "
-                        f"{config.dataset}; {SHIPPED.name} and its README say English->German "
-                        f"on Multi30k: give a checkpoint of such a model")
+        held = ("a copy-task model" if config.dataset == "copy" else
+                f"a model of {pair_name(vars(config))} trained on {config.dataset}")
+        raise DataError(f"{checkpoint} holds {held}; {SHIPPED.name} and its README say "
+                        f"English->German on Multi30k: give a checkpoint of such a model")
     if config.dataset != "multi30k" and committed_folder(out_dir) is not None:
         raise DataError(f"{checkpoint} was trained on {config.dataset}, not the full Multi30k: "
                         f"it cannot replace the shipped model; give --out-dir a scratch folder")

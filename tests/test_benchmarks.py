@@ -221,9 +221,11 @@ def test_the_throughput_comparison_steps_two_copies_in_turn(capfd):
     """This project against itself: both copies time their steps, and the ratio is printed."""
     train_throughput.main(["--threads", "1", "--repeats", "1", "--against", str(RESULTS.parent),
                            "--only", "tiny_v6k"])
-    line = capfd.readouterr().out.splitlines()[-1]
+    out, err = capfd.readouterr()
+    line = out.splitlines()[-1]
     assert line.startswith("tiny_v6k  this code ") and "x as fast" in line
     assert line.count("ms/step") == 2 and "in CPU time" in line
+    says(err, "note", "this copy of the project itself", "noise")     # said, not hidden
 
 
 def test_a_copy_whose_benchmark_fails_is_named_and_the_comparison_stops(tmp_path, capsys):

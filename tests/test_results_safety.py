@@ -301,6 +301,32 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     assert not (tmp_path / "out").exists()
 
 
+def test_a_run_still_training_is_refused_before_its_checkpoints_are_averaged(tiny_run,
+                                                                             tmp_path, capsys):
+    """--skip-train scores a run's checkpoints; a trainer still at work there rotates them
+    away meanwhile. Refused first, naming the trainer, as a second trainer would be."""
+    import fcntl
+    shutil.copytree(tiny_run, tmp_path / "run")
+    with open(tmp_path / "run" / ".lock", "w") as lock:
+        lock.write("4242\n")
+        lock.flush()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        err = refused(multi30k, "--skip-train", "--run-dir", tmp_path / "run", "--out-dir",
+                      tmp_path / "out", "--limit", 3, capsys=capsys)
+    says(err, str(tmp_path / "run"), "in use by a training process", "4242")
+    assert not (tmp_path / "run" / "average.pt").exists() or \
+        (tmp_path / "run" / "average.pt").read_bytes() == (tiny_run / "average.pt").read_bytes()
+
+
+def test_a_copy_task_checkpoint_is_called_one_by_the_pretrained_script(tmp_path, capsys):
+    train.main(["--config", "copy", "--run-dir", str(tmp_path / "copy"), "--max-steps", "1",
+                "--threads", "1", "ckpt_every=1"])
+    err = refused(pretrained, checkpoints(tmp_path / "copy")[-1], "--out-dir", tmp_path / "out",
+                  "--limit", 8, capsys=capsys)
+    says(err, "a copy-task model", "English->German on Multi30k")
+    assert "trained on copy" not in err
+
+
 def test_a_model_of_another_corpus_is_never_scored_as_multi30k(tmp_path, capsys):
     """A copy-task run would be scored on test2016 and filed as a Multi30k result, by
     multi30k --skip-train or by multi30k_metric."""
