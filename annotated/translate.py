@@ -30,7 +30,7 @@ from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
 from annotated.data.languages import WORD_SETS, guess_spaced_language
-from annotated.data.tokenizer import UNK
+from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import report
 from annotated.model import count_parameters
@@ -190,7 +190,7 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
             f"training; it translates {config.source_lang} into {config.target_lang}: is the "
             f"input in {config.source_lang}?")
         return
-    source = config.source_lang.split("-")[0]
+    source = base_language(config.source_lang)
     read_as = guess_spaced_language(lines[:sample])         # the same script, another language
     if source in WORD_SETS and read_as not in (None, source):
         log(f"warning: the input reads as {read_as} (from its commonest words); this model "

@@ -191,10 +191,16 @@ def show(text: str) -> None:
         raise
     except OSError as e:
         raise OSError(e.errno, e.strerror, "stdout") from None
-    except UnicodeEncodeError:       # a file name this locale could not decode (held as lone
-        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        print(text.encode(sys.stdout.encoding or "utf-8", "backslashreplace")   # surrogates)
-              .decode(sys.stdout.encoding or "utf-8"), flush=True)
+    except UnicodeEncodeError:
+        print(escaped_for_stdout(text), flush=True)
+
+
+def escaped_for_stdout(text: str) -> str:
+    """`text` as stdout can write it: a file name the locale could not decode (held as lone
+    surrogates) as its UTF-8, and a character stdout's encoding lacks as an escape (\\xa7)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def require_stdout(what: str) -> None:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
+from annotated.base.cli import escaped_for_stdout
 from annotated.training.step import StepSums
 
 
@@ -83,9 +84,8 @@ def printer(active: bool):
         try:
             try:
                 tqdm.write(message)
-            except UnicodeEncodeError:          # a character stdout's encoding lacks: escaped
-                encoding = sys.stdout.encoding or "utf-8"
-                tqdm.write(message.encode(encoding, "backslashreplace").decode(encoding))
+            except UnicodeEncodeError:          # a character stdout's encoding lacks
+                tqdm.write(escaped_for_stdout(message))
             sys.stdout.flush()
         except (OSError, AttributeError, ValueError) as e:   # AttributeError: stdout is None
             on[0] = False

@@ -181,19 +181,14 @@ class RunDir:
             return
         kept, lines = [], self.metrics.read_text(errors="replace").splitlines()
         for number, line in enumerate(lines, start=1):
-            try:
-                entry = json.loads(line)
-                logged = entry["step"] if isinstance(entry, dict) else None
-            except (json.JSONDecodeError, KeyError):
-                logged = None
-            if not isinstance(logged, int) and number < len(lines):
-                raise DataError(f"{self.metrics}, line {number}: not a metrics line as the "
-                                f"trainer writes them; restore or delete the line")
-            if not isinstance(logged, int):
+            entry = metrics_entry(line)
+            if entry is None and number < len(lines):
+                raise not_a_metrics_line(self.metrics, number)
+            if entry is None:
                 self.say(f"{self.metrics}, line {number}: not a metrics line (cut short by a "
                          f"crash); dropped")
                 continue
-            if logged <= step:
+            if entry["step"] <= step:
                 kept.append(line)
         with atomic_open(self.metrics, "w") as f:
             f.writelines(line + "\n" for line in kept)
@@ -241,15 +236,25 @@ def read_metrics(run_dir, split: str | None = None) -> list[dict]:
                         f"give the folder of a training run")
     lines = []
     for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as e:
-            entry = e
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
-            raise DataError(f"{path}, line {number}: not a metrics line as the trainer writes "
-                            f"them; restore or delete the line")
+        if (entry := metrics_entry(line)) is None:
+            raise not_a_metrics_line(path, number)
         lines.append(entry)
     return [entry for entry in lines if split is None or entry.get("split") == split]
+
+
+def metrics_entry(line: str) -> dict | None:
+    """One line of metrics.jsonl as the trainer writes it (an object with an integer step),
+    or None."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("step"), int) else None
+
+
+def not_a_metrics_line(path: Path, number: int) -> DataError:
+    return DataError(f"{path}, line {number}: not a metrics line as the trainer writes them; "
+                     f"restore or delete the line")
 
 
 # ---------------------------------------------------------------------------- its checkpoints
