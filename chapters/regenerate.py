@@ -33,15 +33,19 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
-
+# The package first: while it loads, a stop waits and is then one line (command_starting).
 from annotated.base.cli import ArgumentParser, command
 from annotated.base.errors import DataError
+from annotated.base.signals import stop_group
+
+import nbformat  # noqa: E402
 
 CHAPTERS = Path(__file__).resolve().parent
 # A cell whose only lines show the package's source or a section of a committed results file:
 # its output does not depend on the mode.
 LISTING = re.compile(r"^((show|display\(Markdown\(section)\([^\n]*\)\n?)+$")
+#: Seconds a stopped notebook's process gets to shut its kernel down before it is killed.
+GRACE = 10
 # What full mode reads from ANNOTATED_DATA_DIR: Multi30k's English and German splits, in the
 # folder itself or in its multi30k/ folder.
 MULTI30K = [f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr")
@@ -163,14 +167,28 @@ def run_full(nb: Path):
     env.setdefault("MPLBACKEND", "Agg")
     if env.get("ANNOTATED_DATA_DIR"):           # the kernels run in chapters/: make it absolute
         env["ANNOTATED_DATA_DIR"] = str(Path(env["ANNOTATED_DATA_DIR"]).expanduser().resolve())
-    done = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
-                           "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1",
-                           str(nb)], env=env)
+    done = executed([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                     "--execute", "--inplace", "--ExecutePreprocessor.timeout=-1", str(nb)],
+                    env=env)
     if done.returncode != 0:
         raise DataError(f"{nb.relative_to(CHAPTERS.parent).as_posix()} failed in full mode (exit code "
                         f"{done.returncode}; its error is above), so it was not rewritten and "
                         f"no later chapter ran; fix the cause and run `python "
                         f"chapters/regenerate.py {key(nb)}` again")
+
+
+def executed(args: list[str], **options) -> subprocess.CompletedProcess:
+    """Run nbconvert in a process group of its own, so that a Ctrl-C at the terminal reaches
+    this script alone; a stop (Ctrl-C, SIGTERM, SIGHUP) ends nbconvert and its kernel quietly
+    (the notebook is written only when it has run to the end), then is this command's one
+    line."""
+    with subprocess.Popen(args, start_new_session=True, **options) as child:
+        try:
+            out, err = child.communicate()
+        except KeyboardInterrupt:
+            stop_group(child, GRACE)
+            raise
+    return subprocess.CompletedProcess(args, child.returncode, out, err)
 
 
 def refresh(nb: Path, chosen):
@@ -180,10 +198,10 @@ def refresh(nb: Path, chosen):
     env = {k: v for k, v in os.environ.items() if k != "ANNOTATED_FULL"}
     env.setdefault("MPLBACKEND", "Agg")
     with tempfile.TemporaryDirectory(prefix="regenerate-") as tmp:
-        done = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
-                               "--execute", "--ExecutePreprocessor.timeout=-1", "--output-dir",
-                               tmp, "--output", "scratch", str(nb)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = executed([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                         "--execute", "--ExecutePreprocessor.timeout=-1", "--output-dir", tmp,
+                         "--output", "scratch", str(nb)], env=env,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             sys.stderr.write(done.stderr)
             raise DataError(f"{nb.relative_to(CHAPTERS.parent).as_posix()} failed in quick mode "

@@ -20,11 +20,11 @@ def regenerate(monkeypatch):
     module.ran = []
     monkeypatch.setattr(module, "refresh", lambda nb, chosen: module.ran.append(nb.name))
 
-    def run(command, **kwargs):
+    def executed(command, **kwargs):
         module.ran.append(Path(command[-1]).name)
         return subprocess.CompletedProcess(command, module.exit_code)
     module.exit_code = 0
-    monkeypatch.setattr(module.subprocess, "run", run)
+    monkeypatch.setattr(module, "executed", executed)
     monkeypatch.delenv("ANNOTATED_DATA_DIR", raising=False)
     return module
 
@@ -104,21 +104,48 @@ def test_the_appendix_is_chosen_as_a_and_a_chapters_solutions_as_s(regenerate):
     assert len(every) == 10 + len(list((ROOT / "chapters" / "solutions").glob("*.ipynb")))
 
 
+def test_the_script_run_by_its_path_is_a_command_that_holds_stops_while_it_starts(
+        monkeypatch):
+    """`python chapters/regenerate.py`: annotated/__init__ imports inside command_starting, so
+    a Ctrl-C while torch loads is one line, as for `python -m annotated.train`."""
+    import types
+    from annotated.base.signals import starting_a_command
+    program = types.ModuleType("__main__")
+    program.__spec__, program.__file__ = None, str(ROOT / "chapters" / "regenerate.py")
+    monkeypatch.setattr("sys.argv", ["chapters/regenerate.py"])
+    monkeypatch.setitem(__import__("sys").modules, "__main__", program)
+    assert starting_a_command()
+    program.__file__ = str(ROOT / "tests" / "conftest.py")      # not a script of the project's
+    assert not starting_a_command()
+
+
+STOPS = {"SIGTERM to the script": ("SIGTERM", False, 143, "interrupted by SIGTERM"),
+         "Ctrl-C at the terminal (to its whole group)": ("SIGINT", True, 130, "interrupted")}
+
+
 @pytest.mark.slow
-def test_a_stop_while_a_chapter_runs_ends_it_in_one_line_and_leaves_the_notebook(tmp_path):
-    """SIGTERM while --cells runs a chapter's scratch copy: `interrupted by SIGTERM` and
-    nothing else (no traceback of the notebook's client), exit 143, the notebook untouched."""
+@pytest.mark.parametrize("stop", STOPS.values(), ids=STOPS.keys())
+def test_a_stop_while_a_chapter_runs_ends_it_in_one_line_and_leaves_the_notebook(tmp_path, stop):
+    """A stop while --cells runs a chapter's scratch copy: one line and nothing else (no
+    traceback of the notebook's client, which runs in its own group), the stop's exit code,
+    and the notebook untouched."""
+    import os
     import signal
     import sys
     import time
+    name, to_group, code, line = stop
     nb = ROOT / "chapters" / "08_results.ipynb"
     before = nb.read_bytes()
     process = subprocess.Popen([sys.executable, "chapters/regenerate.py", "--cells", "08:1"],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, stdin=subprocess.DEVNULL)
+                               text=True, stdin=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdout.readline().startswith("running 08_results.ipynb")
     time.sleep(3)                                  # the scratch copy's kernel is running
-    process.send_signal(signal.SIGTERM)
+    if to_group:
+        os.killpg(process.pid, getattr(signal, name))
+    else:
+        process.send_signal(getattr(signal, name))
     _, err = process.communicate(timeout=120)
-    assert (process.returncode, err.splitlines()) == (143, ["interrupted by SIGTERM"]), err
+    assert (process.returncode, err.splitlines()) == (code, [line]), err
     assert nb.read_bytes() == before

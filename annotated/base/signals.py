@@ -7,12 +7,15 @@ service manager, a cancelled job) and SIGHUP (a closed terminal).
   that a command they stop unwinds (its temporary files removed, a half-done replacement put
   back) instead of dying where it stands; every command runs inside it, and
   `annotated.base.cli.command` then exits with the signal's own status, 128 + its number.
+- `stop_group`: ends a child started in a process group of its own (a notebook and its
+  kernel), politely first.
 - `command_starting`: a stop while a command is still starting (importing torch takes
   seconds, in each process of a torchrun job too) waits for the imports, then is the same one
   line, not a traceback of the imports or a library left half-loaded.
 """
 import os
 import signal
+import subprocess
 import sys
 import threading
 from contextlib import contextmanager
@@ -20,6 +23,9 @@ from contextlib import contextmanager
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # The project's packages, whose modules are its commands (`python -m book build`).
 PACKAGES = ("annotated", "experiments", "benchmarks", "book")
+# The project's folders whose scripts run by path (`python chapters/regenerate.py`).
+SCRIPT_FOLDERS = ("chapters",)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Stopped(KeyboardInterrupt):
@@ -91,13 +97,35 @@ def signals_held(signals=STOPS):
             signal.raise_signal(number)
 
 
+def stop_group(process: subprocess.Popen, grace: float) -> None:
+    """End the process group that `process` leads (started with start_new_session=True, so
+    that a Ctrl-C at the terminal reaches only its parent): SIGTERM first, which lets a notebook
+    shut its kernel down, then SIGKILL after `grace` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.communicate(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def starting_a_command() -> bool:
     """Whether this process is starting one of the project's commands, and annotated/__init__
     should import inside command_starting: `python -m annotated.train` imports the package
     while sys.argv[0] is still "-m"; `python -m book` runs book/__main__.py, which imports
-    annotated. A program that merely imports the package (a test, a notebook) is neither."""
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    return sys.argv[:1] == ["-m"] or (spec is not None and spec.name.split(".")[0] in PACKAGES)
+    annotated; `python chapters/regenerate.py` runs a script of the project by its path. A
+    program that merely imports the package (a test, a notebook) is none of these."""
+    program = sys.modules.get("__main__")
+    spec = getattr(program, "__spec__", None)
+    if sys.argv[:1] == ["-m"] or (spec is not None and spec.name.split(".")[0] in PACKAGES):
+        return True
+    script = getattr(program, "__file__", None)
+    return (spec is None and script is not None and os.path.dirname(os.path.abspath(script))
+            in [os.path.join(ROOT, folder) for folder in SCRIPT_FOLDERS])
 
 
 @contextmanager

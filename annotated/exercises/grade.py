@@ -23,7 +23,6 @@ and 2 for a wrong argument.
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from annotated.base.cli import (ArgumentParser, command, number, path, require_s
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import between
-from annotated.base.signals import signals_held
+from annotated.base.signals import signals_held, stop_group
 from annotated.exercises import graded_ids, nearest_ids
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import checks, read
@@ -272,12 +271,12 @@ def execute(notebook: Path, args) -> dict:
         try:
             _, stderr = process.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            stop(process)                     # it reports the checks that ran before
+            stop_group(process, GRACE)                     # it reports the checks that ran before
             if not report.is_file():
                 return {"problem": ["timeout", f"{args.timeout:g}"]}
             return json.loads(report.read_text(encoding="utf-8"))
         except KeyboardInterrupt:             # Ctrl-C, SIGTERM, SIGHUP: the notebook stops too
-            stop(process)
+            stop_group(process, GRACE)
             raise
         if report.is_file():
             found = json.loads(report.read_text(encoding="utf-8"))
@@ -293,20 +292,6 @@ def with_package_importable() -> dict:
     and kernel run in a scratch folder, and must still import this `annotated`."""
     paths = [str(PROJECT), *filter(None, [os.environ.get("PYTHONPATH")])]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Stop a notebook's process group: first politely (its kernel shuts down), then not."""
-    for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.communicate(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def width(text: str) -> int:
