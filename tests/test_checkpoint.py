@@ -76,9 +76,23 @@ def test_rng_states_survive_the_file_and_continue_every_stream(tmp_path):
 
 
 def test_missing_file_is_a_clear_error(tmp_path):
-    with pytest.raises(CheckpointError, match="does not exist"):
+    with pytest.raises(CheckpointError, match="does not exist") as refused:
         load_model(tmp_path / "nope.pt")
+    says(str(refused.value), "holds no ckpt_*.pt")
     assert issubclass(CheckpointError, ValueError)
+    with pytest.raises(CheckpointError) as refused:
+        load_model(tmp_path / "gone" / "ckpt_0000010.pt")
+    says(str(refused.value), "does not exist", f"no folder {tmp_path / 'gone'}")
+
+
+def test_a_checkpoint_that_rotation_deleted_names_those_its_run_still_holds(tmp_path):
+    """A live run keeps its newest keep_last checkpoints: the one asked for may be gone."""
+    for step in (20, 30):
+        (tmp_path / f"ckpt_{step:07d}.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError) as refused:
+        load_model(tmp_path / "ckpt_0000010.pt")
+    says(str(refused.value), "ckpt_0000010.pt does not exist", "ckpt_0000020.pt to "
+         "ckpt_0000030.pt", "keep_last", f"the newest, {tmp_path / 'ckpt_0000030.pt'}")
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])

@@ -218,7 +218,7 @@ def _sealed(path: Path) -> bool:
                 "; it holds no ckpt_*.pt file")
         raise CheckpointError(f"{path} is a folder; give one checkpoint file{hint}")
     if not path.exists():
-        raise CheckpointError(f"checkpoint {path} does not exist")
+        raise CheckpointError(missing(path))
     if not path.is_file():
         raise CheckpointError(f"{path} is not a file (a device or a pipe); give a checkpoint "
                               f"file")
@@ -239,6 +239,20 @@ def _sealed(path: Path) -> bool:
         raise _Damaged(f"checkpoint {path} is corrupt or truncated (its bytes do not match the "
                        f"sha256 it was written with); {DAMAGED}")
     return True
+
+
+def missing(path: Path) -> str:
+    """The message for a checkpoint that is not there, with what its folder holds instead: a
+    training run deletes its older checkpoints as it saves new ones."""
+    if not path.parent.is_dir():
+        return f"checkpoint {path} does not exist: there is no folder {path.parent}"
+    found = checkpoints(path.parent)
+    if not found:
+        return f"checkpoint {path} does not exist, and its folder holds no ckpt_*.pt file"
+    held = found[0].name if len(found) == 1 else f"{found[0].name} to {found[-1].name}"
+    return (f"checkpoint {path} does not exist; its folder holds {held} (a run keeps only its "
+            f"newest keep_last checkpoints, deleting older ones as it saves): give one of "
+            f"those, such as the newest, {found[-1]}")
 
 
 #: What to do about a checkpoint whose bytes are not those written.
