@@ -215,6 +215,37 @@ def test_a_known_slip_is_named_and_a_slip_on_the_book_page_points_there():
     assert "You added one." in plus_one.message() and MESSAGES["en"]["page"] in plus_one.message()
 
 
+def test_a_slip_is_named_only_when_the_answer_also_passes_the_cases_the_slip_fails():
+    """A causal mask wrong only at size 1 (all False there) equals the inverted-mask slip on
+    that case, but passed size 4, where that slip fails: it is not blamed on the inversion."""
+    causal = EXERCISES["2.1"]
+
+    def wrong_at_one(size):
+        mask = torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+        return mask if size > 1 else ~mask
+    message = run(causal, wrong_at_one).message()
+    assert "size 1" in message and causal.hint("en") in message
+    assert not any(slip.says("en") in message for slip in causal.slips), message
+    inverted = run(causal, causal.slips[1].wrong).message()
+    assert causal.slips[1].says("en") in inverted          # still named where it is the slip
+
+
+def test_a_float64_answer_computed_in_float32_shows_two_numbers_that_differ_and_says_why():
+    """Off in the eighth digit: six digits would print the same number twice."""
+    attention = EXERCISES["2.3"]
+
+    def in_float32(q, k, v, mask):
+        scores = q.float() @ k.float().transpose(-2, -1) / q.size(-1) ** 0.5
+        weights = scores.masked_fill(~mask, float("-inf")).softmax(-1)
+        return (weights @ v.float()).to(q.dtype), weights.to(q.dtype)
+    result = run(attention, in_float32)
+    message = result.message("en")
+    expected, got = re.search(r"expected (\S+), got (\S+)", message).groups()
+    assert expected != got and len(expected) > len("0.123456"), message
+    says(message, "float64", "float32's rounding", "dtype of the inputs")
+    says(result.message("zh"), "float32", "float64")
+
+
 def test_a_wrong_shape_or_dtype_is_said_before_any_value():
     import torch
     shape = run(TOY, lambda x: tensor(doubled(x))[None])

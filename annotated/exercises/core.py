@@ -155,13 +155,36 @@ def first_difference(want: np.ndarray, have: np.ndarray, lang: str) -> str | Non
     if not off.any():
         return None
     where = tuple(int(i) for i in np.argwhere(off)[0]) if want.ndim else ()
-    template = MESSAGES[lang]["value_at" if where else "value"]
-    return template.format(where=list(where), expected=entry(want[where]), got=entry(have[where]))
+    expected, got = entries(want[where], have[where])
+    said = MESSAGES[lang]["value_at" if where else "value"].format(where=list(where),
+                                                                   expected=expected, got=got)
+    return said + float32_rounding(want, have, lang)
 
 
-def entry(x) -> str:
-    x = x.item() if hasattr(x, "item") else x
-    return f"{x:.6g}" if isinstance(x, float) else str(x)
+def entries(want, have) -> tuple[str, str]:
+    """Two entries as text, floats with six significant digits, or as many more as it takes to
+    tell them apart (a float64 answer computed in float32 is off in the eighth)."""
+    want, have = (x.item() if hasattr(x, "item") else x for x in (want, have))
+    if not (isinstance(want, float) and isinstance(have, float)):
+        return str(want), str(have)
+    shown = f"{want:.6g}", f"{have:.6g}"
+    for digits in range(7, 18):                 # trailing zeros kept: 0.20827600, 0.20827596
+        if shown[0] != shown[1]:
+            break
+        shown = f"{want:#.{digits}g}", f"{have:#.{digits}g}"
+    return shown
+
+
+def float32_rounding(want: np.ndarray, have: np.ndarray, lang: str) -> str:
+    """A note for a float64 answer that is off by no more than float32's rounding: it was
+    computed in float32 somewhere (a .float(), a torch.tensor of Python floats)."""
+    if want.dtype != np.float64:
+        return ""
+    off = float(np.nanmax(np.abs(have - want), initial=0.0))
+    bound = 1e-6 * max(1.0, float(np.nanmax(np.abs(want), initial=0.0)))
+    if not 0 < off <= bound:
+        return ""
+    return MESSAGES[lang]["rounding"].format(off=f"{off:.1g}")
 
 
 # ---- running a check ----
@@ -276,26 +299,36 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     else:
         problem = (exercise.compare or compare)(found.expected, found.got, lang)
         what = say["case"].format(case=label, problem=problem)
-    slip = matching_slip(exercise, found.case, found.got, lang)
+    slip = matching_slip(exercise, found, lang)
     hint = say["hint"].format(hint=exercise.hint(lang))
     return head + what + (say["sep"] + slip if slip else "") + say["sep"] + hint
 
 
-def matching_slip(exercise: Exercise, case: Case, got, lang: str) -> str | None:
-    """The slip whose wrong answer the learner's answer equals on this case, named; `got` is
-    what the learner's function returned, or the error it raised, which a slip matches by
-    raising the same error."""
+def matching_slip(exercise: Exercise, found: Outcome, lang: str) -> str | None:
+    """The slip the learner's answer makes, named: one whose wrong answer equals theirs on the
+    failing case (`found.got`: what their function returned, or the error it raised, which a
+    slip matches by raising the same error) and, like theirs, passes the cases before it. A
+    slip that fails an earlier case is another mistake, even where the two agree (at size 1,
+    a mask that is all False is both the inverted and the closed-diagonal slip)."""
+    earlier = exercise.cases()[:found.n - 1]
     for slip in exercise.slips:
-        try:
-            wrong = slip.wrong(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
-        except Exception as error:
-            wrong = error
-        if same_outcome(wrong, got, lang):
+        if same_outcome(slip_answer(slip, found.case), found.got, lang) and all(
+                (exercise.compare or compare)(call(exercise.answer, case)[0],
+                                              slip_answer(slip, case), "en") is None
+                for case in earlier):
             named = slip.says(lang)
             if slip.page:
                 named += MESSAGES[lang]["sep"] + MESSAGES[lang]["page"]
             return named
     return None
+
+
+def slip_answer(slip: Slip, case: Case):
+    """What the slip's wrong answer returns for the case, or the error it raises."""
+    try:
+        return slip.wrong(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+    except Exception as error:
+        return error
 
 
 def same_outcome(a, b, lang: str) -> bool:

@@ -32,6 +32,8 @@ MESSAGES = {
         "dtype": "expected dtype {expected}, got {got}",
         "value_at": "at index {where} expected {expected}, got {got}",
         "value": "expected {expected}, got {got}",
+        "rounding": " (off by only {off}, float32's rounding: keep the computation in the "
+                    "dtype of the inputs, here float64)",
         "hint": "Hint: {hint}",
         "page": "(see the book's page Common slips)",
         # the grader's table
@@ -92,6 +94,8 @@ MESSAGES = {
         "dtype": "数据类型应为 {expected}，实际为 {got}",
         "value_at": "下标 {where} 处应为 {expected}，实际为 {got}",
         "value": "应为 {expected}，实际为 {got}",
+        "rounding": "（只差 {off}，这是 float32 的舍入误差：计算应保持输入的数据类型，这里是 "
+                    "float64）",
         "hint": "提示：{hint}",
         "page": "（见本书的“常见错误”一页）",
         "graded": "通过 {passed} / {total}",
