@@ -195,13 +195,24 @@ def parse_args(argv=None):
 
 
 def save_whole(checkpoint: dict, out) -> None:
-    """atomic_save, which finishes a file it has begun before a stop takes effect: a stop then
-    says that `out` was written."""
+    """atomic_save, which finishes a file it has begun before a stop takes effect: the stop's
+    one line then says that `out` was written."""
+    before = _stamp(out)
     try:
         atomic_save(checkpoint, out)
-    except KeyboardInterrupt:                # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
-        say_error(f"{out} was written whole before stopping")
+    except KeyboardInterrupt as stop:        # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
+        if _stamp(out) != before:
+            stop.add_note(f"{out} was written whole before stopping")
         raise
+
+
+def _stamp(file) -> tuple | None:
+    """What tells a file replaced since: its inode and time of change (None if none)."""
+    try:
+        found = os.stat(file)
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
 
 
 @command

@@ -7,7 +7,8 @@
   through `path` (a leading ~ is the home folder);
 - `@command` turns a user's error (a bad setting, a missing, damaged, unreadable or unwritable
   file, no network, not enough memory) into ONE line, `error: ...`, naming the file and the
-  fix, with exit code 1 and no traceback. Ctrl-C is one line, `interrupted` (exit code 130);
+  fix, with exit code 1 and no traceback. Ctrl-C is one line, `interrupted` (exit code 130;
+  a note added to the exception says what finished before the stop took effect);
   SIGTERM and SIGHUP (`kill`, `timeout`, a service manager, a closed terminal) stop a command
   as Ctrl-C does, unwinding it (base.signals.stops_unwind: temporary files removed, a
   half-done replacement put back), with one line, `interrupted by SIGTERM`, and the signal's
@@ -85,6 +86,12 @@ def peer_lost(error: BaseException) -> bool:
         words in str(error) for words in PEER_LOST)
 
 
+def with_notes(line: str, stop: KeyboardInterrupt) -> str:
+    """The stop's one line, with what the command finished before it took effect (a note
+    added to the exception: "out.pt was written whole")."""
+    return "; ".join([line, *getattr(stop, "__notes__", [])])
+
+
 def first_line(error: BaseException) -> str:
     return str(error).strip().split("\n")[0].split("] ")[-1][:200]
 
@@ -103,9 +110,9 @@ def command(main):
                 _quiet_broken_pipe()
             _fail(describe(e))
         except Stopped as e:
-            _fail(f"interrupted by {e}", 128 + e.signum, prefix="")
-        except KeyboardInterrupt:
-            _fail("interrupted", 130, prefix="")
+            _fail(with_notes(f"interrupted by {e}", e), 128 + e.signum, prefix="")
+        except KeyboardInterrupt as e:
+            _fail(with_notes("interrupted", e), 130, prefix="")
         except MemoryError as e:                   # our own estimate, or Python's
             _fail(f"out of memory: {e}" if str(e) else "out of memory")
         except RuntimeError as e:
