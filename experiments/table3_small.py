@@ -27,6 +27,7 @@ import json
 import re
 import shlex
 import shutil
+from collections import Counter
 from pathlib import Path
 
 from annotated.base.cli import ArgumentParser, command, number, path
@@ -244,22 +245,34 @@ def same_training(record: dict, overrides: list[str], steps: int) -> bool:
 
 
 def check_one_budget(args, records: dict, seed: int) -> None:
-    """Refuse, before anything trains, rows for the committed table with another budget or
-    other settings than the rows it keeps: the table compares rows trained alike."""
-    if committed_folder(args.out_dir) is None:
+    """Before anything trains: rows kept from an earlier invocation with another budget or
+    other settings than the rows trained now are refused for the committed table, which
+    compares rows trained alike, and named in a note elsewhere (the table then says so too)."""
+    other = [name for name, row, _, changes in jobs(seed, args.seeds)
+             if name in records and row not in args.rows
+             and not same_training(records[name], row_overrides(args.overrides, changes),
+                                   args.steps)]
+    if not other:
         return
-    for name, row, _, changes in jobs(seed, args.seeds):
-        record = records.get(name)
-        if record is None or row in args.rows:
-            continue
-        if not same_training(record, row_overrides(args.overrides, changes), args.steps):
-            raise DataError(f"--out-dir {args.out_dir}: the committed table keeps row {name!r}, "
-                            f"trained {steps_of(record):,} steps with the settings its command "
-                            f"records; --steps {args.steps:,}"
-                            f"{' with ' + ' '.join(args.overrides) if args.overrides else ''} "
-                            f"would train --rows {' '.join(args.rows)} otherwise, and the table "
-                            f"compares rows trained alike: give the same --steps and settings, "
-                            f"or write elsewhere (--out-dir runs/table3)")
+    now = (f"--steps {args.steps:,}"
+           f"{' with ' + ' '.join(args.overrides) if args.overrides else ''}")
+    if committed_folder(args.out_dir) is not None:
+        raise DataError(f"--out-dir {args.out_dir}: the committed table keeps row {other[0]!r}, "
+                        f"trained {steps_of(records[other[0]]):,} steps with the settings its "
+                        f"command records; {now} would train --rows {' '.join(args.rows)} "
+                        f"otherwise, and the table compares rows trained alike: give the same "
+                        f"--steps and settings, or write elsewhere (--out-dir runs/table3)")
+    print(f"note: {args.out_dir / 'table3_small.json'} keeps {len(other)} row(s) trained "
+          f"otherwise than {now} ({', '.join(other)}); the table will mix them with the rows "
+          f"trained now, and say so. To compare rows trained alike, train those too (--rows) "
+          f"or write to another --out-dir", flush=True)
+
+
+def training_of(name: str, record: dict) -> tuple:
+    """How a recorded row trained, its own change aside: its steps and its other settings."""
+    own = ROWS[name][1] if name in ROWS else {"seed": None}        # a further seed's change
+    return steps_of(record), tuple(sorted((k, v) for k, v in overrides_of(record).items()
+                                          if k not in own))
 
 
 # The files a training run writes into its folder, and the record this script adds to the
@@ -397,6 +410,13 @@ def render_markdown(results: dict, command_line: str) -> str:
                   f"{max(r['ppl'] for r in seeds)}, val sacreBLEU "
                   f"{min(r['bleu'] for r in seeds)} to {max(r['bleu'] for r in seeds)}. A row's "
                   "difference from the base row that falls inside this spread may be noise."]
+    trainings = {name: training_of(name, r) for name, r in results.items()}
+    most = Counter(trainings.values()).most_common(1)[0][0]
+    unlike = [name for name, training in trainings.items() if training != most]
+    if unlike:
+        lines += ["", f"Trained otherwise than most rows: {', '.join(unlike)}. Their steps or "
+                  "settings differ (see their commands below), so their differences from the "
+                  "other rows are not their change alone."]
     missing = [row for row in PAPER_ROWS if row not in {r["paper_row"] for r in results.values()}]
     if missing:
         lines += ["", f"Not yet trained: {', '.join(missing)} (`--rows {' '.join(missing)}` "

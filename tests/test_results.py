@@ -176,8 +176,13 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path, 
     assert last["base"] == {**again["base"], "source": "recorded"}
     capsys.readouterr()
     run(table3_small, "--reuse", "--rows", "A1", *args, "eps_ls=0.2")   # other settings: retrained
-    note = next(line for line in capsys.readouterr().out.splitlines() if "held" in line)
+    out_lines = capsys.readouterr().out.splitlines()
+    note = next(line for line in out_lines if "held" in line)
     says(note, "runs/A1", "earlier run", "ckpt_0000002.pt", "replaced by a fresh run")
+    mixed = next(line for line in out_lines if "trained otherwise" in line)
+    says(mixed, "3 row(s)", "eps_ls=0.2", "base, seed 1235", "E: learned positions",
+         "another --out-dir")
+    assert "Trained otherwise than most rows: A: h=1." in (out / "table3_small.md").read_text()
 
 
 def test_table3_small_with_no_rows_and_no_table_is_a_clear_error(tmp_path, capsys):
