@@ -14,8 +14,9 @@ location are checked before it is made, and a run folder inside the committed re
 annotated/ is refused. --skip-train scores an existing run again, as it was trained: the preset
 (which names the results files) and every setting come from the run (its train.json, which the
 training step writes, and its checkpoint), so --max-minutes, --nproc and key=value are refused
-with it, and so is a --config that names another preset than the run's. A smoke test (--limit)
-never writes into the committed results/.
+with it, and so is a --config that names another preset than the run's, or none where the
+run's cannot be told (no train.json, and a model shaped like neither preset). A smoke test
+(--limit) never writes into the committed results/.
 
 1. trains the preset (default `multi30k`) for --max-minutes of wall time
    (python -m annotated.train; with --nproc N, torchrun runs N processes of it);
@@ -49,7 +50,8 @@ from experiments.commands import check_no_trainer, invocation, train
 from experiments.folders import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
                                  committed_folder)
 from experiments.report import file_stem, markdown_table, pair_name, published
-from experiments.scoring import evaluate_run, multi30k_config, trained_checkpoints
+from experiments.scoring import (evaluate_run, multi30k_config, train_record,
+                                 trained_checkpoints)
 
 PRESETS = ("multi30k", "multi30k_tiny")
 
@@ -160,8 +162,9 @@ MODEL_SHAPE = ("N", "d_model", "d_ff", "h", "d_k", "d_v")
 def trained_preset(run: Path, given: str | None) -> str:
     """The preset the run in `run` was trained with, which names its results files: from its
     train.json (written by this script), else the one preset of PRESETS whose model shape its
-    checkpoint has, else --config as given (default multi30k). A --config that names another
-    preset than the run's, or a run on another corpus than Multi30k, is refused."""
+    checkpoint has, else --config as given. A --config that names another preset than the
+    run's, none where the run's cannot be told, or a run on another corpus than Multi30k, is
+    refused."""
     last = trained_checkpoints(run)[-1]
     config = multi30k_config(last)
     found, source = preset_in_train_json(run), f"{run / 'train.json'} says so"
@@ -173,15 +176,23 @@ def trained_preset(run: Path, given: str | None) -> str:
     if found is not None and given is not None and given != found:
         raise DataError(f"--config {given}: the run {run} was trained with --config {found} "
                         f"({source}); leave out --config, or give --config {found}")
-    return found or given or "multi30k"
+    if found is None and given is None:
+        shape = " ".join(f"{k}={getattr(config, k)}" for k in MODEL_SHAPE)
+        raise DataError(f"--skip-train: the run {run} has no train.json naming its preset, and "
+                        f"its model ({shape}) has the shape of none of {', '.join(PRESETS)}; "
+                        f"its results files are named after a preset: give the one it should "
+                        f"be filed under with --config")
+    return found or given
 
 
 def preset_in_train_json(run: Path) -> str | None:
-    """The --config of the training command in the run's train.json, if it names one."""
+    """The --config of the training command in the run's train.json, if it names one (the
+    file read checked: a damaged one is an error naming it)."""
+    record = train_record(run)
     try:
-        words = shlex.split(json.loads((run / "train.json").read_text())["command"])
+        words = shlex.split(record["command"]) if record else []
         name = words[words.index("--config") + 1]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (ValueError, IndexError):
         return None
     return name if name in PRESETS else None
 

@@ -170,8 +170,8 @@ def test_sigterm_or_sighup_while_results_files_are_written(tmp_path, moment, sig
 def smoke_tests(run_dir, model):
     """(script, its arguments) of each results script's --limit run into a committed folder."""
     return {
-        "multi30k": (multi30k, ["--skip-train", "--run-dir", run_dir, "--limit", 3,
-                                "--out-dir", RESULTS]),
+        "multi30k": (multi30k, ["--skip-train", "--config", "multi30k", "--run-dir", run_dir,
+                                "--limit", 3, "--out-dir", RESULTS]),
         "multi30k_metric": (multi30k_metric, ["--checkpoint", model, "--limit", 10,
                                               "--out-dir", "results"]),
         "multi30k_paired": (multi30k_paired, ["--system", "a", model, 4, 0.6, "--system", "b",
@@ -301,6 +301,16 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     assert not (tmp_path / "out").exists()
 
 
+def test_skip_train_refuses_to_guess_the_preset_of_a_run_shaped_like_none(tiny_run, tmp_path,
+                                                                          capsys):
+    """No train.json, and a model of neither preset's shape: the files are not named after
+    the default preset, as if they held its results."""
+    err = refused(multi30k, "--skip-train", "--run-dir", tiny_run, "--out-dir", tmp_path / "out",
+                  capsys=capsys)
+    says(err, str(tiny_run), "no train.json", "N=1", "multi30k, multi30k_tiny", "--config")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_run_still_training_is_refused_before_its_checkpoints_are_averaged(tiny_run,
                                                                              tmp_path, capsys):
     """--skip-train scores a run's checkpoints; a trainer still at work there rotates them
@@ -362,8 +372,8 @@ def test_the_results_name_the_number_of_checkpoints_actually_averaged(tiny_run, 
     """The results name the checkpoints averaged, the sentences scored and the corpus trained on."""
     shutil.copytree(tiny_run, tmp_path / "run")
     found = len(checkpoints(tmp_path / "run"))
-    run(multi30k, "--skip-train", "--average", 50, "--run-dir", tmp_path / "run", "--out-dir",
-        tmp_path / "out", "--limit", 3)
+    run(multi30k, "--skip-train", "--config", "multi30k", "--average", 50, "--run-dir",
+        tmp_path / "run", "--out-dir", tmp_path / "out", "--limit", 3)
     result = json.loads((tmp_path / "out" / "multi30k.json").read_text())
     md = (tmp_path / "out" / "multi30k.md").read_text()
     assert len(result["average"]["checkpoints"]) == found
@@ -811,8 +821,8 @@ def test_a_run_on_the_shipped_sample_never_fills_the_committed_results(tiny_run,
     """Its scores are on the sample's test split, not test2016: chapter 8 would read them as
     Multi30k's."""
     monkeypatch.setattr(multi30k, "committed_folder", lambda folder: folder)   # as results/
-    err = refused(multi30k, "--skip-train", "--run-dir", tiny_run, "--out-dir",
-                  tmp_path / "results", capsys=capsys)
+    err = refused(multi30k, "--skip-train", "--config", "multi30k", "--run-dir", tiny_run,
+                  "--out-dir", tmp_path / "results", capsys=capsys)
     says(err, "dataset=multi30k_sample", str(tmp_path / "results"), "scratch folder")
     assert not (tmp_path / "results").exists()
 
