@@ -133,7 +133,8 @@ def test_other_format_version_is_a_clear_error(tmp_path):
     torch.save({"model": payload["model"]}, path)                  # a bare state_dict-like file
     with pytest.raises(CheckpointError) as error:
         load_model(path)
-    says(error, "annotated-transformer checkpoint")
+    says(error, "annotated-transformer checkpoint", "a dict of 'model'", "annotated.train",
+         "ckpt_*.pt")
 
 
 def test_unknown_config_field_is_a_clear_error(tmp_path):

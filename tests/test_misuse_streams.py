@@ -276,7 +276,8 @@ def test_verify_calls_intact_only_a_checkpoint(tmp_path, capsys, what):
     checkpoint_file.atomic_save({"hello": "world"} if what == "a dict" else torch.zeros(3),
                            tmp_path / "x.pt")
     exits_with_error(checkpoint_command.main, ["verify", str(tmp_path / "x.pt")])
-    says(error_line(capsys), "annotated-transformer checkpoint")
+    says(error_line(capsys), "annotated-transformer checkpoint",
+         "'hello'" if what == "a dict" else "a Tensor", "python -m annotated.train")
 
 
 def test_verify_of_a_run_folder_checks_every_checkpoint_file_in_it(tmp_path, capsys):

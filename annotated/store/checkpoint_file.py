@@ -307,10 +307,20 @@ def not_a_checkpoint(path: Path) -> str | None:
     return f"holds text ({shown(line, 40)})" if line else f"begins with {shown(head[:8])}"
 
 
+#: What to give instead of a torch file that another program wrote.
+NOT_OURS = ("give a checkpoint that `python -m annotated.train` wrote (ckpt_*.pt in its run "
+            "folder), or one made from those by `python -m annotated.checkpoint average` or "
+            "`half`")
+
+
 def _check_format(payload, path: Path) -> int:
     """The format version of a loaded checkpoint, after checking that it is one."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint")
+        held = (f"a dict of {', '.join(shown(str(k), 30) for k in list(payload)[:4])}"
+                + (", ..." if len(payload) > 4 else "") if isinstance(payload, dict) and payload
+                else f"a {type(payload).__name__}")
+        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint (it holds "
+                              f"{held}, not this project's format record); {NOT_OURS}")
     version = payload.get("version")
     if version != FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
@@ -353,8 +363,9 @@ def _verify(path: Path) -> None:
     try:
         payload = header(path)
     except Exception as e:             # a pickle that is not plain data: never unpickled
-        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint "
-                              f"({type(e).__name__})") from None
+        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint (it holds "
+                              f"objects that are not plain data: {type(e).__name__}); "
+                              f"{NOT_OURS}") from None
     _check_format(payload, path)
 
 
