@@ -89,9 +89,10 @@ def read_manifest(out: Path) -> dict[str, str]:
 
 
 #: The project's folders a site must not be built into: what the book is made from, the
-#: package, and what the tests collect.
+#: packages and scripts, and what the tests collect.
 SOURCES = [Path(__file__).resolve().parents[1] / name for name in
-           ("chapters", "book", "annotated", "tests", "results", "reference_numpy", "docs")]
+           ("chapters", "book", "annotated", "tests", "results", "reference_numpy", "docs",
+            "experiments", "benchmarks", "figures", ".git")]
 
 
 def check_out(out: Path) -> dict[str, str]:

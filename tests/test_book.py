@@ -412,7 +412,7 @@ def test_a_rebuild_replaces_only_what_the_last_build_wrote(tmp_path, fake_sphinx
     assert "01.html" not in (out / publish.MANIFEST).read_text()
 
 
-@pytest.mark.parametrize("inside", ["chapters", "book", "tests"])
+@pytest.mark.parametrize("inside", ["chapters", "book", "tests", "experiments", "figures"])
 def test_a_site_is_never_built_among_the_project_s_sources(inside):
     """Built into chapters/, its notebook copies would be collected by the tests."""
     out = publish.SOURCES[0].parent / inside / "site"
