@@ -310,12 +310,11 @@ def matching_slip(exercise: Exercise, found: Outcome, lang: str) -> str | None:
     slip matches by raising the same error) and, like theirs, passes the cases before it. A
     slip that fails an earlier case is another mistake, even where the two agree (at size 1,
     a mask that is all False is both the inverted and the closed-diagonal slip)."""
-    earlier = exercise.cases()[:found.n - 1]
+    passed = [(case, call(exercise.answer, case)[0]) for case in exercise.cases()[:found.n - 1]]
     for slip in exercise.slips:
         if same_outcome(slip_answer(slip, found.case), found.got, lang) and all(
-                (exercise.compare or compare)(call(exercise.answer, case)[0],
-                                              slip_answer(slip, case), "en") is None
-                for case in earlier):
+                (exercise.compare or compare)(expected, slip_answer(slip, case), "en") is None
+                for case, expected in passed):
             named = slip.says(lang)
             if slip.page:
                 named += MESSAGES[lang]["sep"] + MESSAGES[lang]["page"]

@@ -271,7 +271,7 @@ def execute(notebook: Path, args) -> dict:
         try:
             _, stderr = process.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            stop_group(process, GRACE)                     # it reports the checks that ran before
+            stop_group(process, GRACE)        # it reports the checks that ran before
             if not report.is_file():
                 return {"problem": ["timeout", f"{args.timeout:g}"]}
             return json.loads(report.read_text(encoding="utf-8"))
