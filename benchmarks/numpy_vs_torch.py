@@ -25,18 +25,18 @@ def count(text: str) -> int:
     return int(text)
 
 
-def parse_args(argv=None):
-    parser = ArgumentParser(prog="python -m benchmarks.numpy_vs_torch",
-                            description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=count, default=1, help="BLAS and torch threads")
-    parser.add_argument("--repeats", type=count, default=5, help="timed runs per side (median)")
-    parser.add_argument("--sentences", type=count, default=4, help="sentences in the batch")
-    return parser.parse_args(argv)
+def threads_asked() -> str:
+    """--threads as given, read before the imports below load NumPy's BLAS, which reads its
+    thread count once; main parses every argument, and refuses a wrong one, after them."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--threads", default="1")
+    given = early.parse_known_args()[0].threads
+    return given if given.isdigit() else "1"
 
 
-if __name__ == "__main__":              # before the imports below load NumPy's BLAS
+if __name__ == "__main__":
     for var in BLAS_THREADS:
-        os.environ[var] = str(parse_args().threads)
+        os.environ[var] = threads_asked()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -47,6 +47,16 @@ from annotated.base.cli import ArgumentParser, command  # noqa: E402
 from annotated.loss import label_smoothed_loss  # noqa: E402
 from annotated.model import EncoderDecoder  # noqa: E402
 from benchmarks.common import interleaved_times, set_threads  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = ArgumentParser(prog="python -m benchmarks.numpy_vs_torch",
+                            description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=count, default=1, help="BLAS and torch threads")
+    parser.add_argument("--repeats", type=count, default=5, help="timed runs per side (median)")
+    parser.add_argument("--sentences", type=count, default=4, help="sentences in the batch")
+    return parser.parse_args(argv)
+
 
 PAD, BOS, EOS = 0, 2, 3
 # (name, config, shared vocabulary size)

@@ -3,6 +3,7 @@ import importlib
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,21 @@ def test_every_command_has_main_with_argv_and_help():
         done = subprocess.run([sys.executable, "-m", f"annotated.{name}", "--help"],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and f"python -m annotated.{name}" in done.stdout, name
+
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = sorted(f"{path.parent.name}.{path.stem}" for folder in ("experiments", "benchmarks")
+                 for path in (ROOT / folder).glob("*.py")
+                 if '__name__ == "__main__"' in path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", SCRIPTS)
+def test_every_experiment_and_benchmark_answers_help(module):
+    """Each script's --help runs, as a user first meets it (its imports and parser included)."""
+    done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and f"python -m {module}" in done.stdout, done.stderr[-500:]
 
 
 def test_every_subpackage_imports_and_documents_its_modules():
