@@ -30,6 +30,7 @@ it in their own language without running anything again.
 """
 import importlib
 
+from annotated.base.cli import escaped_for_stdout
 from annotated.exercises.core import Exercise, Result, run
 from annotated.exercises.messages import MESSAGES
 
@@ -59,15 +60,12 @@ def graded_ids(called) -> list[str]:
 
 
 def result_of(exercise_id: str, fn) -> Result:
-    """The check of `fn` as the exercise `exercise_id`, its message in every language."""
-    found = exercises()
-    if not isinstance(exercise_id, str):
-        raise TypeError(f"check({exercise_id!r}, ...): give the exercise's number as text, in "
-                        f"quotes: check(\"{exercise_id}\", ...)")
-    if exercise_id not in found:
-        raise KeyError(f"no coding exercise {exercise_id!r}; the nearest are "
-                       f"{nearest_ids(exercise_id)}")
-    return run(found[exercise_id], fn)
+    """The check of `fn` as the exercise `exercise_id`, its message in every language; a call
+    that is itself wrong (see misused) is a ValueError saying how."""
+    problem = misused(exercise_id, fn, "en")
+    if problem:
+        raise ValueError(problem)
+    return run(exercises()[exercise_id], fn)
 
 
 def nearest_ids(exercise_id: str) -> str:
@@ -84,14 +82,28 @@ def checker(lang: str = "en"):
         raise ValueError(f"no messages in {lang!r}; the book has {', '.join(MESSAGES)}")
 
     def check(exercise_id: str, fn=None) -> None:
-        """Check `fn` as exercise `exercise_id` and show one line saying how it went."""
-        if fn is None:
-            raise TypeError(f"check({exercise_id!r}) needs your function too: "
-                            f"check({exercise_id!r}, your_function)")
+        """Check `fn` as exercise `exercise_id` and show one line saying how it went (or how
+        the call itself is wrong: no function, a number not in quotes, no such exercise)."""
+        misuse = misused(exercise_id, fn, lang)
+        if misuse:
+            print(escaped_for_stdout(misuse))
+            return
         result = result_of(exercise_id, fn)
         CHECKED[exercise_id] = result
         show(result, lang)
     return check
+
+
+def misused(exercise_id, fn, lang: str) -> str | None:
+    """What is wrong with the call check(exercise_id, fn) itself, in `lang`, or None."""
+    say = MESSAGES[lang]
+    if not isinstance(exercise_id, str):
+        return say["id_as_text"].format(id=exercise_id)
+    if exercise_id not in exercises():
+        return say["unknown_id"].format(id=exercise_id, known=nearest_ids(exercise_id))
+    if fn is None:
+        return say["needs_fn"].format(id=exercise_id)
+    return None
 
 
 def show(result: Result, lang: str) -> None:
@@ -103,7 +115,7 @@ def show(result: Result, lang: str) -> None:
     except ImportError:
         get_ipython = None
     if get_ipython is None or get_ipython() is None:
-        print(result.message(lang))
+        print(escaped_for_stdout(result.message(lang)))
         return
     display({"text/plain": result.message(lang)}, raw=True,
             metadata={"exercise": {"id": result.id, "status": result.status,

@@ -9,7 +9,7 @@ NumPy for the unscaled gradients.
 import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, compare, randn
+from annotated.exercises.core import Case, Exercise, Slip, Text, compare, entries, randn
 from annotated.exercises.messages import MESSAGES
 from annotated.loss import label_smoothed_loss
 from reference_numpy import layers as np_layers
@@ -308,9 +308,9 @@ def tight(expected, got, lang: str) -> str | None:
         off = ~np.isclose(have, want, rtol=1e-6, atol=0.0, equal_nan=True)
         if off.any():
             where = [int(j) for j in np.argwhere(off)[0]]
-            value = say["value_at"].format(where=where, expected=f"{want[tuple(where)]:.6g}",
-                                           got=f"{have[tuple(where)]:.6g}")
-            inner = say["returned"].format(i=i + 1, n=len(expected[0]), problem=value)
+            shown = entries(want[tuple(where)], have[tuple(where)])
+            value = say["value_at"].format(where=where, expected=shown[0], got=shown[1])
+            inner = say["item"].format(i=i + 1, n=len(expected[0]), problem=value)
             return say["returned"].format(i=1, n=2, problem=inner)
     return None
 

@@ -176,15 +176,15 @@ def entries(want, have) -> tuple[str, str]:
 
 
 def float32_rounding(want: np.ndarray, have: np.ndarray, lang: str) -> str:
-    """A note for a float64 answer that is off by no more than float32's rounding: it was
-    computed in float32 somewhere (a .float(), a torch.tensor of Python floats)."""
-    if want.dtype != np.float64:
+    """A note for a float64 answer whose every entry is off by no more than float32's rounding
+    (a few parts in a million): it was computed in float32 somewhere (a .float(), a
+    torch.tensor of Python floats)."""
+    if want.dtype != np.float64 or not (np.isfinite(want).all() and np.isfinite(have).all()):
         return ""
-    off = float(np.nanmax(np.abs(have - want), initial=0.0))
-    bound = 1e-6 * max(1.0, float(np.nanmax(np.abs(want), initial=0.0)))
-    if not 0 < off <= bound:
+    off = np.abs(have.astype(np.float64) - want)
+    if not off.any() or (off > 4e-6 * np.abs(want) + 1e-7 * np.abs(want).max()).any():
         return ""
-    return MESSAGES[lang]["rounding"].format(off=f"{off:.1g}")
+    return MESSAGES[lang]["rounding"].format(off=f"{off.max():.1g}")
 
 
 # ---- running a check ----
@@ -307,13 +307,17 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
 def matching_slip(exercise: Exercise, found: Outcome, lang: str) -> str | None:
     """The slip the learner's answer makes, named: one whose wrong answer equals theirs on the
     failing case (`found.got`: what their function returned, or the error it raised, which a
-    slip matches by raising the same error) and, like theirs, passes the cases before it. A
-    slip that fails an earlier case is another mistake, even where the two agree (at size 1,
-    a mask that is all False is both the inverted and the closed-diagonal slip)."""
+    slip matches by raising the same error), is wrong there itself, and, like theirs, passes
+    the cases before it. A slip that fails an earlier case is another mistake, even where the
+    two agree (at size 1, a mask that is all False is both the inverted and the closed-diagonal
+    slip); one that is right on the failing case explains nothing."""
     passed = [(case, call(exercise.answer, case)[0]) for case in exercise.cases()[:found.n - 1]]
+    agree = exercise.compare or compare
+    right = call(exercise.answer, found.case)[0]
     for slip in exercise.slips:
-        if same_outcome(slip_answer(slip, found.case), found.got, lang) and all(
-                (exercise.compare or compare)(expected, slip_answer(slip, case), "en") is None
+        wrong = slip_answer(slip, found.case)
+        if same_outcome(wrong, found.got, lang) and agree(right, wrong, "en") and all(
+                agree(expected, slip_answer(slip, case), "en") is None
                 for case, expected in passed):
             named = slip.says(lang)
             if slip.page:

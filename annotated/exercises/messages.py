@@ -25,6 +25,7 @@ MESSAGES = {
                    "its inputs as they were and compute a new tensor.",
         "count": "expected {expected} values returned, got {got}",
         "returned": "value {i} of the {n} returned: {problem}",
+        "item": "its item {i} of {n}: {problem}",
         "type": "expected a tensor or a number, got a {got}",
         "meta": "got a tensor on the meta device, which holds shapes but no values: compute "
                 "it on the CPU",
@@ -69,6 +70,10 @@ MESSAGES = {
                         "cell)",
         "unknown_id": "`check(\"{id}\", ...)` names no exercise of this book (its numbers "
                       "nearest: {known}); correct the number",
+        "id_as_text": "`check({id}, ...)`: give the exercise's number as text, in quotes: "
+                      "`check(\"{id}\", ...)`",
+        "needs_fn": "`check(\"{id}\")` needs your function too: "
+                    "`check(\"{id}\", your_function)`",
         "notes_sep": "; ",
         "legend": "✓ passed  ✗ failed  · not attempted  ? not run (its check never ran)",
     },
@@ -88,6 +93,7 @@ MESSAGES = {
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出一个新的张量。",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
+        "item": "其中 {n} 项里的第 {i} 项：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
         "meta": "得到的张量只有形状、没有数值：请在 CPU 上计算它",
         "shape": "形状应为 {expected}，实际为 {got}",
@@ -118,6 +124,8 @@ MESSAGES = {
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
         "unknown_id": "`check(\"{id}\", ...)` 不是本书的练习编号（相近的编号：{known}）；请改正编号",
+        "id_as_text": "`check({id}, ...)`：练习编号要写成带引号的文本：`check(\"{id}\", ...)`",
+        "needs_fn": "`check(\"{id}\")` 还需要你的函数：`check(\"{id}\", your_function)`",
         "notes_sep": "；",
         "legend": "✓ 通过  ✗ 未通过  · 尚未作答  ? 未运行（它的检查没有运行）",
     },
