@@ -343,6 +343,38 @@ def test_a_check_runs_with_gradients_on_whatever_the_notebook_turned_off():
             assert result_of("9.2", piecewise_gradient).status == "passed", context
 
 
+def shortcut_attention(q, k, v):
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    return out, (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1)
+
+
+def shortcut_loss_grad(logits, target, pad, eps_ls):
+    logits = logits.detach().clone().requires_grad_()
+    log_p = torch.log_softmax(logits, -1)
+    q = torch.full_like(log_p, eps_ls / (logits.size(-1) - 2))
+    q.scatter_(-1, target.unsqueeze(-1), 1 - eps_ls)
+    q[..., pad] = 0
+    keep = target != pad
+    (-(q * log_p).sum(-1)[keep].sum() / keep.sum()).backward()
+    return logits.grad
+
+
+SHORTCUTS = {"1.1": (shortcut_attention, "scaled_dot_product_attention"),
+             "1.2": (lambda x: x.softmax(-1), "torch.Tensor.softmax"),
+             "6.4": (shortcut_loss_grad, "torch.Tensor.backward")}
+
+
+@pytest.mark.parametrize("exercise_id", SHORTCUTS)
+def test_an_answer_that_calls_what_the_exercise_says_to_do_without_fails(exercise_id):
+    """The exercise's text says 'without' it: the right numbers that way do not pass."""
+    answer, name = SHORTCUTS[exercise_id]
+    result = run(EXERCISES[exercise_id], answer)
+    assert result.status == "failed"
+    says(result.message(), name, "do without", EXERCISES[exercise_id].hint("en"))
+    says(result.message("zh"), name, "不用它")
+    assert torch.Tensor.softmax is not None and torch.softmax(torch.zeros(2), 0).sum() == 1
+
+
 def test_the_packages_own_function_is_not_an_answer():
     from annotated.masks import padding_mask
     result = result_of("2.2", padding_mask)

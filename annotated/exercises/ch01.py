@@ -63,6 +63,7 @@ SCALED = Exercise(
               "the output averages the values. Return (output, weights).",
               "§3.2.1 的公式 (1)：每个查询和每个键之间有一个分数，除以二者共同宽度的平方根；"
               "每个查询的那一行权重在各个键上求和为 1；输出是值的加权平均。返回 (output, weights)。"),
+    forbidden=("torch.nn.functional.scaled_dot_product_attention",),
     slips=(
         Slip(Text("Your scores are not divided by sqrt(d_k): with wide vectors the softmax "
                   "saturates.",
@@ -125,6 +126,9 @@ STABLE = Exercise(
               "axis and keep the dtype.",
               "同一行的每个分数都减去同一个数，softmax 不变；选好这个数，让任何 exp() 都不超过 1。"
               "沿最后一个轴计算，保持数据类型不变。"),
+    forbidden=tuple(f"{owner}.{kind}" for owner in ("torch", "torch.Tensor",
+                                                    "torch.nn.functional", "torch.special")
+                    for kind in ("softmax", "log_softmax")),
     slips=(
         Slip(Text("Your softmax takes exp() of the raw scores: exp overflows to inf above about "
                   "88 in float32 (11 in float16), and inf / inf is NaN; exp of scores far below "

@@ -15,9 +15,12 @@ if one matches, and the hint. Every text a learner reads is a `Text`, one string
 language.
 """
 import copy
+import functools
+import importlib
 import inspect
 import traceback
 import types
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -75,6 +78,7 @@ class Exercise:
     hint: Text
     slips: tuple[Slip, ...] = ()
     compare: Callable | None = None  # (expected, got) -> a problem (Text, values) or None
+    forbidden: tuple[str, ...] = ()  # what the exercise says to do without: "torch.softmax"
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def float32_rounding(want: np.ndarray, have: np.ndarray, lang: str) -> str:
 class Outcome:
     """How the learner's function fared: its status, the cases that ran and, when it failed,
     the case, what it returned (or the error it raised) and what was expected."""
-    status: str                 # passed, failed, not attempted, not callable, own, changed
+    status: str      # passed, failed, not attempted, not callable, own, changed, forbidden
     n: int
     case: Case | None = None
     got: Any = None
@@ -244,7 +248,10 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     cases = exercise.cases()
     for n, case in enumerate(cases, start=1):
         try:
-            got, changed = call(fn, case)
+            with forbidding(exercise.forbidden):
+                got, changed = call(fn, case)
+        except Forbidden as error:
+            return Outcome("forbidden", n, case, str(error))
         except NotImplementedError as error:
             if n == 1:
                 return Outcome("not attempted", 0)
@@ -257,6 +264,32 @@ def outcome(exercise: Exercise, fn) -> Outcome:
         if (exercise.compare or compare)(expected, got, "en"):
             return Outcome("failed", n, case, got, expected)
     return Outcome("passed", len(cases))
+
+
+class Forbidden(Exception):
+    """Raised by a function the exercise says to do without, when the learner's code calls
+    it; its one argument is the function's name."""
+
+
+@contextmanager
+def forbidding(names: tuple[str, ...]):
+    """For the length of the block, each of `names` ("torch.Tensor.softmax",
+    "torch.nn.functional.softmax") raises Forbidden when called."""
+    kept = []
+    for name in names:
+        owner, attribute = name.rsplit(".", 1)
+        owner = functools.reduce(getattr, owner.split(".")[1:], importlib.import_module(
+            owner.split(".")[0]))
+        kept.append((owner, attribute, getattr(owner, attribute)))
+
+        def refuse(*args, _name=name, **kwargs):
+            raise Forbidden(_name)
+        setattr(owner, attribute, refuse)
+    try:
+        yield
+    finally:
+        for owner, attribute, original in kept:
+            setattr(owner, attribute, original)
 
 
 def from_the_package(fn) -> bool:
@@ -293,6 +326,8 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     label = found.case.label(lang)
     if found.status == "changed":
         return head + say["changed"].format(case=label, name=found.got)
+    if found.status == "forbidden":
+        return head + say["forbidden"].format(name=found.got, hint=exercise.hint(lang))
     if isinstance(found.got, Exception):
         what = say["raised"].format(case=label, error=one_line(found.got),
                                     where=your_line(found.got, lang))
