@@ -106,6 +106,7 @@ def main(argv=None):
     refs = list(read_lines(args.ref)) if args.ref else None
     if refs is not None:
         check_references(lines, refs, source or "stdin", args.ref, config)
+    refuse_other_side(source, out_path, len(lines))
     note_replaced(out_path, len(lines))
     beam = config.beam_size if args.beam_size is None else args.beam_size
     alpha = config.alpha if args.alpha is None else args.alpha
@@ -139,6 +140,28 @@ def check_references(lines: list[str], refs: list[str], source, ref, config) -> 
     if refs == lines and config.dataset != "copy":
         log(f"note: --ref {ref} holds the same text as {source}, the input: the scores measure "
             f"copying; the references are the input's translations, in {config.target_lang}")
+
+
+def refuse_other_side(source, out_path, n: int) -> None:
+    """Refuse an --out that looks like the other side of the input's parallel corpus (test.de
+    beside test.en, as many lines): the translations would replace its references."""
+    if source is None or out_path is None or not Path(out_path).is_file():
+        return
+    here, there = (Path(p).resolve() for p in (source, out_path))
+    (stem, lang), (out_stem, out_lang) = (p.name.removesuffix(".gz").rpartition(".")[::2]
+                                          for p in (here, there))
+    if here.parent != there.parent or not stem or stem != out_stem or lang == out_lang:
+        return
+    try:
+        held = sum(1 for _ in read_lines(out_path))
+    except DataError:
+        return                      # not text: not_text_to_replace has refused what matters
+    if held == n:
+        raise DataError(f"--out {out_path} looks like the other side of {source}'s corpus (the "
+                        f"same name but the language, {held:,} lines, as many as the input): "
+                        f"the translations would replace what may be its references; give "
+                        f"another --out, or delete {out_path} first if it is an earlier "
+                        f"translation")
 
 
 def note_replaced(out_path, n: int) -> None:

@@ -552,6 +552,31 @@ def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, 
     says(warned["pairs"][0], "6 of the first 6", "tab", "en column", "cut -f1")
 
 
+@pytest.mark.parametrize("out, refused", [("test.de", True), ("test.de.gz", True),
+                                         ("hyp.de", False), ("test.de-short", False)])
+def test_an_output_that_looks_like_the_references_of_the_input_is_refused(tmp_path, capsys,
+                                                                          out, refused):
+    """test.de beside test.en, as many lines: the human references, which the translations
+    would replace. An earlier output of another name is replaced as asked."""
+    import gzip
+    (tmp_path / "test.en").write_text("A dog runs.\nTwo cats.\n")
+    held = "Der Hund.\nDie Katzen.\n".encode()
+    if out == "test.de-short":                 # another number of lines: not the other side
+        out, held = "test.de", b"Der Hund.\n"
+    (tmp_path / out).write_bytes(gzip.compress(held) if out.endswith(".gz") else held)
+    before = (tmp_path / out).read_bytes()
+    argv = ["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "test.en"), "--out",
+            str(tmp_path / out), "--greedy"]
+    if refused:
+        exits_with_error(translate.main, argv)
+        says(error_line(capsys), f"--out {tmp_path / out}", "test.en", "references",
+             "another --out")
+        assert (tmp_path / out).read_bytes() == before
+    else:
+        translate.main(argv)
+        assert (tmp_path / out).read_bytes() != before
+
+
 def test_a_baseline_that_is_the_same_translations_is_noted(tmp_path, capsys):
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
     (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
