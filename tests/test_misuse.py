@@ -28,6 +28,7 @@ from test_faults import error_line, exits_with_error, save, snapshot
 import annotated.base.files as files
 from annotated import checkpoint as checkpoint_command
 from annotated import configs, evaluate, train, translate
+from annotated.base.errors import DataError
 from annotated.configs import merged
 from annotated.data import prepare_wmt14
 from annotated.inference.bleu import report, tokenizer_for
@@ -184,6 +185,18 @@ def test_a_hand_edited_metrics_line_is_refused_on_resume_and_by_the_results_scri
     (tmp_path / "metrics.jsonl").write_text(good)
     run(tmp_path, "--resume", "--max-steps", 3)
     assert [m["step"] for m in read_metrics(tmp_path, "train")] == [1, 2, 3]
+
+
+def test_a_run_stopped_before_its_first_metrics_line_is_told_to_resume(tmp_path):
+    """Its checkpoints show that the trainer wrote the folder: not 'not a training run'."""
+    with pytest.raises(DataError) as error:
+        read_metrics(tmp_path)
+    says(error, "metrics.jsonl", "not written by python -m annotated.train")
+    (tmp_path / "ckpt_0000005.pt").write_bytes(b"")
+    with pytest.raises(DataError) as error:
+        read_metrics(tmp_path)
+    says(error, "holds checkpoints", "first metrics", "--resume")
+    assert "not written by" not in str(error.value)
 
 
 # --- outputs: special files, links, a folder, the same input twice ----------------------------

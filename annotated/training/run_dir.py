@@ -231,6 +231,10 @@ def read_metrics(run_dir, split: str | None = None) -> list[dict]:
     """The lines of a run's metrics.jsonl (those of `split`, "train" or "valid", if given);
     a folder without one, or a line the trainer did not write, is a DataError naming it."""
     path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file() and any(Path(run_dir).glob("ckpt_*.pt")):
+        raise DataError(f"no {path}, though {run_dir} holds checkpoints: the run stopped "
+                        f"before it logged its first metrics; continue it (python -m "
+                        f"annotated.train --run-dir {run_dir} --resume), then try again")
     if not path.is_file():
         raise DataError(f"no {path}: {run_dir} was not written by python -m annotated.train; "
                         f"give the folder of a training run")
