@@ -168,6 +168,8 @@ def trained_preset(run: Path, given: str | None) -> str:
     last = trained_checkpoints(run)[-1]
     config = multi30k_config(last)
     found, source = preset_in_train_json(run), f"{run / 'train.json'} says so"
+    if found is not None:
+        check_shape_recorded(run, found, config)
     if found is None:
         shapes = [name for name in PRESETS
                   if all(getattr(get(name), k) == getattr(config, k) for k in MODEL_SHAPE)]
@@ -183,6 +185,24 @@ def trained_preset(run: Path, given: str | None) -> str:
                         f"its results files are named after a preset: give the one it should "
                         f"be filed under with --config")
     return found or given
+
+
+def check_shape_recorded(run: Path, preset: str, config) -> None:
+    """Refuse a train.json whose training command (its preset and key=value settings) builds
+    another model than the run's checkpoint holds: it was edited, or came from another run."""
+    words = shlex.split(train_record(run)["command"])
+    settings = [w for w in words if "=" in w and not w.startswith("-")]
+    try:
+        recorded = apply_overrides(get(preset), settings)
+    except (ValueError, TypeError):
+        return                       # not settings of ours: the shape cannot be told from them
+    differ = [f"{k}={getattr(recorded, k)} there, {getattr(config, k)} in the checkpoint"
+              for k in MODEL_SHAPE if getattr(recorded, k) != getattr(config, k)]
+    if differ:
+        raise DataError(f"{run / 'train.json'}: its command (--config {preset}) builds another "
+                        f"model than the run's checkpoints hold ({'; '.join(differ)}): it was "
+                        f"edited or belongs to another run; restore it, or delete it and give "
+                        f"--config")
 
 
 def preset_in_train_json(run: Path) -> str | None:

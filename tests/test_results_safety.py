@@ -293,11 +293,25 @@ def test_skip_train_files_the_run_under_its_own_preset(tiny_run, tmp_path, capsy
     shutil.copytree(tiny_run, tmp_path / "run")
     (tmp_path / "run" / "train.json").write_text(json.dumps(
         {"wall_minutes": 0.1, "command": "python -m annotated.train --config multi30k_tiny "
-                                         "--run-dir run N=1"}))
+                                         "--run-dir run " + " ".join(TINY)}))
     assert multi30k.trained_preset(tmp_path / "run", None) == "multi30k_tiny"
     err = refused(multi30k, "--skip-train", "--config", "multi30k", "--run-dir", tmp_path / "run",
                   "--out-dir", tmp_path / "out", capsys=capsys)
     says(err, "--config multi30k_tiny")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_train_json_that_names_another_model_than_the_run_holds_is_refused(tiny_run,
+                                                                             tmp_path, capsys):
+    """An edited train.json would file the run's results under a preset it was not."""
+    shutil.copytree(tiny_run, tmp_path / "run")
+    (tmp_path / "run" / "train.json").write_text(json.dumps(
+        {"wall_minutes": 0.1, "command": "python -m annotated.train --config multi30k_tiny "
+                                         "--run-dir run N=1"}))
+    err = refused(multi30k, "--skip-train", "--run-dir", tmp_path / "run", "--out-dir",
+                  tmp_path / "out", capsys=capsys)
+    says(err, str(tmp_path / "run" / "train.json"), "--config multi30k_tiny",
+         "in the checkpoint", "edited", "restore it")
     assert not (tmp_path / "out").exists()
 
 
