@@ -52,29 +52,29 @@ def _average_inputs(args) -> list[Path]:
     return found[-args.last:]
 
 
-def _check_out(out, paths) -> None:
+def _check_out(out, paths, example: str) -> None:
     """Refuse an --out that is one of the inputs, cannot be written, is stdout, or is named
     (or links to a file named) like a training checkpoint, which --resume and rotation would
-    take the new file for."""
+    take the new file for. `example` is a fitting name, given in the refusals."""
     if str(out) == "-":
         raise CheckpointError("--out -: a checkpoint is a binary file, not text for stdout; "
-                              "give a file name, e.g. average.pt")
+                              f"give a file name, e.g. {example}")
     check_output(out, reads=paths, say=say_error)
     target = Path(os.path.realpath(out)) if Path(out).is_symlink() else Path(out)
     for named in {Path(out), target}:
         link = f" (a link to {target})" if named == target != Path(out) else ""
         if NAME.fullmatch(named.name):
             raise CheckpointError(f"refusing to write {out}{link}: ckpt_NNNNNNN.pt names a "
-                                  f"training checkpoint; choose another name, e.g. average.pt")
+                                  f"training checkpoint; choose another name, e.g. {example}")
         if named.name.startswith("."):
             raise CheckpointError(f"refusing to write {out}{link}: a hidden file such as a run "
                                   f"folder's .lock is not a checkpoint's place; choose another "
-                                  f"name, e.g. average.pt")
+                                  f"name, e.g. {example}")
     if target.is_file() and target.stat().st_size:
         if holds := not_a_checkpoint(target):
             raise CheckpointError(f"refusing to write {out}: that file {holds}, not a "
                                   f"checkpoint, and the checkpoint would replace it; choose "
-                                  f"another name, e.g. average.pt")
+                                  f"another name, e.g. {example}")
         if not _runs_of(target) & set().union(*(_runs_of(Path(p)) for p in paths)):
             raise CheckpointError(f"refusing to write {out}: it holds a checkpoint of another "
                                   f"run, which this would replace; choose another name, or "
@@ -82,7 +82,7 @@ def _check_out(out, paths) -> None:
         if (step := _training_step_in(target)) is not None:
             raise CheckpointError(f"refusing to write {out}: it holds a training checkpoint "
                                   f"(step {step:,}, with the state to resume from), which this "
-                                  f"would replace; choose another name, e.g. average.pt")
+                                  f"would replace; choose another name, e.g. {example}")
         _check_average_replaced(out, target, paths)
 
 
@@ -223,7 +223,7 @@ def main(argv=None):
             raise SystemExit(1)                  # each failure has had its line
         return
     if args.command == "half":
-        _check_out(args.out, [args.path])
+        _check_out(args.out, [args.path], "model_fp16.pt")
         decoding = {k: getattr(args, k) for k in ("beam_size", "alpha", "max_extra")
                     if getattr(args, k) is not None}
         save_whole(half(args.path, **decoding), args.out)
@@ -231,7 +231,7 @@ def main(argv=None):
               f"({Path(args.out).stat().st_size / 2**20:.1f} MiB)")
         return
     paths = _average_inputs(args)
-    _check_out(args.out, paths)
+    _check_out(args.out, paths, "average.pt")
     save_whole(average(paths, args.allow_different_runs), args.out)
     print(f"averaged {len(paths)} checkpoint{'s' if len(paths) > 1 else ''} "
           f"({', '.join(p.name for p in paths)}) -> {args.out}")

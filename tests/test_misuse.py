@@ -666,9 +666,11 @@ def test_average_or_half_never_writes_over_a_file_that_is_not_a_checkpoint(tmp_p
     log = tmp_path / "other" / "metrics.jsonl"
     log.parent.mkdir()
     log.write_text('{"step": 1, "loss": 2.0}\n')
-    for argv in (["average", "--last", "1", str(tmp_path / "a")], ["half", str(ckpt)]):
+    for argv, example in ((["average", "--last", "1", str(tmp_path / "a")], "average.pt"),
+                          (["half", str(ckpt)], "model_fp16.pt")):
         exits_with_error(checkpoint_command.main, [*argv, "--out", str(log)])
-        says(error_line(capsys), str(log), "holds text", "not a checkpoint", "another name")
+        says(error_line(capsys), str(log), "holds text", "not a checkpoint", "another name",
+             f"e.g. {example}")
     assert log.read_text() == '{"step": 1, "loss": 2.0}\n'
 
 
