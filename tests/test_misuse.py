@@ -818,6 +818,24 @@ def test_a_cache_that_cannot_be_written_is_one_line_before_the_tokenizer_is_trai
     assert "training a" not in out.out + out.err
 
 
+def test_a_cache_under_a_folder_the_user_may_not_enter_names_the_fix(tmp_path, capsys,
+                                                                      monkeypatch):
+    """HOME=/root for another user: even looking for the cache is denied (simulated: the
+    tests may run as root, whom permissions do not stop)."""
+    import pathlib
+    locked, exists = tmp_path / "home", pathlib.Path.exists
+
+    def denied(path, *args, **kwargs):
+        if path.is_relative_to(locked) and path != locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return exists(path, *args, **kwargs)
+    monkeypatch.setattr(pathlib.Path, "exists", denied)
+    exits_with_error(train.main, ["--config", "sample", "--run-dir", str(tmp_path / "run"),
+                                  "--cache-dir", str(locked / ".cache"), "--max-steps", "1"])
+    says(error_line(capsys), str(locked / ".cache"), "Permission denied", "--cache-dir",
+         "ANNOTATED_CACHE_DIR")
+
+
 def test_a_folder_given_as_hypotheses_is_one_line(tmp_path, capsys):
     (tmp_path / "ref").write_text("a\n")
     exits_with_error(evaluate.main, ["--hyp", str(tmp_path), "--ref", str(tmp_path / "ref")])

@@ -259,10 +259,16 @@ def cache_folder(cache_dir=None) -> Path:
     where it or one of its folders must be is an error now, not after a tokenizer was trained."""
     folder = expand(cache_dir or os.environ.get(CACHE_ENV) or DEFAULT_CACHE)
     for part in (folder / "tokenizers", folder / "multi30k", folder, *folder.parents):
-        if part.exists() and not part.is_dir():
+        try:
+            there = part.exists()
+        except OSError as e:                  # a folder above it this user may not enter
+            raise DataError(f"cannot use the cache location {folder}: {e.strerror} ({part}); "
+                            f"give --cache-dir DIR (or {CACHE_ENV}) a folder you can "
+                            f"write") from None
+        if there and not part.is_dir():
             raise DataError(f"the cache location {folder} cannot hold its folders: {part} is a "
                             f"file; give another --cache-dir (or {CACHE_ENV})")
-        if part == folder and part.exists():
+        if part == folder and there:
             break
     return folder
 
