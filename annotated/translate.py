@@ -127,6 +127,10 @@ def main(argv=None):
             raise
         raise MemoryError(f"{first_line(e) or 'an allocation failed'}; lower --batch-tokens "
                           f"or --beam-size, or split the longest lines") from None
+    if not any(line.strip() for line in out):
+        log(f"note: every translation is empty: the model writes only </s> (one trained too "
+            f"briefly, or for another language pair?)"
+            f"{'; the scores below score nothing' if refs is not None else ''}")
     scores = report(out, refs, config.target_lang) if refs is not None else None
     write(out, out_path)
     if scores is not None:

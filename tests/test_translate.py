@@ -88,6 +88,20 @@ def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypat
     assert "sacreBLEU" in captured.err and "compound splitting" in captured.err
 
 
+def test_translations_that_are_all_empty_are_noted_before_their_scores(ckpt, tmp_path,
+                                                                      monkeypatch, capsys):
+    """A model trained too briefly writes only </s>: BLEU 0 alone would not say why."""
+    import annotated.translate as translate_module
+    monkeypatch.setattr(translate_module, "translate_lines",
+                        lambda model, tokenizer, lines, **kw: ["" for _ in lines])
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n")
+    captured = run_translate(monkeypatch, capsys, [
+        "--checkpoint", str(ckpt), "--input", str(tmp_path / "in.txt"), "--out",
+        str(tmp_path / "out.txt"), "--ref", str(tmp_path / "in.txt")])
+    note = next(line for line in captured.err.splitlines() if "every translation" in line)
+    says(note, "empty", "</s>", "trained too briefly", "score nothing")
+
+
 def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
     paths = [save_checkpoint(tmp_path / checkpoint_file.checkpoint_name(s), seed=s, step=s)
              for s in (1, 2)]
