@@ -185,6 +185,14 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path, 
     assert "Trained otherwise than most rows: A: h=1." in (out / "table3_small.md").read_text()
 
 
+def test_table3_small_says_why_row_c2_is_left_out(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        table3_small.main(["--rows", "C2"])
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.strip().splitlines()[-1], "C2 is left out", "N=4",
+         "no whole number", "base A1")
+
+
 def test_table3_small_with_no_rows_and_no_table_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         run(table3_small, "--rows", "--out-dir", tmp_path, *TINY)
