@@ -95,7 +95,6 @@ def parse_args(argv=None):
     return parser.parse_intermixed_args(argv)
 
 
-@command
 def paper_row(text: str) -> str:
     """A row of the paper's Table 3 that this script trains; C2 is left out, and says why."""
     if text == "C2":
@@ -108,6 +107,7 @@ def paper_row(text: str) -> str:
     return text
 
 
+@command
 def main(argv=None):
     args = parse_args(argv)
     check_out_dir(args.out_dir, args.limit)
