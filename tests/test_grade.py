@@ -59,6 +59,28 @@ def graded(tmp_path_factory):
     return as_json.returncode, rows, as_table
 
 
+FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1"], ["不是 JSON"]),
+         "a format 3 notebook": (b'{"nbformat": 3, "worksheets": []}',
+                                 ["format 3", "format 4", "nbconvert"], ["第 3 版", "nbconvert"]),
+         "JSON, not a notebook": (b'{"cells": []}', ["'cells' and 'nbformat'"], ["'cells'"]),
+         "not UTF-8": ("单元".encode("gb18030"), ["not UTF-8"], ["不是 UTF-8"])}
+
+
+@pytest.mark.parametrize("content, en, zh", FILES.values(), ids=FILES.keys())
+def test_a_file_that_is_no_notebook_says_why_in_the_tables_language(tmp_path, content, en,
+                                                                     zh):
+    """The Chinese table in Chinese: no English reason inside a Chinese sentence."""
+    from annotated.exercises.grade import notebook_problem
+    from annotated.exercises.messages import MESSAGES
+    (tmp_path / "x.ipynb").write_bytes(content)
+    for lang, names in (("en", en), ("zh", zh)):
+        nb, problem = notebook_problem(tmp_path / "x.ipynb", MESSAGES[lang])
+        assert nb is None
+        says(problem, *names)
+        if lang == "zh":
+            assert not any(word in problem for word in ("not ", "without", "older", "of format"))
+
+
 def statuses(row) -> dict:
     return {i: e["status"] for i, e in row["exercises"].items()}
 

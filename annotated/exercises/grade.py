@@ -37,7 +37,7 @@ from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
 from annotated.exercises import graded_ids, nearest_ids
 from annotated.exercises.messages import MESSAGES
-from annotated.exercises.notebook import checks, read
+from annotated.exercises.notebook import NotANotebook, checks, read
 
 PROJECT = Path(__file__).resolve().parents[2]        # the folder that holds annotated/
 MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"}
@@ -121,7 +121,7 @@ class Folders:
         """The file's bytes, or None for one that cannot be kept (unreadable, or past
         MAX_BYTES, or past KEPT_BYTES in all): it is watched but cannot be put back."""
         try:
-            if self.kept + file.stat().st_size > KEPT_BYTES or unreadable(file):
+            if self.kept + file.stat().st_size > KEPT_BYTES or unreadable(file, MESSAGES["en"]):
                 return None
             data = file.read_bytes()
         except OSError:
@@ -180,27 +180,29 @@ def free_name(file: Path, suffix: str) -> Path:
     return name
 
 
-def unreadable(notebook: Path) -> str | None:
-    """Why `notebook` is no file to read as a notebook (a device, a pipe, one too large), or
-    None."""
+def unreadable(notebook: Path, say: dict) -> str | None:
+    """Why `notebook` is no file to read as a notebook (a device, a pipe, one too large), in
+    the table's language, or None."""
     if not notebook.is_file():
-        return "not a regular file (a device, a pipe or a socket)"
+        return say["not_regular"]
     if notebook.stat().st_size > MAX_BYTES:
-        return (f"{notebook.stat().st_size / 2 ** 20:,.0f} MB, more than a notebook of this "
-                f"book holds (at most {MAX_BYTES // 2 ** 20} MB)")
+        return say["too_large"].format(size=f"{notebook.stat().st_size / 2 ** 20:,.0f}",
+                                       limit=MAX_BYTES // 2 ** 20)
     return None
 
 
-def notebook_problem(notebook: Path) -> tuple[dict | None, str | None]:
-    """The notebook, or why it is not one."""
-    if why := unreadable(notebook):
+def notebook_problem(notebook: Path, say: dict) -> tuple[dict | None, str | None]:
+    """The notebook, or why it is not one, in the table's language."""
+    if why := unreadable(notebook, say):
         return None, why
     try:
         nb = read(notebook)
     except OSError as e:
         return None, e.strerror or str(e)
     except UnicodeDecodeError:
-        return None, "not UTF-8 text"
+        return None, say["not_utf8"]
+    except NotANotebook as e:
+        return None, say[e.key].format(detail=e.detail)
     except Exception as e:            # nbformat's reader raises whatever its parser met
         return None, " ".join(str(e).split())[:160] or type(e).__name__
     return nb, None
@@ -215,7 +217,7 @@ def grade(notebook: Path, args) -> dict:
         row["note"] = (say["a_folder"].format(path=notebook) if notebook.is_dir()
                        else say["no_file"])
         return row
-    nb, problem = notebook_problem(notebook)
+    nb, problem = notebook_problem(notebook, say)
     if problem:
         row["note"] = say["not_notebook"].format(problem=problem)
         return row

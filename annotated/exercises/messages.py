@@ -43,7 +43,7 @@ MESSAGES = {
         "graded": "{passed} of {total} passed",
         "timeout": "stopped after {detail} s, before the notebook finished (more time: "
                    "--timeout)",
-        "kernel_died": "the notebook's kernel died ({detail})",
+        "kernel_died": "the notebook's kernel died in cell {detail}",
         "stopped_in_cell": "stopped at --timeout in cell {detail}, before the notebook finished "
                            "(the checks before it count): give more time with --timeout, or "
                            "look at that cell (one that ignores an interrupt runs on past "
@@ -59,6 +59,14 @@ MESSAGES = {
         "cell_stopped": "cell(s) {cells} ran past {seconds:g} s and were stopped",
         "cell_raised": "{n} cell(s) raised an error, the first cell {cell} ({error})",
         "not_notebook": "not a notebook: {problem}",
+        "not_regular": "not a regular file (a device, a pipe or a socket)",
+        "too_large": "{size} MB, more than a notebook of this book holds (at most {limit} MB)",
+        "not_utf8": "not UTF-8 text",
+        "not_json": "not JSON ({detail})",
+        "no_cells": "JSON without the 'cells' and 'nbformat' that a notebook has",
+        "old_nbformat": "a notebook of format {detail}, older than the format 4 this book "
+                        "reads: open it in Jupyter and save it, or convert it (jupyter "
+                        "nbconvert --to notebook --nbformat 4 FILE)",
         "a_folder": "a folder, not a notebook: give the notebooks in it ({path}/*.ipynb)",
         "no_file": "no such file: check the path",
         "restored": "while it ran, {paths} changed (by its code, or by another program at "
@@ -109,7 +117,7 @@ MESSAGES = {
         "page": "（见本书的“常见错误”一页）",
         "graded": "通过 {passed} / {total}",
         "timeout": "{detail} 秒后停止，笔记本还没有运行完（要给更多时间：--timeout）",
-        "kernel_died": "笔记本的内核意外退出（{detail}）",
+        "kernel_died": "笔记本的内核在第 {detail} 个单元格意外退出",
         "stopped_in_cell": "到 --timeout 时在第 {detail} 个单元格停止，笔记本还没有运行完（之前的检查照常计分）：请用 --timeout 给更多时间，或检查那个单元格（忽略中断的单元格会越过 --cell-timeout 一直运行）",
         "signalled": "它的进程在第 {detail} 个单元格被停止，不是评分程序所为：可能是笔记本自己的代码发出了信号（之前的检查照常计分）",
         "report_failed": "笔记本之后的评分单元格出错：{detail}",
@@ -119,6 +127,13 @@ MESSAGES = {
         "cell_stopped": "第 {cells} 个单元格运行超过 {seconds:g} 秒，已被停止",
         "cell_raised": "{n} 个单元格出错，第一个是第 {cell} 个单元格（{error}）",
         "not_notebook": "不是笔记本：{problem}",
+        "not_regular": "不是普通文件（而是设备、管道或套接字）",
+        "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）",
+        "not_utf8": "不是 UTF-8 文本",
+        "not_json": "不是 JSON（{detail}）",
+        "no_cells": "是 JSON，但没有笔记本应有的 'cells' 和 'nbformat'",
+        "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
+                        "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",
         "a_folder": "这是一个文件夹，不是笔记本：请给出其中的笔记本（{path}/*.ipynb）",
         "no_file": "没有这个文件：请检查路径",
         "restored": "它运行时，{paths} 被改动（由其中的代码，或同时运行的其他程序），已恢复原样；改动后的版本另存为 {found}",

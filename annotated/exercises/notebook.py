@@ -32,18 +32,31 @@ class Listed:
     cell: int         # the index of the markdown cell that holds the heading
 
 
+class NotANotebook(ValueError):
+    """Why a file is not a notebook this book reads: `key` names the message (in
+    annotated.exercises.messages, in every language), `detail` fills it in."""
+
+    def __init__(self, key: str, detail: str = ""):
+        super().__init__(key, detail)
+        self.key, self.detail = key, detail
+
+
 def read(path) -> nbformat.NotebookNode:
     """A notebook file, read and validated by nbformat (which raises if it is not a notebook),
     without nbformat's warning about cells that have no id: older tools write none, and a
-    student's notebook is graded all the same."""
+    student's notebook is graded all the same. A file that is not JSON, not a notebook, or a
+    notebook of a format before 4 is a NotANotebook saying so."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON ({e.msg}: line {e.lineno})") from None
+        raise NotANotebook("not_json", f"{e.msg}: line {e.lineno}") from None
+    version = data.get("nbformat") if isinstance(data, dict) else None
+    if isinstance(version, int) and version < 4:
+        raise NotANotebook("old_nbformat", str(version))
     if not isinstance(data, dict) or not {"cells", "nbformat"} <= set(data):
-        raise ValueError("JSON without the 'cells' and 'nbformat' that a notebook has")
+        raise NotANotebook("no_cells")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MissingIDFieldWarning)
         nb = nbformat.reads(text, as_version=4)
