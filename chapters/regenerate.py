@@ -37,6 +37,8 @@ from pathlib import Path
 from annotated.base.cli import ArgumentParser, command
 from annotated.base.errors import DataError
 from annotated.base.signals import stop_group
+from annotated.configs import get
+from annotated.data.corpus import cache_folder, corpus_files
 
 import nbformat  # noqa: E402
 
@@ -48,6 +50,8 @@ LISTING = re.compile(r"^((show|display\(Markdown\(section)\([^\n]*\)\n?)+$")
 GRACE = 10
 # What full mode reads from ANNOTATED_DATA_DIR: Multi30k's English and German splits, in the
 # folder itself or in its multi30k/ folder.
+# The chapters that train on Multi30k in full mode.
+READ_MULTI30K = ("06", "09")
 MULTI30K = [f"{split}.{lang}.gz" for split in ("train", "val", "test_2016_flickr")
             for lang in ("en", "de")]
 
@@ -130,7 +134,7 @@ def main(argv=None):
     if args.cells:
         check_cells(notebooks[0], args.cells[1])
     elif not args.listings:
-        check_data_location()
+        check_data_location([key(nb) for nb in notebooks if key(nb) in READ_MULTI30K])
     for nb in notebooks:
         start = time.time()
         print(f"running {nb.relative_to(CHAPTERS).as_posix()}"
@@ -144,13 +148,21 @@ def main(argv=None):
         print(f"  done in {time.time() - start:.0f} s", flush=True)
 
 
-def check_data_location() -> None:
+def check_data_location(reading: list[str]) -> None:
     """Full mode reads Multi30k from ANNOTATED_DATA_DIR when it is set: refuse a location
-    without it now, rather than when a chapter's kernel reaches it."""
+    without it now, rather than when a chapter's kernel reaches it. Unset, the chapters that
+    read it (`reading`) download it into the cache: done now, so that no network is one line
+    before any chapter runs."""
     value = os.environ.get("ANNOTATED_DATA_DIR")
     if not value:
-        print("note: ANNOTATED_DATA_DIR is not set; chapters that read Multi30k will try to "
-              "download it", flush=True)
+        if reading:
+            print(f"note: ANNOTATED_DATA_DIR is not set; chapter(s) {', '.join(reading)} read "
+                  f"Multi30k, from the cache or downloaded now", flush=True)
+            try:
+                corpus_files(get("multi30k"), None, cache_folder(), log=lambda *_: None)
+            except FileNotFoundError as e:
+                raise DataError(f"chapter(s) {', '.join(reading)} need Multi30k in full mode: "
+                                f"{e}") from None
         return
     location = Path(value).expanduser().resolve()
     if not any(all((folder / name).is_file() for name in MULTI30K)

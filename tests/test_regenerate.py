@@ -25,6 +25,8 @@ def regenerate(monkeypatch):
         return subprocess.CompletedProcess(command, module.exit_code)
     module.exit_code = 0
     monkeypatch.setattr(module, "executed", executed)
+    module.fetched = []                   # Multi30k fetched into the cache: recorded, not done
+    monkeypatch.setattr(module, "corpus_files", lambda *args, **kw: module.fetched.append(1))
     monkeypatch.delenv("ANNOTATED_DATA_DIR", raising=False)
     return module
 
@@ -86,6 +88,23 @@ def test_full_mode_checks_the_data_location_before_any_chapter_runs(regenerate, 
     assert code == 1
     says(message, "error:", f"ANNOTATED_DATA_DIR={tmp_path / name}", "unset it")
     assert regenerate.ran == []
+
+
+def test_without_a_data_location_multi30k_is_fetched_before_the_chapters_that_read_it(
+        regenerate, capsys, monkeypatch):
+    """No network and no data: one line before chapter 6 starts, not its kernel's tracebacks.
+    Chapters that do not read Multi30k run without it."""
+    regenerate.main(["01"])
+    assert regenerate.fetched == [] and regenerate.ran == ["01_scaled_dot_product_attention.ipynb"]
+
+    def offline(*args, **kwargs):
+        raise FileNotFoundError("multi30k: downloading failed (no network). Without internet, "
+                                "point --data-dir or ANNOTATED_DATA_DIR at a folder")
+    monkeypatch.setattr(regenerate, "corpus_files", offline)
+    regenerate.ran.clear()
+    code, message = refusal(regenerate, ["01", "06", "09"], capsys)
+    assert code == 1 and regenerate.ran == []
+    says(message, "06, 09", "Multi30k", "no network", "ANNOTATED_DATA_DIR")
 
 
 def test_a_chapter_that_fails_in_full_mode_is_one_line_naming_it(regenerate, capsys):
