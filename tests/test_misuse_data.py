@@ -493,3 +493,16 @@ def test_a_training_corpus_copied_onto_itself_is_warned_about(tmp_path):
     load_corpus(config, data_dir=location, cache_dir=tmp_path / "cache", log=logs.append)
     says(next(line for line in logs if "repeat" in line), "train.en", "80 of the 120",
          "check the files")
+
+
+def test_a_data_location_from_the_environment_on_resume_names_the_runs_own(tmp_path, capsys,
+                                                                           monkeypatch):
+    """ANNOTATED_DATA_DIR set in the shell, pointing elsewhere: the fix is to unset it or to
+    give the run's own location, not to add files to the other corpus."""
+    mine = corpus(tmp_path / "mine", PAIRS)
+    run(tmp_path / "run", "--config", "sample", "--data-dir", mine, "--max-steps", 1, *FILES)
+    (tmp_path / "other").mkdir()
+    monkeypatch.setenv("ANNOTATED_DATA_DIR", str(tmp_path / "other"))
+    capsys.readouterr()
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 2)
+    says(error_line(capsys), "ANNOTATED_DATA_DIR", f"--data-dir {mine}", "unset")

@@ -32,6 +32,10 @@ def data_origin(given, resumed, data_dir) -> str | None:
     (--data-dir) or there is none."""
     if given or data_dir is None:
         return None
+    saved = resumed["training"].get("data_dir") if resumed else None
+    if os.environ.get(DATA_ENV) and saved and str(saved) != str(data_dir):
+        return (f"the data location {data_dir} is {DATA_ENV}'s, not {saved}, where this run "
+                f"read its data: unset {DATA_ENV}, or give --data-dir {saved}")
     if os.environ.get(DATA_ENV):
         return f"the data location {data_dir} is {DATA_ENV}'s"
     if resumed:
