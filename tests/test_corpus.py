@@ -162,11 +162,22 @@ def test_the_in_line_threshold_lies_far_from_both_kinds_of_file(split, target):
     shifted by one line, in each split of the shipped sample; the threshold between them has
     room on both sides."""
     def r(src, tgt):
-        return np.corrcoef([len(s) for s in src], [len(t) for t in tgt])[0, 1]
+        return data.length_correlation(np.array([[len(s), len(t)] for s, t in zip(src, tgt)]))
     en = list(read_lines(SAMPLE / f"{split}_sample.en.gz"))
     tgt = list(read_lines(SAMPLE / f"{split}_sample.{target}.gz"))
     assert r(en, tgt) > 0.8 > data.MIN_LENGTH_CORRELATION
     assert r(en, tgt[1:] + tgt[:1]) < 0.2 < data.MIN_LENGTH_CORRELATION
+    one_long = [" ".join(["word"] * 400) if i == 40 else s for i, s in enumerate(en)]
+    assert r(one_long, tgt) > 0.8                # one line far too long is not a shift
+
+
+def test_one_very_long_line_in_a_small_corpus_is_not_called_out_of_line(tmp_path):
+    """300 pairs, one English line of 400 words: the length filter drops it, and counts it."""
+    en = list(read_lines(SAMPLE / "val_sample.en.gz"))
+    de = list(read_lines(SAMPLE / "val_sample.de.gz"))
+    en[40] = " ".join(["word"] * 400)
+    pairs, _ = read_parallel(_write(tmp_path / "train.en", en), _write(tmp_path / "train.de", de))
+    assert len(pairs) == len(en)
 
 
 def test_copy_corpus_is_seeded_and_repeats_its_input():

@@ -162,6 +162,13 @@ def check_no_header(first_pair, src_path, tgt_path) -> None:
                         f"first line of both (e.g. tail -n +2)")
 
 
+def length_correlation(lengths: np.ndarray) -> float:
+    """How closely the lengths of paired lines, (pairs, 2), go together: the correlation of
+    their ranks (Spearman's), which one line far longer than the rest cannot sway."""
+    ranks = lengths.argsort(axis=0, kind="stable").argsort(axis=0, kind="stable")
+    return float(np.corrcoef(ranks.T.astype(np.float64))[0, 1])
+
+
 def check_in_line(pairs, src_path, tgt_path) -> None:
     """Refuse two files whose lines do not translate each other: a sentence's translation is
     about as long as it is, so over a corpus the lengths of paired lines, in characters, go
@@ -173,7 +180,7 @@ def check_in_line(pairs, src_path, tgt_path) -> None:
     lengths = np.array(both, dtype=np.float64)
     if min(lengths.std(axis=0)) < 3:                  # lines all about as long: nothing to tell
         return
-    r = float(np.corrcoef(lengths.T)[0, 1])
+    r = length_correlation(lengths)
     if r < MIN_LENGTH_CORRELATION:
         s, t = next((s, t) for s, t in pairs if s and t)
         raise DataError(f"{src_path} and {tgt_path} look out of line: the lengths of paired lines "
