@@ -184,10 +184,11 @@ def check_in_line(pairs, src_path, tgt_path) -> None:
     if r < MIN_LENGTH_CORRELATION:
         s, t = next((s, t) for s, t in pairs if s and t)
         raise DataError(f"{src_path} and {tgt_path} look out of line: the lengths of paired lines "
-                        f"do not go together (correlation {r:.2f} over {len(both):,} pairs; "
-                        f"translations line for line come close to 1). Line i of one file must translate line "
-                        f"i of the other, and a line added or removed shifts every pair after "
-                        f"it; their first pair is {shown(s)} / {shown(t)}: check the files")
+                        f"do not go together (rank correlation {r:.2f} over {len(both):,} pairs; "
+                        f"translations line for line come close to 1). Line i of one file must "
+                        f"translate line i of the other, and a line added or removed shifts "
+                        f"every pair after it; their first pair is {shown(s)} / {shown(t)}: "
+                        f"check the files")
 
 
 def check_sides_apart(pairs, src_path, tgt_path) -> None:
