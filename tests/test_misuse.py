@@ -187,6 +187,26 @@ def test_a_hand_edited_metrics_line_is_refused_on_resume_and_by_the_results_scri
     assert [m["step"] for m in read_metrics(tmp_path, "train")] == [1, 2, 3]
 
 
+def test_a_run_folder_moved_while_training_is_named_with_how_to_go_on(tmp_path, capsys,
+                                                                      monkeypatch):
+    """`mv run run.moved` after step 2's checkpoint: the next write finds the folder gone, and
+    no second folder is begun in its place."""
+    from annotated.store import checkpoint_file as files
+    from annotated.training.run_dir import RunDir
+    record = RunDir.record
+
+    def moved_after_step_2(folder, entry):
+        if entry.get("step") == 3 and (tmp_path / "run").is_dir():
+            (tmp_path / "run").rename(tmp_path / "run.moved")
+        return record(folder, entry)
+    monkeypatch.setattr(RunDir, "record", moved_after_step_2)
+    run_fails(tmp_path / "run", "--config", "copy", "--max-steps", 4, *TINY_RUN[:-1],
+              "ckpt_every=2")
+    says(error_line(capsys), str(tmp_path / "run"), "moved or deleted", "--resume")
+    assert not (tmp_path / "run").exists()
+    assert [p.name for p in files.checkpoints(tmp_path / "run.moved")] == ["ckpt_0000002.pt"]
+
+
 def test_a_run_stopped_before_its_first_metrics_line_is_told_to_resume(tmp_path):
     """Its checkpoints show that the trainer wrote the folder: not 'not a training run'."""
     with pytest.raises(DataError) as error:

@@ -239,6 +239,7 @@ def _save(run: Run, meter: Meter, watch: LossWatch):
     state.recent_losses, state.first_loss = list(watch.recent), watch.first
     state.last_good = watch.good.name if watch.good else None
     path = run.folder.path / checkpoint_file.checkpoint_name(state.step)
+    run.folder.check_still_there()
     try:
         checkpoint_file.save(path, model=run.engine.model, config=run.config,
                              tokenizer=run.corpus.tokenizer, step=state.step,

@@ -36,6 +36,7 @@ class RunDir:
         self.metrics = self.path / "metrics.jsonl"
         self._lock = None
         self._made = False
+        self._identity = None                 # (device, inode) of the folder it locked
 
     def open(self) -> "RunDir":
         """Create and lock the folder, and remove (or name) temporary files of an interrupted
@@ -83,8 +84,26 @@ class RunDir:
                               f"({self.path / '.lock'}: {e.strerror}); choose another "
                               f"--run-dir") from None
         self._lock = lock
+        found = os.stat(self.path)
+        self._identity = found.st_dev, found.st_ino
         clear_temporaries(self.path, self.say)
         return self
+
+    def check_still_there(self) -> None:
+        """Refuse to write on once the folder was moved or deleted under the run (its path
+        names nothing then, or another folder): the writes would start a second folder, with
+        neither the first's checkpoints nor its lock."""
+        if not self.active or self._identity is None:
+            return
+        try:
+            found = os.stat(self.path)
+            same = (found.st_dev, found.st_ino) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise RunDirError(f"the run folder {self.path} was moved or deleted while the run "
+                              f"trained; its checkpoints went with it: continue where they are "
+                              f"now, with --run-dir NEW_PLACE --resume")
 
     def _check_kind(self):
         """Refuse a run folder that is a file or a broken link, and a metrics log that is a
@@ -150,7 +169,8 @@ class RunDir:
             except OSError:                           # a full disk: the kernel still releases it
                 pass
             self._lock = None
-            if self._made and [p.name for p in self.path.iterdir()] == [".lock"]:
+            if self._made and self.path.is_dir() and \
+                    [p.name for p in self.path.iterdir()] == [".lock"]:
                 (self.path / ".lock").unlink()
                 self.path.rmdir()
 
@@ -158,6 +178,7 @@ class RunDir:
         """Append one line to metrics.jsonl; a failed write (a full disk, a file size limit)
         is an OSError that names the file."""
         if self.active:
+            self.check_still_there()
             try:
                 with self.metrics.open("a") as f:
                     f.write(json.dumps(entry) + "\n")
