@@ -62,7 +62,7 @@ def graded(tmp_path_factory):
 FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1"], ["不是 JSON"]),
          "a format 3 notebook": (b'{"nbformat": 3, "worksheets": []}',
                                  ["format 3", "format 4", "nbconvert"], ["第 3 版", "nbconvert"]),
-         "JSON, not a notebook": (b'{"cells": []}', ["'cells' and 'nbformat'"], ["'cells'"]),
+         "JSON, not a notebook": (b'{"cells": []}', ["'cells' and 'nbformat'"], ["`cells`"]),
          "not UTF-8": ("单元".encode("gb18030"), ["not UTF-8"], ["不是 UTF-8"])}
 
 

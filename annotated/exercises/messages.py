@@ -131,7 +131,7 @@ MESSAGES = {
         "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）",
         "not_utf8": "不是 UTF-8 文本",
         "not_json": "不是 JSON（{detail}）",
-        "no_cells": "是 JSON，但没有笔记本应有的 'cells' 和 'nbformat'",
+        "no_cells": "是 JSON，但没有笔记本应有的 `cells` 和 `nbformat`",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
                         "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",
         "a_folder": "这是一个文件夹，不是笔记本：请给出其中的笔记本（{path}/*.ipynb）",
