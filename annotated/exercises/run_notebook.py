@@ -121,6 +121,17 @@ def adopt_orphans() -> None:
         ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+#: The stop this process received (SIGTERM: from the grader, or from the notebook's own code).
+STOPPED: list[int] = []
+
+
+def stop(signum, frame) -> None:
+    """Leave on SIGTERM, remembering it: a kernel that dies as this process stops died of the
+    stop, and the report written after the last cell (the checks before it) is what counts."""
+    STOPPED.append(signum)
+    sys.exit(128 + signum)
+
+
 def stop_orphans() -> None:
     """Kill every process left whose parent is this one (the kernel has shut down by now), and
     theirs as they come back, until none is left."""
@@ -172,7 +183,9 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     try:
         client.execute()
         found, problem = outcome(nb)
-    except DeadKernelError as e:
+    except DeadKernelError:
+        if STOPPED:                           # the kernel died of this process's stop: the
+            raise SystemExit(128 + STOPPED[0]) from None      # report of the last cell stands
         found, done = results(nb)             # the checks that ran before it died still count
         problem = ["kernel_died", str(done + 1)]
     finally:
@@ -193,5 +206,5 @@ if __name__ == "__main__":
         sys.exit("error: annotated.exercises.run_notebook is run by the grader, one notebook at "
                  "a time; grade notebooks with python -m annotated.exercises grade NOTEBOOK...")
     # Stopped by the grader: leave through Python, so that the kernel is shut down too.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, stop)
     main(sys.argv[1], sys.argv[2], float(sys.argv[3]))
