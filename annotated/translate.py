@@ -77,16 +77,7 @@ def main(argv=None):
     args = parse_args(argv)
     source = None if str(args.input) in ("None", "-") else args.input
     out_path = None if str(args.out) in ("None", "-") else args.out
-    if out_path is not None:              # before any work: never over a file this reads
-        check_output(out_path, reads=[args.checkpoint, source, args.ref], say=log)
-        if what := not_text_to_replace(out_path):
-            raise DataError(f"refusing to write {out_path}: it {what}, which the translations "
-                            f"would replace; choose another --out")
-    elif sys.stdout is None:
-        raise DataError("stdout is closed: there is nowhere to write the translations; give "
-                        "--out FILE")
-    if source is None and sys.stdin is None:
-        raise DataError("stdin is closed: there is nothing to translate; give --input FILE")
+    check_streams(args, source, out_path)
     model, config, tokenizer = load_model(args.checkpoint, map_location=args.device)
     if out_path is None and (c := unwritable_on_stdout(
             "".join(tokenizer.decode([i]) for i in range(tokenizer.vocab_size)))):
@@ -108,25 +99,11 @@ def main(argv=None):
         check_references(lines, refs, source or "stdin", args.ref, config)
     refuse_other_side(source, out_path, len(lines))
     note_replaced(out_path, len(lines))
-    beam = config.beam_size if args.beam_size is None else args.beam_size
-    alpha = config.alpha if args.alpha is None else args.alpha
-    max_extra = config.max_extra if args.max_extra is None else args.max_extra
-    how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
     try:
         note_foreign_input(lines, tokenizer, config)
-        log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
-            f"{', uncached' if args.no_cache else ''}")
-        out = translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
-                              max_extra=max_extra, batch_tokens=args.batch_tokens,
-                              greedy=args.greedy, cached=not args.no_cache, log=log,
-                              longest=config.longest_sentence())
+        out = decoded(args, model, config, tokenizer, lines)
     except DataError as e:                         # a line that cannot be translated
         raise DataError(f"{source or 'stdin'}, {e}") from None
-    except (MemoryError, RuntimeError) as e:
-        if isinstance(e, RuntimeError) and not out_of_memory(e):
-            raise
-        raise MemoryError(f"{first_line(e) or 'an allocation failed'}; lower --batch-tokens "
-                          f"or --beam-size, or split the longest lines") from None
     if not any(line.strip() for line in out):
         log(f"note: every translation is empty: the model writes only </s> (one trained too "
             f"briefly, or for another language pair?)"
@@ -135,6 +112,42 @@ def main(argv=None):
     write(out, out_path)
     if scores is not None:
         log(scores)
+
+
+def check_streams(args, source, out_path) -> None:
+    """Before any work: the output is never a file this command reads, nor one that is not
+    text; and neither stream it needs is closed."""
+    if out_path is not None:
+        check_output(out_path, reads=[args.checkpoint, source, args.ref], say=log)
+        if what := not_text_to_replace(out_path):
+            raise DataError(f"refusing to write {out_path}: it {what}, which the translations "
+                            f"would replace; choose another --out")
+    elif sys.stdout is None:
+        raise DataError("stdout is closed: there is nowhere to write the translations; give "
+                        "--out FILE")
+    if source is None and sys.stdin is None:
+        raise DataError("stdin is closed: there is nothing to translate; give --input FILE")
+
+
+def decoded(args, model, config, tokenizer, lines: list[str]) -> list[str]:
+    """The translations of `lines`, with the decoding settings given or the checkpoint's; too
+    little memory is one line naming the settings that lower it."""
+    beam = config.beam_size if args.beam_size is None else args.beam_size
+    alpha = config.alpha if args.alpha is None else args.alpha
+    max_extra = config.max_extra if args.max_extra is None else args.max_extra
+    how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
+    log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
+        f"{', uncached' if args.no_cache else ''}")
+    try:
+        return translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
+                               max_extra=max_extra, batch_tokens=args.batch_tokens,
+                               greedy=args.greedy, cached=not args.no_cache, log=log,
+                               longest=config.longest_sentence())
+    except (MemoryError, RuntimeError) as e:
+        if isinstance(e, RuntimeError) and not out_of_memory(e):
+            raise
+        raise MemoryError(f"{first_line(e) or 'an allocation failed'}; lower --batch-tokens "
+                          f"or --beam-size, or split the longest lines") from None
 
 
 def check_references(lines: list[str], refs: list[str], source, ref, config) -> None:
