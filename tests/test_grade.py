@@ -343,6 +343,27 @@ def test_a_notebook_stopped_in_a_cell_keeps_the_checks_before_and_names_the_cell
     says(signals, "cell 3", "not by the grader", "signal")
 
 
+def test_a_stop_while_a_cell_runs_cancels_the_run_and_is_remembered():
+    """nbclient answers SIGTERM by shutting the kernel down under the running cell, and the run
+    then meets a dead kernel or a missing client, depending on timing. The grader's run takes
+    the stop back: the run is cancelled (its cleanup shuts the kernel down) and the stop is
+    remembered, so that the report of the last cell stands whatever the timing."""
+    program = (
+        "import asyncio, os, signal\n"
+        "from annotated.exercises import run_notebook\n"
+        "async def cell():\n"
+        "    run_notebook.take_back_the_stop(None)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    await asyncio.sleep(30)\n"
+        "try:\n"
+        "    asyncio.run(cell())\n"
+        "except asyncio.CancelledError:\n"
+        "    print('cancelled', run_notebook.STOPPED == [signal.SIGTERM])\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    assert done.stdout.split() == ["cancelled", "True"], done.stdout + done.stderr
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux subreaper")
 def test_a_process_a_notebook_starts_in_its_own_session_does_not_outlive_grading(tmp_path):
     """start_new_session (or setsid) takes a process out of the grader's process group; the

@@ -13,6 +13,7 @@ far (annotated.exercises.grading_report), so that if the kernel dies, the checks
 count. REPORT.json gets the last results, the cells that raised, and the cells that were
 stopped; it is written after every cell, so a run stopped part way still reports.
 """
+import asyncio
 import ctypes
 import json
 import os
@@ -132,6 +133,18 @@ def stop(signum, frame) -> None:
     sys.exit(128 + signum)
 
 
+def take_back_the_stop(notebook) -> None:
+    """Run as the notebook starts (nbclient's on_notebook_start), inside the task that runs it.
+    nbclient answers SIGTERM itself, by shutting the kernel down under the running cell, and
+    what the run then meets (a dead kernel, a missing client) depends on timing. Here SIGTERM
+    is remembered and cancels the run instead: its cleanup still shuts the kernel down, and
+    the report written after the last cell is what counts."""
+    def stopped(run: asyncio.Task) -> None:
+        STOPPED.append(signal.SIGTERM)
+        run.cancel()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopped, asyncio.current_task())
+
+
 def stop_orphans() -> None:
     """Kill every process left whose parent is this one (the kernel has shut down by now), and
     theirs as they come back, until none is left."""
@@ -179,13 +192,14 @@ def main(path: str, report: str, cell_timeout: float) -> None:
         found, done = results(nb)             # should the run end here, however it ends
         write_report(report, ids, found, ["stopped_in_cell", str(done + 1)], nb, stopped)
     client.on_cell_executed = after_cell
+    client.on_notebook_start = take_back_the_stop
     adopt_orphans()
     try:
         client.execute()
         found, problem = outcome(nb)
-    except DeadKernelError:
-        if STOPPED:                           # the kernel died of this process's stop: the
-            raise SystemExit(128 + STOPPED[0]) from None      # report of the last cell stands
+    except (DeadKernelError, asyncio.CancelledError):   # only take_back_the_stop cancels
+        if STOPPED:                           # stopped: the report of the last cell stands
+            raise SystemExit(128 + STOPPED[0]) from None
         found, done = results(nb)             # the checks that ran before it died still count
         problem = ["kernel_died", str(done + 1)]
     finally:
