@@ -337,7 +337,12 @@ def test_an_answer_that_changes_its_input_in_place_fails_naming_the_argument():
 def test_a_check_runs_with_gradients_on_whatever_the_notebook_turned_off():
     """A right answer to 9.2, checked after torch.set_grad_enabled(False) or inside
     inference_mode, passes."""
-    from annotated.exercises.ch09 import pieces_answer as piecewise_gradient
+    def piecewise_gradient(weight, pieces, loss_of):
+        losses = [loss_of(weight, x, y) for x, y in pieces]
+        n = sum(tokens for _, tokens in losses)
+        for loss, _ in losses:
+            (loss / n).backward()
+        return weight.grad
     for context in (torch.no_grad, torch.inference_mode):
         with context():
             assert result_of("9.2", piecewise_gradient).status == "passed", context
@@ -376,9 +381,42 @@ def test_an_answer_that_calls_what_the_exercise_says_to_do_without_fails(exercis
 
 
 def test_the_packages_own_function_is_not_an_answer():
+    """Nor is the check's own answer, handed in or called."""
     from annotated.masks import padding_mask
     result = result_of("2.2", padding_mask)
     assert result.status == "failed" and "annotated.masks" in result.message()
+    answer = EXERCISES["2.2"].answer
+    says(result_of("2.2", answer).message(), "annotated.exercises.ch02", "yourself")
+    wrapped = result_of("2.2", lambda tokens, pad: answer(tokens, pad))
+    says(wrapped.message(), f"annotated.exercises.ch02.{answer.__qualname__}", "yourself")
+
+
+def wraps_the_mask(size):
+    from annotated.masks import subsequent_mask
+    try:                                    # a refusal it catches still counts
+        return subsequent_mask(size)
+    except Exception:
+        return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+
+
+@pytest.mark.parametrize("exercise_id, answer, name", [
+    ("2.1", wraps_the_mask, "annotated.masks.subsequent_mask"),
+    ("1.1", lambda q, k, v: __import__("annotated.attention").attention.attention(q, k, v)[:2],
+     "annotated.attention.attention"),
+    ("4.1", lambda length, d_model: __import__("annotated.positional").positional
+     .sinusoid_table(length, d_model), "annotated.positional.sinusoid_table"),
+    ("2.1", lambda size: torch.from_numpy(
+        __import__("reference_numpy.masks").masks.subsequent_mask(size)),
+     "reference_numpy.masks.subsequent_mask")])
+def test_the_packages_own_code_called_inside_an_answer_is_not_an_answer(exercise_id, answer,
+                                                                         name):
+    """A lambda or a function of one's own around the package's version fails, named."""
+    result = run(EXERCISES[exercise_id], answer)
+    assert result.status == "failed"
+    says(result.message(), name, "package's own", "yourself")
+    says(result.message("zh"), name, "软件包")
+    assert run(EXERCISES["2.1"], lambda size: torch.ones(size, size, dtype=torch.bool)
+               .tril()[None, None]).status == "passed"      # the watch ended with the check
 
 
 def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys):

@@ -18,6 +18,7 @@ import copy
 import functools
 import importlib
 import inspect
+import sys
 import traceback
 import types
 from contextlib import contextmanager
@@ -243,20 +244,22 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     """Call `fn` on each case in turn; the first wrong case ends the check."""
     if not callable(fn):
         return Outcome("not callable", 0, got=fn)
-    if from_the_package(fn):
+    if from_the_package(fn) or fn is exercise.answer:
         return Outcome("own", 0, got=fn)
     cases = exercise.cases()
     for n, case in enumerate(cases, start=1):
+        refused: list[str] = []       # what it called that it may not, even if it caught that
+        error = None
         try:
-            with forbidding(exercise.forbidden):
+            with forbidding(exercise.forbidden, refused, trusted_code(fn, case)):
                 got, changed = call(fn, case)
-        except Forbidden as error:
-            return Outcome("forbidden", n, case, str(error))
-        except NotImplementedError as error:
-            if n == 1:
-                return Outcome("not attempted", 0)
-            return Outcome("failed", n, case, error)
-        except Exception as error:  # the learner's code: any error is a finding, not a crash
+        except Exception as raised:   # the learner's code: any error is a finding, not a crash
+            error = raised
+        if refused:
+            return Outcome("forbidden", n, case, refused[0])
+        if isinstance(error, NotImplementedError) and n == 1:
+            return Outcome("not attempted", 0)
+        if error is not None:
             return Outcome("failed", n, case, error)
         expected, meant_to_change = call(exercise.answer, case)
         if changed and not meant_to_change:
@@ -272,9 +275,14 @@ class Forbidden(Exception):
 
 
 @contextmanager
-def forbidding(names: tuple[str, ...]):
+def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
     """For the length of the block, each of `names` ("torch.Tensor.softmax",
-    "torch.nn.functional.softmax") raises Forbidden when called."""
+    "torch.nn.functional.softmax") raises Forbidden when called, and so does every function of
+    the project (package_module) that the learner's code calls, save through the code objects
+    in `trusted` (trusted_code): a learner's answer may use torch and their own functions, not
+    the project's version of what they are asked to write, however it is wrapped. The name of
+    each refused call is appended to `refused`, so that a refusal the learner's code catches
+    still counts."""
     kept = []
     for name in names:
         owner, attribute = name.rsplit(".", 1)
@@ -283,21 +291,72 @@ def forbidding(names: tuple[str, ...]):
         kept.append((owner, attribute, getattr(owner, attribute)))
 
         def refuse(*args, _name=name, **kwargs):
+            refused.append(_name)
             raise Forbidden(_name)
         setattr(owner, attribute, refuse)
+
+    def watch(frame, event, arg):             # raising here also ends the watch
+        module = frame.f_globals.get("__name__") or ""
+        if event == "call" and package_module(module) and frame.f_code.co_name != "<module>" \
+                and called_by_the_learner(frame, trusted):
+            refused.append(f"{module}.{frame.f_code.co_qualname}")
+            raise Forbidden(refused[-1])
+    profiler = sys.getprofile()
+    sys.setprofile(watch)
     try:
         yield
     finally:
+        sys.setprofile(profiler)
         for owner, attribute, original in kept:
             setattr(owner, attribute, original)
 
 
+def called_by_the_learner(frame, trusted: set) -> bool:
+    """Whether the learner's code, not the project's, led to `frame`: neither it nor any frame
+    between it and `call` (which called the learner's function) runs code in `trusted`."""
+    caller = frame
+    while caller is not None and caller.f_code is not call.__code__:
+        if caller.f_code in trusted:
+            return False
+        caller = caller.f_back
+    return True
+
+
+def trusted_code(fn, case: Case) -> set:
+    """The code that may call the project's functions while `fn` runs on `case`: the functions
+    and objects the case hands in (a loss to call, a dropout to apply), and fn itself where it
+    is one of the exercises' own (a slip, run by the tests)."""
+    values = [*case.args, *case.kwargs.values()]
+    found = set()
+    while values:
+        value = values.pop()
+        if isinstance(value, (list, tuple)):
+            values += value
+        elif isinstance(value, dict):
+            values += value.values()
+        elif inspect.isfunction(value) or inspect.ismethod(value):
+            found.add(getattr(value, "__func__", value).__code__)
+        elif callable(value):                             # an object: its class's methods
+            found.update(f.__code__ for kind in type(value).__mro__ for f in vars(kind).values()
+                         if inspect.isfunction(f))
+    if (getattr(fn, "__module__", None) or "").startswith("annotated.exercises."):
+        found.add(fn.__code__)
+    return found
+
+
+def package_module(module: str) -> bool:
+    """True for a module of the package or of reference_numpy, the checker's own aside: what a
+    learner might hand in, or call, instead of writing their own. The exercises' answers count
+    too (annotated.exercises.ch01 and the like)."""
+    return module.split(".")[0] in ("annotated", "reference_numpy") and module not in (
+        "annotated.exercises", "annotated.exercises.core", "annotated.exercises.messages")
+
+
 def from_the_package(fn) -> bool:
-    """True for a function of the package or of reference_numpy (the exercises' own modules
-    aside): what a learner might hand in instead of their own."""
+    """True for a function of the package or of reference_numpy (package_module), the
+    exercises' own modules aside: the tests run their slips as answers."""
     module = getattr(fn, "__module__", None) or ""
-    return module.split(".")[0] in ("annotated", "reference_numpy") and \
-        not module.startswith("annotated.exercises")
+    return package_module(module) and not module.startswith("annotated.exercises.")
 
 
 def run(exercise: Exercise, fn) -> Result:
@@ -327,7 +386,8 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     if found.status == "changed":
         return head + say["changed"].format(case=label, name=found.got)
     if found.status == "forbidden":
-        return head + say["forbidden"].format(name=found.got, hint=exercise.hint(lang))
+        key = "calls_own" if package_module(found.got) else "forbidden"
+        return head + say[key].format(name=found.got, hint=exercise.hint(lang))
     if isinstance(found.got, Exception):
         what = say["raised"].format(case=label, error=one_line(found.got),
                                     where=your_line(found.got, lang))

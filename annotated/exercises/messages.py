@@ -23,6 +23,9 @@ MESSAGES = {
         "generator": "your function is a generator (it uses `yield`): `return` the values instead",
         "forbidden": "your function calls {name}, which this exercise asks you to do "
                      "without: build that step yourself. Hint: {hint}",
+        "calls_own": "your function calls {name}, the package's own code: the exercise is to "
+                     "write that step yourself, with torch (your own functions from earlier "
+                     "exercises are fine). Hint: {hint}",
         "changed": "case '{case}': your function changed its argument `{name}` in place; leave "
                    "its inputs as they were and compute a new tensor.",
         "count": "expected {expected} values returned, got {got}",
@@ -102,6 +105,7 @@ MESSAGES = {
         "none": "你的函数返回了 None：它还缺一条 `return` 语句",
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
+        "calls_own": "你的函数调用了 {name}，这是软件包里现成的代码：这道练习要你用 torch 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
         "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出一个新的张量。",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "item": "其中 {n} 项里的第 {i} 项：{problem}",
