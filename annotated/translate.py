@@ -16,6 +16,7 @@ stdout holds only translations). A copy-task checkpoint reads its symbols as num
 by spaces: `echo "4 9 5" | ...` prints `4 9 5`. The code is annotated.inference.
 """
 import gzip
+import re
 import sys
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def main(argv=None):
     refs = list(read_lines(args.ref)) if args.ref else None
     if refs is not None:
         check_references(lines, refs, source or "stdin", args.ref, config)
-    refuse_other_side(source, out_path, len(lines))
+    refuse_other_side(source, out_path)
     note_replaced(out_path, len(lines))
     try:
         note_foreign_input(lines, tokenizer, config)
@@ -159,26 +160,26 @@ def check_references(lines: list[str], refs: list[str], source, ref, config) -> 
             f"copying; the references are the input's translations, in {config.target_lang}")
 
 
-def refuse_other_side(source, out_path, n: int) -> None:
-    """Refuse an --out that looks like the other side of the input's parallel corpus (test.de
-    beside test.en, as many lines): the translations would replace its references."""
-    if source is None or out_path is None or not Path(out_path).is_file():
+def refuse_other_side(source, out_path) -> None:
+    """Refuse an --out that holds a file named like the other side of the input's parallel
+    corpus: the translations would replace what may be its references."""
+    if source is None or out_path is None or not Path(out_path).is_file() \
+            or Path(out_path).stat().st_size == 0 or not named_as_other_side(source, out_path):
         return
-    here, there = (Path(p).resolve() for p in (source, out_path))
-    (stem, lang), (out_stem, out_lang) = (p.name.removesuffix(".gz").rpartition(".")[::2]
-                                          for p in (here, there))
-    if here.parent != there.parent or not stem or stem != out_stem or lang == out_lang:
-        return
-    try:
-        held = sum(1 for _ in read_lines(out_path))
-    except DataError:
-        return                      # not text: not_text_to_replace has refused what matters
-    if held == n:
-        raise DataError(f"--out {out_path} looks like the other side of {source}'s corpus (the "
-                        f"same name but the language, {held:,} lines, as many as the input): "
-                        f"the translations would replace what may be its references; give "
-                        f"another --out, or delete {out_path} first if it is an earlier "
-                        f"translation")
+    raise DataError(f"--out {out_path} is named like the other side of {source}'s corpus (the "
+                    f"same path but the language code): the translations would replace what "
+                    f"may be its references; give another --out, or delete {out_path} first "
+                    f"if it is an earlier translation")
+
+
+def named_as_other_side(source, out_path) -> bool:
+    """Whether the two paths differ only in two-letter codes, such as a language's: test.en and
+    test.de, news-en.txt and news-de.txt, en/test.txt and de/test.txt."""
+    words = [re.split(r"[./_\\-]+", str(Path(p).resolve()).removesuffix(".gz"))
+             for p in (source, out_path)]
+    differ = [pair for pair in zip(*words) if pair[0] != pair[1]]
+    return len(words[0]) == len(words[1]) and bool(differ) and all(
+        re.fullmatch(r"[A-Za-z]{2}", word) for pair in differ for word in pair)
 
 
 def note_replaced(out_path, n: int) -> None:

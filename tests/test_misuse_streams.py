@@ -552,24 +552,28 @@ def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, 
     says(warned["pairs"][0], "6 of the first 6", "tab", "en column", "cut -f1")
 
 
-@pytest.mark.parametrize("out, refused", [("test.de", True), ("test.de.gz", True),
-                                         ("hyp.de", False), ("test.de-short", False)])
-def test_an_output_that_looks_like_the_references_of_the_input_is_refused(tmp_path, capsys,
-                                                                          out, refused):
-    """test.de beside test.en, as many lines: the human references, which the translations
-    would replace. An earlier output of another name is replaced as asked."""
+@pytest.mark.parametrize("source, out, refused", [
+    ("test.en", "test.de", True), ("test.en", "test.de.gz", True),
+    ("news.en.txt", "news.de.txt", True), ("test-en.txt", "test-de.txt", True),
+    ("en/test.txt", "de/test.txt", True), ("test.en", "hyp.de", False),
+    ("test.en", "test.de.hyp", False)])
+def test_an_output_named_like_the_references_of_the_input_is_refused(tmp_path, capsys, source,
+                                                                     out, refused):
+    """test.de beside test.en, or de/test.txt beside en/test.txt, however many lines it holds
+    (a trailing blank line, a line short): the human references, which the translations would
+    replace. An earlier output of another name is replaced as asked."""
     import gzip
-    (tmp_path / "test.en").write_text("A dog runs.\nTwo cats.\n")
-    held = "Der Hund.\nDie Katzen.\n".encode()
-    if out == "test.de-short":                 # another number of lines: not the other side
-        out, held = "test.de", b"Der Hund.\n"
+    for name in (source, out):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / source).write_text("A dog runs.\nTwo cats.\n")
+    held = "Der Hund.\nDie Katzen.\n\n".encode()
     (tmp_path / out).write_bytes(gzip.compress(held) if out.endswith(".gz") else held)
     before = (tmp_path / out).read_bytes()
-    argv = ["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "test.en"), "--out",
+    argv = ["--checkpoint", str(SHIPPED), "--input", str(tmp_path / source), "--out",
             str(tmp_path / out), "--greedy"]
     if refused:
         exits_with_error(translate.main, argv)
-        says(error_line(capsys), f"--out {tmp_path / out}", "test.en", "references",
+        says(error_line(capsys), f"--out {tmp_path / out}", source, "references",
              "another --out")
         assert (tmp_path / out).read_bytes() == before
     else:
