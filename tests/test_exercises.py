@@ -436,7 +436,9 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
 
 @pytest.mark.parametrize("call, names", [(("9.9", stub), ['"9.9"', "9.1, 9.2, 9.3"]),
                                          ((2.1, stub), ["in quotes", 'check("2.1", ...)']),
-                                         (("2.1",), ["your function", 'check("2.1", '])])
+                                         (("2.1",), ["your function", 'check("2.1", ']),
+                                         ((stub, "2.1"), ["comes first", 'check("2.1", stub)']),
+                                         ((stub,), ["check(stub)", 'check("N.M", stub)'])])
 def test_a_check_called_wrongly_is_one_printed_line_in_its_language(call, names, capsys):
     """In a notebook cell, as the other results: one line, not a traceback."""
     checker("en")(*call)
@@ -445,6 +447,13 @@ def test_a_check_called_wrongly_is_one_printed_line_in_its_language(call, names,
     says(printed.strip(), *names)
     checker("zh")(*call)
     assert any("\u4e00" <= c <= "\u9fff" for c in capsys.readouterr().out)
+
+
+def test_a_check_given_only_the_function_names_the_exercise_that_asks_for_it(capsys):
+    def causal_mask(size):
+        raise NotImplementedError
+    checker("en")(causal_mask)
+    says(capsys.readouterr().out.strip(), "check(causal_mask)", 'check("2.1", causal_mask)')
 
 
 def test_a_check_prints_on_a_terminal_that_cannot_encode_its_text(capsys, monkeypatch):

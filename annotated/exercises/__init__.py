@@ -97,6 +97,8 @@ def checker(lang: str = "en"):
 def misused(exercise_id, fn, lang: str) -> str | None:
     """What is wrong with the call check(exercise_id, fn) itself, in `lang`, or None."""
     say = MESSAGES[lang]
+    if callable(exercise_id) and not callable(fn):          # check(causal_mask, "2.1")
+        return swapped(exercise_id, fn, say)
     if not isinstance(exercise_id, str):
         return say["id_as_text"].format(id=exercise_id)
     if exercise_id not in exercises():
@@ -104,6 +106,18 @@ def misused(exercise_id, fn, lang: str) -> str | None:
     if fn is None:
         return say["needs_fn"].format(id=exercise_id)
     return None
+
+
+def swapped(fn, exercise_id, say: dict) -> str:
+    """The line for check(fn, "2.1"), or check(fn): the call as written, and as it should be,
+    with the exercise whose function has fn's name where the call gives no number."""
+    name = getattr(fn, "__name__", "")
+    name = name if name.isidentifier() else "your_function"            # not a lambda's
+    written = f"check({name}" + (")" if exercise_id is None else f", {exercise_id!r})")
+    if exercise_id is None or isinstance(exercise_id, bool) \
+            or not isinstance(exercise_id, (str, int, float)):
+        exercise_id = next((i for i, e in exercises().items() if e.function == name), "N.M")
+    return say["swapped"].format(written=written, id=exercise_id, name=name)
 
 
 def show(result: Result, lang: str) -> None:

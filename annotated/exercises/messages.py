@@ -87,6 +87,8 @@ MESSAGES = {
                       "`check(\"{id}\", ...)`",
         "needs_fn": "`check(\"{id}\")` needs your function too: "
                     "`check(\"{id}\", your_function)`",
+        "swapped": "`{written}`: the exercise's number comes first, in quotes, then your "
+                   "function: `check(\"{id}\", {name})`",
         "notes_sep": "; ",
         "legend": "✓ passed  ✗ failed  · not attempted  ? not run (its check never ran)",
     },
@@ -148,6 +150,7 @@ MESSAGES = {
         "unknown_id": "`check(\"{id}\", ...)` 不是本书的练习编号（相近的编号：{known}）；请改正编号",
         "id_as_text": "`check({id}, ...)`：练习编号要写成带引号的文本：`check(\"{id}\", ...)`",
         "needs_fn": "`check(\"{id}\")` 还需要你的函数：`check(\"{id}\", your_function)`",
+        "swapped": "`{written}`：练习编号在前，写成带引号的文本，你的函数在后：`check(\"{id}\", {name})`",
         "notes_sep": "；",
         "legend": "✓ 通过  ✗ 未通过  · 尚未作答  ? 未运行（它的检查没有运行）",
     },
