@@ -199,8 +199,8 @@ def notebook_problem(notebook: Path, say: dict) -> tuple[dict | None, str | None
         nb = read(notebook)
     except OSError as e:
         return None, e.strerror or str(e)
-    except UnicodeDecodeError:
-        return None, say["not_utf8"]
+    except UnicodeDecodeError as e:
+        return None, say["not_utf8"].format(line=e.object[:e.start].count(b"\n") + 1)
     except NotANotebook as e:
         return None, say[e.key].format(detail=e.detail)
     except Exception as e:            # nbformat's reader raises whatever its parser met
