@@ -71,6 +71,10 @@ def main(argv=None):
     baseline = aligned(args.baseline, refs, args.ref) if args.baseline else None
     note_mismatch(hyps, refs, args)
     show(report(hyps, refs, args.lang))
+    if [h.strip() for h in hyps] == [r.strip() for r in refs]:
+        say_error(f"note: the translations ({args.hyp}) are the references ({args.ref}) line "
+                  f"for line, a copy of them, which is why they score 100: give the system's "
+                  f"translations as --hyp")
     if baseline is not None:
         if baseline == hyps:
             say_error(f"note: --baseline {args.baseline} holds the same translations as --hyp "

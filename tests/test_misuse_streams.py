@@ -590,6 +590,15 @@ def test_a_baseline_that_is_the_same_translations_is_noted(tmp_path, capsys):
          "same translations", "other system")
 
 
+def test_translations_that_are_a_copy_of_the_references_are_noted(tmp_path, capsys):
+    """A copy of the references scores 100: a note says it is a copy, not a system."""
+    (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
+    (tmp_path / "copy.de").write_text("Ein Hund läuft. \nZwei Katzen.\n")
+    evaluate.main(["--hyp", str(tmp_path / "copy.de"), "--ref", str(tmp_path / "ref.de")])
+    says(capsys.readouterr().err.splitlines()[0], "note", "copy.de", "ref.de", "copy",
+         "--hyp")
+
+
 def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, capsys):
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
     (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
