@@ -123,6 +123,10 @@ def check_streams(args, source, out_path) -> None:
         if what := not_text_to_replace(out_path):
             raise DataError(f"refusing to write {out_path}: it {what}, which the translations "
                             f"would replace; choose another --out")
+        if Path(out_path).suffix in (".pt", ".pth") or Path(out_path).name == "metrics.jsonl":
+            raise DataError(f"refusing to write {out_path}: that is a name for a checkpoint or "
+                            f"a metrics log, which the commands that read a run would take the "
+                            f"translations for; choose another --out, such as hyp.de")
     elif sys.stdout is None:
         raise DataError("stdout is closed: there is nowhere to write the translations; give "
                         "--out FILE")

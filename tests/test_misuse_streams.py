@@ -590,6 +590,17 @@ def test_a_baseline_that_is_the_same_translations_is_noted(tmp_path, capsys):
          "same translations", "other system")
 
 
+@pytest.mark.parametrize("name", ["ckpt_0000500.pt", "model.pth", "metrics.jsonl"])
+def test_translations_are_not_written_under_a_checkpoints_name(tmp_path, capsys, name):
+    """A text file named like a checkpoint would be taken for one by resume and average."""
+    (tmp_path / "test.en").write_text("A dog runs.\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "test.en"), "--out", str(tmp_path / name)])
+    says(error_line(capsys), f"refusing to write {tmp_path / name}", "checkpoint",
+         "another --out")
+    assert not (tmp_path / name).exists()
+
+
 def test_translations_that_are_a_copy_of_the_references_are_noted(tmp_path, capsys):
     """A copy of the references scores 100: a note says it is a copy, not a system."""
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
