@@ -4,6 +4,7 @@ files are byte for byte what they were, and the command says what went wrong in 
 import errno
 import io
 import os
+from pathlib import Path
 
 import pytest
 from conftest import says
@@ -253,6 +254,28 @@ def test_rotation_spares_the_checkpoints_it_is_told_to_keep(tmp_path):
     paths = run_dir(tmp_path, (1, 2, 3, 4))
     assert rotate(tmp_path, keep_last=1, keep=[paths[0]]) == paths[1:3]
     assert checkpoint_file.checkpoints(tmp_path) == [paths[0], paths[3]]
+
+
+def test_rotation_that_cannot_delete_a_file_says_one_line_and_goes_on(tmp_path, monkeypatch,
+                                                                     capsys):
+    """A file gone meanwhile (the folder moved, a user deleted it) is no news; one that cannot
+    be deleted is a note, not Python's warning with its source line."""
+    import warnings
+    paths = run_dir(tmp_path, (1, 2, 3, 4))
+    paths[0].unlink()
+    monkeypatch.setattr(checkpoint_file, "checkpoints", lambda folder: paths)
+    unlink = Path.unlink
+
+    def refused(self, *args, **kwargs):
+        if self == paths[1]:
+            raise PermissionError(13, "Permission denied")
+        return unlink(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "unlink", refused)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rotate(tmp_path, keep_last=1) == paths[2:3]
+    says(capsys.readouterr().err.strip(), "note", str(paths[1]), "Permission denied",
+         "training goes on")
 
 
 # --- no command writes over a file it reads ---------------------------------------------------

@@ -22,9 +22,9 @@ import os
 import shutil
 import stat
 import subprocess
-import warnings
 from pathlib import Path
 
+from annotated.base.cli import say_error
 from annotated.base.errors import CheckpointError, DataError, RunDirError
 from annotated.base.files import atomic_open, clear_temporaries
 from annotated.store import checkpoint_file
@@ -371,7 +371,9 @@ def rotate(run_dir, keep_last: int, keep=(), run_id: str | None = None) -> list[
         try:
             p.unlink()
             deleted.append(p)
+        except FileNotFoundError:              # gone already (the folder moved, or a user)
+            continue
         except OSError as e:                   # an old file kept is no reason to stop training
-            warnings.warn(f"could not delete the old checkpoint {p} ({e.strerror}); "
-                          f"training goes on", stacklevel=2)
+            say_error(f"note: could not delete the old checkpoint {p} ({e.strerror}); "
+                      f"training goes on")
     return deleted
