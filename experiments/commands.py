@@ -80,10 +80,16 @@ def run_command(cmd: list[str]) -> str:
     why on stderr: the ChildProcessError only names it."""
     line = shlex.join(cmd)
     print(f"+ {line}", flush=True)
-    done = subprocess.run(with_this_python(cmd), cwd=ROOT, preexec_fn=ends_with(os.getpid()))
-    if done.returncode != 0:
-        raise ChildProcessError(f"`{line}` failed (exit code {done.returncode}); its error is "
-                                f"above")
+    process = subprocess.Popen(with_this_python(cmd), cwd=ROOT,
+                               preexec_fn=ends_with(os.getpid()))
+    try:
+        code = process.wait()
+    except KeyboardInterrupt as interrupted:      # Ctrl-C, SIGTERM, SIGHUP: it ends first
+        stop([process])
+        interrupted.add_note(f"`{line}` stopped too")
+        raise
+    if code != 0:
+        raise ChildProcessError(f"`{line}` failed (exit code {code}); its error is above")
     return recorded(cmd)
 
 
@@ -154,6 +160,7 @@ def check_no_trainer(run: Path) -> None:
 
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 PR_SET_PDEATHSIG = 1                  # prctl(2)
+STOP_MOMENT = 3.0                     # seconds a stopped command has to end of a group's stop
 
 
 def ends_with(parent: int):
@@ -178,7 +185,7 @@ def wait_for(procs: dict, runs: dict):
         try:
             failed = [name for name, p in procs.items() if p.wait() != 0]
         except KeyboardInterrupt:
-            stop(procs.values())
+            stop(list(procs.values()))
             raise
     if failed:
         raise ChildProcessError(f"training failed for {', '.join(failed)}; see "
@@ -186,9 +193,15 @@ def wait_for(procs: dict, runs: dict):
 
 
 def stop(procs) -> None:
-    """Ask the processes to stop (SIGTERM) and wait for them; kill them on a second stop."""
+    """Ask the processes to stop (SIGTERM) and wait for them; kill them on a second stop. A
+    stop sent to the whole process group (Ctrl-C at the terminal) has reached them already:
+    each gets a moment to end of it before it is asked."""
+    deadline = time.monotonic() + STOP_MOMENT
     for p in procs:
-        p.terminate()
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.terminate()
     try:
         for p in procs:
             p.wait()

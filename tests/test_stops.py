@@ -143,3 +143,51 @@ def test_a_stop_after_a_command_has_ended_lets_it_exit_quietly(tmp_path, signum,
     assert done.returncode == (0 if ending == "done" else 1), done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
     assert done.stderr.splitlines()[-1] == "the exit handler finished"
+
+
+# A script that runs a command as the experiments do, then receives SIGTERM itself, alone (as
+# `kill PID` sends it), once the command is ready: the command has a second to end of its stop.
+RUN_THEN_STOP = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from annotated.base.cli import command
+from experiments.commands import run_command
+ready = Path(sys.argv[1])
+CHILD = f'''
+import signal, sys, time
+from pathlib import Path
+def ending(*_):
+    time.sleep(1)
+    print("the command ended of its stop", flush=True)
+    sys.exit(143)
+signal.signal(signal.SIGTERM, ending)
+Path({str(ready)!r}).touch()
+time.sleep(120)
+'''
+
+def stop_when_ready():
+    while not ready.exists():
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+@command
+def main(argv=None):
+    threading.Thread(target=stop_when_ready, daemon=True).start()
+    child = ready.with_name("child.py")
+    child.write_text(CHILD)
+    run_command(["python", str(child)])
+
+main()
+"""
+
+
+def test_an_experiment_stopped_lets_the_command_it_runs_end_and_says_so(tmp_path):
+    """SIGTERM to the script alone: the command it runs is asked to stop and given the time to
+    end of it (not killed), and the script's one line names it."""
+    done = subprocess.run([sys.executable, "-c", RUN_THEN_STOP, str(tmp_path / "ready")],
+                          cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=300)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert "the command ended of its stop" in done.stdout, done.stdout + done.stderr
+    says(done.stderr.strip().splitlines()[-1], "interrupted by SIGTERM", "child.py",
+         "stopped too")
