@@ -209,6 +209,37 @@ def test_resume_continues_bit_for_bit(tmp_path):
         assert x["loss"] == y["loss"]
 
 
+def test_a_run_resumed_between_two_metrics_lines_logs_the_line_it_would_have(tmp_path):
+    """A checkpoint saved between metrics lines keeps the sums of the steps since the last
+    line: resumed from step 6, the line at step 8 averages steps 5 to 8, as without the stop."""
+    changes = merged(TINY_RUN, ["log_every=4", "ckpt_every=3"])
+    run(tmp_path / "a", "--config", "copy", "--max-steps", 8, *changes)
+    (tmp_path / "a" / checkpoint_file.checkpoint_name(8)).unlink()      # stopped after step 6
+    run(tmp_path / "a", "--resume", "--max-steps", 8)
+    run(tmp_path / "b", "--config", "copy", "--max-steps", 8, *changes)
+    a, b = metrics(tmp_path / "a", "train"), metrics(tmp_path / "b", "train")
+    assert [m["step"] for m in a] == [m["step"] for m in b] == [4, 8]
+    for x, y in zip(a, b):
+        assert (x["loss"], x["nll"], x["accuracy"]) == (y["loss"], y["nll"], y["accuracy"])
+
+
+@pytest.mark.parametrize("field, value", [("epoch", -1), ("elapsed", float("nan")),
+                                          ("recent_losses", [float("inf")]),
+                                          ("window", [1.0, 2.0]), ("window", "sums")])
+def test_a_training_state_a_run_never_saves_is_refused_on_resume(tmp_path, capsys, field,
+                                                                  value):
+    """A checkpoint edited by hand and saved again (its seal valid): one line naming the field."""
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    path = tmp_path / checkpoint_file.checkpoint_name(2)
+    saved = checkpoint_file.load(path)
+    saved["training"][field] = value
+    checkpoint_file.atomic_save(saved, path)
+    with pytest.raises(SystemExit):
+        run(tmp_path, "--resume", "--max-steps", 3)
+    says(capsys.readouterr().err.strip().splitlines()[-1], str(path), field, "edited",
+         "another checkpoint")
+
+
 def test_a_non_finite_loss_stops_the_run_naming_the_checkpoint_that_made_it(tmp_path, capsys):
     # A rate of 1e30 makes the first update throw the weights to ~1e26: the next forward pass
     # overflows, and the loss is no longer finite (or far above a uniform guess).

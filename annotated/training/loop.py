@@ -17,7 +17,7 @@ steps; validation every eval_every steps.
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import torch
@@ -186,7 +186,7 @@ def _loop(run: Run, max_steps: int, max_minutes: float | None) -> None:
     say(f"{len(batches):,} batches per epoch (padding {src_pad:.1%} source, {tgt_pad:.1%} "
         f"target); per target token, loss is the label-smoothed loss (§5.4) and ppl the "
         f"perplexity, exp of the loss without smoothing (nll in metrics.jsonl)")
-    meter = Meter(state.step, max_steps, state.elapsed, folder, say)
+    meter = Meter(state, max_steps, folder, say)
     good = folder.path / state.last_good if state.last_good else None
     watch = LossWatch(config.vocab_size, state.recent_losses, pending=state.resumed_from,
                       good=good if good is not None and good.is_file() else None,
@@ -237,6 +237,7 @@ def _save(run: Run, meter: Meter, watch: LossWatch):
         return None
     state.elapsed = meter.training_seconds()
     state.recent_losses, state.first_loss = list(watch.recent), watch.first
+    state.window = list(astuple(meter.window))
     state.last_good = watch.good.name if watch.good else None
     path = run.folder.path / checkpoint_file.checkpoint_name(state.step)
     run.folder.check_still_there()

@@ -13,13 +13,17 @@ from annotated.training.step import StepSums
 
 
 class Meter:
-    def __init__(self, step: int, max_steps: int, elapsed: float, folder, say):
-        self.folder, self.say, self.elapsed = folder, say, elapsed
-        self.bar = tqdm(total=max_steps, initial=step, desc="train", dynamic_ncols=True,
+    def __init__(self, state, max_steps: int, folder, say):
+        """From the run's TrainState: its step, its training seconds so far, and the sums of
+        the steps since the last metrics line, which a checkpoint keeps, so that a resumed run
+        logs the lines an uninterrupted run would."""
+        self.folder, self.say, self.elapsed = folder, say, state.elapsed
+        self.bar = tqdm(total=max_steps, initial=state.step, desc="train", dynamic_ncols=True,
                         disable=not folder.active or sys.stderr is None
                         or not sys.stderr.isatty())
         self.start = self.last_save = self.last_log = time.time()
-        self.window = StepSums()                           # sums since the last metrics line
+        self.window = StepSums(*state.window)              # sums since the last metrics line
+        self.timed = 0.0                   # tokens since this process's last line (tokens/s)
 
     def seconds(self) -> float:
         return time.time() - self.start
@@ -47,8 +51,9 @@ class Meter:
     def update(self, step: int, sums: StepSums, lr: float, log: bool):
         """Account one step's sums."""
         self.window += sums
+        self.timed += sums.tokens + sums.source_tokens
         w, now = self.window, time.time()
-        rate = (w.tokens + w.source_tokens) / max(now - self.last_log, 1e-9)   # tokens/s
+        rate = self.timed / max(now - self.last_log, 1e-9)                     # tokens/s
         self.bar.update(1)
         self.bar.set_postfix(loss=f"{sums.mean_loss():.3f}", ppl=f"{sums.perplexity():.2f}",
                              lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}", refresh=False)
@@ -60,7 +65,7 @@ class Meter:
         self.folder.record(entry)
         self.say(f"step {step} | loss {entry['loss']:.3f} | ppl {entry['ppl']:.2f} | "
                  f"acc {entry['accuracy']:.3f} | lr {lr:.2e} | {rate:,.0f} tok/s")
-        self.window = StepSums()
+        self.window, self.timed = StepSums(), 0.0
         self.last_log = now
 
     def validation(self, step: int, result: dict):

@@ -17,14 +17,20 @@ def check_saved_state(resumed: dict) -> None:
     t, where = resumed["training"], resumed.get("file", "the checkpoint")
     whole = [k for k in ("epoch", "index") if not (type(t.get(k)) is int and t[k] >= 0)]
     number = isinstance(t.get("elapsed"), (int, float)) and t["elapsed"] >= 0
-    losses = t.get("recent_losses", [])
-    finite = isinstance(losses, list) and all(
-        isinstance(x, (int, float)) and math.isfinite(x) for x in losses)
-    if whole or not number or not finite:
-        what = ", ".join(whole + ([] if number else ["elapsed"])
-                         + ([] if finite else ["recent_losses"]))
+    window = t.get("window", [])              # StepSums' five sums, or none (an older file)
+    lists = [k for k, fits in (("recent_losses", finite_numbers(t.get("recent_losses", []))),
+                               ("window", finite_numbers(window) and len(window) in (0, 5)))
+             if not fits]
+    if whole or not number or lists:
+        what = ", ".join(whole + ([] if number else ["elapsed"]) + lists)
         raise CheckpointError(f"{where}: its training state holds values a run never saves "
                               f"({what}); was it edited? Resume from another checkpoint")
+
+
+def finite_numbers(values) -> bool:
+    """Whether `values` is a list of finite numbers."""
+    return isinstance(values, list) and all(
+        isinstance(x, (int, float)) and math.isfinite(x) for x in values)
 
 
 def data_origin(given, resumed, data_dir) -> str | None:
