@@ -339,7 +339,8 @@ def trusted_code(fn, case: Case) -> set:
         elif callable(value):                             # an object: its class's methods
             found.update(f.__code__ for kind in type(value).__mro__ for f in vars(kind).values()
                          if inspect.isfunction(f))
-    if (getattr(fn, "__module__", None) or "").startswith("annotated.exercises."):
+    if (getattr(fn, "__module__", None) or "").startswith("annotated.exercises.") \
+            and hasattr(fn, "__code__"):
         found.add(fn.__code__)
     return found
 
