@@ -30,7 +30,7 @@ from annotated.base.files import (atomic_open, check_aligned, check_output, not_
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
-from annotated.data.languages import WORD_SETS, guess_spaced_language
+from annotated.data.languages import THREE_LETTER_CODES, WORD_SETS, guess_spaced_language
 from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import report
@@ -177,13 +177,15 @@ def refuse_other_side(source, out_path) -> None:
 
 
 def named_as_other_side(source, out_path) -> bool:
-    """Whether the two paths differ only in two-letter codes, such as a language's: test.en and
-    test.de, news-en.txt and news-de.txt, en/test.txt and de/test.txt."""
+    """Whether the two paths differ only in language codes, of two letters or three: test.en
+    and test.de, news-en.txt and news-de.txt, en/test.txt and de/test.txt, test.eng and
+    test.deu."""
     words = [re.split(r"[./_\\-]+", str(Path(p).resolve()).removesuffix(".gz"))
              for p in (source, out_path)]
     differ = [pair for pair in zip(*words) if pair[0] != pair[1]]
     return len(words[0]) == len(words[1]) and bool(differ) and all(
-        re.fullmatch(r"[A-Za-z]{2}", word) for pair in differ for word in pair)
+        re.fullmatch(r"[A-Za-z]{2}", word) or word.lower() in THREE_LETTER_CODES
+        for pair in differ for word in pair)
 
 
 def note_replaced(out_path, n: int) -> None:

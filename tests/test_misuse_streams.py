@@ -555,7 +555,8 @@ def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, 
 @pytest.mark.parametrize("source, out, refused", [
     ("test.en", "test.de", True), ("test.en", "test.de.gz", True),
     ("news.en.txt", "news.de.txt", True), ("test-en.txt", "test-de.txt", True),
-    ("en/test.txt", "de/test.txt", True), ("test.en", "hyp.de", False),
+    ("en/test.txt", "de/test.txt", True), ("test.eng", "test.deu", True),
+    ("test.en", "hyp.de", False), ("src.eng", "hyp.deu", False),
     ("test.en", "test.de.hyp", False)])
 def test_an_output_named_like_the_references_of_the_input_is_refused(tmp_path, capsys, source,
                                                                      out, refused):
@@ -599,6 +600,40 @@ def test_translations_are_not_written_under_a_checkpoints_name(tmp_path, capsys,
     says(error_line(capsys), f"refusing to write {tmp_path / name}", "checkpoint",
          "another --out")
     assert not (tmp_path / name).exists()
+
+
+def test_a_read_only_out_is_refused_whoever_runs_it(tmp_path, capsys):
+    """Root may write a file without write permission; the command still refuses, by its
+    mode, and the file stays."""
+    (tmp_path / "test.en").write_text("A dog runs.\n")
+    (tmp_path / "keep.txt").write_text("keep\n")
+    (tmp_path / "keep.txt").chmod(0o444)
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "test.en"), "--out", str(tmp_path / "keep.txt")])
+    says(error_line(capsys), str(tmp_path / "keep.txt"), "read-only", "chmod u+w",
+         "another file")
+    assert (tmp_path / "keep.txt").read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("option", ["--input", "--ref"])
+def test_a_missing_input_is_named_with_its_option(tmp_path, capsys, option):
+    (tmp_path / "test.en").write_text("A dog runs.\n")
+    given = {"--input": str(tmp_path / "test.en"), "--ref": None, option: "nosuch.txt"}
+    argv = ["--checkpoint", str(SHIPPED), "--out", str(tmp_path / "hyp.de")]
+    argv += [word for key, value in given.items() if value for word in (f"{key}={value}",)]
+    exits_with_error(translate.main, argv)
+    says(error_line(capsys), f"{option} nosuch.txt", "no such file", "check the path")
+
+
+def test_an_out_that_is_the_references_says_to_write_elsewhere(tmp_path, capsys):
+    (tmp_path / "test.en").write_text("A dog runs.\n")
+    (tmp_path / "ref.de").write_text("Ein Hund.\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "test.en"), "--ref", str(tmp_path / "ref.de"),
+                                      "--out", str(tmp_path / "ref.de")])
+    says(error_line(capsys), "refusing to write", str(tmp_path / "ref.de"), "reads it",
+         "another file")
+    assert (tmp_path / "ref.de").read_text() == "Ein Hund.\n"
 
 
 def test_translations_that_are_a_copy_of_the_references_are_noted(tmp_path, capsys):

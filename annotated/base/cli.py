@@ -57,14 +57,28 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
-def describe(error: BaseException) -> str:
-    """The one line a user sees for a user error."""
+def describe(error: BaseException, argv: list[str] = ()) -> str:
+    """The one line a user sees for a user error; a file that is not there is named with the
+    option that gave it (`argv`, the command's arguments)."""
+    if isinstance(error, FileNotFoundError) and error.filename:
+        option = option_giving(str(error.filename), argv)
+        return f"{option and option + ' '}{error.filename}: no such file or folder; check the path"
     if isinstance(error, OSError) and error.filename and error.strerror:
         return f"{error.filename}: {error.strerror}"
     if isinstance(error, OSError) and error.strerror == os.strerror(errno.ENOSPC):   # bare
         return ("no space left on the device being written (a full disk, or stdout sent to a "
                 "full device); free some space or write elsewhere")
     return str(error) or type(error).__name__
+
+
+def option_giving(value: str, argv: list[str]) -> str:
+    """The option in `argv` that gave `value` (`--input` for `--input F` or `--input=F`), or
+    "" for none."""
+    for word, after in zip(argv, [*argv[1:], None]):
+        option, equals, given = word.partition("=")
+        if word.startswith("--") and (given == value if equals else after == value):
+            return option
+    return ""
 
 
 def out_of_memory(error: RuntimeError) -> bool:
@@ -108,7 +122,7 @@ def command(main):
         except USER_ERRORS as e:
             if isinstance(e, BrokenPipeError):
                 _quiet_broken_pipe()
-            _fail(describe(e))
+            _fail(describe(e, sys.argv[1:] if argv is None else list(argv)))
         except Stopped as e:
             _fail(with_notes(f"interrupted by {e}", e), 128 + e.signum, prefix="")
         except KeyboardInterrupt as e:

@@ -631,7 +631,9 @@ def check_output(path, reads=(), say=None) -> Path:
     for source in reads:
         if source is not None and path.exists() and Path(source).exists() \
                 and os.path.samefile(path, source):
-            raise DataError(f"refusing to write {path}: it is {source}, which this command reads")
+            also = "" if str(source) == str(path) else f" (as {source})"
+            raise DataError(f"refusing to write {path}: this command reads it{also}; write the "
+                            f"output to another file")
     if path.is_symlink():
         try:
             os.stat(path)
@@ -656,8 +658,9 @@ def check_output(path, reads=(), say=None) -> Path:
         raise DataError(f"cannot write {path}{link}: there is no folder {target.parent}")
     if not os.access(target.parent, os.W_OK | os.X_OK):
         raise DataError(f"cannot write {path}{link}: the folder {target.parent} is not writable")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise DataError(f"cannot write {path}{link}: the file is read-only")
+    if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
+        raise DataError(f"cannot write {path}{link}: the file is read-only; make it writable "
+                        f"(chmod u+w) if it may be replaced, or write to another file")
     try:        # what the permissions do not tell (/proc, /sys, a full disk): make a file there
         with signals_held():
             handle, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",

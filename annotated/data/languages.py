@@ -26,6 +26,12 @@ COMMON_WORDS = {
     "pt": "o a os as e é um uma de do da em no na com que para está",
 }
 WORD_SETS = {lang: set(words.split()) for lang, words in COMMON_WORDS.items()}
+# Three-letter codes (ISO 639-2, both its forms, and 639-3) of languages often translated:
+# corpora name their sides with these (test.eng, test.deu) as often as with two letters.
+THREE_LETTER_CODES = frozenset("""
+ara ben bul cat ces chi cze dan deu dut ell eng est eus fas fin fra fre ger gle glg gre heb hin
+hrv hun ind isl ita jpn kor lav lit may msa mlt nld nob nor per pol por ron rum rus slk slo slv
+spa srp swa swe tam tel tha tur ukr urd vie zho""".split())
 
 
 def guess_spaced_language(lines, sample: int = 200) -> str | None:
