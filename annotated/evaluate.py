@@ -71,11 +71,9 @@ def main(argv=None):
     baseline = aligned(args.baseline, refs, args.ref) if args.baseline else None
     note_mismatch(hyps, refs, args)
     show(report(hyps, refs, args.lang))
-    if [h.strip() for h in hyps] == [r.strip() for r in refs]:
-        say_error(f"note: the translations ({args.hyp}) are the references ({args.ref}) line "
-                  f"for line, a copy of them, which is why they score 100: give the system's "
-                  f"translations as --hyp")
+    note_copy(hyps, refs, f"--hyp {args.hyp}", args.ref)
     if baseline is not None:
+        note_copy(baseline, refs, f"--baseline {args.baseline}", args.ref)
         if baseline == hyps:
             say_error(f"note: --baseline {args.baseline} holds the same translations as --hyp "
                       f"{args.hyp}: the comparison can only find no difference; give the other "
@@ -87,6 +85,14 @@ def main(argv=None):
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
                                                   tokenize=tok), metric))
+
+
+def note_copy(lines: list[str], refs: list[str], given: str, ref_path) -> None:
+    """A note for translations that are the references line for line (`given`: the option and
+    its file), which score 100 as any copy does."""
+    if [line.strip() for line in lines] == [ref.strip() for ref in refs]:
+        say_error(f"note: {given} holds the references ({ref_path}) line for line, a copy of "
+                  f"them, which scores 100: give a system's translations there")
 
 
 def note_mismatch(hyps: list[str], refs: list[str], args) -> None:
@@ -133,10 +139,16 @@ def aligned(path, refs, ref_path) -> list[str]:
     check_aligned(len(lines), len(refs), path, ref_path)
     if not lines:
         raise DataError(f"{path} and {ref_path} are empty: no sentences to score")
+    empty = [i for i, (line, ref) in enumerate(zip(lines, refs), 1)
+             if not line.strip() and ref.strip()]
     if not any(line.strip() for line in lines):
         say_error(f"note: every line of {'standard input' if path == Path('-') else path} is "
                   f"empty: no translation to score (a model that writes only </s>, or the wrong "
                   f"file?)")
+    elif empty:
+        say_error(f"note: {'standard input' if path == Path('-') else path}, line {empty[0]} "
+                  f"({len(empty):,} of {len(lines):,} lines): an empty translation of a "
+                  f"sentence, which scores nothing; check how the file was made")
     hidden = [i for i, line in enumerate(lines, 1) if any(
         unicodedata.category(c) in ("Cc", "Cf") and c != "\t" for c in line)]
     if hidden:

@@ -640,9 +640,20 @@ def test_translations_that_are_a_copy_of_the_references_are_noted(tmp_path, caps
     """A copy of the references scores 100: a note says it is a copy, not a system."""
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
     (tmp_path / "copy.de").write_text("Ein Hund läuft. \nZwei Katzen.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
     evaluate.main(["--hyp", str(tmp_path / "copy.de"), "--ref", str(tmp_path / "ref.de")])
-    says(capsys.readouterr().err.splitlines()[0], "note", "copy.de", "ref.de", "copy",
-         "--hyp")
+    says(capsys.readouterr().err.splitlines()[0], "note", "--hyp", "copy.de", "ref.de", "copy")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--baseline", str(tmp_path / "copy.de"),
+                   "--ref", str(tmp_path / "ref.de")])
+    says(capsys.readouterr().err.splitlines()[0], "note", "--baseline", "copy.de", "copy")
+
+
+def test_empty_translations_among_others_are_noted(tmp_path, capsys):
+    (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\nDrei Vögel.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund.\n\nDrei Vögel.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    says(capsys.readouterr().err.splitlines()[0], "note", "hyp.de", "line 2", "1 of 3",
+         "empty translation")
 
 
 def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, capsys):
