@@ -83,32 +83,34 @@ def _check_out(out, paths, example: str) -> None:
             raise CheckpointError(f"refusing to write {out}: it holds a training checkpoint "
                                   f"(step {step:,}, with the state to resume from), which this "
                                   f"would replace; choose another name, e.g. {example}")
-        _check_average_replaced(out, target, paths)
+        _check_remade(out, target, paths, example)
 
 
-def _check_average_replaced(out, target: Path, paths) -> None:
-    """An --out that holds an average of other checkpoints of the same run: refused when some
-    of them are gone (rotation deletes old checkpoints), since that average could not be made
-    again; noted when they are all still there."""
+def _check_remade(out, target: Path, paths, example: str) -> None:
+    """An --out that holds an average or a half made from other files than `paths`: refused
+    when some of them are gone from the folder of `paths` (rotation deletes old checkpoints),
+    since it could not be made again; noted when they are all still there. One made from
+    `paths` themselves is simply made again."""
     try:
-        sources = header(target).get("averaged_from") or []
+        made = header(target)
     except Exception:                    # damaged or foreign: refused above
         return
+    sources = [made["halved_from"]] if made.get("halved_from") else made.get("averaged_from")
     if not sources or sorted(sources) == sorted(Path(p).name for p in paths):
         return
     folder = Path(paths[0]).parent
     gone = [name for name in sources if not (folder / name).is_file()]
     what = (f"an average of {len(sources)} checkpoints ({sources[0]} ... {sources[-1]})"
-            if len(sources) > 1 else f"an average of one checkpoint, {sources[0]}")
+            if len(sources) > 1 else f"a file made from {sources[0]}")
     if gone:
         more = f" and {len(gone) - 1} more are" if len(gone) > 1 else " is"
+        example = example if Path(out).name != example else f"{Path(example).stem}_2.pt"
         raise CheckpointError(f"refusing to write {out}: it holds {what}, of which "
                               f"{gone[0]}{more} no longer in {folder}, so it could not be made "
                               f"again, and this would replace it; choose another name, e.g. "
-                              f"average_last{len(paths)}.pt, or delete {out} first if it is not "
-                              f"needed")
-    say_error(f"note: {out} held {what}; this average of {len(paths)} replaces it (those "
-              f"checkpoints are all still in {folder}: averaging them again makes it again)")
+                              f"{example}, or delete {out} first if it is not needed")
+    say_error(f"note: {out} held {what}; this replaces it (the files it was made from are all "
+              f"still in {folder}: it can be made again from them)")
 
 
 def _training_step_in(path: Path) -> int | None:

@@ -734,6 +734,21 @@ def test_an_average_whose_sources_are_gone_is_never_replaced(tmp_path, capsys):
     assert out.read_bytes() == before
 
 
+def test_half_of_an_average_is_made_again_over_its_earlier_half(tmp_path, capsys):
+    """The half names the file it halves: made again from that same file, it replaces its
+    earlier version quietly, wherever the averaged checkpoints are."""
+    argv = ["--config", "copy", "--threads", "1", *merged(TINY_RUN, ["ckpt_every=1"])]
+    run = tmp_path / "run"
+    train.main([*argv, "--run-dir", str(run), "--max-steps", "2"])
+    checkpoint_command.main(["average", "--last", "2", str(run), "--out",
+                             str(tmp_path / "avg.pt")])
+    for _ in range(2):
+        checkpoint_command.main(["half", str(tmp_path / "avg.pt"), "--out",
+                                 str(tmp_path / "avg_half.pt")])
+    assert "refusing" not in capsys.readouterr().err
+    assert checkpoint_file.load(tmp_path / "avg_half.pt")["halved_from"] == "avg.pt"
+
+
 def test_average_or_half_never_replaces_a_kept_copy_of_a_training_checkpoint(tmp_path, capsys):
     """A copy of a checkpoint kept by hand (rotation deleted the original) holds the state a
     run resumes from; an average or float16 weights written over it would lose it."""
