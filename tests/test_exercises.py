@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from conftest import says
@@ -417,6 +418,48 @@ def test_the_packages_own_code_called_inside_an_answer_is_not_an_answer(exercise
     says(result.message("zh"), name, "软件包")
     assert run(EXERCISES["2.1"], lambda size: torch.ones(size, size, dtype=torch.bool)
                .tril()[None, None]).status == "passed"      # the watch ended with the check
+
+
+def test_a_forbidden_function_imported_under_another_name_is_still_refused():
+    """Bound to a name before the check (from ... import ... as ...), or a private twin."""
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    def att(q, k, v, mask=None):
+        w = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5
+        w = (w if mask is None else w.masked_fill(~mask, float("-inf"))).softmax(-1)
+        return sdpa(q, k, v, attn_mask=mask), w
+    says(run(EXERCISES["1.1"], att).message(), "scaled_dot_product_attention", "do without")
+    says(run(EXERCISES["1.2"], lambda x: torch._softmax(x, -1, False)).message(),
+         "torch._softmax", "do without")
+
+
+class UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def raises_unprintable(size):
+    raise UnprintableError()
+
+
+@pytest.mark.parametrize("answer, names", [
+    (raises_unprintable, ["raised UnprintableError"]),
+    (lambda size: __import__("sys").exit(3), ["raised SystemExit: 3"])])
+def test_an_answer_that_raises_oddly_is_one_line(answer, names):
+    result = run(EXERCISES["2.1"], answer)
+    assert result.status == "failed"
+    says(result.message(), "size", *names)
+
+
+def test_the_expected_answer_is_made_before_the_learners_code_runs(monkeypatch):
+    """An answer that replaces the reference it is compared with still fails."""
+    import reference_numpy.masks as masks
+    monkeypatch.setattr(masks, "subsequent_mask", masks.subsequent_mask)
+
+    def leaks(size):
+        masks.subsequent_mask = lambda n: np.triu(np.ones((n, n), dtype=bool))[None, None]
+        return torch.ones(size, size, dtype=torch.bool).triu()[None, None]
+    assert run(EXERCISES["2.1"], leaks).status == "failed"
 
 
 def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys):

@@ -64,7 +64,8 @@ FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1"], ["不是 JSON"])
                                  ["format 3", "format 4", "nbconvert"], ["第 3 版", "nbconvert"]),
          "JSON, not a notebook": (b'{"cells": []}', ["'cells' and 'nbformat'"], ["`cells`"]),
          "not UTF-8": ('{\n"cells": ["Café"]}'.encode("latin-1"),
-                       ["not UTF-8", "line 2", "save it", "utf-8"], ["不是 UTF-8", "第 2 行", "保存"])}
+                       ["not UTF-8", "line 2", "save it", "utf-8"], ["不是 UTF-8", "第 2 行", "保存"]),
+         "UTF-16": ('{"cells": []}'.encode("utf-16"), ["not UTF-8", "-f utf-16"], ["utf-16"])}
 
 
 @pytest.mark.parametrize("content, en, zh", FILES.values(), ids=FILES.keys())

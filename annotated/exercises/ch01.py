@@ -128,7 +128,8 @@ STABLE = Exercise(
               "沿最后一个轴计算，保持数据类型不变。"),
     forbidden=tuple(f"{owner}.{kind}" for owner in ("torch", "torch.Tensor",
                                                     "torch.nn.functional", "torch.special")
-                    for kind in ("softmax", "log_softmax")),
+                    for kind in ("softmax", "log_softmax"))
+    + ("torch._softmax", "torch._log_softmax"),
     slips=(
         Slip(Text("Your softmax takes exp() of the raw scores: exp overflows to inf above about "
                   "88 in float32 (11 in float16), and inf / inf is NaN; exp of scores far below "

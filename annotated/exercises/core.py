@@ -248,12 +248,13 @@ def outcome(exercise: Exercise, fn) -> Outcome:
         return Outcome("own", 0, got=fn)
     cases = exercise.cases()
     for n, case in enumerate(cases, start=1):
+        expected, meant_to_change = call(exercise.answer, case)   # before the learner's code
         refused: list[str] = []       # what it called that it may not, even if it caught that
         error = None
         try:
             with forbidding(exercise.forbidden, refused, trusted_code(fn, case)):
                 got, changed = call(fn, case)
-        except Exception as raised:   # the learner's code: any error is a finding, not a crash
+        except (Exception, SystemExit) as raised:   # the learner's code: a finding, not a crash
             error = raised
         if refused:
             return Outcome("forbidden", n, case, refused[0])
@@ -261,7 +262,6 @@ def outcome(exercise: Exercise, fn) -> Outcome:
             return Outcome("not attempted", 0)
         if error is not None:
             return Outcome("failed", n, case, error)
-        expected, meant_to_change = call(exercise.answer, case)
         if changed and not meant_to_change:
             return Outcome("changed", n, case, changed)
         if (exercise.compare or compare)(expected, got, "en"):
@@ -295,7 +295,16 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
             raise Forbidden(_name)
         setattr(owner, attribute, refuse)
 
+    originals = {id(original): name for (_, _, original), name in zip(kept, names)}
+    codes = {getattr(original, "__code__", None): name for (_, _, original), name in
+             zip(kept, names)}
+
     def watch(frame, event, arg):             # raising here also ends the watch
+        name = originals.get(id(arg)) if event == "c_call" else \
+            codes.get(frame.f_code) if event == "call" else None
+        if name is not None:                  # imported under another name before the check
+            refused.append(name)
+            raise Forbidden(name)
         module = frame.f_globals.get("__name__") or ""
         if event == "call" and package_module(module) and frame.f_code.co_name != "<module>" \
                 and called_by_the_learner(frame, trusted):
@@ -389,7 +398,7 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     if found.status == "forbidden":
         key = "calls_own" if package_module(found.got) else "forbidden"
         return head + say[key].format(name=found.got, hint=exercise.hint(lang))
-    if isinstance(found.got, Exception):
+    if isinstance(found.got, BaseException):
         what = say["raised"].format(case=label, error=one_line(found.got),
                                     where=your_line(found.got, lang))
     else:
@@ -439,7 +448,10 @@ def same_outcome(a, b, lang: str) -> bool:
 
 
 def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
+    try:
+        text = " ".join(str(error).split())
+    except Exception:                 # an exception of the learner's whose str() fails
+        text = ""
     return f"{type(error).__name__}: {text[:160]}" if text else type(error).__name__
 
 

@@ -200,7 +200,9 @@ def notebook_problem(notebook: Path, say: dict) -> tuple[dict | None, str | None
     except OSError as e:
         return None, e.strerror or str(e)
     except UnicodeDecodeError as e:
-        return None, say["not_utf8"].format(line=e.object[:e.start].count(b"\n") + 1)
+        utf16 = e.object[:2] in (b"\xff\xfe", b"\xfe\xff")           # its byte-order mark
+        return None, say["not_utf8"].format(line=e.object[:e.start].count(b"\n") + 1,
+                                            encoding="utf-16" if utf16 else "ITS_ENCODING")
     except NotANotebook as e:
         return None, say[e.key].format(detail=e.detail)
     except Exception as e:            # nbformat's reader raises whatever its parser met

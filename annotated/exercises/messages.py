@@ -65,7 +65,7 @@ MESSAGES = {
         "not_regular": "not a regular file (a device, a pipe or a socket)",
         "too_large": "{size} MB, more than a notebook of this book holds (at most {limit} MB)",
         "not_utf8": "not UTF-8 text (line {line}), as a notebook is: open it in Jupyter and "
-                    "save it, or convert it (iconv -f latin1 -t utf-8 FILE > NEW.ipynb)",
+                    "save it, or convert it (iconv -f {encoding} -t utf-8 FILE > NEW.ipynb)",
         "not_json": "not JSON ({detail})",
         "no_cells": "JSON without the 'cells' and 'nbformat' that a notebook has",
         "old_nbformat": "a notebook of format {detail}, older than the format 4 this book "
@@ -136,7 +136,7 @@ MESSAGES = {
         "not_notebook": "不是笔记本：{problem}",
         "not_regular": "不是普通文件（而是设备、管道或套接字）",
         "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）",
-        "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f latin1 -t utf-8 FILE > NEW.ipynb）",
+        "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
         "not_json": "不是 JSON（{detail}）",
         "no_cells": "是 JSON，但没有笔记本应有的 `cells` 和 `nbformat`",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "

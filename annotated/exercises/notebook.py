@@ -46,7 +46,7 @@ def read(path) -> nbformat.NotebookNode:
     without nbformat's warning about cells that have no id: older tools write none, and a
     student's notebook is graded all the same. A file that is not JSON, not a notebook, or a
     notebook of a format before 4 is a NotANotebook saying so."""
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:        # a byte-order mark some editors add
         text = f.read()
     try:
         data = json.loads(text)
