@@ -80,7 +80,8 @@ def extract(archive: Path, names: list[str], folder: Path) -> dict[str, Path]:
                         f"next run downloads it again") from None
     missing = [n for n in names if n not in found]
     if missing:
-        raise DataError(f"{archive} has no {', '.join(missing)}; it holds: {', '.join(seen)}; "
+        held = ", ".join(seen[:5]) + (f" and {len(seen) - 5:,} more" if len(seen) > 5 else "")
+        raise DataError(f"{archive} has no {', '.join(missing)}; it holds: {held}; "
                         f"{refetch(archive)}")
     return found
 
