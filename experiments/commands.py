@@ -197,12 +197,12 @@ def stop(procs) -> None:
     stop sent to the whole process group (Ctrl-C at the terminal) has reached them already:
     each gets a moment to end of it before it is asked."""
     deadline = time.monotonic() + STOP_MOMENT
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.terminate()
     try:
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.terminate()
         for p in procs:
             p.wait()
     except KeyboardInterrupt:

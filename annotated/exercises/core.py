@@ -296,8 +296,8 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
         setattr(owner, attribute, refuse)
 
     originals = {id(original): name for (_, _, original), name in zip(kept, names)}
-    codes = {getattr(original, "__code__", None): name for (_, _, original), name in
-             zip(kept, names)}
+    codes = {original.__code__: name for (_, _, original), name in zip(kept, names)
+             if hasattr(original, "__code__")}
 
     def watch(frame, event, arg):             # raising here also ends the watch
         name = originals.get(id(arg)) if event == "c_call" else \
