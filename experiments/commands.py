@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from annotated.base.errors import DataError, RunDirError
-from annotated.base.signals import stops_unwind
+from annotated.base.signals import STOP_CODES, StopTold, stops_unwind
 from annotated.configs import merged
 from annotated.store.checkpoint_file import checkpoints, header
 from experiments.folders import ROOT, relative
@@ -77,7 +77,8 @@ def with_this_python(cmd: list[str]) -> list[str]:
 def run_command(cmd: list[str]) -> str:
     """Run one of the project's commands (cmd: "python", "-m", ...) from the repository root
     with this Python; returns it as one string, as recorded. If it fails, it has already said
-    why on stderr: the ChildProcessError only names it."""
+    why on stderr: the ChildProcessError only names it. If a stop ends it, its own line told
+    what it saved (StopTold); a command killed instead is named in this script's line."""
     line = shlex.join(cmd)
     print(f"+ {line}", flush=True)
     process = subprocess.Popen(with_this_python(cmd), cwd=ROOT,
@@ -86,6 +87,8 @@ def run_command(cmd: list[str]) -> str:
         code = process.wait()
     except KeyboardInterrupt as interrupted:      # Ctrl-C, SIGTERM, SIGHUP: it ends first
         stop([process])
+        if process.returncode in STOP_CODES:        # it said what it saved and how to go on
+            raise StopTold(process.returncode) from None
         interrupted.add_note(f"`{line}` stopped too")
         raise
     if code != 0:

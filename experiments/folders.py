@@ -89,7 +89,23 @@ def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=No
                         f"{linked[0].name} there is a link into "
                         f"{relative(committed_folder(linked[0]))}/, whose files are committed; "
                         f"remove the link or give another --out-dir")
+    leaving = links_out_of(out_dir)
+    if leaving:
+        raise DataError(f"refusing to write into {option} {out_dir}: {leaving[0].name} there is "
+                        f"a link to {os.readlink(leaving[0])}, outside the folder, and the "
+                        f"results written there would replace that file; remove the link or "
+                        f"give another {option}")
     return out_dir
+
+
+def links_out_of(folder: Path) -> list[Path]:
+    """The links in `folder` (not in its subfolders) that lead to a file outside it, or to no
+    file yet: a results file written under such a name would land outside the folder."""
+    if not folder.is_dir():
+        return []
+    inside = folder.resolve()
+    return sorted(p for p in folder.iterdir() if p.is_symlink() and not p.is_dir()
+                  and not Path(os.path.realpath(p)).is_relative_to(inside))
 
 
 def check_run_folder(run: Path, option: str = "--run-dir") -> Path:

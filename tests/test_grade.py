@@ -271,13 +271,17 @@ def test_a_notebook_cannot_write_over_another_submission(tmp_path):
 
 def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tmp_path):
     """Student code may write by absolute path, or change its folder first: every file in the
-    submissions' folders is put back as it was, and a file it adds there is named."""
+    submissions' folders and their subfolders is put back as it was, and a file it adds there
+    is named."""
     (tmp_path / "notes.txt").write_text("the teacher's notes")
     (tmp_path / "other.ipynb").write_text("a notebook not being graded")
+    (tmp_path / "week2" / "data").mkdir(parents=True)
+    (tmp_path / "week2" / "data" / "answers.txt").write_text("kept in a subfolder")
     write(tmp_path, "vandal.ipynb", [SETUP, MASK, (
-        "import os\n"
+        "import os, shutil\n"
         f"open({str(tmp_path / 'notes.txt')!r}, 'w').write('overwritten')\n"
         f"os.remove({str(tmp_path / 'other.ipynb')!r})\n"
+        f"shutil.rmtree({str(tmp_path / 'week2')!r})\n"
         f"os.chdir({str(tmp_path)!r})\n"
         "open('added.txt', 'w').write('hi')")])
     write(tmp_path, "next.ipynb", [SETUP, MASK])
@@ -288,7 +292,9 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert done.returncode == 0 and vandal["passed"] == after["passed"] == 1
     assert (tmp_path / "notes.txt").read_text() == "the teacher's notes"
     assert (tmp_path / "other.ipynb").read_text() == "a notebook not being graded"
-    says(vandal["note"], "notes.txt", "other.ipynb", "put back", "added.txt", "delete")
+    assert (tmp_path / "week2" / "data" / "answers.txt").read_text() == "kept in a subfolder"
+    says(vandal["note"], "notes.txt", "other.ipynb", "answers.txt", "put back", "added.txt",
+         "delete")
     # what was found in its place is kept, in case another program saved it meanwhile
     assert (tmp_path / "notes.txt.found-while-grading").read_text() == "overwritten"
     says(vandal["note"], "another program", "notes.txt.found-while-grading")

@@ -269,6 +269,25 @@ def test_an_out_dir_that_is_not_a_folder_is_refused_as_such(script, target, tmp_
         assert (tmp_path / "afile").read_text() == "mine\n"
 
 
+@pytest.mark.parametrize("leads_to", ["a file outside", "no file yet"])
+def test_a_link_in_the_out_dir_that_leads_outside_it_is_refused_before_any_work(
+        leads_to, tiny_run, tmp_path, capsys):
+    out, precious = tmp_path / "out", tmp_path / "precious.txt"
+    out.mkdir()
+    if leads_to == "a file outside":
+        precious.write_text("mine\n")
+    (out / "multi30k_tiny.json").symlink_to(precious)
+    (out / "notes.txt").write_text("kept\n")
+    (out / "inside.md").symlink_to(out / "notes.txt")        # a link inside the folder is fine
+    err = refused(multi30k_metric, "--checkpoint", tiny_run / "average.pt", "--out-dir", out,
+                  capsys=capsys)
+    says(err, "multi30k_tiny.json", str(precious), "outside", "remove the link", "--out-dir")
+    assert (precious.read_text() == "mine\n") if leads_to == "a file outside" \
+        else not precious.exists()
+    assert sorted(p.name for p in out.iterdir()) == ["inside.md", "multi30k_tiny.json",
+                                                     "notes.txt"]
+
+
 # --- experiments.multi30k: a run is trained once, and scored as it was trained -----------------------
 
 def test_training_again_into_a_run_folder_that_holds_a_run_is_refused(tiny_run, tmp_path, capsys):

@@ -153,13 +153,15 @@ from pathlib import Path
 from annotated.base.cli import command
 from experiments.commands import run_command
 ready = Path(sys.argv[1])
+TELLS = sys.argv[2] == "tells"
 CHILD = f'''
 import signal, sys, time
 from pathlib import Path
 def ending(*_):
     time.sleep(1)
     print("the command ended of its stop", flush=True)
-    sys.exit(143)
+    print("interrupted by SIGTERM; the child's own line", file=sys.stderr, flush=True)
+    sys.exit(143 if {TELLS} else 1)
 signal.signal(signal.SIGTERM, ending)
 Path({str(ready)!r}).touch()
 time.sleep(120)
@@ -181,13 +183,18 @@ main()
 """
 
 
-def test_an_experiment_stopped_lets_the_command_it_runs_end_and_says_so(tmp_path):
+@pytest.mark.parametrize("child", ["tells", "fails"])
+def test_an_experiment_stopped_lets_the_command_it_runs_end_and_says_so_once(child, tmp_path):
     """SIGTERM to the script alone: the command it runs is asked to stop and given the time to
-    end of it (not killed), and the script's one line names it."""
-    done = subprocess.run([sys.executable, "-c", RUN_THEN_STOP, str(tmp_path / "ready")],
+    end of it (not killed). A command that ends of its stop (status 143) has told it in its one
+    line, and the script adds none; otherwise the script's one line names it."""
+    done = subprocess.run([sys.executable, "-c", RUN_THEN_STOP, str(tmp_path / "ready"), child],
                           cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           timeout=300)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     assert "the command ended of its stop" in done.stdout, done.stdout + done.stderr
-    says(done.stderr.strip().splitlines()[-1], "interrupted by SIGTERM", "child.py",
-         "stopped too")
+    lines = done.stderr.strip().splitlines()
+    if child == "tells":
+        assert lines == ["interrupted by SIGTERM; the child's own line"], done.stderr
+    else:
+        says(lines[-1], "interrupted by SIGTERM", "child.py", "stopped too")

@@ -31,7 +31,8 @@ import torch
 
 from annotated.base.errors import USER_ERRORS, DataError
 from annotated.base.files import expand
-from annotated.base.signals import PACKAGES, Stopped, stops_ignored_at_exit, stops_unwind
+from annotated.base.signals import (PACKAGES, Stopped, StopTold, stops_ignored_at_exit,
+                                    stops_unwind)
 from annotated.base.settings import POSITIVE
 
 
@@ -123,6 +124,8 @@ def command(main):
             if isinstance(e, BrokenPipeError):
                 _quiet_broken_pipe()
             _fail(describe(e, sys.argv[1:] if argv is None else list(argv)))
+        except StopTold as e:                      # its line is on stderr already
+            sys.exit(e.code)
         except Stopped as e:
             _fail(with_notes(f"interrupted by {e}", e), 128 + e.signum, prefix="")
         except KeyboardInterrupt as e:

@@ -7,6 +7,8 @@ service manager, a cancelled job) and SIGHUP (a closed terminal).
   that a command they stop unwinds (its temporary files removed, a half-done replacement put
   back) instead of dying where it stands; every command runs inside it, and
   `annotated.base.cli.command` then exits with the signal's own status, 128 + its number.
+- `StopTold`: a stop a child command has already told (its status is one of STOP_CODES), which
+  its parent ends of without a second line.
 - `stop_group`: ends a child started in a process group of its own (a notebook and its
   kernel), politely first.
 - `command_starting`: a stop while a command is still starting (importing torch takes
@@ -35,6 +37,20 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+class StopTold(KeyboardInterrupt):
+    """A stop that a command this one ran has already told on stderr, in its own one line,
+    before it ended of it with status `code` (128 + the signal's number): this command ends
+    with the same status and adds no second line."""
+
+    def __init__(self, code: int):
+        super().__init__(f"exit code {code}")
+        self.code = code
+
+
+#: The exit statuses with which a command of the project ends of a stop, its line told.
+STOP_CODES = tuple(128 + s for s in STOPS)
 
 
 def _raise_stopped(signum, frame):

@@ -12,7 +12,8 @@ has one row a notebook: how many of its exercises passed (every coding exercise 
 chapter whose checks it calls), each exercise's status (passed, failed, not attempted, not run:
 its check never ran, or was deleted), and a note on anything that went wrong.
 The student's code may write anywhere it can: whatever it changes in the folders that hold
-the submissions is put back, and named in its row, with the files it added there.
+the submissions, and in their subfolders, is put back, and named in its row, with the files it
+added there.
 A file that is not a notebook, a kernel that dies (the checks before it count; the note names
 the cell) or a notebook that runs out of time gets a one-line note in its row; the other
 notebooks are graded all the same. --json prints the
@@ -50,6 +51,8 @@ MAX_BYTES = 100 * 2 ** 20
 #: The most bytes kept of the files in the submissions' folders, to put back what a notebook
 #: changes; files past it are watched, and named if changed, but cannot be put back.
 KEPT_BYTES = 1024 * 2 ** 20
+#: The most files watched in the submissions' folders and their subfolders.
+MAX_FILES = 20_000
 # What a file changed while a notebook ran is kept as, beside the file put back.
 FOUND = ".found-while-grading"
 
@@ -113,9 +116,18 @@ class Folders:
                 self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
 
     def listed(self) -> list[Path]:
-        """The regular files in the folders now (not following links)."""
-        return sorted(f for folder in self.folders for f in folder.iterdir()
-                      if f.is_file() and not f.is_symlink())
+        """The regular files in the folders and their subfolders now (not following links,
+        not in hidden folders or __pycache__), at most MAX_FILES of them."""
+        found = []
+        for folder in sorted(self.folders):
+            for top, subfolders, names in os.walk(folder):
+                subfolders[:] = sorted(d for d in subfolders
+                                       if not d.startswith(".") and d != "__pycache__")
+                found += [f for f in map(Path(top).joinpath, sorted(names))
+                          if f.is_file() and not f.is_symlink()]
+                if len(found) >= MAX_FILES:
+                    return found[:MAX_FILES]
+        return found
 
     def contents(self, file: Path) -> bytes | None:
         """The file's bytes, or None for one that cannot be kept (unreadable, or past
