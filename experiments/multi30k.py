@@ -147,10 +147,11 @@ def test_name(result: dict) -> str:
 def check_fresh_run(run: Path, preset: str, overrides: list[str], data_dir):
     """Before training: the settings valid, the corpus there, and the run folder free of an
     earlier run (training into it would continue that run, and the results would report one
-    sitting's time for a model trained in several)."""
+    sitting's time for a model trained in several). A run stopped before its first checkpoint
+    left only its metrics log, which the trainer moves aside: it is trained afresh."""
     config = apply_overrides(get(preset), overrides)
     corpus_files(config, data_location(data_dir), cache_folder(), log=lambda *_: None)
-    if checkpoints(run) or (run / "metrics.jsonl").exists() or (run / "train.json").exists():
+    if checkpoints(run) or (run / "train.json").exists():
         raise DataError(f"the run folder {run} already holds a training run; score it with "
                         f"--skip-train, or give another --run-dir for a new run (python -m "
                         f"annotated.train --run-dir {run} --resume continues it)")

@@ -313,13 +313,16 @@ def check_clearable(run: Path) -> None:
                         f"give another --runs-dir")
 
 
-def fresh_row_folder(run: Path, name: str) -> None:
-    """Clear the row's folder (checked by check_clearable) and mark it as this script's."""
+def fresh_row_folder(run: Path, name: str, reuse: bool) -> None:
+    """Clear the row's folder (checked by check_clearable) and mark it as this script's; an
+    earlier run there is named, with why it is not kept (`reuse`: whether --reuse was given)."""
     check_clearable(run)
     if held := checkpoints(run) if run.exists() else []:
+        why = ("with other settings or not finished" if reuse else
+               "and --reuse was not given (it keeps a finished run of the same settings)")
         print(f"note: {run} held an earlier run of row {name} ({len(held)} checkpoint"
               f"{'s' if len(held) > 1 else ''}, up to {held[-1].name}), trained by this script "
-              f"with other settings or not finished; it is replaced by a fresh run", flush=True)
+              f"{why}; it is replaced by a fresh run", flush=True)
     if run.exists():
         shutil.rmtree(run)
     run.mkdir(parents=True)
@@ -354,7 +357,7 @@ def run_row(args, name: str, run: Path, changes: dict, sources, references, reco
     intended = apply_overrides(get("multi30k"), overrides)
     options = dict(max_steps=args.steps, overrides=overrides, data_dir=args.data_dir)
     if ckpt is None:
-        fresh_row_folder(run, name)                    # a fresh run, never a mixed one
+        fresh_row_folder(run, name, args.reuse)        # a fresh run, never a mixed one
         train("multi30k", run, **options)
         ckpt = run / checkpoint_name(args.steps)
     log = read_metrics(run)

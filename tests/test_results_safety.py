@@ -299,6 +299,15 @@ def test_training_again_into_a_run_folder_that_holds_a_run_is_refused(tiny_run, 
     assert everything_under(tmp_path / "run") == before and not (tmp_path / "out").exists()
 
 
+def test_a_run_stopped_before_its_first_checkpoint_may_be_trained_again(tiny_run, tmp_path):
+    """It left only its metrics log (and its lock): nothing --skip-train or --resume could
+    use, so training afresh is the way on, and the trainer keeps that log aside."""
+    (tmp_path / "run").mkdir()
+    shutil.copy(tiny_run / "metrics.jsonl", tmp_path / "run")
+    (tmp_path / "run" / ".lock").write_text("")
+    multi30k.check_fresh_run(tmp_path / "run", "multi30k", TINY, None)
+
+
 @pytest.mark.parametrize("unused", [["--max-minutes", "999"], ["--nproc", "7"], ["P_drop=0.9"],
                                     ["target_lang=fr"]])
 def test_skip_train_refuses_settings_it_would_not_apply(unused, tiny_run, tmp_path, capsys):
@@ -437,11 +446,14 @@ def test_table3_small_never_deletes_a_row_folder_it_did_not_make(mine, tiny_run,
 
 
 @pytest.mark.slow
-def test_table3_small_trains_a_row_afresh_in_the_folder_it_made(tmp_path):
+def test_table3_small_trains_a_row_afresh_in_the_folder_it_made(tmp_path, capsys):
     args = ["--runs-dir", tmp_path / "runs", "--out-dir", tmp_path / "out", "--rows", "base",
             "--seeds", 1, "--limit", 3, *TINY]
     run(table3_small, "--steps", 2, *args)
+    capsys.readouterr()
     run(table3_small, "--steps", 3, *args)
+    says(next(line for line in capsys.readouterr().out.splitlines() if "earlier run" in line),
+         "row base", "--reuse was not given", "fresh run")
     assert sorted(p.name for p in (tmp_path / "runs" / "base").glob("ckpt_*")) == \
         ["ckpt_0000003.pt"]
     md = (tmp_path / "out" / "table3_small.md").read_text()

@@ -56,6 +56,19 @@ def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path, capsys):
          str(tmp_path / "run"), "took over", "lock")
 
 
+@pytest.mark.parametrize("lock", ["a folder", "a link"])
+def test_a_lock_that_is_not_the_folders_own_file_is_named_with_its_fix(lock, tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    if lock == "a folder":
+        (tmp_path / "run" / ".lock").mkdir()
+    else:
+        (tmp_path / "run" / ".lock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SystemExit):
+        train.main(["--run-dir", str(tmp_path / "run"), "--max-steps", "1", *TINY])
+    says(error_line(capsys), str(tmp_path / "run" / ".lock"), f"is {lock}", "move it away")
+    assert not (tmp_path / "elsewhere").exists()
+
+
 def test_a_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys):
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(SystemExit) as exit_:

@@ -51,15 +51,15 @@ class RunDir:
                          | os.O_NONBLOCK, 0o666)
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 os.close(fd)
-                raise OSError(errno.EINVAL, "it is not a file; the lock is the folder's own "
-                                            "file: remove it")
+                raise OSError(errno.EINVAL, "not a file")
             lock = os.fdopen(fd, "r+", errors="replace")     # a pid, or whatever was left
         except OSError as e:
-            why = ("it is a link; the lock is the folder's own file: remove it"
-                   if e.errno == errno.ELOOP else e.strerror)
-            raise RunDirError(f"cannot write into the run folder {self.path} "
-                              f"({self.path / '.lock'}: {why}); choose another --run-dir") \
-                from None
+            why = {errno.ELOOP: "it is a link", errno.EISDIR: "it is a folder",
+                   errno.EINVAL: "it is not a file"}.get(e.errno)
+            fix = (f"{why}, and the lock must be the run folder's own file; move it away or"
+                   if why else f"{e.strerror};")
+            raise RunDirError(f"cannot write into the run folder {self.path}: "
+                              f"{self.path / '.lock'}: {fix} choose another --run-dir") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
