@@ -481,7 +481,15 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
                                          ((2.1, stub), ["in quotes", 'check("2.1", ...)']),
                                          (("2.1",), ["your function", 'check("2.1", ']),
                                          ((stub, "2.1"), ["comes first", 'check("2.1", stub)']),
-                                         ((stub,), ["check(stub)", 'check("N.M", stub)'])])
+                                         ((stub,), ["check(stub)", 'check("N.M", stub)']),
+                                         ((), ["two things", 'check("N.M", your_function)']),
+                                         (("2.1", stub, stub), ["two things",
+                                                                'check("2.1", stub)']),
+                                         ((None, stub), ["check(None, ...)", "in quotes",
+                                                         'check("N.M", ...)']),
+                                         ((b"2.2", stub), ["check(b'2.2', ...)",
+                                                           'check("2.2", ...)']),
+                                         ((stub, stub), ["check(stub, ...)", "in quotes"])])
 def test_a_check_called_wrongly_is_one_printed_line_in_its_language(call, names, capsys):
     """In a notebook cell, as the other results: one line, not a traceback."""
     checker("en")(*call)
@@ -490,6 +498,14 @@ def test_a_check_called_wrongly_is_one_printed_line_in_its_language(call, names,
     says(printed.strip(), *names)
     checker("zh")(*call)
     assert any("\u4e00" <= c <= "\u9fff" for c in capsys.readouterr().out)
+
+
+def test_a_number_with_spaces_around_it_is_the_exercise_it_names(capsys):
+    def causal_mask(size):
+        return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+    checker("en")(" 2.1 ", causal_mask)
+    says(capsys.readouterr().out.strip(), "2.1", "passed")
+    assert CHECKED["2.1"].status == "passed"
 
 
 def test_a_check_given_only_the_function_names_the_exercise_that_asks_for_it(capsys):

@@ -60,6 +60,7 @@ def graded(tmp_path_factory):
 
 
 FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1"], ["不是 JSON"]),
+         "empty": (b" \n", ["empty", "save"], ["空文件", "保存"]),
          "a format 3 notebook": (b'{"nbformat": 3, "worksheets": []}',
                                  ["format 3", "format 4", "nbconvert"], ["第 3 版", "nbconvert"]),
          "JSON, not a notebook": (b'{"cells": []}', ["'cells' and 'nbformat'"], ["`cells`"]),
@@ -190,6 +191,25 @@ def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
     assert statuses(row) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}
 
 
+def test_checks_called_in_a_loop_or_under_another_name_are_graded(tmp_path):
+    """The notebook's text names no exercise: the checks it runs do."""
+    mask, key = MASK.rsplit("\n", 1)[0], KEY.rsplit("\n", 1)[0]
+    write(tmp_path, "loop.ipynb", [SETUP, mask, key,
+                                   'for number, fn in [("2.1", causal_mask)]:\n'
+                                   '    check(number, fn)',
+                                   'grade_it = check\ngrade_it("2.2", key_mask)'])
+    write(tmp_path, "never.ipynb", [SETUP, mask, "if False:\n    check(x, causal_mask)"])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "loop.ipynb"), str(tmp_path / "never.ipynb"),
+                           "--json"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+    loop, never = json.loads(done.stdout)
+    assert (loop["passed"], loop["total"]) == (2, 3), loop
+    assert statuses(loop) == {"2.1": "passed", "2.2": "passed", "2.3": "not run"}
+    assert not never["graded"] and never["total"] == 0
+    says(never["note"], "no exercise")
+
+
 @pytest.mark.parametrize("lang, names", [("en", ('check("2.9", ...)', "no exercise",
                                                    "2.1, 2.2, 2.3", "correct the number")),
                                           ("zh", ('check("2.9", ...)', "2.1, 2.2, 2.3"))])
@@ -217,6 +237,17 @@ def test_a_name_the_locale_cannot_decode_is_shown_not_a_traceback(tmp_path):
     out = done.stdout.decode("utf-8")
     assert done.returncode == 1 and b"Traceback" not in done.stderr, done.stderr
     says(out.splitlines()[0], "张三 作业.ipynb", "no such file")
+
+
+def test_control_characters_in_a_name_are_shown_escaped_one_row_a_notebook():
+    from annotated.exercises.grade import table
+    rows = [{"notebook": "evil\x1b[2J\nname.ipynb", "graded": False, "passed": 0, "total": 0,
+             "exercises": {}, "note": "not a notebook: evil\x1b[2J\nname.ipynb"},
+            {"notebook": "ok.ipynb", "graded": False, "passed": 0, "total": 0, "exercises": {},
+             "note": None}]
+    shown = table(rows, "en")
+    assert "\x1b" not in shown and len(shown.splitlines()) == 3          # two rows, the legend
+    assert shown.splitlines()[0].count("evil\\x1b[2J\\nname.ipynb") == 2
 
 
 def test_grades_as_json_escape_what_stdout_cannot_write(tmp_path):

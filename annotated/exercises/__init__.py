@@ -62,6 +62,7 @@ def graded_ids(called) -> list[str]:
 def result_of(exercise_id: str, fn) -> Result:
     """The check of `fn` as the exercise `exercise_id`, its message in every language; a call
     that is itself wrong (see misused) is a ValueError saying how."""
+    exercise_id = exercise_id.strip() if isinstance(exercise_id, str) else exercise_id
     problem = misused(exercise_id, fn, "en")
     if problem:
         raise ValueError(problem)
@@ -81,10 +82,11 @@ def checker(lang: str = "en"):
     if lang not in MESSAGES:
         raise ValueError(f"no messages in {lang!r}; the book has {', '.join(MESSAGES)}")
 
-    def check(exercise_id: str, fn=None) -> None:
+    def check(exercise_id: str = None, fn=None, *more) -> None:
         """Check `fn` as exercise `exercise_id` and show one line saying how it went (or how
         the call itself is wrong: no function, a number not in quotes, no such exercise)."""
-        misuse = misused(exercise_id, fn, lang)
+        exercise_id = exercise_id.strip() if isinstance(exercise_id, str) else exercise_id
+        misuse = misused(exercise_id, fn, lang, more)
         if misuse:
             print(escaped_for_stdout(misuse))
             return
@@ -94,13 +96,17 @@ def checker(lang: str = "en"):
     return check
 
 
-def misused(exercise_id, fn, lang: str) -> str | None:
-    """What is wrong with the call check(exercise_id, fn) itself, in `lang`, or None."""
+def misused(exercise_id, fn, lang: str, more=()) -> str | None:
+    """What is wrong with the call check(exercise_id, fn, *more) itself, in `lang`, or None."""
     say = MESSAGES[lang]
+    if more or (exercise_id is None and fn is None):          # check(), check("2.1", f, g)
+        return say["usage"].format(id=likely_id(exercise_id, fn),
+                                   name=shown(fn) if callable(fn) else "your_function")
     if callable(exercise_id) and not callable(fn):          # check(causal_mask, "2.1")
         return swapped(exercise_id, fn, say)
     if not isinstance(exercise_id, str):
-        return say["id_as_text"].format(id=exercise_id)
+        return say["id_as_text"].format(given=shown(exercise_id),
+                                        id=likely_id(exercise_id, fn))
     if exercise_id not in exercises():
         return say["unknown_id"].format(id=exercise_id, known=nearest_ids(exercise_id))
     if fn is None:
@@ -108,16 +114,35 @@ def misused(exercise_id, fn, lang: str) -> str | None:
     return None
 
 
+def likely_id(given, fn) -> str:
+    """The exercise a wrong call most likely meant: the number given, as text (2.1, b"2.1"),
+    else the exercise whose function has fn's name, else the placeholder N.M."""
+    if isinstance(given, bytes):
+        given = given.decode("utf-8", "replace")
+    if isinstance(given, (int, float)) and not isinstance(given, bool):
+        given = str(given)
+    if isinstance(given, str) and given.strip() in exercises():
+        return given.strip()
+    name = getattr(fn if callable(fn) else given, "__name__", "")
+    return next((i for i, e in exercises().items() if e.function == name), "N.M")
+
+
+def shown(value) -> str:
+    """A value as a call shows it: a function by its name (your_function for a lambda), any
+    other value by its short repr."""
+    if callable(value):
+        name = getattr(value, "__name__", "")
+        return name if name.isidentifier() else "your_function"
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
 def swapped(fn, exercise_id, say: dict) -> str:
     """The line for check(fn, "2.1"), or check(fn): the call as written, and as it should be,
     with the exercise whose function has fn's name where the call gives no number."""
-    name = getattr(fn, "__name__", "")
-    name = name if name.isidentifier() else "your_function"            # not a lambda's
+    name = shown(fn)
     written = f"check({name}" + (")" if exercise_id is None else f", {exercise_id!r})")
-    if exercise_id is None or isinstance(exercise_id, bool) \
-            or not isinstance(exercise_id, (str, int, float)):
-        exercise_id = next((i for i, e in exercises().items() if e.function == name), "N.M")
-    return say["swapped"].format(written=written, id=exercise_id, name=name)
+    return say["swapped"].format(written=written, id=likely_id(exercise_id, fn), name=name)
 
 
 def show(result: Result, lang: str) -> None:
@@ -137,10 +162,12 @@ def show(result: Result, lang: str) -> None:
 
 
 def grading_report(ids: list[str]) -> dict[str, dict]:
-    """For the grader: the last result of each exercise of `ids` checked in this process, its
-    status and its line in every language; "not run" for one that no check reached."""
+    """For the grader: the last result of each exercise of `ids` (those its checks name in the
+    notebook's text) and of the chapters of every check this process ran (in a loop, under
+    another name), its status and its line in every language; "not run" for one that no check
+    reached."""
     return {i: {"status": CHECKED[i].status, **CHECKED[i].messages} if i in CHECKED
-            else {"status": "not run"} for i in ids}
+            else {"status": "not run"} for i in graded_ids([*ids, *CHECKED])}
 
 
 check = checker("en")

@@ -38,7 +38,7 @@ from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
 from annotated.exercises import graded_ids, nearest_ids
 from annotated.exercises.messages import MESSAGES
-from annotated.exercises.notebook import NotANotebook, checks, read
+from annotated.exercises.notebook import NotANotebook, checks, mentions_check, read
 
 PROJECT = Path(__file__).resolve().parents[2]        # the folder that holds annotated/
 MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"}
@@ -237,14 +237,18 @@ def grade(notebook: Path, args) -> dict:
         return row
     called = checks(nb)
     ids = graded_ids(called)
-    if not ids:
+    if not ids and (called or not mentions_check(nb)):
         row["note"] = (say["unknown_id"].format(id=next(iter(called)),
                                                 known=nearest_ids(next(iter(called))))
                        if called else say["no_exercises"])
         return row
     report = execute(notebook, args)
-    row["total"] = len(ids)
+    row["total"] = len(report.get("results") or ids)
     row["errors"] = report.get("errors", [])
+    if report.get("results") == {}:              # it names check, but ran none of the book's
+        row["note"] = say["notes_sep"].join(filter(None, [say["no_exercises"],
+                                                          cell_note(row["errors"], args, say)]))
+        return row
     if report.get("results") is None:
         what, detail = report["problem"]
         row["note"] = say["notes_sep"].join(filter(None, [
@@ -319,16 +323,22 @@ def padded(text: str, columns: int) -> str:
     return text + " " * (columns - width(text))
 
 
+def visible(text: str) -> str:
+    """`text` on one line of the table: a control character in a file's name (a newline, a
+    terminal escape) written as Python writes it in a string (\\n, \\x1b), never sent raw."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in text)
+
+
 def table(rows: list[dict], lang: str) -> str:
     """The rows as a text table: notebook, passed, each exercise's mark, the note."""
     say = MESSAGES[lang]
     passed = [say["graded"].format(passed=r["passed"], total=r["total"]) if r["graded"] else "-"
               for r in rows]
-    names, counts = (max(map(width, column)) for column in ([r["notebook"] for r in rows], passed))
+    notebooks = [visible(r["notebook"]) for r in rows]
+    names, counts = (max(map(width, column)) for column in (notebooks, passed))
     lines = []
-    for r, count in zip(rows, passed):
+    for r, notebook, count in zip(rows, notebooks, passed):
         marks = "  ".join(f"{i} {MARKS[e['status']]}" for i, e in r["exercises"].items())
-        lines.append("  ".join(part for part in (padded(r["notebook"], names),
-                                                 padded(count, counts), marks, r["note"] or "")
-                               if part).rstrip())
+        lines.append("  ".join(part for part in (padded(notebook, names), padded(count, counts),
+                                                 marks, visible(r["note"] or "")) if part).rstrip())
     return "\n".join(lines + [say["legend"]])

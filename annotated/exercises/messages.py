@@ -67,6 +67,8 @@ MESSAGES = {
         "not_utf8": "not UTF-8 text (line {line}), as a notebook is: open it in Jupyter and "
                     "save it, or convert it (iconv -f {encoding} -t utf-8 FILE > NEW.ipynb)",
         "not_json": "not JSON ({detail})",
+        "empty_file": "an empty file, not a notebook: it may not have been saved; save the "
+                      "notebook in Jupyter and hand it in again",
         "no_cells": "JSON without the 'cells' and 'nbformat' that a notebook has",
         "old_nbformat": "a notebook of format {detail}, older than the format 4 this book "
                         "reads: open it in Jupyter and save it, or convert it (jupyter "
@@ -84,8 +86,10 @@ MESSAGES = {
                         "cell)",
         "unknown_id": "`check(\"{id}\", ...)` names no exercise of this book (its numbers "
                       "nearest: {known}); correct the number",
-        "id_as_text": "`check({id}, ...)`: give the exercise's number as text, in quotes: "
+        "id_as_text": "`check({given}, ...)`: give the exercise's number as text, in quotes: "
                       "`check(\"{id}\", ...)`",
+        "usage": "`check` takes two things: the exercise's number, in quotes, then your "
+                 "function: `check(\"{id}\", {name})`",
         "needs_fn": "`check(\"{id}\")` needs your function too: "
                     "`check(\"{id}\", your_function)`",
         "swapped": "`{written}`: the exercise's number comes first, in quotes, then your "
@@ -138,6 +142,7 @@ MESSAGES = {
         "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）",
         "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
         "not_json": "不是 JSON（{detail}）",
+        "empty_file": "这是一个空文件，不是笔记本：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
         "no_cells": "是 JSON，但没有笔记本应有的 `cells` 和 `nbformat`",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
                         "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",
@@ -149,7 +154,8 @@ MESSAGES = {
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
         "unknown_id": "`check(\"{id}\", ...)` 不是本书的练习编号（相近的编号：{known}）；请改正编号",
-        "id_as_text": "`check({id}, ...)`：练习编号要写成带引号的文本：`check(\"{id}\", ...)`",
+        "id_as_text": "`check({given}, ...)`：练习编号要写成带引号的文本：`check(\"{id}\", ...)`",
+        "usage": "`check` 要两样东西：先是带引号的练习编号，再是你的函数：`check(\"{id}\", {name})`",
         "needs_fn": "`check(\"{id}\")` 还需要你的函数：`check(\"{id}\", your_function)`",
         "swapped": "`{written}`：练习编号在前，写成带引号的文本，你的函数在后：`check(\"{id}\", {name})`",
         "notes_sep": "；",

@@ -44,10 +44,12 @@ class NotANotebook(ValueError):
 def read(path) -> nbformat.NotebookNode:
     """A notebook file, read and validated by nbformat (which raises if it is not a notebook),
     without nbformat's warning about cells that have no id: older tools write none, and a
-    student's notebook is graded all the same. A file that is not JSON, not a notebook, or a
-    notebook of a format before 4 is a NotANotebook saying so."""
+    student's notebook is graded all the same. A file that is empty, not JSON, not a notebook,
+    or a notebook of a format before 4 is a NotANotebook saying so."""
     with open(path, encoding="utf-8-sig") as f:        # a byte-order mark some editors add
         text = f.read()
+    if not text.strip():
+        raise NotANotebook("empty_file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -78,6 +80,13 @@ def listed(nb: dict) -> list[Listed]:
         for match in HEADING.finditer(source(cell)):
             found.append(Listed(f"{match[2]}.{match[3]}", match[4].strip(), match[5], i))
     return found
+
+
+def mentions_check(nb: dict) -> bool:
+    """Whether the notebook's code names `check` at all: a check called in a loop, or under
+    another name, is found only when the notebook runs."""
+    return any(cell["cell_type"] == "code" and re.search(r"\bcheck\b", source(cell))
+               for cell in nb["cells"])
 
 
 def checks(nb: dict) -> dict[str, str]:
