@@ -193,8 +193,10 @@ def publish(site: Path, out: Path, before: dict[str, str]) -> None:
 
 def swap(site: Path, out: Path, new: list[str], old: list[str], listing: Path) -> None:
     """Move the `old` files of `out` and its manifest aside, the `new` ones of `site` in, then
-    the new manifest, `listing`: all or nothing. A failure or a stop puts everything back."""
-    aside = out / f"{ASIDE}{secrets.token_hex(4)}"
+    the new manifest, `listing`: all or nothing. A failure or a stop puts everything back; a
+    stop that arrives after the last move takes effect once the site is published, and says
+    so."""
+    aside, published = out / f"{ASIDE}{secrets.token_hex(4)}", False
     try:
         with all_or_nothing() as moves:
             for name in old + ([MANIFEST] if os.path.lexists(out / MANIFEST) else []):
@@ -203,6 +205,11 @@ def swap(site: Path, out: Path, new: list[str], old: list[str], listing: Path) -
             for name in new:
                 moves.move(site / name, out / name)
             moves.move(listing, out / MANIFEST)
+            published = True
+    except KeyboardInterrupt as stop:           # held until the moves were done, or undone
+        stop.add_note(f"the new site was published whole in {out} before the stop took effect"
+                      if published else f"the site in {out} is as it was")
+        raise
     except OSError as e:
         why = f"{e.filename}: {e.strerror}" if e.filename else e
         raise DataError(f"moving the new site into {out} failed ({why}); the site that was "

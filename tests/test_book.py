@@ -677,7 +677,9 @@ def build_main(args):
     return 0
 
 def replace(source, target, real=os.replace, sent=[]):
-    if moment == "swap" and ".book-old-" in str(target) and not sent:
+    last = str(target) == os.path.join(out, ".book-files")        # the last move: the manifest
+    if (moment == "swap" and ".book-old-" in str(target) or moment == "published" and last) \
+            and not sent:
         print("sent at the swap", flush=True)
         sent.append(signum)
         os.kill(os.getpid(), signum)
@@ -691,14 +693,16 @@ main(["build", "--out", out])
 
 
 @pytest.mark.parametrize("signum, moment", [(signal.SIGTERM, "sphinx"), (signal.SIGTERM, "swap"),
-                                            (signal.SIGHUP, "swap"), (signal.SIGHUP, "swallowed")])
+                                            (signal.SIGHUP, "swap"), (signal.SIGHUP, "swallowed"),
+                                            (signal.SIGTERM, "published")])
 def test_sigterm_or_sighup_leaves_the_old_site_and_no_temporary_folder(tmp_path, fake_sphinx,
                                                                      moment, signum):
     """A build stopped by SIGTERM or SIGHUP (from `timeout`, a service manager, a closed
     terminal), even while its swap moves the old files aside, or while a part of Sphinx that
     swallows it runs: it ends at once as interrupted, with the signal's own exit status and no
     other line; the old site is there as it was, and no temporary folder is left beside the
-    output folder or inside it."""
+    output folder or inside it. A stop during the last move lands once the new site is
+    published whole, and the line says so."""
     build, site = fake_sphinx
     out = tmp_path / "site"
     site["pages"] = ["index.html", "01.html", "_static/a.css"]
@@ -709,10 +713,17 @@ def test_sigterm_or_sighup_leaves_the_old_site_and_no_temporary_folder(tmp_path,
                            moment, "index.html", "02.html", "_static/b/c.css"],
                           cwd=ROOT, capture_output=True, text=True, timeout=100)
     name = signal.Signals(signum).name
+    note = {"swap": f"; the site in {out} is as it was",
+            "published": f"; the new site was published whole in {out} before the stop took "
+                         f"effect"}.get(moment, "")
     assert (done.returncode, done.stderr.splitlines()) == (
-        128 + signum, [f"interrupted by {name}"]), done.stderr
-    assert ("sent at the swap" in done.stdout) == (moment == "swap")
-    assert tree(tmp_path) == before
+        128 + signum, [f"interrupted by {name}{note}"]), done.stderr
+    assert ("sent at the swap" in done.stdout) == (moment in ("swap", "published"))
+    if moment == "published":
+        assert (out / "02.html").exists() and not (out / "01.html").exists()
+        assert not [p for p in tmp_path.rglob(".book-*") if p.name != ".book-files"]
+    else:
+        assert tree(tmp_path) == before
 
 
 def test_the_old_files_of_a_killed_swap_are_named_before_any_change(tmp_path, fake_sphinx):
