@@ -16,6 +16,7 @@ stdout holds only translations). A copy-task checkpoint reads its symbols as num
 by spaces: `echo "4 9 5" | ...` prints `4 9 5`. The code is annotated.inference.
 """
 import gzip
+import os
 import re
 import sys
 from pathlib import Path
@@ -166,14 +167,28 @@ def check_references(lines: list[str], refs: list[str], source, ref, config) -> 
 
 def refuse_other_side(source, out_path) -> None:
     """Refuse an --out that holds a file named like the other side of the input's parallel
-    corpus: the translations would replace what may be its references."""
+    corpus, under its own name or another (a hard link in the input's folder, which a write
+    goes through): the translations would replace what may be its references."""
     if source is None or out_path is None or not Path(out_path).is_file() \
-            or Path(out_path).stat().st_size == 0 or not named_as_other_side(source, out_path):
+            or Path(out_path).stat().st_size == 0:
         return
-    raise DataError(f"--out {out_path} is named like the other side of {source}'s corpus (the "
-                    f"same path but the language code): the translations would replace what "
-                    f"may be its references; give another --out, or delete {out_path} first "
-                    f"if it is an earlier translation")
+    named = next((p for p in names_of(Path(out_path), Path(source).parent)
+                  if named_as_other_side(source, p)), None)
+    if named is None:
+        return
+    also = "" if named == Path(out_path) else f" is another name (a hard link) of {named}, which"
+    raise DataError(f"--out {out_path}{also} is named like the other side of {source}'s corpus "
+                    f"(the same path but the language code): the translations would replace "
+                    f"what may be its references; give another --out, or delete {out_path} "
+                    f"first if it is an earlier translation")
+
+
+def names_of(file: Path, folder: Path) -> list[Path]:
+    """`file`, then its other names in `folder` (hard links to it) if it has any."""
+    if file.stat().st_nlink == 1 or not folder.is_dir():
+        return [file]
+    return [file, *sorted(p for p in folder.iterdir() if p.is_file() and p != file
+                          and os.path.samefile(p, file))]
 
 
 def named_as_other_side(source, out_path) -> bool:
