@@ -19,8 +19,8 @@ from annotated.base.errors import CheckpointError
 from annotated.base.files import check_output
 from annotated.base.settings import at_least
 from annotated.configs import option
-from annotated.store.checkpoint_file import (NAME, atomic_save, average, checkpoints, half,
-                                             header, not_a_checkpoint, step_in_name,
+from annotated.store.checkpoint_file import (FORMAT, NAME, atomic_save, average, checkpoints,
+                                             half, header, not_a_checkpoint, step_in_name,
                                              verify)
 from annotated.training.run_dir import check_one_run, misnamed
 
@@ -47,8 +47,11 @@ def _average_inputs(args) -> list[Path]:
     check_one_run(args.paths[0])          # the newest by name are the newest by step
     found = checkpoints(args.paths[0])
     if len(found) < args.last:
-        raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoints, "
-                              f"fewer than --last {args.last}")
+        fix = (f"give --last {len(found)} or fewer, or train the run longer" if found else
+               "train a run there first, or give the run folder that holds its checkpoints")
+        raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoint"
+                              f"{'' if len(found) == 1 else 's'}, fewer than --last "
+                              f"{args.last}; {fix}")
     return found[-args.last:]
 
 
@@ -71,7 +74,7 @@ def _check_out(out, paths, example: str) -> None:
                                   f"folder's .lock is not a checkpoint's place; choose another "
                                   f"name, e.g. {example}")
     if target.is_file() and target.stat().st_size:
-        if holds := not_a_checkpoint(target):
+        if holds := not_a_checkpoint(target) or foreign(target):
             raise CheckpointError(f"refusing to write {out}: that file {holds}, not a "
                                   f"checkpoint, and the checkpoint would replace it; choose "
                                   f"another name, e.g. {example}")
@@ -121,6 +124,17 @@ def _training_step_in(path: Path) -> int | None:
     except Exception:                    # damaged or foreign: refused or named elsewhere
         return None
     return saved.get("step") if saved.get("training") is not None else None
+
+
+def foreign(path: Path) -> str | None:
+    """What a zip archive holds when it is not one of this project's checkpoints, or None."""
+    try:
+        saved = header(path)
+    except Exception:
+        return "holds a zip archive torch cannot read (NumPy's .npz is one)"
+    if not isinstance(saved, dict) or saved.get("format") != FORMAT:
+        return "holds what other code saved with torch.save"
+    return None
 
 
 def _runs_of(path: Path) -> set[str]:

@@ -27,11 +27,12 @@ from annotated.base.cli import (ArgumentParser, command, first_line, number, out
                                 out_of_memory, path, say_error, unwritable_on_stdout)
 from annotated.base.errors import DataError
 from annotated.base.files import (atomic_open, check_aligned, check_output, not_lines_of_text,
-                                  not_text_to_replace, read_lines)
+                                  not_text_to_replace, read_lines, std_stream)
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import option
-from annotated.data.languages import THREE_LETTER_CODES, WORD_SETS, guess_spaced_language
+from annotated.data.languages import (LANGUAGE_NAMES, THREE_LETTER_CODES, WORD_SETS,
+                                      guess_spaced_language)
 from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import report
@@ -192,21 +193,33 @@ def names_of(file: Path, folder: Path) -> list[Path]:
 
 
 def named_as_other_side(source, out_path) -> bool:
-    """Whether the two paths differ only in language codes, of two letters or three: test.en
-    and test.de, news-en.txt and news-de.txt, en/test.txt and de/test.txt, test.eng and
-    test.deu."""
+    """Whether the two paths differ only in words that name a language (a code of two letters
+    or three, or its English name) or a side (src beside ref): test.en and test.de,
+    news-en.txt and news-de.txt, en/test.txt and de/test.txt, test.eng and test.deu,
+    test2016.en and test2016.German, test.src and test.ref, news-src.en and news-ref.de."""
     words = [re.split(r"[./_\\-]+", str(Path(p).resolve()).removesuffix(".gz"))
              for p in (source, out_path)]
     differ = [pair for pair in zip(*words) if pair[0] != pair[1]]
     return len(words[0]) == len(words[1]) and bool(differ) and all(
-        re.fullmatch(r"[A-Za-z]{2}", word) or word.lower() in THREE_LETTER_CODES
-        for pair in differ for word in pair)
+        all(names_a_language(word) for word in pair)
+        or (pair[0].lower() in SOURCE_WORDS and pair[1].lower() in REFERENCE_WORDS)
+        for pair in differ)
+
+
+SOURCE_WORDS = {"src", "source", "input"}
+REFERENCE_WORDS = {"ref", "refs", "reference", "references", "tgt", "target"}
+
+
+def names_a_language(word: str) -> bool:
+    return bool(re.fullmatch(r"[A-Za-z]{2}", word)) or word.lower() in THREE_LETTER_CODES \
+        or word.lower() in LANGUAGE_NAMES
 
 
 def note_replaced(out_path, n: int) -> None:
     """Say so when --out holds a file that is not a translation of these n lines (another
     number of lines): the translations replace it, as the user asked, but perhaps not meant."""
-    if out_path is None or not Path(out_path).is_file() or Path(out_path).stat().st_size == 0:
+    if out_path is None or not Path(out_path).is_file() or Path(out_path).stat().st_size == 0 \
+            or std_stream(Path(out_path)) is not None:        # `--out /dev/stdout >> log`
         return
     try:
         held = sum(1 for _ in read_lines(out_path))

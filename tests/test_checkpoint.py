@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -182,7 +183,7 @@ def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
     assert stored["src_embed.lut.weight"].data_ptr() == stored["generator.weight"].data_ptr()
     with pytest.raises(SystemExit):
         checkpoint_command.main(["average", "--out", str(out), "--last", "5", str(tmp_path)])
-    says(capsys.readouterr().err.strip(), str(tmp_path), "3 checkpoints", "--last 5")
+    says(capsys.readouterr().err.strip(), str(tmp_path), "3 checkpoints", "--last 5", "--last 3 or fewer")
 
 
 def test_half_stores_float16_weights_that_load_as_float32_and_compute_alike(tmp_path, capsys):
@@ -275,3 +276,21 @@ def test_ctrl_c_during_a_checkpoint_write_waits_for_the_whole_file(tmp_path, mon
     assert checkpoint_file.header(path)["step"] == 1      # whole and in place
     assert checkpoint_file.SEAL in path.read_bytes()[-200:]     # sealed
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+@pytest.mark.parametrize("kind", ["npz", "torch.save"])
+def test_an_out_that_holds_another_programs_archive_is_named_as_what_it_is(kind, tmp_path,
+                                                                           capsys):
+    import numpy as np
+    out = tmp_path / ("a.npz" if kind == "npz" else "weights.pt")
+    if kind == "npz":
+        np.savez(out, x=np.ones(3))
+    else:
+        torch.save({"w": torch.ones(3)}, out)
+    before = out.read_bytes()
+    with pytest.raises(SystemExit):
+        checkpoint_command.main(["average", "--out", str(out), str(
+            Path(__file__).resolve().parent.parent / "annotated/pretrained/multi30k_en_de.pt")])
+    says(capsys.readouterr().err.strip(), str(out), "npz" if kind == "npz" else "torch.save",
+         "not a checkpoint", "another name")
+    assert out.read_bytes() == before

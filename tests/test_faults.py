@@ -179,6 +179,15 @@ def test_any_changed_byte_in_a_checkpoint_is_detected(tmp_path):
     assert checkpoint_file.load(path)["step"] == 1
 
 
+def test_a_checkpoint_saved_again_by_torch_save_is_told_as_such(tmp_path):
+    path = save(tmp_path / "c.pt")
+    torch.save(torch.load(path, weights_only=True), tmp_path / "resaved.pt")
+    with pytest.raises(CheckpointError) as refused:
+        checkpoint_file.load(tmp_path / "resaved.pt")
+    says(str(refused.value), str(tmp_path / "resaved.pt"), "seal", "saved again", "torch.save",
+         "atomic_save")
+
+
 def test_damaged_checkpoint_is_refused_naming_the_one_to_use_instead(tmp_path):
     first, second, third = run_dir(tmp_path)
     damage(third, os.path.getsize(third) // 2)       # inside the weights: torch.load is silent
@@ -404,7 +413,7 @@ def test_average_refuses_different_configs_even_when_told(tmp_path, capsys):
     b = save(tmp_path / "b.pt", config=CONFIG.override(N=2), run_id=checkpoint_file.load(a)["run_id"])
     exits_with_error(checkpoint_command.main, ["average", "--allow-different-runs", "--out",
                                        str(tmp_path / "avg.pt"), str(a), str(b)])
-    says(error_line(capsys), str(b), "different config", str(a), "N 1 vs 2")
+    says(error_line(capsys), str(b), "different config", str(a), "N 2 vs 1", "leave one of them out")
 
 
 def test_average_refuses_different_tokenizers_even_when_told(tmp_path, capsys):

@@ -70,6 +70,7 @@ def test_an_output_that_stdout_or_stderr_already_writes_is_appended_to_not_repla
     assert done.returncode == 0, done.stderr
     text = (tmp_path / log).read_text()
     assert text.startswith("my notes\n") and "Hund" in text
+    assert b"replace" not in done.stderr, done.stderr          # nothing is replaced: no note
 
 
 @pytest.mark.slow
@@ -556,7 +557,9 @@ def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, 
     ("test.en", "test.de", True), ("test.en", "test.de.gz", True),
     ("news.en.txt", "news.de.txt", True), ("test-en.txt", "test-de.txt", True),
     ("en/test.txt", "de/test.txt", True), ("test.eng", "test.deu", True),
-    ("test.en", "hyp.de", False), ("src.eng", "hyp.deu", False),
+    ("test2016.en", "test2016.German", True), ("test.src", "test.ref", True),
+    ("newstest2014-ende-src.en", "newstest2014-ende-ref.de", True),
+    ("test.en", "hyp.de", False), ("src.eng", "hyp.deu", False), ("test.src", "hyp.txt", False),
     ("test.en", "test.de.hyp", False)])
 def test_an_output_named_like_the_references_of_the_input_is_refused(tmp_path, capsys, source,
                                                                      out, refused):

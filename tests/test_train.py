@@ -253,6 +253,27 @@ def test_a_non_finite_loss_stops_the_run_naming_the_checkpoint_that_made_it(tmp_
     assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
 
 
+# The training losses of a copy run (seed=2) as it learns: one batch in a few is far easier
+# than the rest (0.39 among losses near 1.5).
+NOISY_COPY_LOSSES = [
+    2.12, 2.09, 2.09, 2.04, 2.01, 2.0, 2.02, 1.98, 1.96, 2.0, 1.98, 1.91, 1.97, 1.94, 1.83, 1.87,
+    1.86, 1.4, 1.96, 1.96, 1.88, 1.75, 1.89, 1.84, 1.61, 1.69, 1.73, 1.24, 1.82, 1.77, 1.65, 1.54,
+    1.17, 1.78, 1.6, 1.68, 1.5, 1.62, 1.23, 0.78, 0.39, 1.47, 1.87, 1.51, 1.46, 1.15, 1.44, 1.51,
+    0.97, 0.79, 1.37, 1.04, 1.3, 0.99, 1.32, 0.79, 0.55, 1.33, 1.06, 0.33, 1.35, 0.6, 1.16, 0.75]
+
+
+def test_a_lucky_batch_among_noisy_losses_is_no_divergence(tmp_path):
+    from annotated.training.divergence import LossWatch
+    watch = LossWatch(vocab_size=11)
+    for step, loss in enumerate(NOISY_COPY_LOSSES, start=1):
+        watch.check(loss, step, tmp_path)                     # raises Diverged if it stops
+    from annotated.base.errors import Diverged
+    with pytest.raises(Diverged) as stopped:                  # a real jump still stops it
+        for step, loss in enumerate([3.0, 3.1, 3.2], start=len(NOISY_COPY_LOSSES) + 1):
+            watch.check(loss, step, tmp_path)
+    says(str(stopped.value), "3 steps in a row", "10th percentile", "diverged")
+
+
 def test_a_diverging_run_stops_in_one_line_before_its_checkpoints_go_bad(tmp_path, capsys):
     """lr_factor=1000: the loss grows large but finite; the run stops on it (not on an
     OverflowError from the perplexity), and the checkpoint from before it is kept."""

@@ -2,6 +2,7 @@
 clear errors for bad checkpoints, and BLEU on hand-computable examples."""
 import io
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -259,6 +260,8 @@ def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys
     assert out[-2].startswith("sacreBLEU (cased): ") and out[-1].startswith("lowercased BLEU: ")
     assert all("the baseline scores as well or better on 0.0% of 1,000 resampled test sets of "
                "200 sentences" in line for line in out[-2:])
+    assert all(re.search(r": \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\] against the baseline's "
+                         r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\];", line) for line in out[-2:]), out
     with pytest.raises(SystemExit):
         evaluate_main(["--hyp", str(tmp_path / "good"), "--ref", str(tmp_path / "ref"),
                        "--baseline", str(tmp_path / "short")])

@@ -33,6 +33,13 @@ ara ben bul cat ces chi cze dan deu dut ell eng est eus fas fin fra fre ger gle 
 hrv hun ind isl ita jpn kor lav lit may msa mlt nld nob nor per pol por ron rum rus slk slo slv
 spa srp swa swe tam tel tha tur ukr urd vie zho""".split())
 
+# The English names of common languages, as file names spell them (test2016.German).
+LANGUAGE_NAMES = frozenset("""
+arabic bengali bulgarian catalan chinese czech danish dutch english estonian finnish french
+german greek hebrew hindi hungarian icelandic indonesian italian japanese korean latvian
+lithuanian norwegian persian polish portuguese romanian russian slovak slovenian spanish
+swedish thai turkish ukrainian urdu vietnamese""".split())
+
 
 def guess_spaced_language(lines, sample: int = 200) -> str | None:
     """Which of COMMON_WORDS's languages text written with spaces is in, from the share of its

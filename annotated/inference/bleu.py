@@ -199,8 +199,11 @@ def middle_95(values: np.ndarray) -> tuple[float, float]:
 def describe_paired(result: dict, metric: str) -> str:
     """One line: both scores with their 95% intervals, the difference and how often it flips."""
     lo, hi = result["difference_interval"]
-    return (f"{metric}: {result['bleu']} {list(result['interval'])} against the baseline's "
-            f"{result['baseline_bleu']} {list(result['baseline_interval'])}; difference "
+
+    def scored(score, interval) -> str:              # two decimals, as every score is shown
+        return f"{score:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+    return (f"{metric}: {scored(result['bleu'], result['interval'])} against the baseline's "
+            f"{scored(result['baseline_bleu'], result['baseline_interval'])}; difference "
             f"{result['difference']:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}]; the baseline "
             f"scores as well or better on {result['p']:.1%} of {result['samples']:,} resampled "
             f"test sets of {result['sentences']:,} sentences")

@@ -280,8 +280,15 @@ def _read(path: Path, device) -> dict:
         raise _Damaged(unreadable(path, e)) from e
     _check_format(payload, path)
     if not sealed:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 2 * SEAL_SIZE))
+            resaved = SEAL not in f.read()      # whole to torch, and no seal begun at its end
         raise _Damaged(f"checkpoint {path} is corrupt or truncated (it lacks the sha256 seal "
-                       f"every checkpoint ends with); {DAMAGED}")
+                       f"every checkpoint ends with)" + (
+                           "; or it was saved again by other code (torch.save writes no seal): "
+                           "use the file annotated.train or annotated.checkpoint wrote, or "
+                           "save it with annotated.store.checkpoint_file.atomic_save"
+                           if resaved else f"; {DAMAGED}"))
     missing = {"config", "model", "tokenizer", "step", "training", "run_id"} - set(payload)
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
@@ -445,16 +452,17 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
     tokenizers, and, unless allow_different_runs, checkpoints of different runs."""
     first, config = payloads[0], payloads[0]["config"]
     for p, other in zip(paths[1:], payloads[1:]):
-        differ = [f"{k} {config.get(k)} vs {other['config'].get(k)}" for k in SHAPE
+        differ = [f"{k} {other['config'].get(k)} vs {config.get(k)}" for k in SHAPE
                   if other["config"].get(k) != config.get(k)]
+        same_model = "; only checkpoints of one model can be averaged: leave one of them out"
         if differ:
             raise CheckpointError(f"{p} has a different config from {paths[0]} "
-                                  f"({', '.join(differ)})")
+                                  f"({', '.join(differ)}){same_model}")
         shapes = {k: tuple(v.shape) for k, v in other["model"].items()}
         if shapes != {k: tuple(v.shape) for k, v in first["model"].items()}:
-            raise CheckpointError(f"{p} holds a different model from {paths[0]}")
+            raise CheckpointError(f"{p} holds a different model from {paths[0]}{same_model}")
         if other["tokenizer"] != first["tokenizer"]:
-            raise CheckpointError(f"{p} has a different tokenizer from {paths[0]}")
+            raise CheckpointError(f"{p} has a different tokenizer from {paths[0]}{same_model}")
         kinds = [{str(v.dtype) for v in q["model"].values() if v.is_floating_point()}
                  for q in (first, other)]
         if kinds[0] != kinds[1]:

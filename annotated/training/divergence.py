@@ -14,7 +14,8 @@ from annotated.store import checkpoint_file
 
 DIVERGED = 3.0            # a training loss above DIVERGED * ln V has diverged
 RECENT = 50               # steps whose losses the jump test compares with
-JUMP = 2.0                # a loss above JUMP x the best of them, and JUMP_NATS above it, has
+LOW = 0.1                 # the share of them below their "low": the 10th percentile
+JUMP = 2.0                # a loss above JUMP x their low, and JUMP_NATS above it, has
 JUMP_NATS = 1.0           # jumped; JUMP_STEPS jumps in a row are divergence (a single spike
 JUMP_STEPS = 3            # that the next step recovers from passes)
 HISTORY = 3               # losses the jump test needs before it applies
@@ -30,10 +31,12 @@ class LossWatch:
     there. The run has diverged when a loss is not finite or above DIVERGED ln V (or, for a
     model that starts above it, JUMP times its first loss) at once, or when, once HISTORY
     losses have passed, JUMP_STEPS losses in a row lie above both JUMP times
-    the best recent loss and that loss plus JUMP_NATS. Measured from the best loss, not the
-    mean, a slow climb cannot raise its own threshold as it goes; it is caught long before the
-    absolute bound, while the checkpoints before it are still good, and a lone spike that the
-    next step recovers from passes. The first loss, the recent losses and the last good
+    the recent losses' low (their 10th percentile) and that low plus JUMP_NATS. Measured from
+    the low, not the mean, a slow climb cannot raise its own threshold as it goes; it is
+    caught long before the absolute bound, while the checkpoints before it are still good.
+    Not from the very best: one lucky batch (short sentences, on a task as easy as copying)
+    would set a threshold the ordinary batches lie above. A lone spike that the next step
+    recovers from passes. The first loss, the recent losses and the last good
     checkpoint's name travel in checkpoints (annotated.training.state), so a resumed run
     judges its first steps as the uninterrupted run would."""
 
@@ -53,9 +56,10 @@ class LossWatch:
         """The loss above which a step counts as a jump, and what sets it."""
         if len(self.recent) < HISTORY:
             return self.bound, f"{DIVERGED:g} ln V"
-        best = min(self.recent)
-        return min(self.bound, max(JUMP * best, best + JUMP_NATS)), (
-            f"a jump from the best of the last {len(self.recent)} steps' losses, {best:.3f}")
+        low = sorted(self.recent)[int(LOW * (len(self.recent) - 1))]
+        return min(self.bound, max(JUMP * low, low + JUMP_NATS)), (
+            f"a jump from the low, the 10th percentile, of the last {len(self.recent)} steps' "
+            f"losses, {low:.3f}")
 
     def check(self, loss: float, step: int, run_dir) -> None:
         """Pass `loss` (step `step`'s), or raise Diverged naming the last good checkpoint."""
@@ -69,8 +73,8 @@ class LossWatch:
         if loss > limit:                               # not a good loss: nothing confirmed
             self.jumps += 1
             if self.jumps >= JUMP_STEPS:
-                self._stop(f"step {step}: training loss is {loss:.4g}, the {JUMP_STEPS}th step "
-                           f"in a row above {limit:.3g} ({what})", run_dir)
+                self._stop(f"step {step}: training loss is {loss:.4g}, above {limit:.3g} "
+                           f"{JUMP_STEPS} steps in a row ({what})", run_dir)
             return
         self.jumps = 0
         self.recent.append(loss)
