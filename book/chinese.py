@@ -6,6 +6,7 @@ once per page, never in a heading. `python -m book translations` prints `problem
 import ast
 import re
 
+from annotated.base.errors import DataError
 from book import i18n
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -98,11 +99,25 @@ def chinese_texts() -> list[tuple[str, int, str]]:
 
 
 def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
-    """(English, rendering, variants) of each row of book/zh/terms.md."""
-    rows = [line.split(" | ") for line in TERMS.read_text(encoding="utf-8").split("\n")
-            if line.startswith("| ") and not line.startswith(("| English", "|---"))]
-    return [(en.strip("| "), zh, [re.compile(v, re.ASCII) for v in
-                                  re.findall(r"`([^`]+)`", variants)]) for en, zh, variants in rows]
+    """(English, rendering, variants) of each row of book/zh/terms.md; a row that is not one
+    of three cells, or a git conflict marker, is a DataError naming its line."""
+    rows = []
+    for number, line in enumerate(TERMS.read_text(encoding="utf-8").split("\n"), 1):
+        where = f"{TERMS.relative_to(i18n.ROOT)}:{number}"
+        if i18n.CONFLICT.match(line):
+            raise DataError(f"{where}: a git conflict marker ({line[:40]!r}): a merge left two "
+                            f"versions here; keep one, delete the marker lines, then run "
+                            f"python -m book translations again")
+        if not line.startswith("| ") or line.startswith(("| English", "|---")):
+            continue
+        cells = line.split(" | ")
+        if len(cells) != 3 or not line.rstrip().endswith("|"):
+            raise DataError(f"{where}: {line[:60]!r} is not a row of three cells: write "
+                            f"'| English | 中文 | `variants` |' (the last cell may be empty)")
+        en, zh, variants = cells
+        rows.append((en.strip("| "), zh, [re.compile(v, re.ASCII) for v in
+                                           re.findall(r"`([^`]+)`", variants)]))
+    return rows
 
 
 def english_glosses(texts):

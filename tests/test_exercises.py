@@ -433,6 +433,21 @@ def test_a_forbidden_function_imported_under_another_name_is_still_refused():
          "torch._softmax", "do without")
 
 
+@pytest.mark.parametrize("exercise, call", [
+    ("1.2", lambda x: torch.ops.aten._softmax(x, -1, False)),
+    ("1.2", lambda x: torch.ops.aten.softmax.int(x, -1)),
+    ("1.2", lambda x: torch.ops.aten._log_softmax.default(x, -1, False).exp()),
+    ("1.1", lambda q, k, v, mask=None: (
+        torch.ops.aten.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+        (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).masked_fill(
+            ~mask if mask is not None else torch.zeros((), dtype=torch.bool), float("-inf"))
+        .softmax(-1)))])
+def test_a_forbidden_operator_called_through_torch_ops_is_named(exercise, call):
+    result = run(EXERCISES[exercise], call)
+    assert result.status == "failed"
+    says(result.message(), "torch.ops.aten.", "do without")
+
+
 class UnprintableError(Exception):
     def __str__(self):
         raise RuntimeError("no text")
@@ -474,7 +489,7 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
     says(str(error.value), '"9.99"', "9.1, 9.2, 9.3")
     with pytest.raises(ValueError) as error:
         result_of("12.1", stub)
-    says(str(error.value), '"12.1"', "1.1 to 9.3")
+    says(str(error.value), '"12.1"', "1.1–9.3")
 
 
 @pytest.mark.parametrize("call, names", [(("9.9", stub), ['"9.9"', "9.1, 9.2, 9.3"]),

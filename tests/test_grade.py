@@ -61,6 +61,8 @@ def graded(tmp_path_factory):
 
 FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1"], ["不是 JSON"]),
          "empty": (b" \n", ["empty", "save"], ["空文件", "保存"]),
+         "format 5": (b'{"nbformat": 5, "nbformat_minor": 0, "cells": [], "metadata": {}}',
+                      ["format is 5", "format 4", "save"], ["格式是 5", "保存"]),
          "a format 3 notebook": (b'{"nbformat": 3, "worksheets": []}',
                                  ["format 3", "format 4", "nbconvert"], ["第 3 版", "nbconvert"]),
          "JSON, not a notebook": (b'{"cells": []}', ["'cells' and 'nbformat'"], ["`cells`"]),
@@ -194,6 +196,8 @@ def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
 def test_checks_called_in_a_loop_or_under_another_name_are_graded(tmp_path):
     """The notebook's text names no exercise: the checks it runs do."""
     mask, key = MASK.rsplit("\n", 1)[0], KEY.rsplit("\n", 1)[0]
+    write(tmp_path, "alias.ipynb", ['from annotated.exercises import checker\nc = checker("zh")',
+                                    "import torch", mask, 'c("2.1", causal_mask)'])
     write(tmp_path, "loop.ipynb", [SETUP, mask, key,
                                    'for number, fn in [("2.1", causal_mask)]:\n'
                                    '    check(number, fn)',
@@ -201,9 +205,10 @@ def test_checks_called_in_a_loop_or_under_another_name_are_graded(tmp_path):
     write(tmp_path, "never.ipynb", [SETUP, mask, "if False:\n    check(x, causal_mask)"])
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
                            str(tmp_path / "loop.ipynb"), str(tmp_path / "never.ipynb"),
-                           "--json"], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=600)
-    loop, never = json.loads(done.stdout)
+                           str(tmp_path / "alias.ipynb"), "--json"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
+    loop, never, alias = json.loads(done.stdout)
+    assert (alias["passed"], alias["total"]) == (1, 3), alias
     assert (loop["passed"], loop["total"]) == (2, 3), loop
     assert statuses(loop) == {"2.1": "passed", "2.2": "passed", "2.3": "not run"}
     assert not never["graded"] and never["total"] == 0
@@ -308,11 +313,14 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     (tmp_path / "other.ipynb").write_text("a notebook not being graded")
     (tmp_path / "week2" / "data").mkdir(parents=True)
     (tmp_path / "week2" / "data" / "answers.txt").write_text("kept in a subfolder")
+    (tmp_path / "a.txt").write_text("A")                     # becomes a folder of that name
     write(tmp_path, "vandal.ipynb", [SETUP, MASK, (
         "import os, shutil\n"
         f"open({str(tmp_path / 'notes.txt')!r}, 'w').write('overwritten')\n"
         f"os.remove({str(tmp_path / 'other.ipynb')!r})\n"
         f"shutil.rmtree({str(tmp_path / 'week2')!r})\n"
+        f"os.remove({str(tmp_path / 'a.txt')!r})\n"
+        f"os.mkdir({str(tmp_path / 'a.txt')!r})\n"
         f"os.chdir({str(tmp_path)!r})\n"
         "open('added.txt', 'w').write('hi')")])
     write(tmp_path, "next.ipynb", [SETUP, MASK])
@@ -324,8 +332,10 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert (tmp_path / "notes.txt").read_text() == "the teacher's notes"
     assert (tmp_path / "other.ipynb").read_text() == "a notebook not being graded"
     assert (tmp_path / "week2" / "data" / "answers.txt").read_text() == "kept in a subfolder"
+    assert (tmp_path / "a.txt").read_text() == "A"
+    assert (tmp_path / "a.txt.found-while-grading").is_dir()
     says(vandal["note"], "notes.txt", "other.ipynb", "answers.txt", "put back", "added.txt",
-         "delete")
+         "delete", "went")
     # what was found in its place is kept, in case another program saved it meanwhile
     assert (tmp_path / "notes.txt.found-while-grading").read_text() == "overwritten"
     says(vandal["note"], "another program", "notes.txt.found-while-grading")

@@ -599,3 +599,22 @@ def test_english_that_changed_only_in_unseen_characters_says_which(copy_of_chapt
 def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
     refused(tmp_path / "start.md", UNITS.replace("\n=== block ===", "\n=== blok"),
             "start.md:7", "'=== blok'", "not a unit header", "=== block ===")
+
+
+@pytest.mark.parametrize("edit, names", [
+    ("| Mask | 掩码", ["not a row of three cells", "| English | 中文 |"]),
+    ("<<<<<<< HEAD\n| Mask | 掩码 |  |\n=======\n| Mask | 遮罩 |  |\n>>>>>>> x",
+     ["conflict marker", "keep one"])])
+def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_path,
+                                                             monkeypatch):
+    from annotated.base.errors import DataError
+    from book import chinese
+    text = chinese.TERMS.read_text(encoding="utf-8")
+    assert "| Mask | 掩码 |  |" in text
+    (tmp_path / "terms.md").write_text(text.replace("| Mask | 掩码 |  |", edit), encoding="utf-8")
+    monkeypatch.setattr(chinese, "TERMS", tmp_path / "terms.md")
+    monkeypatch.setattr(chinese.i18n, "ROOT", tmp_path)
+    with pytest.raises(DataError) as refused:
+        chinese.term_list()
+    line = text.split("| Mask | 掩码 |  |")[0].count("\n") + 1
+    says(str(refused.value), f"terms.md:{line}", *names)

@@ -71,10 +71,11 @@ def result_of(exercise_id: str, fn) -> Result:
 
 def nearest_ids(exercise_id: str) -> str:
     """The ids a mistyped `exercise_id` was likely meant to be: its chapter's ("2.1, 2.2,
-    2.3"), or the book's first and last when its chapter has none."""
+    2.3"), or the book's first and last when its chapter has none ("1.1–9.3", a range in
+    every language)."""
     found = list(exercises())
     same = [i for i in found if i.split(".")[0] == exercise_id.split(".")[0]]
-    return ", ".join(same) if same else f"{found[0]} to {found[-1]}"
+    return ", ".join(same) if same else f"{found[0]}–{found[-1]}"
 
 
 def checker(lang: str = "en"):

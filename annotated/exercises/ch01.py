@@ -63,7 +63,10 @@ SCALED = Exercise(
               "the output averages the values. Return (output, weights).",
               "§3.2.1 的公式 (1)：每个查询和每个键之间有一个分数，除以二者共同宽度的平方根；"
               "每个查询的那一行权重在各个键上求和为 1；输出是值的加权平均。返回 (output, weights)。"),
-    forbidden=("torch.nn.functional.scaled_dot_product_attention",),
+    forbidden=("torch.nn.functional.scaled_dot_product_attention",
+               *(f"torch.ops.aten.{op}" for op in (
+                   "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+                   "_scaled_dot_product_flash_attention_for_cpu"))),
     slips=(
         Slip(Text("Your scores are not divided by sqrt(d_k): with wide vectors the softmax "
                   "saturates.",
@@ -129,7 +132,9 @@ STABLE = Exercise(
     forbidden=tuple(f"{owner}.{kind}" for owner in ("torch", "torch.Tensor",
                                                     "torch.nn.functional", "torch.special")
                     for kind in ("softmax", "log_softmax"))
-    + ("torch._softmax", "torch._log_softmax"),
+    + ("torch._softmax", "torch._log_softmax")
+    + tuple(f"torch.ops.aten.{op}" for op in ("softmax", "_softmax", "log_softmax",
+                                               "_log_softmax", "special_softmax")),
     slips=(
         Slip(Text("Your softmax takes exp() of the raw scores: exp overflows to inf above about "
                   "88 in float32 (11 in float16), and inf / inf is NaN; exp of scores far below "

@@ -274,6 +274,9 @@ class Forbidden(Exception):
     it; its one argument is the function's name."""
 
 
+ATEN = "torch.ops.aten."      # a forbidden name under it: the operator, called through torch.ops
+
+
 @contextmanager
 def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
     """For the length of the block, each of `names` ("torch.Tensor.softmax",
@@ -283,20 +286,25 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
     the project's version of what they are asked to write, however it is wrapped. The name of
     each refused call is appended to `refused`, so that a refusal the learner's code catches
     still counts."""
-    kept = []
+    kept, aten = [], {}
     for name in names:
+        if name.startswith(ATEN):             # the operator itself, under any of its overloads
+            packet = getattr(torch.ops.aten, name.removeprefix(ATEN))
+            aten |= {id(op._op): name for op in
+                     [packet, *(getattr(packet, o) for o in packet.overloads())]}
+            continue
         owner, attribute = name.rsplit(".", 1)
         owner = functools.reduce(getattr, owner.split(".")[1:], importlib.import_module(
             owner.split(".")[0]))
-        kept.append((owner, attribute, getattr(owner, attribute)))
+        kept.append((owner, attribute, getattr(owner, attribute), name))
 
         def refuse(*args, _name=name, **kwargs):
             refused.append(_name)
             raise Forbidden(_name)
         setattr(owner, attribute, refuse)
 
-    originals = {id(original): name for (_, _, original), name in zip(kept, names)}
-    codes = {original.__code__: name for (_, _, original), name in zip(kept, names)
+    originals = {id(original): name for _, _, original, name in kept} | aten
+    codes = {original.__code__: name for _, _, original, name in kept
              if hasattr(original, "__code__")}
 
     def watch(frame, event, arg):             # raising here also ends the watch
@@ -316,7 +324,7 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
         yield
     finally:
         sys.setprofile(profiler)
-        for owner, attribute, original in kept:
+        for owner, attribute, original, _ in kept:
             setattr(owner, attribute, original)
 
 

@@ -143,30 +143,35 @@ class Folders:
 
     def restore(self, row: dict, say: dict) -> None:
         """Put back what changed or went while the notebook just graded ran, and say so in its
-        row, with what could not be put back and the files added. A changed file is kept
-        beside the one put back (NAME.found-while-grading): its code may have written it, or
-        another program (a student saving, a chapter being regenerated) at the same time."""
-        changed, lost, found = self.changed(), [], []
+        row, with what could not be put back and the files added. A changed file (or a folder
+        in its place) is kept beside the one put back (NAME.found-while-grading): its code may
+        have written it, or another program (a student saving, a chapter being regenerated)
+        at the same time."""
+        changed, lost, found, gone = self.changed(), [], [], []
         for file in changed:
             try:
                 if self.files[file][0] is None:
                     raise OSError
-                if file.is_file():
+                if os.path.lexists(file):
                     found.append(free_name(file, FOUND))
                     os.replace(file, found[-1])
+                else:
+                    gone.append(file)
                 write_files({file: self.files[file][0]})
                 self.files[file] = (self.files[file][0], file.stat().st_ctime_ns)
-            except OSError:                      # too large to keep, or no longer writable
+            except (OSError, DataError):         # too large to keep, or no longer writable
                 lost.append(file)
-        for file in found:                       # not counted as added by the next notebook
+        for file in [f for f in found if f.is_file()]:    # not counted as added next time
             self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
         added = [file for file in self.listed() if file not in self.files]
         for file in added:                       # the next notebook is not blamed for these
             self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
-        notes = [say[key].format(paths=", ".join(map(str, files)),
-                                 found=", ".join(f.name for f in found)) for key, files in
-                 (("restored", [f for f in changed if f not in lost]), ("not_restored", lost),
-                  ("added", added)) if files]
+        kept_as = listing(found, say, lambda f: f.name)
+        notes = [say[key].format(paths=listing(files, say), found=kept_as)
+                 for key, files in (("restored", [f for f in changed
+                                                  if f not in lost and f not in gone]),
+                                    ("restored_gone", [f for f in gone if f not in lost]),
+                                    ("not_restored", lost), ("added", added)) if files]
         if notes:
             row["note"] = say["notes_sep"].join(filter(None, [row["note"], *notes]))
 
@@ -181,6 +186,12 @@ class Folders:
             except OSError:                      # made unreadable
                 out.append(file)
         return out
+
+
+def listing(files: list[Path], say: dict, name=str) -> str:
+    """The files named in a row's note: the first five, then how many more."""
+    shown = ", ".join(map(name, files[:5]))
+    return shown + (say["more"].format(n=len(files) - 5) if len(files) > 5 else "")
 
 
 def free_name(file: Path, suffix: str) -> Path:

@@ -67,16 +67,23 @@ MESSAGES = {
         "not_utf8": "not UTF-8 text (line {line}), as a notebook is: open it in Jupyter and "
                     "save it, or convert it (iconv -f {encoding} -t utf-8 FILE > NEW.ipynb)",
         "not_json": "not JSON ({detail})",
-        "empty_file": "an empty file, not a notebook: it may not have been saved; save the "
-                      "notebook in Jupyter and hand it in again",
+        "empty_file": "an empty file: it may not have been saved; save the notebook in "
+                      "Jupyter and hand it in again",
         "no_cells": "JSON without the 'cells' and 'nbformat' that a notebook has",
         "old_nbformat": "a notebook of format {detail}, older than the format 4 this book "
                         "reads: open it in Jupyter and save it, or convert it (jupyter "
                         "nbconvert --to notebook --nbformat 4 FILE)",
+        "other_nbformat": "a notebook whose format is {detail}, where this book reads format "
+                          "4: open it in Jupyter and save it",
+        "invalid": "a notebook Jupyter's checks refuse ({detail}): open it in Jupyter and "
+                   "save it",
         "a_folder": "a folder, not a notebook: give the notebooks in it ({path}/*.ipynb)",
         "no_file": "no such file: check the path",
         "restored": "while it ran, {paths} changed (by its code, or by another program at "
                     "the same time), put back as it was; the version found is kept as {found}",
+        "restored_gone": "while it ran, {paths} went (deleted by its code, or by another "
+                         "program at the same time), put back as it was",
+        "more": " and {n} more",
         "not_restored": "while it ran, its code changed {paths}, which could not be put back "
                         "(too large to keep a copy of, or made unwritable): check it",
         "added": "while it ran, its code added {paths} beside the submissions: delete what "
@@ -142,13 +149,17 @@ MESSAGES = {
         "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）",
         "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
         "not_json": "不是 JSON（{detail}）",
-        "empty_file": "这是一个空文件，不是笔记本：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
+        "empty_file": "这是一个空文件：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
         "no_cells": "是 JSON，但没有笔记本应有的 `cells` 和 `nbformat`",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
                         "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",
+        "other_nbformat": "这个笔记本的格式是 {detail}，而本书读取第 4 版格式：请在 Jupyter 中打开并保存",
+        "invalid": "这个笔记本没有通过 Jupyter 的检查（{detail}）：请在 Jupyter 中打开并保存",
         "a_folder": "这是一个文件夹，不是笔记本：请给出其中的笔记本（{path}/*.ipynb）",
         "no_file": "没有这个文件：请检查路径",
         "restored": "它运行时，{paths} 被改动（由其中的代码，或同时运行的其他程序），已恢复原样；改动后的版本另存为 {found}",
+        "restored_gone": "它运行时，{paths} 被删除（由其中的代码，或同时运行的其他程序），已恢复原样",
+        "more": " 等，另有 {n} 个",
         "not_restored": "它运行时，其中的代码改动了 {paths}，无法恢复（文件太大没有留副本，或已不可写）：请检查",
         "added": "它运行时，其中的代码在提交的文件旁边新建了 {paths}：不需要的请删除",
         "not_graded": "无法评分：{why}",

@@ -15,7 +15,6 @@ import warnings
 from dataclasses import dataclass
 
 import nbformat
-from nbformat.warnings import MissingIDFieldWarning
 
 KINDS = ("coding", "predict, then run", "derive")
 HEADING = re.compile(r"^(#{2,3}) Exercise (\d+)\.(\d+) · (.+?)(?: \*\((.+?)\)\*)?\s*$",
@@ -59,10 +58,16 @@ def read(path) -> nbformat.NotebookNode:
         raise NotANotebook("old_nbformat", str(version))
     if not isinstance(data, dict) or not {"cells", "nbformat"} <= set(data):
         raise NotANotebook("no_cells")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MissingIDFieldWarning)
-        nb = nbformat.reads(text, as_version=4)
-        nbformat.validate(nb)
+    if version != 4:
+        raise NotANotebook("other_nbformat", repr(version))
+    with warnings.catch_warnings():           # cells without ids, or sharing one: graded
+        warnings.simplefilter("ignore")
+        try:
+            nb = nbformat.reads(text, as_version=4)
+            nbformat.validate(nb)
+        except Exception as e:                # nbformat raises whatever its checks met
+            why = getattr(e, "message", None) or str(e) or type(e).__name__
+            raise NotANotebook("invalid", " ".join(str(why).split())[:120]) from None
     return nb
 
 
@@ -83,9 +88,9 @@ def listed(nb: dict) -> list[Listed]:
 
 
 def mentions_check(nb: dict) -> bool:
-    """Whether the notebook's code names `check` at all: a check called in a loop, or under
-    another name, is found only when the notebook runs."""
-    return any(cell["cell_type"] == "code" and re.search(r"\bcheck\b", source(cell))
+    """Whether the notebook's code names `check` or `checker` at all: a check called in a
+    loop, or under another name, is found only when the notebook runs."""
+    return any(cell["cell_type"] == "code" and re.search(r"\bcheck(er)?\b", source(cell))
                for cell in nb["cells"])
 
 
