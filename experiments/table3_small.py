@@ -219,6 +219,20 @@ def as_recorded(record: dict) -> dict:
     return {**record, "source": "recorded"}
 
 
+def shared_settings(results: dict) -> dict:
+    """The settings of SMALL's keys the rows were trained with, as their commands record them
+    (the user's key=value included): for each key, the value most rows share, the rows'
+    changes aside; SMALL's own where no command names the key."""
+    found = {key: Counter() for key in SMALL}
+    for record in results.values():
+        for word in shlex.split(record.get("command", "")):
+            key, _, value = word.partition("=")
+            if key in found and value:
+                found[key][value] += 1
+    return {key: counts.most_common(1)[0][0] if counts else SMALL[key]
+            for key, counts in found.items()}
+
+
 def steps_of(record: dict) -> int | None:
     """The steps a recorded row trained: its command's --max-steps (None if it has none)."""
     try:
@@ -403,7 +417,7 @@ def render_markdown(results: dict, command_line: str) -> str:
     corpus = " and ".join(dict.fromkeys(corpus_of(r) for r in results.values()))
     lines = [f"# Table 3, small scale, on {corpus}", "",
              f"Written by `{command_line}` (do not edit by hand). Every run: the `multi30k` "
-             "preset with " + ", ".join(f"{k}={v}" for k, v in SMALL.items())
+             "preset with " + ", ".join(f"{k}={v}" for k, v in shared_settings(results).items())
              + (f", {steps} steps" if row_steps is None else ", the steps of its row (column "
                 "steps)") + f", then the row's change. Scored on {corpus} val "
              f"({scored if row_scored is None else 'the sentences of its row'}, beam 4, alpha "

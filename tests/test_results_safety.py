@@ -475,6 +475,18 @@ def test_table3_small_states_the_budget_its_rows_were_trained_with(tmp_path):
     assert md.count(" | 2000 |") == len(rows) - 1 and md.count(" | 500 |") == 1
 
 
+def test_table3_small_states_the_model_its_rows_were_trained_as(tmp_path):
+    """Rows trained with the user's key=value (here d_ff=64): the text says so, not SMALL."""
+    rows = json.loads((RESULTS / "table3_small.json").read_text())
+    for record in rows.values():
+        record["command"] = record["command"].replace("d_ff=512", "d_ff=64")
+    (tmp_path / "table3_small.json").write_text(json.dumps(rows))
+    run(table3_small, "--rows", "--out-dir", tmp_path)
+    line = next(line for line in (tmp_path / "table3_small.md").read_text().splitlines()
+                if "Every run" in line)
+    assert "d_ff=64" in line and "d_ff=512" not in line
+
+
 def committed_rows(**change) -> str:
     """results/table3_small.json with `change` made to its first row."""
     rows = json.loads((RESULTS / "table3_small.json").read_text())
