@@ -179,7 +179,8 @@ def refuse_other_side(source, out_path) -> None:
         return
     also = "" if named == Path(out_path) else f" is another name (a hard link) of {named}, which"
     raise DataError(f"--out {out_path}{also} is named like the other side of {source}'s corpus "
-                    f"(the same path but the language code): the translations would replace "
+                    f"(the same path but for the language or the side, as src and ref): the "
+                    f"translations would replace "
                     f"what may be its references; give another --out, or delete {out_path} "
                     f"first if it is an earlier translation")
 

@@ -83,7 +83,7 @@ def checker(lang: str = "en"):
     if lang not in MESSAGES:
         raise ValueError(f"no messages in {lang!r}; the book has {', '.join(MESSAGES)}")
 
-    def check(exercise_id: str = None, fn=None, *more) -> None:
+    def check(exercise_id: str | None = None, fn=None, *more) -> None:
         """Check `fn` as exercise `exercise_id` and show one line saying how it went (or how
         the call itself is wrong: no function, a number not in quotes, no such exercise)."""
         exercise_id = exercise_id.strip() if isinstance(exercise_id, str) else exercise_id
