@@ -233,6 +233,10 @@ def test_resume_refuses_a_damaged_checkpoint_and_says_what_to_move(tmp_path, cap
     says(error_line(capsys), str(second), "corrupt or truncated", "move", str(tmp_path),
          first.name)
     assert snapshot(tmp_path) == before
+    first.unlink()                                 # the damaged one alone: the run starts over
+    exits_with_error(train.main, ["--run-dir", str(tmp_path), "--resume"])
+    says(error_line(capsys), str(second), "no other checkpoint", "move it out",
+         "another --run-dir")
 
 
 def test_verify_command_checks_every_checkpoint_of_a_run(tmp_path, capsys):

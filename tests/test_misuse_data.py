@@ -76,6 +76,15 @@ def test_a_run_folder_that_is_not_a_folder_says_what_it_is(tmp_path, capsys, wha
     assert words in error_line(capsys, alone=False)
 
 
+def test_a_run_folder_that_cannot_be_made_names_where_it_failed(tmp_path, capsys):
+    """Nothing can be made under /proc, whoever runs the test: the parent is named, not the
+    lock file the run never got to."""
+    run_fails(Path("/proc/annotated-none/run"), "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    line = error_line(capsys, alone=False)
+    says(line, "/proc/annotated-none", "--run-dir")
+    assert ".lock" not in line
+
+
 def test_things_named_like_checkpoints_that_are_not_files_are_not_checkpoints(tmp_path):
     copy_run(tmp_path)
     (tmp_path / "ckpt_0000009.pt").mkdir()

@@ -209,6 +209,20 @@ def test_resume_continues_bit_for_bit(tmp_path):
         assert x["loss"] == y["loss"]
 
 
+def test_a_resume_on_another_number_of_cpu_threads_says_it_is_not_bit_exact(tmp_path, capsys):
+    """Sums split over another number of threads add up in another order."""
+    before = torch.get_num_threads()
+    try:
+        run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "--threads", 1)
+        run(tmp_path, "--resume", "--max-steps", 2, "--threads", 1)
+        assert "bit-exact" not in capsys.readouterr().out
+        run(tmp_path, "--resume", "--max-steps", 3, "--threads", 2)
+    finally:
+        torch.set_num_threads(before)
+    note = next(line for line in capsys.readouterr().out.splitlines() if "bit-exact" in line)
+    says(note, "1 CPU thread", "on 2", "--threads 1")
+
+
 def test_a_run_resumed_between_two_metrics_lines_logs_the_line_it_would_have(tmp_path):
     """A checkpoint saved between metrics lines keeps the sums of the steps since the last
     line: resumed from step 6, the line at step 8 averages steps 5 to 8, as without the stop."""
@@ -248,8 +262,10 @@ def test_a_non_finite_loss_stops_the_run_naming_the_checkpoint_that_made_it(tmp_
             *merged(TINY_RUN, ["lr_factor=1e30", "ckpt_every=1"]))
     assert exit_.value.code == 1
     # step 2's loss came from the weights that step 1's update made, which ckpt_0000001.pt holds
-    says(capsys.readouterr().err.splitlines()[-1], "error: step 2", "diverged", "none known",
-         "ckpt_0000001.pt", "lr_factor", "--resume")
+    line = capsys.readouterr().err.splitlines()[-1]
+    says(line, "error: step 2", "diverged", "none known", "ckpt_0000001.pt", "lr_factor",
+         "new --run-dir")
+    assert "--resume" not in line                  # no good checkpoint to go on from
     assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
 
 

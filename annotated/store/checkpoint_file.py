@@ -356,7 +356,8 @@ def _instead(error: CheckpointError, path: Path, resuming: bool = False) -> Chec
     other = newest_intact(path.parent, besides=path)
     if resuming:
         advice = (f"move it out of {path.parent}, and the run continues from {other.name}"
-                  if other else f"no other checkpoint in {path.parent} verifies: start again")
+                  if other else f"no other checkpoint in {path.parent} verifies: move it out "
+                  f"of that folder to start the run again there, or choose another --run-dir")
     else:
         advice = (f"use {other} instead, the newest checkpoint in {path.parent} that verifies"
                   if other else f"no other checkpoint in {path.parent} verifies")

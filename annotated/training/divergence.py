@@ -66,7 +66,9 @@ class LossWatch:
         self.checked += 1
         if self.first is None and math.isfinite(loss):
             self.first = loss                  # the untrained model's: nothing to judge yet
-        if not math.isfinite(loss) or loss > self.bound:
+        if not math.isfinite(loss):
+            self._stop(f"step {step}: training loss is {loss}, not a number", run_dir)
+        if loss > self.bound:
             self._stop(f"step {step}: training loss is {loss:.4g}, above {self.bound:.3g} "
                        f"({DIVERGED:g} ln V)", run_dir)
         limit, what = self.limit()
@@ -87,16 +89,17 @@ class LossWatch:
                    or checkpoint_file.step_in_name(p) > checkpoint_file.step_in_name(self.good)]
         after = (f"; {', '.join(suspect)} hold{'s' if len(suspect) == 1 else ''} weights from "
                  f"after it" if suspect else "")
+        go_on = ("to go on from the good one, move the later ones out of the run folder and "
+                 "--resume" if self.good else "no checkpoint is known good, so start again in "
+                 "a new --run-dir")
         if self.resumed_from is not None and self.checked == 1:
             raise Diverged(f"{why}, with the weights of {Path(self.resumed_from).name}, which "
                            f"this run resumed from, before any update: that checkpoint is "
                            f"damaged or diverged. Last good checkpoint: "
-                           f"{self.good or 'none known'}{after}; to go on from the good one, "
-                           f"move the later ones out of the run folder and --resume")
+                           f"{self.good or 'none known'}{after}; {go_on}")
         raise Diverged(f"{why}: diverged, stopped before the update. Last good checkpoint: "
                        f"{self.good or 'none known'}{after}. Lower lr_factor or raise "
-                       f"warmup_steps; to go on from the good one, move the later ones out of "
-                       f"the run folder and --resume")
+                       f"warmup_steps; {go_on}")
 
     def saved(self, path):
         self.pending = path

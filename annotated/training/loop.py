@@ -163,6 +163,12 @@ def _data(config, data_dir, cache_dir, resumed, folder) -> tuple[Corpus, TrainSt
 def _restore(run: Run, resumed) -> None:
     """Load the saved weights, optimizer, schedule and RNG streams, or seed a fresh run."""
     rank, world, state = distributed.rank(), distributed.world_size(), run.state
+    threads = torch.get_num_threads() if run.engine.device.type == "cpu" else None
+    if resumed and threads and state.threads and state.threads != threads:
+        run.say(f"note: this run trained on {state.threads} CPU thread(s), this process on "
+                f"{threads}: its sums add up in another order, so this resume is not bit-exact; "
+                f"--threads {state.threads} makes it so")
+    state.threads = threads
     if resumed is None:
         torch.manual_seed(run.config.seed + rank)         # each rank its own dropout masks
         return

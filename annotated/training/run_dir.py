@@ -47,6 +47,10 @@ class RunDir:
         self._made = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:                  # named where it failed: a parent, not .lock
+            raise RunDirError(f"cannot make the run folder {self.path}: {e.filename or self.path}"
+                              f": {e.strerror}; choose another --run-dir") from None
+        try:
             fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
                          | os.O_NONBLOCK, 0o666)
             if not stat.S_ISREG(os.fstat(fd).st_mode):

@@ -12,7 +12,7 @@ from annotated.base.errors import CheckpointError
 from annotated.store import checkpoint_file
 
 SAVED = ("rng", "epoch", "index", "elapsed", "data_dir", "recent_losses", "last_good",
-         "first_loss", "data_sha256", "window")
+         "first_loss", "data_sha256", "window", "threads")
 
 
 @dataclass
@@ -29,6 +29,7 @@ class TrainState:
     first_loss: float | None = None   # the run's first training loss (LossWatch's bound)
     data_sha256: dict | None = None   # corpus.fingerprints(): a resume checks the data is the same
     window: list = field(default_factory=list)   # the sums since the last metrics line (Meter)
+    threads: int | None = None      # CPU threads its sums were added on; None on a GPU
     resumed_from: str | None = None   # the checkpoint this process started from (not saved)
 
     def to_dict(self, optimizer, scheduler, scaler) -> dict:
