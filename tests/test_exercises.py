@@ -365,9 +365,18 @@ def shortcut_loss_grad(logits, target, pad, eps_ls):
     return logits.grad
 
 
+def sacrebleu_score(matches, totals, c, r):
+    from sacrebleu.metrics import BLEU
+    return BLEU.compute_bleu(list(matches), list(totals), c, r, smooth_method="none").score
+
+
 SHORTCUTS = {"1.1": (shortcut_attention, "scaled_dot_product_attention"),
              "1.2": (lambda x: x.softmax(-1), "torch.Tensor.softmax"),
-             "6.4": (shortcut_loss_grad, "torch.Tensor.backward")}
+             "6.4": (shortcut_loss_grad, "torch.Tensor.backward"),
+             "8.1": (lambda c, r: __import__("sacrebleu").BLEU.compute_bleu([1] * 4, [1] * 4,
+                                                                           c, r).bp,
+                     "sacrebleu.metrics.bleu.BLEU.compute_bleu"),
+             "8.2": (sacrebleu_score, "sacrebleu.metrics.bleu.BLEU.compute_bleu")}
 
 
 @pytest.mark.parametrize("exercise_id", SHORTCUTS)

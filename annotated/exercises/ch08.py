@@ -52,7 +52,7 @@ PENALTY = Exercise(
     id="8.1", function="brevity_penalty",
     topic=Text("BLEU's brevity penalty", "BLEU 的简短惩罚"),
     cases=penalty_cases, answer=penalty_answer,
-    compare=one_number,
+    compare=one_number, forbidden=("sacrebleu.",),       # its answer's own source
     hint=Text("BLEU's n-gram precisions already punish words that are not in the reference; "
               "the penalty punishes only an output shorter than the reference, c < r, and is 1 "
               "otherwise. It is min(1, e^(1 - r/c)); for c = 0, take its limit as c shrinks to 0.",
@@ -146,7 +146,7 @@ BLEU_SCORE = Exercise(
     id="8.2", function="bleu_from_counts",
     topic=Text("corpus BLEU from its counts", "由计数求语料级 BLEU"),
     cases=bleu_cases, answer=bleu_answer,
-    compare=one_number,
+    compare=one_number, forbidden=("sacrebleu.",),
     hint=Text("BLEU multiplies the brevity penalty by the geometric mean of the four precisions "
               "p_n = matches[n] / totals[n], exp((1/4) sum log p_n), and reports it in points "
               "(0 to 100). Without smoothing, one order with no match (or no n-gram at all) "

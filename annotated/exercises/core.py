@@ -280,14 +280,18 @@ ATEN = "torch.ops.aten."      # a forbidden name under it: the operator, called 
 @contextmanager
 def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
     """For the length of the block, each of `names` ("torch.Tensor.softmax",
-    "torch.nn.functional.softmax") raises Forbidden when called, and so does every function of
+    "torch.nn.functional.softmax"; "sacrebleu." for every function of that library) raises
+    Forbidden when called, and so does every function of
     the project (package_module) that the learner's code calls, save through the code objects
     in `trusted` (trusted_code): a learner's answer may use torch and their own functions, not
     the project's version of what they are asked to write, however it is wrapped. The name of
     each refused call is appended to `refused`, so that a refusal the learner's code catches
     still counts."""
     kept, aten = [], {}
+    libraries = tuple(name for name in names if name.endswith("."))   # "sacrebleu.": all of it
     for name in names:
+        if name.endswith("."):
+            continue
         if name.startswith(ATEN):             # the operator itself, under any of its overloads
             packet = getattr(torch.ops.aten, name.removeprefix(ATEN))
             aten |= {id(op._op): name for op in
@@ -314,8 +318,8 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
             refused.append(name)
             raise Forbidden(name)
         module = frame.f_globals.get("__name__") or ""
-        if event == "call" and package_module(module) and frame.f_code.co_name != "<module>" \
-                and called_by_the_learner(frame, trusted):
+        if event == "call" and (package_module(module) or f"{module}.".startswith(libraries)) \
+                and frame.f_code.co_name != "<module>" and called_by_the_learner(frame, trusted):
             refused.append(f"{module}.{frame.f_code.co_qualname}")
             raise Forbidden(refused[-1])
     profiler = sys.getprofile()
