@@ -491,8 +491,12 @@ def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys
     printed = capsys.readouterr().out
     assert printed.count("\n") == 1 and "尚未作答" in printed
     assert CHECKED["2.1"].status == "not attempted"
-    with pytest.raises(ValueError, match="fr"):
-        checker("fr")
+    checker("zh-CN")("2.1", stub)
+    assert "尚未作答" in capsys.readouterr().out
+    checker("fr")("2.1", stub)                   # one line, then the checks in English
+    note, line = capsys.readouterr().out.splitlines()
+    says(note, "'fr'", "English", "'zh'")
+    says(line, "Exercise 2.1", "not attempted")
     with pytest.raises(ValueError) as error:
         result_of("9.99", stub)
     says(str(error.value), '"9.99"', "9.1, 9.2, 9.3")

@@ -79,9 +79,15 @@ def nearest_ids(exercise_id: str) -> str:
 
 
 def checker(lang: str = "en"):
-    """`check(exercise_id, fn)` with its messages in `lang` ("en" or "zh")."""
+    """`check(exercise_id, fn)` with its messages in `lang` ("en" or "zh"; "zh-CN" and "ZH"
+    are "zh"). Another language is one line, and the checks speak English."""
+    given = lang
+    lang = lang.lower().replace("_", "-").split("-")[0] if isinstance(lang, str) else lang
     if lang not in MESSAGES:
-        raise ValueError(f"no messages in {lang!r}; the book has {', '.join(MESSAGES)}")
+        print(escaped_for_stdout(f"note: checker({given!r}): the checks have no messages in "
+                                 f"that language, so they speak English; the book's languages "
+                                 f"are {', '.join(map(repr, MESSAGES))}"))
+        lang = "en"
 
     def check(exercise_id: str | None = None, fn=None, *more) -> None:
         """Check `fn` as exercise `exercise_id` and show one line saying how it went (or how
