@@ -456,3 +456,18 @@ def test_a_notebook_that_names_another_python_kernel_is_graded_with_this_one(tmp
                            str(tmp_path / "conda.ipynb"), "--json"], capture_output=True,
                           text=True, stdin=subprocess.DEVNULL, timeout=600)
     assert done.returncode == 0 and json.loads(done.stdout)[0]["passed"] == 1, done.stdout
+
+
+def test_a_second_grader_of_the_same_folder_is_refused_while_the_first_runs(tmp_path):
+    """Each would take the other's notebooks' writes for its own and put them back."""
+    from annotated.base.errors import DataError
+    from annotated.exercises.grade import Folders
+    write(tmp_path, "one.ipynb", [SETUP, MASK])
+    first = Folders([tmp_path / "one.ipynb"])
+    with pytest.raises(DataError) as refused:
+        Folders([tmp_path / "one.ipynb"])
+    says(str(refused.value), str(tmp_path), "another grader", str(os.getpid()), "wait")
+    for handle in first.locks:              # the first ends: its locks go with it
+        handle.close()
+    Folders([tmp_path / "one.ipynb"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.ipynb"]   # no lock among them

@@ -13,7 +13,7 @@ chapter whose checks it calls), each exercise's status (passed, failed, not atte
 its check never ran, or was deleted), and a note on anything that went wrong.
 The student's code may write anywhere it can: whatever it changes in the folders that hold
 the submissions, and in their subfolders, is put back, and named in its row, with the files it
-added there.
+added there; a second grader of the same folders is refused while the first runs.
 A file that is not a notebook, a kernel that dies (the checks before it count; the note names
 the cell) or a notebook that runs out of time gets a one-line note in its row; the other
 notebooks are graded all the same. --json prints the
@@ -22,6 +22,7 @@ rows as JSON instead, with each check's line in every language, for a course's g
 The exit code is 0 when every notebook was graded, 1 when one could not be (its row says why),
 and 2 for a wrong argument.
 """
+import fcntl
 import json
 import os
 import subprocess
@@ -110,10 +111,39 @@ class Folders:
     def __init__(self, notebooks: list[Path]):
         self.folders = {Path(os.path.abspath(n)).parent for n in notebooks
                         if Path(os.path.abspath(n)).parent.is_dir()}
+        self.lock()
         self.files, self.kept = {}, 0
         for file in [Path(os.path.abspath(n)) for n in notebooks] + self.listed():
             if file not in self.files and file.is_file():
                 self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
+
+    def lock(self) -> None:
+        """Take each folder for this grader alone: a second grader of the same folder would
+        see the first's notebooks' writes as its own, and each would put back the other's.
+        The locks live in the system's temporary folder, never among the submissions, and
+        the kernel drops them when this process ends, however it ends."""
+        self.locks = []
+        for folder in sorted(self.folders):
+            found = folder.stat()
+            name = Path(tempfile.gettempdir()) / f"annotated-grade-{found.st_dev}-{found.st_ino}"
+            try:
+                handle = open(name, "a+")
+            except OSError as e:
+                raise DataError(f"cannot take the grading lock {name} ({e.strerror}); set "
+                                f"TMPDIR to a folder you may write") from None
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                raise DataError(f"{folder} is being graded by another grader (pid "
+                                f"{handle.read().strip() or 'unknown'}): wait for it to end; "
+                                f"two graders of one folder would each put back the other's "
+                                f"files") from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            self.locks.append(handle)
 
     def listed(self) -> list[Path]:
         """The regular files in the folders and their subfolders now (not following links,
