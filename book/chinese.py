@@ -105,9 +105,7 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
     for number, line in enumerate(TERMS.read_text(encoding="utf-8").split("\n"), 1):
         where = f"{TERMS.relative_to(i18n.ROOT)}:{number}"
         if i18n.CONFLICT.match(line):
-            raise DataError(f"{where}: a git conflict marker ({line[:40]!r}): a merge left two "
-                            f"versions here; keep one, delete the marker lines, then run "
-                            f"python -m book translations again")
+            raise i18n.conflict_marker(where, line)
         if not line.startswith("| ") or line.startswith(("| English", "|---")):
             continue
         cells = line.split(" | ")
@@ -115,8 +113,17 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
             raise DataError(f"{where}: {line[:60]!r} is not a row of three cells: write "
                             f"'| English | 中文 | `variants` |' (the last cell may be empty)")
         en, zh, variants = cells
-        rows.append((en.strip("| "), zh, [re.compile(v, re.ASCII) for v in
-                                           re.findall(r"`([^`]+)`", variants)]))
+        try:
+            patterns = [re.compile(v, re.ASCII) for v in re.findall(r"`([^`]+)`", variants)]
+        except re.error as e:
+            raise DataError(f"{where}: the variant `{e.pattern}` is not a regular expression "
+                            f"({e.msg}); escape the character with a backslash") from None
+        for variant in patterns:
+            if variant.search(zh):
+                raise DataError(f"{where}: the variant `{variant.pattern}` matches the "
+                                f"rendering {zh} itself, so every right use of {en.strip('| ')} "
+                                f"would be called a variant; take it out of the third cell")
+        rows.append((en.strip("| "), zh, patterns))
     return rows
 
 

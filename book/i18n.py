@@ -78,8 +78,14 @@ def read_units(path: Path, lang: str) -> list[Unit]:
         what = "a link" if path.is_symlink() else "not a regular file"   # for a writer
         raise DataError(f"{path} is {what}; a translation file is the project's own: restore "
                         f"it from git (git checkout -- {path.name} in its folder)")
-    lines = list(read_lines(path))
+    target = TARGET.format(lang=lang)
+    lines = [line.rstrip() if HEADER.match(line.rstrip()) or line.rstrip() in (EN, target)
+             else line for line in read_lines(path)]     # spaces after a header are no matter
     for number, line in enumerate(lines, 1):
+        if "\r" in line:
+            raise DataError(f"{path}:{number}: a carriage return inside the line: the file's "
+                            f"lines end in \\r alone (old Mac line endings); save it with \\n "
+                            f"line endings")
         hidden = [c for c in line if unicodedata.category(c) == "Cf" or c == "\u00a0"]
         if hidden and HEADER.match("".join(" " if c == "\u00a0" else c for c in line
                                            if unicodedata.category(c) != "Cf")):
@@ -89,12 +95,8 @@ def read_units(path: Path, lang: str) -> list[Unit]:
             raise DataError(f"{path}:{number}: {line[:60]!r} is not a unit header: write "
                             f"'=== cell ID ===' or '=== block ==='")
         if CONFLICT.match(line):
-            heading = (" (to underline a heading, write the heading with # instead)"
-                       if line.startswith("=") else "")
-            raise DataError(f"{path}:{number}: a git conflict marker ({line[:40]!r}): a merge "
-                            f"left two versions here; keep one, delete the marker lines, then "
-                            f"run python -m book translations again{heading}")
-    units, i, target = [], 0, TARGET.format(lang=lang)
+            raise conflict_marker(f"{path}:{number}", line)
+    units, i = [], 0
     while i < len(lines):
         if not lines[i].strip():
             i += 1
@@ -116,6 +118,15 @@ def read_units(path: Path, lang: str) -> list[Unit]:
         units.append(unit)
         i = end
     return units
+
+
+def conflict_marker(where: str, line: str) -> DataError:
+    """The error for a git conflict marker `line` at `where` (FILE:LINE)."""
+    heading = (" (to underline a heading, write the heading with # instead)"
+               if line.startswith("=") else "")
+    return DataError(f"{where}: a git conflict marker ({line[:40]!r}): a merge left two "
+                     f"versions here; keep one, delete the marker lines, then run python -m "
+                     f"book translations again{heading}")
 
 
 def _separator(path: Path, lines: list[str], start: int, end: int, target: str) -> int:

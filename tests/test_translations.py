@@ -596,6 +596,20 @@ def test_english_that_changed_only_in_unseen_characters_says_which(copy_of_chapt
     says(stale[0].split("\n")[0], f"cell {cell.id}", "cannot see", "U+00A0")
 
 
+def test_spaces_after_a_header_or_a_separator_do_not_change_the_units(tmp_path):
+    path = tmp_path / "start.md"
+    path.write_text(UNITS.replace("=== block ===\n", "=== block ===  \n")
+                    .replace("--- zh ---\n", "--- zh --- \n"), encoding="utf-8")
+    plain = tmp_path / "plain.md"
+    plain.write_text(UNITS, encoding="utf-8")
+    assert i18n.read_units(path, "zh") == i18n.read_units(plain, "zh")
+
+
+def test_a_file_whose_lines_end_in_a_carriage_return_alone_says_so(tmp_path):
+    refused(tmp_path / "start.md", UNITS.replace("\n", "\r"), "start.md:1",
+            "carriage return", "\\n line endings")
+
+
 def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
     refused(tmp_path / "start.md", UNITS.replace("\n=== block ===", "\n=== blok"),
             "start.md:7", "'=== blok'", "not a unit header", "=== block ===")
@@ -604,7 +618,9 @@ def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
 @pytest.mark.parametrize("edit, names", [
     ("| Mask | 掩码", ["not a row of three cells", "| English | 中文 |"]),
     ("<<<<<<< HEAD\n| Mask | 掩码 |  |\n=======\n| Mask | 遮罩 |  |\n>>>>>>> x",
-     ["conflict marker", "keep one"])])
+     ["conflict marker", "keep one"]),
+    ("| Mask | 掩码 | `掩码` |", ["`掩码`", "rendering 掩码 itself", "third cell"]),
+    ("| Mask | 掩码 | `遮(罩` |", ["`遮(罩`", "not a regular expression", "backslash"])])
 def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_path,
                                                              monkeypatch):
     from annotated.base.errors import DataError
