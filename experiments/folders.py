@@ -11,6 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The folders whose files are committed: results written into them are the project's own
 # (chapter 8 and the README read them), so a smoke test never writes there.
 COMMITTED = (ROOT / "results", ROOT / "annotated")
+# How the files the results scripts write are named: the --out-dir check refuses a folder (or
+# anything but a file) under such a name before the work, not when the results are written.
+RESULTS_SUFFIXES = (".json", ".md", ".npz", ".txt", ".csv")
 
 
 def relative(path: Path) -> str:
@@ -89,6 +92,11 @@ def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=No
                         f"{linked[0].name} there is a link into "
                         f"{relative(committed_folder(linked[0]))}/, whose files are committed; "
                         f"remove the link or give another --out-dir")
+    blocking = not_files_named_like_results(out_dir)
+    if blocking:
+        raise DataError(f"{option} {out_dir}: {blocking[0].name} there is not a file, and a "
+                        f"results file may be written under that name after all the work; "
+                        f"move it away or give another {option}")
     leaving = links_out_of(out_dir)
     if leaving:
         raise DataError(f"refusing to write into {option} {out_dir}: {leaving[0].name} there is "
@@ -96,6 +104,15 @@ def check_out_dir(out_dir: Path, limit=None, option: str = "--out-dir", smoke=No
                         f"results written there would replace that file; remove the link or "
                         f"give another {option}")
     return out_dir
+
+
+def not_files_named_like_results(folder: Path) -> list[Path]:
+    """What in `folder` is named like a results file (RESULTS_SUFFIXES) but is a folder, a
+    pipe or another thing no results file can replace."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in RESULTS_SUFFIXES
+                  and (p.exists() or not p.is_symlink()) and not p.is_file())
 
 
 def links_out_of(folder: Path) -> list[Path]:

@@ -187,6 +187,18 @@ def test_a_hand_edited_metrics_line_is_refused_on_resume_and_by_the_results_scri
     assert [m["step"] for m in read_metrics(tmp_path, "train")] == [1, 2, 3]
 
 
+@pytest.mark.parametrize("value", ["Infinity", "NaN", "-Infinity"])
+def test_a_metrics_line_holding_a_number_that_is_not_finite_is_not_read(tmp_path, value):
+    """The trainer stops a run before such a loss: a line holding one was edited, and its
+    number would reach a results file."""
+    (tmp_path / "metrics.jsonl").write_text(
+        '{"step": 1, "split": "train", "loss": 2.5}\n'
+        f'{{"step": 2, "split": "valid", "loss": {value}, "bleu": 3.0}}\n')
+    with pytest.raises(DataError) as error:
+        read_metrics(tmp_path)
+    says(error, "metrics.jsonl", "line 2", "restore or delete")
+
+
 def test_a_run_folder_moved_while_training_is_named_with_how_to_go_on(tmp_path, capsys,
                                                                       monkeypatch):
     """`mv run run.moved` after step 2's checkpoint: the next write finds the folder gone, and

@@ -288,6 +288,18 @@ def test_a_link_in_the_out_dir_that_leads_outside_it_is_refused_before_any_work(
                                                      "notes.txt"]
 
 
+@pytest.mark.parametrize("script", [multi30k, table3_small])
+def test_a_folder_named_like_a_results_file_is_refused_before_any_training(script, tmp_path,
+                                                                          capsys):
+    out = tmp_path / "out"
+    (out / "multi30k_tiny.json").mkdir(parents=True)
+    args = (["--run-dir", tmp_path / "run", "--max-minutes", 0.05, *TINY]
+            if script is multi30k else ["--rows", "base", "--runs-dir", tmp_path / "runs"])
+    err = refused(script, *args, "--out-dir", out, capsys=capsys)
+    says(err, "multi30k_tiny.json", "not a file", "move it away", "--out-dir")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "runs").exists()
+
+
 # --- experiments.multi30k: a run is trained once, and scored as it was trained -----------------------
 
 def test_training_again_into_a_run_folder_that_holds_a_run_is_refused(tiny_run, tmp_path, capsys):

@@ -272,13 +272,17 @@ def read_metrics(run_dir, split: str | None = None) -> list[dict]:
 
 
 def metrics_entry(line: str) -> dict | None:
-    """One line of metrics.jsonl as the trainer writes it (an object with an integer step),
-    or None."""
+    """One line of metrics.jsonl as the trainer writes it (an object with an integer step,
+    every number finite: the trainer stops a run before a loss that is not), or None."""
     try:
-        entry = json.loads(line)
-    except json.JSONDecodeError:
+        entry = json.loads(line, parse_constant=not_a_number)
+    except (json.JSONDecodeError, ValueError):
         return None
     return entry if isinstance(entry, dict) and isinstance(entry.get("step"), int) else None
+
+
+def not_a_number(constant: str):
+    raise ValueError(f"{constant} is not a number the trainer writes")
 
 
 def not_a_metrics_line(path: Path, number: int) -> DataError:
