@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from annotated.base.errors import DataError, RunDirError
-from annotated.base.signals import STOP_CODES, StopTold, stops_unwind
+from annotated.base.signals import STOP_CODES, Stopped, StopTold, stops_unwind
 from annotated.configs import merged
 from annotated.store.checkpoint_file import checkpoints, header
 from experiments.folders import ROOT, relative
@@ -81,12 +81,12 @@ def run_command(cmd: list[str]) -> str:
     what it saved (StopTold); a command killed instead is named in this script's line."""
     line = shlex.join(cmd)
     print(f"+ {line}", flush=True)
-    process = subprocess.Popen(with_this_python(cmd), cwd=ROOT,
+    process = subprocess.Popen(with_this_python(cmd), cwd=ROOT, start_new_session=True,
                                preexec_fn=ends_with(os.getpid()))
     try:
         code = process.wait()
     except KeyboardInterrupt as interrupted:      # Ctrl-C, SIGTERM, SIGHUP: it ends first
-        stop([process])
+        stop([process], interrupted)
         if process.returncode in STOP_CODES:        # it said what it saved and how to go on
             raise StopTold(process.returncode) from None
         interrupted.add_note(f"`{line}` stopped too")
@@ -139,7 +139,8 @@ def start(name: str, run: Path, cmd: list[str]) -> subprocess.Popen:
     log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')}: {shlex.join(cmd)}\n")
     log.flush()
     return subprocess.Popen(with_this_python(cmd), cwd=ROOT, stdout=log,
-                            stderr=subprocess.STDOUT, preexec_fn=ends_with(os.getpid()))
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=ends_with(os.getpid()))
 
 
 def check_no_trainer(run: Path) -> None:
@@ -163,7 +164,6 @@ def check_no_trainer(run: Path) -> None:
 
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 PR_SET_PDEATHSIG = 1                  # prctl(2)
-STOP_MOMENT = 3.0                     # seconds a stopped command has to end of a group's stop
 
 
 def ends_with(parent: int):
@@ -187,25 +187,24 @@ def wait_for(procs: dict, runs: dict):
     with stops_unwind():
         try:
             failed = [name for name, p in procs.items() if p.wait() != 0]
-        except KeyboardInterrupt:
-            stop(list(procs.values()))
+        except KeyboardInterrupt as interrupted:
+            stop(list(procs.values()), interrupted)
             raise
     if failed:
         raise ChildProcessError(f"training failed for {', '.join(failed)}; see "
                                 f"{', '.join(str(runs[n].parent / f'{n}.log') for n in failed)}")
 
 
-def stop(procs) -> None:
-    """Ask the processes to stop (SIGTERM) and wait for them; kill them on a second stop. A
-    stop sent to the whole process group (Ctrl-C at the terminal) has reached them already:
-    each gets a moment to end of it before it is asked."""
-    deadline = time.monotonic() + STOP_MOMENT
+def stop(procs, interrupted: KeyboardInterrupt) -> None:
+    """Pass the stop that `interrupted` this script on to the processes, once, and wait for
+    them to end of it; kill them on a second stop. They run in sessions of their own, so a
+    stop sent to the terminal's process group (Ctrl-C) reaches this script alone, and each
+    command is told once, not once by the terminal and again by the script."""
+    signum = interrupted.signum if isinstance(interrupted, Stopped) else signal.SIGINT
     try:
         for p in procs:
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.terminate()
+            if p.poll() is None:
+                p.send_signal(signum)
         for p in procs:
             p.wait()
     except KeyboardInterrupt:

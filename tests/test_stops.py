@@ -145,24 +145,27 @@ def test_a_stop_after_a_command_has_ended_lets_it_exit_quietly(tmp_path, signum,
     assert done.stderr.splitlines()[-1] == "the exit handler finished"
 
 
-# A script that runs a command as the experiments do, then receives SIGTERM itself, alone (as
-# `kill PID` sends it), once the command is ready: the command has a second to end of its stop.
+# A script that runs a command as the experiments do, then receives a stop once the command is
+# ready: SIGTERM to itself alone (as `kill PID` sends it), or Ctrl-C to its whole process group
+# (as a terminal sends it). The command takes longer to end of its stop than a moment.
 RUN_THEN_STOP = """
 import os, signal, sys, threading, time
 from pathlib import Path
 from annotated.base.cli import command
 from experiments.commands import run_command
 ready = Path(sys.argv[1])
-TELLS = sys.argv[2] == "tells"
+TELLS, GROUP = sys.argv[2] == "tells", sys.argv[3] == "group"
 CHILD = f'''
 import signal, sys, time
 from pathlib import Path
-def ending(*_):
-    time.sleep(1)
+def ending(signum, frame):
+    print("interrupted by " + signal.Signals(signum).name + "; the child's own line",
+          file=sys.stderr, flush=True)
+    time.sleep(4)
     print("the command ended of its stop", flush=True)
-    print("interrupted by SIGTERM; the child's own line", file=sys.stderr, flush=True)
-    sys.exit(143 if {TELLS} else 1)
+    sys.exit(128 + signum if {TELLS} else 1)
 signal.signal(signal.SIGTERM, ending)
+signal.signal(signal.SIGINT, ending)
 Path({str(ready)!r}).touch()
 time.sleep(120)
 '''
@@ -170,7 +173,10 @@ time.sleep(120)
 def stop_when_ready():
     while not ready.exists():
         time.sleep(0.05)
-    os.kill(os.getpid(), signal.SIGTERM)
+    if GROUP:
+        os.killpg(0, signal.SIGINT)
+    else:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 @command
 def main(argv=None):
@@ -183,18 +189,23 @@ main()
 """
 
 
-@pytest.mark.parametrize("child", ["tells", "fails"])
-def test_an_experiment_stopped_lets_the_command_it_runs_end_and_says_so_once(child, tmp_path):
-    """SIGTERM to the script alone: the command it runs is asked to stop and given the time to
-    end of it (not killed). A command that ends of its stop (status 143) has told it in its one
-    line, and the script adds none; otherwise the script's one line names it."""
-    done = subprocess.run([sys.executable, "-c", RUN_THEN_STOP, str(tmp_path / "ready"), child],
-                          cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=300)
-    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+@pytest.mark.parametrize("child, to", [("tells", "alone"), ("fails", "alone"),
+                                       ("tells", "group")])
+def test_an_experiment_stopped_lets_the_command_it_runs_end_and_says_so_once(child, to,
+                                                                            tmp_path):
+    """A stop of the script, sent to it alone or to its whole process group: the command it
+    runs is told once (not once by the terminal and again by the script) and given the time
+    to end of it (not killed). A command that ends of its stop (status 128 + the signal) has
+    told it in its one line, and the script adds none; otherwise the script's one line names
+    it."""
+    done = subprocess.run([sys.executable, "-c", RUN_THEN_STOP, str(tmp_path / "ready"), child,
+                           to], cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300, start_new_session=True)
+    name, signum = ("SIGINT", signal.SIGINT) if to == "group" else ("SIGTERM", signal.SIGTERM)
+    assert done.returncode == 128 + signum, done.stderr
     assert "the command ended of its stop" in done.stdout, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     if child == "tells":
-        assert lines == ["interrupted by SIGTERM; the child's own line"], done.stderr
+        assert lines == [f"interrupted by {name}; the child's own line"], done.stderr
     else:
         says(lines[-1], "interrupted by SIGTERM", "child.py", "stopped too")
