@@ -16,6 +16,7 @@ import pytest
 from conftest import says
 
 from annotated import train
+from annotated.base.cli import describe
 from annotated.base.errors import DataError, RunDirError
 from annotated.base.files import write_files
 from annotated.store.checkpoint_file import atomic_save, average, checkpoints, half, load
@@ -114,6 +115,24 @@ def test_ctrl_c_during_the_commit_of_results_files_lands_after_it(tmp_path, monk
     assert (tmp_path / "a.md").read_text() == "new a\n"
     assert (tmp_path / "b.json").read_text() == "new b\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
+
+
+@pytest.mark.parametrize("number, fix", [(errno.EPERM, "chattr -i"), (errno.EACCES, "chmod u+w"),
+                                         (errno.EROFS, "read-only")])
+def test_a_file_that_may_not_be_replaced_is_named_with_the_fix(tmp_path, monkeypatch, number,
+                                                               fix):
+    """An immutable README (chattr +i), a folder without write permission, a read-only
+    mount: root passes the permission checks, so the refusal is simulated where it comes."""
+    (tmp_path / "a.md").write_text("old a\n")
+
+    def refused(source, target):
+        raise OSError(number, os.strerror(number), str(target))
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OSError) as error:
+        write_files({tmp_path / "a.md": "new a\n"})
+    says(describe(error.value), str(tmp_path / "a.md"), "no file was changed", fix)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md"]
+    assert (tmp_path / "a.md").read_text() == "old a\n"
 
 
 def test_results_files_that_cannot_be_written_leave_no_folder_behind(tmp_path):

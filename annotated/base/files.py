@@ -602,7 +602,18 @@ def _naming(path: Path):
     try:
         yield
     except OSError as e:
-        raise OSError(e.errno, f"{e.strerror or e}; {UNCHANGED}", str(path)) from e
+        fix = WRITE_FIXES.get(e.errno)
+        raise OSError(e.errno, f"{e.strerror or e}; {UNCHANGED}" + (f"; {fix}" if fix else ""),
+                      str(path)) from e
+
+
+# What to do when a file cannot be written, by the error's number.
+WRITE_FIXES = {
+    errno.EACCES: "make the file and its folder writable (chmod u+w) or write elsewhere",
+    errno.EPERM: "the file or its folder may not be changed (read-only, or marked immutable: "
+                 "lsattr shows an i); make them writable (chmod u+w, chattr -i) or write "
+                 "elsewhere",
+    errno.EROFS: "the file system is mounted read-only; write elsewhere"}
 
 
 @contextmanager
