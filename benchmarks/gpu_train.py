@@ -242,6 +242,11 @@ def main(argv=None):
                         f"script itself, and the paper's models at its batch would take hours; "
                         f"give a small preset, e.g. --device cpu --only copy --tokens 400 "
                         f"--vocab 11")
+    least = GPUS * (LENGTHS[1] + 2)        # an eighth of the batch holds the longest pair
+    if args.tokens < least:                 # with its start and end tokens
+        raise DataError(f"--tokens {args.tokens:,}: each case also times an eighth of the "
+                        f"batch (one of {GPUS} GPUs'), which must hold a sentence of up to "
+                        f"{LENGTHS[1] + 2} tokens; give --tokens {least} or more")
     if args.out:
         check_record(args)
         check_output(args.out)                  # before any measurement, not after the first

@@ -53,6 +53,17 @@ def test_the_gpu_benchmark_without_a_gpu_is_one_error_line(capsys, monkeypatch):
     assert err.count("\n") == 1
 
 
+def test_a_gpu_benchmark_batch_too_small_for_its_eighth_names_tokens_before_measuring(
+        capsys, monkeypatch):
+    monkeypatch.setattr(gpu_train, "measure",
+                        lambda *a, **k: pytest.fail("measured a batch too small"))
+    with pytest.raises(SystemExit):
+        gpu_train.main(["--device", "cpu", "--only", "copy", "--tokens", "399"])
+    line = capsys.readouterr().err.strip()
+    says(line, "--tokens 399", "eighth", "--tokens 400")
+    assert "max_tokens" not in line
+
+
 @pytest.mark.parametrize("where", ["a folder", "a missing folder"])
 def test_the_gpu_benchmark_checks_its_out_file_before_measuring(where, tmp_path, capsys,
                                                                 monkeypatch):
