@@ -16,7 +16,7 @@ from pathlib import Path
 
 from annotated.base.cli import ArgumentParser, command, number, out_file, path, say_error
 from annotated.base.errors import CheckpointError
-from annotated.base.files import check_output
+from annotated.base.files import check_output, folder_claimed
 from annotated.base.settings import at_least
 from annotated.configs import option
 from annotated.store.checkpoint_file import (FORMAT, NAME, atomic_save, average, checkpoints,
@@ -239,16 +239,18 @@ def main(argv=None):
             raise SystemExit(1)                  # each failure has had its line
         return
     if args.command == "half":
-        _check_out(args.out, [args.path], "model_fp16.pt")
-        decoding = {k: getattr(args, k) for k in ("beam_size", "alpha", "max_extra")
-                    if getattr(args, k) is not None}
-        save_whole(half(args.path, **decoding), args.out)
+        with folder_claimed(args.out, say_error):   # checked and written by one at a time
+            _check_out(args.out, [args.path], "model_fp16.pt")
+            decoding = {k: getattr(args, k) for k in ("beam_size", "alpha", "max_extra")
+                        if getattr(args, k) is not None}
+            save_whole(half(args.path, **decoding), args.out)
         print(f"{args.path} -> {args.out}: float16 weights, no training state "
               f"({Path(args.out).stat().st_size / 2**20:.1f} MiB)")
         return
     paths = _average_inputs(args)
-    _check_out(args.out, paths, "average.pt")
-    save_whole(average(paths, args.allow_different_runs), args.out)
+    with folder_claimed(args.out, say_error):
+        _check_out(args.out, paths, "average.pt")
+        save_whole(average(paths, args.allow_different_runs), args.out)
     print(f"averaged {len(paths)} checkpoint{'s' if len(paths) > 1 else ''} "
           f"({', '.join(p.name for p in paths)}) -> {args.out}")
 

@@ -725,6 +725,39 @@ def test_average_or_half_never_replaces_another_runs_checkpoint_or_a_hidden_file
                                  str(tmp_path / "a" / "average.pt")])
 
 
+HOLDS_THE_FOLDER = """
+import fcntl, os, shutil, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[4], "w").close()
+time.sleep(float(sys.argv[3]))
+shutil.copy(sys.argv[2], os.path.join(sys.argv[1], "average.pt"))
+"""
+
+
+def test_two_averages_onto_one_out_at_once_are_checked_one_after_the_other(tmp_path, capsys):
+    """The second waits for the first, then checks --out as the first left it: another run's
+    average written meanwhile is refused, not replaced."""
+    ours = save(tmp_path / "a" / "ckpt_0000001.pt")
+    theirs = save(tmp_path / "b" / "average.pt", seed=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    held = tmp_path / "held"
+    first = subprocess.Popen([sys.executable, "-c", HOLDS_THE_FOLDER, str(out), str(theirs), "3",
+                              str(held)])
+    try:
+        while not held.exists():
+            time.sleep(0.05)
+        exits_with_error(checkpoint_command.main, ["average", "--last", "1", str(ours.parent),
+                                                   "--out", str(out / "average.pt")])
+    finally:
+        first.wait(timeout=60)
+    err = capsys.readouterr().err
+    says(err.splitlines()[0], "note", str(out), "waiting")
+    says(err.splitlines()[-1], str(out / "average.pt"), "another run")
+    assert (out / "average.pt").read_bytes() == theirs.read_bytes()
+
+
 def test_an_average_whose_sources_are_gone_is_never_replaced(tmp_path, capsys):
     """Rotation deletes old checkpoints, so an earlier average of them cannot be made again:
     --out over it is refused, naming it and what is gone. Over an average whose sources are

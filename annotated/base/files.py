@@ -21,6 +21,7 @@
 - `expand`, `resolved`: paths as a user writes them (~), as one line on error.
 """
 import errno
+import fcntl
 import gzip
 import hashlib
 import io
@@ -614,6 +615,30 @@ WRITE_FIXES = {
                  "lsattr shows an i); make them writable (chmod u+w, chattr -i) or write "
                  "elsewhere",
     errno.EROFS: "the file system is mounted read-only; write elsewhere"}
+
+
+@contextmanager
+def folder_claimed(path, say):
+    """For the length of the block, hold the folder that `path` is written into for this
+    command alone (flock on the folder itself, which leaves no file behind): another command
+    claiming it waits, said in one line, and checks its output only once this one has
+    written, so that neither replaces a file the other's checks would have refused. A folder
+    that cannot be opened is not held (its write fails and names it)."""
+    try:
+        fd = os.open(Path(os.path.abspath(path)).parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"note: another command is writing into {Path(path).parent}; waiting for it "
+                f"to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @contextmanager
