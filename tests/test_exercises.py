@@ -440,6 +440,9 @@ def test_a_forbidden_function_imported_under_another_name_is_still_refused():
     says(run(EXERCISES["1.1"], att).message(), "scaled_dot_product_attention", "do without")
     says(run(EXERCISES["1.2"], lambda x: torch._softmax(x, -1, False)).message(),
          "torch._softmax", "do without")
+    sparse = run(EXERCISES["1.2"], lambda x: torch.sparse.softmax(
+        x.double().to_sparse(), -1).to_dense().to(x.dtype))
+    says(sparse.message(), "torch.sparse.softmax", "do without")
 
 
 @pytest.mark.parametrize("exercise, call", [
@@ -570,3 +573,22 @@ def test_a_meta_or_sparse_tensor_is_an_answer_the_check_can_judge():
     sparse = result_of("2.1", lambda size: torch.tril(torch.ones(
         size, size, dtype=torch.bool))[None, None].to_sparse())
     assert sparse.status == "passed", sparse.message("en")
+
+
+def numpy_softmax(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return (e / e.sum(-1, keepdim=True)).numpy()
+
+
+@pytest.mark.parametrize("exercise_id, answer, got", [
+    ("2.1", lambda size: np.tril(np.ones((size, size), bool))[None, None], "numpy.ndarray"),
+    ("1.2", numpy_softmax, "numpy.ndarray"),
+    ("2.1", lambda size: torch.ones(size, size, dtype=torch.bool).tril()[None, None].tolist(),
+     "a list")])
+def test_the_right_numbers_in_a_numpy_array_or_a_list_are_not_a_tensor(exercise_id, answer,
+                                                                       got):
+    """The chapter's code goes on with torch operations on what the function returns."""
+    result = run(EXERCISES[exercise_id], answer)
+    assert result.status == "failed"
+    says(result.message(), "expected a", "tensor", got)
+    says(result.message("zh"), "张量")

@@ -132,9 +132,12 @@ STABLE = Exercise(
     forbidden=tuple(f"{owner}.{kind}" for owner in ("torch", "torch.Tensor",
                                                     "torch.nn.functional", "torch.special")
                     for kind in ("softmax", "log_softmax"))
-    + ("torch._softmax", "torch._log_softmax")
+    + ("torch._softmax", "torch._log_softmax", "torch._masked_softmax", "torch.sparse.softmax",
+       "torch.sparse.log_softmax")
     + tuple(f"torch.ops.aten.{op}" for op in ("softmax", "_softmax", "log_softmax",
-                                               "_log_softmax", "special_softmax")),
+                                               "_log_softmax", "special_softmax",
+                                               "_sparse_softmax", "_sparse_log_softmax",
+                                               "_masked_softmax", "_safe_softmax")),
     slips=(
         Slip(Text("Your softmax takes exp() of the raw scores: exp overflows to inf above about "
                   "88 in float32 (11 in float16), and inf / inf is NaN; exp of scores far below "

@@ -60,6 +60,9 @@ def padding_cases() -> list[Case]:
              (tokens([[4, 5, 6, 7, 2], [4, 2, 1, 1, 1]]), 1)),
         Case(Text("a row that is all padding", "一整行都是填充"),
              (tokens([[4, 5, 2], [0, 0, 0]]), PAD)),
+        Case(Text("padding id 1, and a real token with id 0",
+                  "填充的编号为 1，还有一个编号为 0 的真实词元"),
+             (tokens([[0, 5, 2, 1], [4, 0, 2, 1]]), 1)),
     ]
 
 
@@ -85,6 +88,11 @@ PADDING = Exercise(
                   "你的掩码屏蔽的是查询所在的行，而不是键所在的列：填充作为键时不能得到权重，"
                   "所以序列轴应放在最后，即 (batch, 1, 1, seq)。"),
              lambda t, pad: (t != pad)[:, None, :, None]),
+        Slip(Text("Your mask keeps the ids above `pad`: a real token may have a smaller id "
+                  "(0, say); only the id `pad` itself is padding.",
+                  "你的掩码保留的是编号大于 `pad` 的词元：真实词元的编号也可能更小（比如 0）；"
+                  "只有编号正好等于 `pad` 的才是填充。"),
+             lambda t, pad: (t > pad)[:, None, None, :]),
         Slip(Text("Your mask compares the tokens with 0, not with `pad`.",
                   "你的掩码把词元与 0 比较，而不是与 `pad` 比较。"),
              lambda t, pad: (t != 0)[:, None, None, :]),

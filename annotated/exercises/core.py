@@ -135,6 +135,11 @@ def compare(expected, got, lang: str) -> str | None:
             if problem:
                 return MESSAGES[lang]["returned"].format(i=i + 1, n=len(expected), problem=problem)
         return None
+    if isinstance(expected, torch.Tensor) and expected.ndim and not isinstance(got, torch.Tensor) \
+            and as_array(got) is not None:               # a NumPy array or a list
+        owner = type(got).__module__
+        return MESSAGES[lang]["not_tensor"].format(
+            got=type(got).__name__ if owner == "builtins" else f"{owner}.{type(got).__name__}")
     want, have = as_array(expected), as_array(got)
     if isinstance(got, torch.Tensor) and got.is_meta:
         return MESSAGES[lang]["meta"]
