@@ -5,6 +5,7 @@ imports the solutions; every exercise has a worked solution kept apart from the 
 import ast
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -417,6 +418,9 @@ def wraps_the_mask(size):
      .sinusoid_table(length, d_model), "annotated.positional.sinusoid_table"),
     ("2.1", lambda size: torch.from_numpy(
         __import__("reference_numpy.masks").masks.subsequent_mask(size)),
+     "reference_numpy.masks.subsequent_mask"),
+    ("2.1", lambda size: torch.from_numpy(ThreadPoolExecutor(1).submit(
+        __import__("reference_numpy.masks").masks.subsequent_mask, size).result()),
      "reference_numpy.masks.subsequent_mask")])
 def test_the_packages_own_code_called_inside_an_answer_is_not_an_answer(exercise_id, answer,
                                                                          name):

@@ -19,6 +19,7 @@ import functools
 import importlib
 import inspect
 import sys
+import threading
 import traceback
 import types
 from contextlib import contextmanager
@@ -327,12 +328,18 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
                 and frame.f_code.co_name != "<module>" and called_by_the_learner(frame, trusted):
             refused.append(f"{module}.{frame.f_code.co_qualname}")
             raise Forbidden(refused[-1])
-    profiler = sys.getprofile()
+    profiler, threads_profiler, hook = sys.getprofile(), threading.getprofile(), \
+        threading.excepthook
     sys.setprofile(watch)
+    threading.setprofile(watch)               # and the threads the learner's code starts,
+    threading.excepthook = lambda found: (    # whose refusals are counted, not printed
+        None if found.exc_type is Forbidden else hook(found))
     try:
         yield
     finally:
         sys.setprofile(profiler)
+        threading.setprofile(threads_profiler)
+        threading.excepthook = hook
         for owner, attribute, original, _ in kept:
             setattr(owner, attribute, original)
 
