@@ -314,8 +314,11 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     (tmp_path / "week2" / "data").mkdir(parents=True)
     (tmp_path / "week2" / "data" / "answers.txt").write_text("kept in a subfolder")
     (tmp_path / "a.txt").write_text("A")                     # becomes a folder of that name
+    (tmp_path / "mode.txt").write_text("M")                  # made unreadable
+    (tmp_path / "mode.txt").chmod(0o640)
     write(tmp_path, "vandal.ipynb", [SETUP, MASK, (
         "import os, shutil\n"
+        f"os.chmod({str(tmp_path / 'mode.txt')!r}, 0)\n"
         f"open({str(tmp_path / 'notes.txt')!r}, 'w').write('overwritten')\n"
         f"os.remove({str(tmp_path / 'other.ipynb')!r})\n"
         f"shutil.rmtree({str(tmp_path / 'week2')!r})\n"
@@ -334,8 +337,10 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert (tmp_path / "week2" / "data" / "answers.txt").read_text() == "kept in a subfolder"
     assert (tmp_path / "a.txt").read_text() == "A"
     assert (tmp_path / "a.txt.found-while-grading").is_dir()
-    says(vandal["note"], "notes.txt", "other.ipynb", "answers.txt", "put back", "added.txt",
-         "delete", "went")
+    assert (tmp_path / "mode.txt").stat().st_mode & 0o777 == 0o640
+    assert not (tmp_path / "mode.txt.found-while-grading").exists()     # only its mode changed
+    says(vandal["note"], "notes.txt", "other.ipynb", "answers.txt", "mode.txt", "put back",
+         "added.txt", "delete", "went")
     # what was found in its place is kept, in case another program saved it meanwhile
     assert (tmp_path / "notes.txt.found-while-grading").read_text() == "overwritten"
     says(vandal["note"], "another program", "notes.txt.found-while-grading")

@@ -382,3 +382,18 @@ def test_draw_beam_tree_boxes_every_prefix_under_its_parent_with_no_links_crossi
     extents = [t.get_bbox_patch().get_window_extent() for t in boxes]
     assert not any(a.overlaps(b) for i, a in enumerate(extents) for b in extents[i + 1:])
     assert smallest_text_on_the_page(fig, quick_figures / "beam.png") >= LEGIBLE_POINTS
+
+
+@pytest.mark.parametrize("value, full, noted", [("1", True, False), ("true", True, False),
+                                                ("0", False, False), ("", False, False),
+                                                ("full", False, True)])
+def test_the_full_form_is_asked_for_by_1_or_true_and_anything_else_is_said(value, full, noted,
+                                                                          monkeypatch, capsys):
+    from annotated.notebooks.chapter import FULL_ENV, full_form
+    monkeypatch.setenv(FULL_ENV, value)
+    assert full_form() is full
+    err = capsys.readouterr().err
+    if noted:
+        says(err, "ANNOTATED_FULL='full'", "quick form", "ANNOTATED_FULL=1")
+    else:
+        assert err == ""

@@ -25,6 +25,7 @@ and 2 for a wrong argument.
 import fcntl
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -115,7 +116,12 @@ class Folders:
         self.files, self.kept = {}, 0
         for file in [Path(os.path.abspath(n)) for n in notebooks] + self.listed():
             if file not in self.files and file.is_file():
-                self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
+                self.keep(file, self.contents(file))
+
+    def keep(self, file: Path, data: bytes | None) -> None:
+        """Remember `file` as it is now: its bytes (`data`), inode change time and mode."""
+        found = file.stat()
+        self.files[file] = (data, found.st_ctime_ns, stat.S_IMODE(found.st_mode))
 
     def lock(self) -> None:
         """Take each folder for this grader alone: a second grader of the same folder would
@@ -180,22 +186,14 @@ class Folders:
         changed, lost, found, gone = self.changed(), [], [], []
         for file in changed:
             try:
-                if self.files[file][0] is None:
-                    raise OSError
-                if os.path.lexists(file):
-                    found.append(free_name(file, FOUND))
-                    os.replace(file, found[-1])
-                else:
-                    gone.append(file)
-                write_files({file: self.files[file][0]})
-                self.files[file] = (self.files[file][0], file.stat().st_ctime_ns)
+                self.put_back(file, found, gone)
             except (OSError, DataError):         # too large to keep, or no longer writable
                 lost.append(file)
         for file in [f for f in found if f.is_file()]:    # not counted as added next time
-            self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
+            self.keep(file, self.contents(file))
         added = [file for file in self.listed() if file not in self.files]
         for file in added:                       # the next notebook is not blamed for these
-            self.files[file] = (self.contents(file), file.stat().st_ctime_ns)
+            self.keep(file, self.contents(file))
         kept_as = listing(found, say, lambda f: f.name)
         notes = [say[key].format(paths=listing(files, say), found=kept_as)
                  for key, files in (("restored", [f for f in changed
@@ -205,13 +203,34 @@ class Folders:
         if notes:
             row["note"] = say["notes_sep"].join(filter(None, [row["note"], *notes]))
 
+    def put_back(self, file: Path, found: list, gone: list) -> None:
+        """Give `file` its kept bytes and mode again; what stood in its place is kept beside
+        it (appended to `found`), unless only its mode changed; a file that was removed is
+        appended to `gone`. An OSError if it cannot be put back."""
+        data, _, mode = self.files[file]
+        if data is None:
+            raise OSError("not kept")
+        if file.is_file() and not file.is_symlink():
+            os.chmod(file, mode)                 # first: the change may have made it unreadable
+        if not os.path.lexists(file):
+            gone.append(file)
+        elif file.is_symlink() or not file.is_file() or file.read_bytes() != data:
+            found.append(free_name(file, FOUND))
+            os.replace(file, found[-1])
+        if not os.path.lexists(file):
+            write_files({file: data})
+            os.chmod(file, mode)
+        self.keep(file, data)
+
     def changed(self) -> list[Path]:
-        """The files kept that are gone, or whose bytes differ from those kept."""
+        """The files kept that are gone, or whose bytes or mode differ from those kept."""
         out = []
-        for file, (data, ctime) in self.files.items():
+        for file, (data, ctime, mode) in self.files.items():
             try:
-                if not file.is_file() or (file.stat().st_ctime_ns != ctime
-                                          and (data is None or file.read_bytes() != data)):
+                found = file.stat()
+                if not file.is_file() or (found.st_ctime_ns != ctime and (
+                        data is None or stat.S_IMODE(found.st_mode) != mode
+                        or file.read_bytes() != data)):
                     out.append(file)
             except OSError:                      # made unreadable
                 out.append(file)

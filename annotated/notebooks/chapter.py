@@ -17,6 +17,7 @@ corpus from the data location, the real training runs, the committed outputs and
 import inspect
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,8 +29,22 @@ PACKAGE = Path(__file__).resolve().parents[1]        # annotated/, whose source 
 OUTPUT_CHARS = 88
 
 FULL_ENV = "ANNOTATED_FULL"
+
+
+def full_form() -> bool:
+    """Whether ANNOTATED_FULL asks for the chapters' full form: 1 (or true, yes, on). Another
+    value than those and 0 (false, no, off) is said, and gives the quick form."""
+    value = os.environ.get(FULL_ENV, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value not in ("", "0", "false", "no", "off"):
+        print(f"note: {FULL_ENV}={os.environ[FULL_ENV]!r} is neither 1 nor 0, so the chapters "
+              f"run in their quick form; set {FULL_ENV}=1 for the full one", file=sys.stderr)
+    return False
+
+
 #: Quick mode unless ANNOTATED_FULL=1: heavy cells (training) then run a tiny version of themselves.
-QUICK = os.environ.get(FULL_ENV, "0") != "1"
+QUICK = not full_form()
 #: The Multi30k the chapters read: the shipped sample in quick mode, the full corpus otherwise.
 MULTI30K = "multi30k_sample" if QUICK else "multi30k"
 #: Where save_figure writes: ANNOTATED_FIGURES, which chapters/regenerate.py sets to the
