@@ -394,6 +394,7 @@ def test_a_notebook_stopped_in_a_cell_keeps_the_checks_before_and_names_the_cell
     stuck, signals = grade(["stuck", "signals"], cell_timeout=3, timeout=60)
     says(slow, "--timeout", "cell 3", "the checks before it count")
     says(stuck, "cell 3", "did not run to its end")
+    assert "ran past" not in stuck           # its interrupt did not stop it: named once
     says(signals, "cell 3", "not by the grader", "signal")
 
 

@@ -74,7 +74,8 @@ def test_a_folder_that_cannot_be_written_is_refused_before_any_work(tmp_path, ca
     with pytest.raises(SystemExit) as exit_:
         train.main(["--run-dir", str(tmp_path / "file" / "run"), "--max-steps", "1", *TINY])
     assert exit_.value.code == 1
-    says(error_line(capsys), "cannot write", str(tmp_path / "file" / "run"), "--run-dir")
+    says(error_line(capsys), "cannot make", str(tmp_path / "file" / "run"), "Not a directory",
+         "--run-dir")
     assert (tmp_path / "file").read_text() == "not a folder"
 
 

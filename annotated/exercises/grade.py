@@ -319,6 +319,10 @@ def grade(notebook: Path, args) -> dict:
     row["passed"] = sum(r["status"] == "passed" for r in row["exercises"].values())
     row["graded"] = True
     died = report.get("problem")              # the kernel died: the checks before it count
+    if died and died[0] in ("stopped_in_cell", "unfinished_at"):   # the cell that ignored its
+        # interrupt is named by that note, not as a cell the interrupt stopped
+        row["errors"] = [e for e in row["errors"]
+                         if not (e["stopped"] and str(e["cell"]) == str(died[1]))]
     row["note"] = say["notes_sep"].join(filter(None, [
         died and say[died[0]].format(detail=died[1]), cell_note(row["errors"], args, say)])) \
         or None

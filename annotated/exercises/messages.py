@@ -126,7 +126,7 @@ MESSAGES = {
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "item": "其中 {n} 项里的第 {i} 项：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
-        "not_tensor": "应当返回 torch 张量，实际得到的是 {got}：请让结果保持为张量（本章后面的代码还要对它做 torch 运算）",
+        "not_tensor": "应当返回 PyTorch 张量，实际得到的是 {got}：请让结果保持为张量（本章后面的代码还要用 PyTorch 对它运算）",
         "meta": "得到的张量只有形状、没有数值：请在 CPU 上计算它",
         "shape": "形状应为 {expected}，实际为 {got}",
         "dtype": "数据类型应为 {expected}，实际为 {got}",
