@@ -89,10 +89,10 @@ def main(argv=None):
 
 def note_copy(lines: list[str], refs: list[str], given: str, ref_path) -> None:
     """A note for translations that are the references line for line (`given`: the option and
-    its file), which score 100 as any copy does."""
+    its file): the score of a copy, not of a system."""
     if [line.strip() for line in lines] == [ref.strip() for ref in refs]:
         say_error(f"note: {given} holds the references ({ref_path}) line for line, a copy of "
-                  f"them, which scores 100: give a system's translations there")
+                  f"them, not a system's output: give a system's translations there")
 
 
 def note_mismatch(hyps: list[str], refs: list[str], args) -> None:

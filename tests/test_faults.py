@@ -495,3 +495,31 @@ def test_misaligned_corpus_fails_before_a_tokenizer_is_trained(tmp_path, monkeyp
         data.load_corpus(configs.get("base"), data_dir=tmp_path, cache_dir=tmp_path / "cache")
     says(error, "newstest2014.en has 2 lines", "newstest2014.de has 1")
     assert snapshot(tmp_path) == before
+
+
+def test_a_soup_is_not_averaged_again_with_one_of_its_own_checkpoints(tmp_path, capsys):
+    """The soup has a run id of its own; what it was made of is recorded by name and run."""
+    a = save(tmp_path / "a" / "ckpt_0000005.pt", seed=1)
+    b = save(tmp_path / "b" / "ckpt_0000005.pt", seed=2)
+    soup = tmp_path / "soup.pt"
+    checkpoint_command.main(["average", "--allow-different-runs", "--out", str(soup), str(a),
+                             str(b)])
+    exits_with_error(checkpoint_command.main, ["average", "--allow-different-runs", "--out",
+                                               str(tmp_path / "again.pt"), str(soup), str(a)])
+    says(error_line(capsys, alone=False), str(soup), "already an average", str(a), "twice")
+    assert not (tmp_path / "again.pt").exists()
+
+
+def test_average_refuses_models_trained_on_other_data_even_when_told(tmp_path, capsys):
+    a = save(tmp_path / "a.pt", seed=1)
+    b = save(tmp_path / "b.pt", seed=2, config=CONFIG.override(copy_len=5))
+    exits_with_error(checkpoint_command.main, ["average", "--allow-different-runs", "--out",
+                                               str(tmp_path / "avg.pt"), str(a), str(b)])
+    says(error_line(capsys), str(b), "other data", "copy_len 5 vs", "leave one of them out")
+
+
+def test_an_average_takes_the_newest_checkpoints_step_in_whatever_order_they_come(tmp_path):
+    first, second, third = run_dir(tmp_path)
+    made = [checkpoint_file.average(order)["step"] for order in
+            ([first, second, third], [third, second, first], [second, third, first])]
+    assert made == [3, 3, 3]

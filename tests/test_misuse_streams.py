@@ -653,7 +653,7 @@ def test_an_out_that_is_the_references_says_to_write_elsewhere(tmp_path, capsys)
 
 
 def test_translations_that_are_a_copy_of_the_references_are_noted(tmp_path, capsys):
-    """A copy of the references scores 100: a note says it is a copy, not a system."""
+    """A copy of the references: a note says it is a copy, not a system."""
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
     (tmp_path / "copy.de").write_text("Ein Hund läuft. \nZwei Katzen.\n")
     (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
@@ -662,6 +662,21 @@ def test_translations_that_are_a_copy_of_the_references_are_noted(tmp_path, caps
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--baseline", str(tmp_path / "copy.de"),
                    "--ref", str(tmp_path / "ref.de")])
     says(capsys.readouterr().err.splitlines()[0], "note", "--baseline", "copy.de", "copy")
+
+
+def test_sentences_too_short_for_a_4_gram_say_why_bleu_is_0(tmp_path, capsys):
+    """A perfect copy of two-word lines scores 0: BLEU multiplies in the 4-gram precision."""
+    for name in ("ref.de", "hyp.de"):
+        (tmp_path / name).write_text("Ein Hund.\nZwei Katzen.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    out, err = capsys.readouterr()
+    assert "BLEU = 0.00" in out
+    says(out.splitlines()[0], "no translation holds 4 tokens", "0 however good")
+    assert "scores 100" not in err
+    for name in ("ref.de", "hyp.de"):
+        (tmp_path / name).write_text("Ein Hund läuft über die Wiese.\nZwei Katzen.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    assert "4 tokens" not in capsys.readouterr().out
 
 
 def test_empty_translations_among_others_are_noted(tmp_path, capsys):

@@ -142,6 +142,9 @@ def report(hyps: list[str], refs: list[str], lang: str | None = None) -> str:
              f"({tok} tokens")
     why = ("" if tok == "13a" else f"tokenizer: {tok}, for text written without spaces "
            f"between words (13a would leave each sentence one token)\n")
+    if not sacre.totals[3]:
+        why += ("no translation holds 4 tokens, so BLEU has no 4-gram to count and is 0 "
+                "however good they are: it scores sentences of 4 tokens or more\n")
     return (why + f"sacreBLEU (cased, detokenized): {sacre}\n"
             f"  signature: {signature}\n"
             f"lowercased tokenized BLEU (sacreBLEU -lc, {tok}; as Multi30k papers report): "

@@ -59,7 +59,7 @@ from annotated.base.errors import CheckpointError, ConfigError, DeviceError
 from annotated.base.files import atomic_open
 from annotated.base.settings import shown
 from annotated.base.signals import signals_held
-from annotated.configs import SHAPE, Config
+from annotated.configs import COPY_ONLY, SHAPE, TEXT_ONLY, Config
 from annotated.data.tokenizer import Tokenizer
 from annotated.model import EncoderDecoder
 
@@ -459,6 +459,13 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
         if differ:
             raise CheckpointError(f"{p} has a different config from {paths[0]} "
                                   f"({', '.join(differ)}){same_model}")
+        data = [f"{k} {other['config'].get(k)} vs {config.get(k)}"
+                for k in ("dataset", *COPY_ONLY, *TEXT_ONLY)
+                if other["config"].get(k) != config.get(k)]
+        if data:
+            raise CheckpointError(f"{p} was trained on other data than {paths[0]} "
+                                  f"({', '.join(data)}); only checkpoints of models trained on "
+                                  f"the same data can be averaged: leave one of them out")
         shapes = {k: tuple(v.shape) for k, v in other["model"].items()}
         if shapes != {k: tuple(v.shape) for k, v in first["model"].items()}:
             raise CheckpointError(f"{p} holds a different model from {paths[0]}{same_model}")
@@ -481,8 +488,7 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
         seen.setdefault(ident, p)
     for p, other in zip(paths, payloads):
         inside = [q for q, o in zip(paths, payloads) if o is not other
-                  and Path(q).name in other.get("averaged_from", ())
-                  and o["run_id"] == other["run_id"]]
+                  and (Path(q).name, o["run_id"]) in _sources(other)]
         if inside:
             raise CheckpointError(f"{p} is already an average of {inside[0]} (and "
                                   f"{len(other['averaged_from']) - 1} more): averaging both "
@@ -496,23 +502,32 @@ def _check_compatible(paths, payloads, allow_different_runs: bool) -> None:
                                   f"--allow-different-runs")
 
 
+def _sources(payload: dict) -> set[tuple[str, str]]:
+    """(file name, run id) of each checkpoint an average was made from (none for another)."""
+    names = payload.get("averaged_from") or ()
+    runs = payload.get("averaged_runs") or [payload["run_id"]] * len(names)
+    return set(zip(names, runs))
+
+
 def average(paths, allow_different_runs: bool = False) -> dict:
     """The element-wise mean of the weights of several checkpoints of the same model (§6.1),
-    computed in float64 and stored in the original dtype. Checkpoints of different runs are
+    computed in float64 and stored in the original dtype, with the step and config of the
+    newest of them, in whatever order they are given. Checkpoints of different runs are
     refused unless allow_different_runs; the result records every source's name and run."""
     if not paths:
         raise CheckpointError("no checkpoints to average")
     payloads = [load(p) for p in paths]
     _check_compatible(paths, payloads, allow_different_runs)
+    newest = max(payloads, key=lambda p: p.get("step") or 0)   # whatever order they came in
 
     def mean(k, v):
         if not v.is_floating_point():
-            return payloads[-1]["model"][k]
+            return newest["model"][k]
         return (sum(p["model"][k].double() for p in payloads) / len(payloads)).to(v.dtype)
 
     runs = [p["run_id"] for p in payloads]
     one_run = len(set(runs)) == 1
-    last = {k: v for k, v in payloads[-1].items() if k != "halved_from"}
+    last = {k: v for k, v in newest.items() if k != "halved_from"}
     return {**last, "version": FORMAT_VERSION, "training": None,
             "model": _per_storage(payloads[0]["model"], mean),
             "run_id": runs[0] if one_run else new_run_id(),
