@@ -59,7 +59,8 @@ def graded(tmp_path_factory):
     return as_json.returncode, rows, as_table
 
 
-FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1"], ["不是 JSON"]),
+FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1", "save it again"],
+                      ["不是 JSON", "第 1 行", "重新保存"]),
          "empty": (b" \n", ["empty", "save"], ["空文件", "保存"]),
          "format 5": (b'{"nbformat": 5, "nbformat_minor": 0, "cells": [], "metadata": {}}',
                       ["format is 5", "format 4", "save"], ["格式是 5", "保存"]),
@@ -83,7 +84,8 @@ def test_a_file_that_is_no_notebook_says_why_in_the_tables_language(tmp_path, co
         assert nb is None
         says(problem, *names)
         if lang == "zh":
-            assert not any(word in problem for word in ("not ", "without", "older", "of format"))
+            assert not any(word in problem for word in ("not ", "without", "older", "of format",
+                                                        "Expecting"))
 
 
 def statuses(row) -> dict:

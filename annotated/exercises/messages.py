@@ -68,7 +68,8 @@ MESSAGES = {
         "too_large": "{size} MB, more than a notebook of this book holds (at most {limit} MB)",
         "not_utf8": "not UTF-8 text (line {line}), as a notebook is: open it in Jupyter and "
                     "save it, or convert it (iconv -f {encoding} -t utf-8 FILE > NEW.ipynb)",
-        "not_json": "not JSON ({detail})",
+        "not_json": "not JSON (it breaks off or goes wrong at line {detail}): save it again "
+                    "from Jupyter, or restore it from a copy",
         "empty_file": "an empty file: it may not have been saved; save the notebook in "
                       "Jupyter and hand it in again",
         "no_cells": "JSON without the 'cells' and 'nbformat' that a notebook has",
@@ -151,7 +152,7 @@ MESSAGES = {
         "not_regular": "不是普通文件（而是设备、管道或套接字）",
         "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）",
         "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
-        "not_json": "不是 JSON（{detail}）",
+        "not_json": "不是 JSON（在第 {detail} 行中断或出错）：请在 Jupyter 里重新保存，或从备份恢复",
         "empty_file": "这是一个空文件：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
         "no_cells": "是 JSON，但没有笔记本应有的 `cells` 和 `nbformat`",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "

@@ -52,7 +52,7 @@ def read(path) -> nbformat.NotebookNode:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise NotANotebook("not_json", f"{e.msg}: line {e.lineno}") from None
+        raise NotANotebook("not_json", str(e.lineno)) from None
     version = data.get("nbformat") if isinstance(data, dict) else None
     if isinstance(version, int) and version < 4:
         raise NotANotebook("old_nbformat", str(version))
