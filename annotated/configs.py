@@ -138,6 +138,10 @@ class Config(ModelConfig):
         valid = [f.name for f in fields(self)]
         unknown = sorted(set(changes) - set(valid))
         if unknown:
+            spaced = next((k for k in unknown if k.strip() in valid), None)
+            if spaced is not None:            # "N =1": the key holds a space one cannot see
+                raise ConfigError(f"config key {shown(spaced)} has spaces around it; write "
+                                  f"{spaced.strip()}=VALUE, with no space before the =")
             raise ConfigError(f"unknown config key(s) "
                               f"{', '.join(shown(k, quote=False) for k in unknown)}; valid keys: "
                               f"{', '.join(valid)}")

@@ -108,6 +108,11 @@ def run_config(args, out: Path):
                           f"another --run-dir")
     if not args.resume:
         changed = _differences(saved, apply_overrides(get(args.config), args.overrides))
+        if changed and all(c.split(" ")[0] in RESUMABLE for c in changed):
+            raise ConfigError(f"{out} holds a run that differs from this command in "
+                              f"{', '.join(changed)}: settings a --resume may change (an "
+                              f"earlier --resume may have changed them); pass --resume to "
+                              f"continue it as it is, or --resume KEY=VALUE to change them")
         if changed:
             raise ConfigError(f"{out} already holds a run of another config: "
                               f"{', '.join(changed)}; pass --resume to continue that run or "

@@ -147,3 +147,11 @@ def test_the_model_is_built_from_its_config_passed_whole():
         [p.shape for p in EncoderDecoder(shape, 11).parameters()]
     assert configs.ModelConfig(d_model=32, h=4).d_k == 8         # d_k = d_model / h (§3.2.2)
     assert config.parameter_count() == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("item", ["N =1", " N=1"])
+def test_a_key_with_a_space_beside_it_is_named_with_the_space_shown(item):
+    """'N ' read as unknown beside a list of valid keys that holds N would hide the mistake."""
+    with pytest.raises(configs.ConfigError) as error:
+        configs.apply_overrides(configs.get("copy"), [item])
+    says(str(error.value), repr(item.partition("=")[0]), "spaces", "N=VALUE")

@@ -60,19 +60,22 @@ def test_a_run_file_that_is_a_link_is_refused_and_its_target_untouched(tmp_path,
     assert notes.read_text() == "my notes\n"
 
 
-@pytest.mark.parametrize("what", ["a file", "a broken link", "a pipe as its lock"])
+@pytest.mark.parametrize("what", ["a file", "a broken link", "a loop of links",
+                                  "a pipe as its lock"])
 def test_a_run_folder_that_is_not_a_folder_says_what_it_is(tmp_path, capsys, what):
     folder = tmp_path / "run"
     if what == "a file":
         folder.write_text("not a folder\n")
     elif what == "a broken link":
         folder.symlink_to(tmp_path / "nowhere")
+    elif what == "a loop of links":
+        folder.symlink_to(folder)
     else:
         folder.mkdir()
         os.mkfifo(folder / ".lock")
     run_fails(folder, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     words = {"a file": "is a file, not a folder", "a broken link": "which does not exist",
-             "a pipe as its lock": "it is not a file"}[what]
+             "a loop of links": "a loop of links", "a pipe as its lock": "it is not a file"}[what]
     assert words in error_line(capsys, alone=False)
 
 

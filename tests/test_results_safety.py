@@ -117,22 +117,32 @@ def test_ctrl_c_during_the_commit_of_results_files_lands_after_it(tmp_path, monk
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
 
 
-@pytest.mark.parametrize("number, fix", [(errno.EPERM, "chattr -i"), (errno.EACCES, "chmod u+w"),
-                                         (errno.EROFS, "read-only")])
+@pytest.mark.parametrize("number, fix", [(errno.EPERM, "chattr -i -a"),
+                                         (errno.EACCES, "chmod u+w"), (errno.EROFS, "read-only")])
 def test_a_file_that_may_not_be_replaced_is_named_with_the_fix(tmp_path, monkeypatch, number,
                                                                fix):
-    """An immutable README (chattr +i), a folder without write permission, a read-only
-    mount: root passes the permission checks, so the refusal is simulated where it comes."""
+    """An immutable README (chattr +i), an append-only log (chattr +a), a folder without write
+    permission, a read-only mount: root passes the permission checks, so the refusal is
+    simulated where it comes, naming the temporary file as the kernel does. The error names
+    the file asked for, never the temporary one."""
+    from annotated.base.files import atomic_open
     (tmp_path / "a.md").write_text("old a\n")
 
     def refused(source, target):
-        raise OSError(number, os.strerror(number), str(target))
+        raise OSError(number, os.strerror(number), str(source), None, str(target))
     monkeypatch.setattr(os, "replace", refused)
-    with pytest.raises(OSError) as error:
-        write_files({tmp_path / "a.md": "new a\n"})
-    says(describe(error.value), str(tmp_path / "a.md"), "no file was changed", fix)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md"]
-    assert (tmp_path / "a.md").read_text() == "old a\n"
+
+    def through_atomic_open():
+        with atomic_open(tmp_path / "a.md", "w") as f:
+            f.write("new a\n")
+    for write in (lambda: write_files({tmp_path / "a.md": "new a\n"}), through_atomic_open):
+        with pytest.raises(OSError) as error:
+            write()
+        line = describe(error.value)
+        says(line, str(tmp_path / "a.md"), "no file was changed", fix)
+        assert ".tmp" not in line
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md"]
+        assert (tmp_path / "a.md").read_text() == "old a\n"
 
 
 def test_results_files_that_cannot_be_written_leave_no_folder_behind(tmp_path):

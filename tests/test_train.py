@@ -65,6 +65,20 @@ def test_a_run_folder_is_never_mixed_up(tmp_path, capsys):
     assert [p.name for p in checkpoint_file.checkpoints(tmp_path)] == ["ckpt_0000001.pt"]
 
 
+def test_the_first_command_after_a_resume_that_changed_a_setting_says_to_resume(tmp_path,
+                                                                                capsys):
+    """train_steps changed by a --resume: the first command no longer names the run's config,
+    and the run is not another one: it is told to go on with --resume."""
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    run(tmp_path, "--resume", "--max-steps", 2, "train_steps=50")
+    with pytest.raises(SystemExit):
+        run(tmp_path, "--config", "copy", "--max-steps", 3, *TINY_RUN)
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    says(line, str(tmp_path), "train_steps (50 there, 1000 here)", "--resume may change",
+         "pass --resume")
+    assert "another config" not in line
+
+
 def test_the_same_command_twice_continues_the_run(tmp_path, capsys):
     """A repeated command finds its own run: it goes on to --max-steps, or has nothing to do."""
     run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)

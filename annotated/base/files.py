@@ -378,7 +378,7 @@ def atomic_open(path, mode="wb"):
             yield f
             f.flush()
             os.fsync(f.fileno())
-        with _named(path):
+        with _naming(path):              # the file asked for, not the temporary one
             if old is not None and old.st_nlink > 1:
                 _copy_into(tmp, path)
                 os.unlink(tmp)
@@ -611,9 +611,9 @@ def _naming(path: Path):
 # What to do when a file cannot be written, by the error's number.
 WRITE_FIXES = {
     errno.EACCES: "make the file and its folder writable (chmod u+w) or write elsewhere",
-    errno.EPERM: "the file or its folder may not be changed (read-only, or marked immutable: "
-                 "lsattr shows an i); make them writable (chmod u+w, chattr -i) or write "
-                 "elsewhere",
+    errno.EPERM: "the file or its folder may not be changed (read-only, or marked immutable "
+                 "or append-only: lsattr shows an i or an a); make them writable (chmod u+w, "
+                 "chattr -i -a) or write elsewhere",
     errno.EROFS: "the file system is mounted read-only; write elsewhere"}
 
 
