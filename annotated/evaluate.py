@@ -23,7 +23,8 @@ from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
 from annotated.data.languages import guess_language, guess_spaced_language
 from annotated.data.tokenizer import is_language
-from annotated.inference.bleu import describe_paired, paired_bootstrap, report, tokenizer_for
+from annotated.inference.bleu import (describe_paired, paired_bootstrap, report, tokenizer_for,
+                                     too_short_note)
 
 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
@@ -85,6 +86,8 @@ def main(argv=None):
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
                                                   tokenize=tok), metric))
+    if note := too_short_note(hyps, refs, args.lang):
+        say_error(note)
 
 
 def note_copy(lines: list[str], refs: list[str], given: str, ref_path) -> None:

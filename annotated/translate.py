@@ -35,7 +35,7 @@ from annotated.data.languages import (LANGUAGE_NAMES, THREE_LETTER_CODES, WORD_S
                                       guess_spaced_language)
 from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
-from annotated.inference.bleu import report
+from annotated.inference.bleu import report, too_short_note
 from annotated.model import count_parameters
 from annotated.store.checkpoint_file import load_model
 
@@ -115,6 +115,8 @@ def main(argv=None):
     write(out, out_path)
     if scores is not None:
         log(scores)
+        if note := too_short_note(out, refs, config.target_lang):
+            log(note)
 
 
 def check_streams(args, source, out_path) -> None:

@@ -87,17 +87,7 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
     with stops_unwind():
         before = publish.check_out(out)
         for lang in languages.TRANSLATIONS:       # a damaged translation file, before the work
-            missing = []
-            for source in i18n.sources():
-                if (where := i18n.translation_file(source, lang)).exists():
-                    i18n.read_units(where, lang)
-                else:
-                    missing.append(where)
-            if missing:
-                say_error(f"note: the {lang} edition has no {missing[0]}"
-                          + (f" (nor {len(missing) - 1} more pages)" if len(missing) > 1 else "")
-                          + f": published in English there; python -m book translations lists "
-                          f"what is missing, --add-missing starts the files")
+            check_edition(lang)
         out.parent.mkdir(parents=True, exist_ok=True)
         with scratch_folder(out.parent, ".book-") as tmp:
             zip_size = project.project_zip(tmp / project.PROJECT_ZIP, leave_out=(
@@ -112,3 +102,24 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
                 os.replace(tmp / project.PROJECT_ZIP, site / project.PROJECT_ZIP)
             publish.publish(site, out, before)
     return out / "index.html"
+
+
+def check_edition(lang: str) -> None:
+    """Before any work: read every translation file of `lang` (a damaged one is a DataError
+    naming its line) and note a missing file, and a unit that would break its page, which the
+    build publishes in English (i18n.unpublishable)."""
+    missing = []
+    for source in i18n.sources():
+        if not (where := i18n.translation_file(source, lang)).exists():
+            missing.append(where)
+            continue
+        unfit = [u for u in i18n.read_units(where, lang) if i18n.unpublishable(u)]
+        for unit in unfit[:1]:
+            say_error(f"note: {where.relative_to(i18n.ROOT)}:{unit.line}: {unit.key}: "
+                      f"{i18n.unpublishable(unit)}; published in English there (python "
+                      f"-m book translations lists every such unit)")
+    if missing:
+        say_error(f"note: the {lang} edition has no {missing[0]}"
+                  + (f" (nor {len(missing) - 1} more pages)" if len(missing) > 1 else "")
+                  + f": published in English there; python -m book translations lists "
+                  f"what is missing, --add-missing starts the files")

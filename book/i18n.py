@@ -60,6 +60,7 @@ NUMBER = re.compile(r"(?<![\w.])(?<!\de-)\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")  # 11,
 WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 TABLE_RULE = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")                 # | --- | ---: |
 CAPTION = re.compile(r"^\*\*(Table [\w.]+?)\.\*\*")
+DIRECTIVE = re.compile(r"```\{([^}]*)\}")                            # ```{note}, ```{figure}
 
 
 @dataclass
@@ -288,22 +289,39 @@ def kept_pieces(text: str) -> list[str]:
 
 def translation_problem(unit: Unit) -> str | None:
     """What makes a unit's translation unfit to publish though it is there: the English left
-    as it is (prose words, outside code and math, the same as the quote), a code block it
-    opens and never closes (the rest of the page would show as code), or code, math or a link
-    target that is not as in the English (kept_pieces)."""
+    as it is (prose words, outside code and math, the same as the quote), code, math or a link
+    target that is not as in the English (kept_pieces), or what would break its page
+    (unpublishable)."""
     prose_words = WORD.findall(kept_and_prose(unit.en)[1])
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
                 f"(the page would show English)")
-    if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:
-        return ("its translation opens a code block (```) that it never closes: add the "
-                "closing ``` line, or remove the opening one")
     lacking = Counter(kept_pieces(unit.en)) - Counter(kept_pieces(unit.text))
     if lacking:                     # each one as often as the English has it: `True` twice
         changed = next(iter(lacking))
         return (f"its translation lacks {short(changed)} (or has it fewer times) as the English "
                 f"has it: code, math and link targets stay exactly as they are (only link "
                 f"text is translated)")
+    return unpublishable(unit)
+
+
+def unpublishable(unit: Unit) -> str | None:
+    """What in a unit's translation would break its page, which the build therefore publishes
+    in English: a code block it never closes (the rest of the page would show as code), or a
+    link (other than to a glossary term, which a translation may link where its wording names
+    the term) or a directive that the English has not (the build would fail on it)."""
+    if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:
+        return ("its translation opens a code block (```) that it never closes: add the "
+                "closing ``` line, or remove the opening one")
+    added = [p for p in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
+             if p.startswith(("](", "<")) and "glossary.md#" not in p]
+    if added:
+        return (f"its translation links to {added[0].strip('](<>)')}, which the English does "
+                f"not: keep the English's links (only their text is translated)")
+    directives = Counter(DIRECTIVE.findall(unit.text)) - Counter(DIRECTIVE.findall(unit.en))
+    if directives:
+        return (f"its translation adds a ```{{{next(iter(directives))}}} block the English has "
+                f"not: keep the English's blocks as they are")
     return None
 
 
@@ -347,7 +365,7 @@ def translated_notebook(nb: dict, source: Path, lang: str) -> dict:
     table output by theirs (translated_table); code cells and their other outputs as they are,
     but for the exercises (exercise_language)."""
     where = translation_file(source, lang)
-    units = {u.key: u.text for u in read_units(where, lang)} if where.exists() else {}
+    units = {u.key: u.text for u in fit_units(where, lang)}
     out = copy.deepcopy(nb)
     table_text = table_units(lang)
     for cell in out["cells"]:
@@ -384,11 +402,18 @@ def page_text(source: Path, lang: str) -> str:
     return translated_page(source, lang)
 
 
+def fit_units(where: Path, lang: str) -> list[Unit]:
+    """The units of the translation file `where` (none if there is none) that can be
+    published: one that is unpublishable is left out, and its English published instead."""
+    if not where.exists():
+        return []
+    return [u for u in read_units(where, lang) if unpublishable(u) is None]
+
+
 def translated_page(source: Path, lang: str) -> str:
     """A markdown page in `lang`: each translatable block replaced by its translation."""
     where = translation_file(source, lang)
-    units = {u.en: u.text for u in read_units(where, lang) if u.key == "block" and u.text} \
-        if where.exists() else {}
+    units = {u.en: u.text for u in fit_units(where, lang) if u.key == "block" and u.text}
     return "\n\n".join(units.get(block, block) if translatable(block) else block
                        for block in page_blocks(read_page(source))) + "\n"
 

@@ -43,8 +43,11 @@ class Record:
         except FileNotFoundError:
             raise DataError(f"{self.path} does not exist; {self.fix}") from None
         except IsADirectoryError:
-            raise DataError(f"{self.path} is a folder, not a results file; give the file "
-                            f"itself") from None
+            raise DataError(f"{self.path} is a folder, not a results file; " + (
+                f"move it away, then {self.fix}"              # a folder under the file's name
+                if self.path.suffix == ".json" and (restore or again) else
+                "give the file itself")) \
+                from None
         except UnicodeDecodeError as e:
             raise DataError(f"{self.path} is not UTF-8 text ({e.reason} at byte {e.start}); "
                             f"{self.fix}") from None
@@ -81,16 +84,24 @@ class Record:
 
 def shown_on_its_page(record: "Record", value: float, *keys) -> None:
     """Refuse `value` (at `keys`) unless the results page written from the same JSON (the .md
-    beside it) shows it too: a number edited by hand in one of the two is caught here."""
+    beside it) shows it too, as a whole number in the row of the table named like its key
+    (keys[-2]), where there is one: a number edited by hand in one of the two, or copied from
+    another row, is caught here. A page that is missing is refused too: the check needs it."""
     page = record.path.with_suffix(".md")
     if not page.is_file():
-        return
-    text = page.read_text(encoding="utf-8", errors="replace")
-    if not any(re.search(rf"(?<![\d.]){re.escape(form)}(?!\d)", text)
-               for form in {f"{value:.2f}", f"{value}", f"{value:g}"}):
-        raise DataError(f"{record.path}: {_named(keys)} is {value}, but {page.name}, written "
-                        f"from the same results, does not show it: one of the two was edited; "
+        raise DataError(f"{record.path}: {page.name}, written beside it from the same results, "
+                        f"is missing, and its numbers are checked against that page; "
                         f"{record.fix}")
+    text = page.read_text(encoding="utf-8", errors="replace")
+    label = f"| {keys[-2]} |" if len(keys) > 1 else None
+    rows = [line for line in text.splitlines() if label and line.startswith(label)]
+    where = rows[0] if rows else text
+    if not any(re.search(rf"(?<![\d.]){re.escape(form)}(?![\d]|\.\d)", where)
+               for form in {f"{value:.2f}", f"{value}", f"{value:g}"}):
+        place = f"its row {keys[-2]!r}" if rows else "it"
+        raise DataError(f"{record.path}: {_named(keys)} is {value}, but {page.name}, written "
+                        f"from the same results, does not show it in {place}: one of the two "
+                        f"was edited; {record.fix}")
 
 
 def _no_key_twice(pairs: list) -> dict:
@@ -128,10 +139,10 @@ def gpu_timings(path) -> Record:
     """benchmarks.gpu_train's record at `path`, checked to be a whole measurement on a GPU: a
     CPU run (which only checks the script) or an interrupted one is one DataError."""
     record = Record(path, GPU_RECORD)
-    if not {"machine", "cases"} & set(record.data):
-        raise DataError(f"{path} is not a record of benchmarks.gpu_train (it has neither "
-                        f"'machine' nor 'cases'); give the file that gpu_train writes, "
-                        f"results/gpu_train.json")
+    if not {"machine", "cases"} <= set(record.data):
+        raise DataError(f"{path} is not a record of benchmarks.gpu_train (it lacks the "
+                        f"'machine' and 'cases' that gpu_train writes); give the file that "
+                        f"gpu_train writes, results/gpu_train.json")
     machine = record.get("machine", kind=dict)
     if "gpu" not in machine or record.data.get("complete") is not True:
         what = ("a CPU run, which only checks the script" if "gpu" not in machine

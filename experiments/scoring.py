@@ -77,7 +77,8 @@ def trained_checkpoints(run: Path, fix: str = SCORE_A_RUN) -> list[Path]:
     calling command offers) if there are none."""
     found = checkpoints(run)
     if not found:
-        what = "holds no checkpoint" if run.is_dir() else "does not exist"
+        what = ("holds no checkpoint" if run.is_dir() else "is a file, not a folder"
+                if run.exists() else "does not exist")
         raise CheckpointError(f"the run folder {run} {what}; {fix}")
     return found
 

@@ -377,6 +377,26 @@ def test_a_damaged_translation_file_stops_the_build_before_any_work(tmp_path, fa
     assert not calls and not (tmp_path / "site").exists()
 
 
+def test_a_unit_unfit_to_publish_is_noted_before_the_build_and_left_in_english(
+        tmp_path, monkeypatch, capsys):
+    """A directive the translation adds would fail the build on a temporary file's line."""
+    from book import build, i18n
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "slips.md", book / "slips.md")
+    zh = (i18n.BOOK / "zh" / "slips.md").read_text(encoding="utf-8")
+    (book / "zh" / "slips.md").write_text(
+        zh.replace("--- zh ---\n", "--- zh ---\n```{bogusdirective}\nhello\n```\n", 1),
+        encoding="utf-8")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    build.check_edition("zh")
+    says(capsys.readouterr().err, "note", "book/zh/slips.md:", "bogusdirective",
+         "published in English")
+    assert "bogusdirective" not in i18n.translated_page(book / "slips.md", "zh")
+
+
 def test_a_missing_translation_file_is_noted_before_the_build(tmp_path, fake_sphinx,
                                                               monkeypatch, capsys):
     """A Chinese page deleted (or not yet begun): its chapter is published in English in the

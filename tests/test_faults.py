@@ -523,3 +523,11 @@ def test_an_average_takes_the_newest_checkpoints_step_in_whatever_order_they_com
     made = [checkpoint_file.average(order)["step"] for order in
             ([first, second, third], [third, second, first], [second, third, first])]
     assert made == [3, 3, 3]
+
+
+def test_a_folder_given_where_a_checkpoint_header_is_read_names_a_file_in_it(tmp_path):
+    """The results scripts read a checkpoint's header before any weights."""
+    first, second = run_dir(tmp_path, (1, 2))
+    with pytest.raises(CheckpointError) as error:
+        checkpoint_file.header(tmp_path)
+    says(str(error.value), str(tmp_path), "a folder", "one checkpoint file", str(second))

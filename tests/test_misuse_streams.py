@@ -407,9 +407,10 @@ def test_evaluate_refuses_the_references_as_the_translations(tmp_path, capsys):
 def test_evaluate_reads_the_translations_from_stdin_and_notes_invisible_characters(tmp_path):
     """--hyp - reads standard input; a zero-width space, which leaves a line looking the same
     and sinks its BLEU, is named by line on stderr."""
-    (tmp_path / "ref.de").write_text("Ein Hund.\nZwei Katzen.\n")
+    (tmp_path / "ref.de").write_text("Ein Hund läuft über die Wiese.\nZwei Katzen.\n")
     done = subprocess.run([sys.executable, "-m", "annotated.evaluate", "--hyp", "-", "--ref",
-                           str(tmp_path / "ref.de")], input="Ein Hund.\nZwei\u200b Katzen.\n",
+                           str(tmp_path / "ref.de")],
+                          input="Ein Hund läuft über die Wiese.\nZwei\u200b Katzen.\n",
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("sacreBLEU")
@@ -670,13 +671,14 @@ def test_sentences_too_short_for_a_4_gram_say_why_bleu_is_0(tmp_path, capsys):
         (tmp_path / name).write_text("Ein Hund.\nZwei Katzen.\n")
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
     out, err = capsys.readouterr()
-    assert "BLEU = 0.00" in out
-    says(out.splitlines()[0], "no translation holds 4 tokens", "0 however good")
+    assert out.startswith("sacreBLEU") and "BLEU = 0.00" in out
+    says(next(line for line in err.splitlines() if "4 tokens" in line), "note",
+         "no translation holds 4 tokens", "0 however good")
     assert "scores 100" not in err
     for name in ("ref.de", "hyp.de"):
         (tmp_path / name).write_text("Ein Hund läuft über die Wiese.\nZwei Katzen.\n")
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
-    assert "4 tokens" not in capsys.readouterr().out
+    assert "4 tokens" not in capsys.readouterr().err
 
 
 def test_empty_translations_among_others_are_noted(tmp_path, capsys):
@@ -688,9 +690,9 @@ def test_empty_translations_among_others_are_noted(tmp_path, capsys):
 
 
 def test_a_bootstrap_over_a_handful_of_sentences_says_it_means_little(tmp_path, capsys):
-    (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
-    (tmp_path / "hyp.de").write_text("Ein Hund.\nZwei Katzen.\n")
-    (tmp_path / "base.de").write_text("Eine Katze.\nZwei Katzen.\n")
+    (tmp_path / "ref.de").write_text("Ein Hund läuft über die Wiese.\nZwei Katzen.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund läuft über eine Wiese.\nZwei Katzen.\n")
+    (tmp_path / "base.de").write_text("Eine Katze läuft über die Wiese.\nZwei Katzen.\n")
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--baseline", str(tmp_path / "base.de"),
                    "--ref", str(tmp_path / "ref.de")])
     says(capsys.readouterr().err.strip(), "note", "2 sentence", "hundreds")
@@ -737,7 +739,8 @@ def test_evaluate_notes_empty_references_and_translations_in_another_script(tmp_
     (tmp_path / "hyp.en").write_text("A dog runs.\nTwo men talk.\nA cat.\n")
     (tmp_path / "ref.en").write_text("A dog runs.\n\nA cat sleeps.\n")
     evaluate.main(["--hyp", str(tmp_path / "hyp.zh"), "--ref", str(tmp_path / "ref.en")])
-    empty, script = capsys.readouterr().err.strip().split("\n")
+    # (the third note: sentences written without spaces are one token each, too short for BLEU)
+    empty, script, _ = capsys.readouterr().err.strip().split("\n")
     says(empty, "ref.en, line 2", "empty reference", "check the references")
     says(script, "hyp.zh", "ref.en", "without spaces (zh)", "--hyp and --ref")
     evaluate.main(["--hyp", str(tmp_path / "hyp.en"), "--ref", str(tmp_path / "ref.en")])

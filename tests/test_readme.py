@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import says
 
+from annotated.base.errors import DataError
 from experiments import summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,11 +218,42 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     ("multi30k.json", lambda r: first_test2016(r).update(lowercase_ref_tokens=57),
      ("multi30k.json", "57 reference tokens", "multi30k_tiny.json", "part of test2016")),
     ("multi30k.json", lambda r: r.update(limited="the first 3 of the 1,000 sentences"),
-     ("multi30k.json", "smoke test", "the first 3", "write it again"))])
+     ("multi30k.json", "smoke test", "the first 3", "write it again")),
+    # a score edited to another row's of the same page, or to a whole number that is the
+    # whole part of a score shown elsewhere on it
+    ("multi30k.json", lambda r: first_test2016(r).update(
+        bleu=list(r["test2016"].values())[-1]["bleu"]),
+     ("multi30k.json", "bleu", "multi30k.md", "in its row", "edited")),
+    ("multi30k.json", lambda r: first_test2016(r).update(
+        bleu=float(int(list(r["test2016"].values())[1]["bleu"]))),
+     ("multi30k.json", "bleu", "multi30k.md", "in its row", "edited"))])
 def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, names,
                                                                   scratch_summary, capsys):
     edit_json(scratch_summary / "results" / name, change)
     says(refused_summary(scratch_summary, capsys), *names)
+
+
+def test_a_folder_in_place_of_a_results_file_says_to_move_it_and_restore_the_file(
+        scratch_summary, capsys):
+    path = scratch_summary / "results" / "multi30k.json"
+    path.unlink()
+    path.mkdir()
+    says(refused_summary(scratch_summary, capsys), str(path), "a folder", "move it away",
+         "write it again")
+
+
+def test_another_results_file_given_as_the_gpu_record_is_named_as_not_one():
+    from experiments.results_files import gpu_timings
+    with pytest.raises(DataError) as error:
+        gpu_timings(RESULTS / "install.json")
+    says(str(error.value), "install.json", "not a record of benchmarks.gpu_train")
+    assert "CPU run" not in str(error.value)
+
+
+def test_a_results_page_that_is_missing_is_named_not_skipped(scratch_summary, capsys):
+    """The scores are checked against the page beside their file: without it, no check."""
+    (scratch_summary / "results" / "multi30k.md").unlink()
+    says(refused_summary(scratch_summary, capsys), "multi30k.json", "multi30k.md", "missing")
 
 
 def test_a_key_given_twice_in_a_results_file_is_one_line(scratch_summary, capsys):

@@ -329,6 +329,13 @@ def test_a_folder_named_like_a_results_file_is_refused_before_any_training(scrip
     assert not (tmp_path / "run").exists() and not (tmp_path / "runs").exists()
 
 
+def test_a_file_given_as_the_run_to_score_is_named_a_file(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    err = refused(multi30k, "--skip-train", "--run-dir", tmp_path / "notes.txt", "--out-dir",
+                  tmp_path / "out", capsys=capsys)
+    says(err, str(tmp_path / "notes.txt"), "is a file, not a folder", "--run-dir")
+
+
 # --- experiments.multi30k: a run is trained once, and scored as it was trained -----------------------
 
 def test_training_again_into_a_run_folder_that_holds_a_run_is_refused(tiny_run, tmp_path, capsys):

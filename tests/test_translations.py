@@ -347,6 +347,26 @@ def test_a_translation_that_changes_code_math_or_a_link_target_is_named(kept, ch
     says(i18n.translation_problem(unit), kept, "exactly as")
 
 
+@pytest.mark.parametrize("added, names", [
+    ("参见[这里](nowhere_page.md#nothing)。",
+     ["nowhere_page.md#nothing", "keep the English's links"]),
+    ("```{bogusdirective}\nhello\n```", ["```{bogusdirective}", "keep the English's blocks"])])
+def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in_english(
+        added, names, tmp_path):
+    """The build would fail on it (a page that does not exist, a directive Sphinx does not
+    know), naming a temporary file; a glossary link the translation adds where its wording
+    names the term is fine."""
+    english = "Row A changes $h$; see [BLEU](../book/glossary.md#glossary-bleu)."
+    right = ("A 行改变 $h$；见 [BLEU](../book/glossary.md#glossary-bleu) 与"
+             "[验证集](../book/glossary.md#glossary-validation-set)。")
+    assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
+    unit = i18n.Unit("block", english, right + "\n" + added, 3)
+    says(i18n.translation_problem(unit), *names)
+    where = tmp_path / "page.md"
+    i18n.write_units(where, [unit], "zh")
+    assert i18n.fit_units(where, "zh") == []           # its English is published instead
+
+
 def test_a_mistyped_cell_id_in_a_units_header_is_named_not_missing_and_orphaned(tmp_path,
                                                                                monkeypatch):
     book, chapters = tmp_path / "book", tmp_path / "chapters"

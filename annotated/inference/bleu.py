@@ -142,9 +142,6 @@ def report(hyps: list[str], refs: list[str], lang: str | None = None) -> str:
              f"({tok} tokens")
     why = ("" if tok == "13a" else f"tokenizer: {tok}, for text written without spaces "
            f"between words (13a would leave each sentence one token)\n")
-    if not sacre.totals[3]:
-        why += ("no translation holds 4 tokens, so BLEU has no 4-gram to count and is 0 "
-                "however good they are: it scores sentences of 4 tokens or more\n")
     return (why + f"sacreBLEU (cased, detokenized): {sacre}\n"
             f"  signature: {signature}\n"
             f"lowercased tokenized BLEU (sacreBLEU -lc, {tok}; as Multi30k papers report): "
@@ -152,6 +149,15 @@ def report(hyps: list[str], refs: list[str], lang: str | None = None) -> str:
             f"  signature: {lower_signature}\n"
             f"paper-style tokenized BLEU {split}, no smoothing; compare with the paper only, "
             f"not with sacreBLEU): {paper_bleu(hyps, refs, tok)}")
+
+
+def too_short_note(hyps: list[str], refs: list[str], lang: str | None = None) -> str | None:
+    """A note when no translation holds a 4-gram: corpus BLEU multiplies in the 4-gram
+    precision, so it is 0 however good they are (the copy task's lines, a list of words)."""
+    if sacre_bleu(hyps, refs, tokenizer_for(lang, refs))[0].totals[3]:
+        return None
+    return ("note: no translation holds 4 tokens, so BLEU has no 4-gram to count and is 0 "
+            "however good they are: it scores sentences of 4 tokens or more")
 
 
 def sentence_stats(hyps: list[str], refs: list[str], lowercase: bool = False,

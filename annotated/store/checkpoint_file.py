@@ -141,6 +141,7 @@ def new_run_id() -> str:
 def header(path: Path) -> dict:
     """A checkpoint's dict, memory-mapped: its run id, step and config without reading the
     weights. A file torch cannot read is one CheckpointError saying what it holds."""
+    _check_a_file(Path(path))
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except OSError:
@@ -209,9 +210,8 @@ def check_device(device) -> torch.device:
     return device
 
 
-def _sealed(path: Path) -> bool:
-    """True if the file ends with a seal that matches its bytes, False if it ends with none;
-    a seal that does not match is an error."""
+def _check_a_file(path: Path) -> None:
+    """Refuse a folder, a missing path, a device or a pipe given as a checkpoint."""
     if path.is_dir():
         found = checkpoints(path)
         hint = (f", such as {found[-1]}, its newest" if found else
@@ -222,6 +222,12 @@ def _sealed(path: Path) -> bool:
     if not path.is_file():
         raise CheckpointError(f"{path} is not a file (a device or a pipe); give a checkpoint "
                               f"file")
+
+
+def _sealed(path: Path) -> bool:
+    """True if the file ends with a seal that matches its bytes, False if it ends with none;
+    a seal that does not match is an error."""
+    _check_a_file(path)
     with open(path, "rb") as f:
         left = f.seek(0, os.SEEK_END) - SEAL_SIZE
         if left < 0:
