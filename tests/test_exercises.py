@@ -444,6 +444,16 @@ def test_a_forbidden_function_imported_under_another_name_is_still_refused():
     says(run(EXERCISES["1.1"], att).message(), "scaled_dot_product_attention", "do without")
     says(run(EXERCISES["1.2"], lambda x: torch._softmax(x, -1, False)).message(),
          "torch._softmax", "do without")
+    def forward_mode(logits, target, pad, eps_ls):
+        def loss(z):
+            lp, V = z.log_softmax(-1), z.size(-1)
+            q = torch.full_like(lp, eps_ls / (V - 2)).scatter(-1, target.unsqueeze(-1),
+                                                              1 - eps_ls)
+            q[..., pad] = 0
+            keep = target != pad
+            return -(q * lp).sum(-1)[keep].sum() / keep.sum()
+        return torch.func.jacfwd(loss)(logits)
+    says(run(EXERCISES["6.4"], forward_mode).message(), "torch.func.jacfwd", "do without")
     sparse = run(EXERCISES["1.2"], lambda x: torch.sparse.softmax(
         x.double().to_sparse(), -1).to_dense().to(x.dtype))
     says(sparse.message(), "torch.sparse.softmax", "do without")

@@ -479,3 +479,38 @@ def test_a_second_grader_of_the_same_folder_is_refused_while_the_first_runs(tmp_
         handle.close()
     Folders([tmp_path / "one.ipynb"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.ipynb"]   # no lock among them
+
+
+def test_a_folder_replaced_by_a_file_or_a_link_is_put_back_and_nothing_written_elsewhere(
+        tmp_path):
+    """The file or link in the folder's place is kept beside it; the files are put back in a
+    real folder, never through the link. A notebook given twice is graded once."""
+    class_ = tmp_path / "class"
+    (class_ / "sub" / "deeper").mkdir(parents=True)
+    (class_ / "sub" / "a.txt").write_text("one")
+    (class_ / "sub" / "deeper" / "b.txt").write_text("two")
+    (class_ / "linked").mkdir()
+    (class_ / "linked" / "a.txt").write_text("mine")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.txt").write_text("TEACHER DATA")
+    write(class_, "n.ipynb", [SETUP, MASK, (
+        "import os, shutil\n"
+        f"shutil.rmtree({str(class_ / 'sub')!r})\n"
+        f"open({str(class_ / 'sub')!r}, 'w').write('now a file')\n"
+        f"shutil.rmtree({str(class_ / 'linked')!r})\n"
+        f"os.symlink({str(elsewhere)!r}, {str(class_ / 'linked')!r})")])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(class_ / "n.ipynb"), str(class_ / "n.ipynb"), "--json"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+    [row] = json.loads(done.stdout)
+    assert done.returncode == 0 and row["passed"] == 1, done.stderr
+    says(done.stderr, "note", "given before", "graded once")
+    assert (class_ / "sub" / "a.txt").read_text() == "one"
+    assert (class_ / "sub" / "deeper" / "b.txt").read_text() == "two"
+    assert (class_ / "sub.found-while-grading").read_text() == "now a file"
+    assert not (class_ / "linked").is_symlink()
+    assert (class_ / "linked" / "a.txt").read_text() == "mine"
+    assert (elsewhere / "a.txt").read_text() == "TEACHER DATA"
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["a.txt"]
+    says(row["note"], "a.txt", "b.txt", "put back")

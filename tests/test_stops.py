@@ -209,3 +209,24 @@ def test_an_experiment_stopped_lets_the_command_it_runs_end_and_says_so_once(chi
         assert lines == [f"interrupted by {name}; the child's own line"], done.stderr
     else:
         says(lines[-1], "interrupted by SIGTERM", "child.py", "stopped too")
+
+
+def test_a_stop_while_the_arguments_are_parsed_is_the_stop_alone(monkeypatch):
+    """parse_intermixed_args (which the commands use) changes the parser's actions and puts
+    them back in a `finally`; a stop in between made that `finally` fail with a second
+    traceback. The stop now takes effect once parsing ends: a KeyboardInterrupt, nothing
+    else."""
+    import argparse
+    from annotated.base.cli import ArgumentParser
+    real = argparse.HelpFormatter._format_usage
+
+    def stopped_here(self, *args, **kwargs):      # a stop as the usage line is formatted
+        signal.raise_signal(signal.SIGINT)
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(argparse.HelpFormatter, "_format_usage", stopped_here)
+    parser = ArgumentParser(prog="python -m annotated.train")
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("overrides", nargs="*")
+    with pytest.raises(KeyboardInterrupt) as stop:
+        parser.parse_intermixed_args(["N=1", "--max-steps", "3", "h=2"])
+    assert stop.value.__context__ is None

@@ -31,15 +31,21 @@ import torch
 
 from annotated.base.errors import USER_ERRORS, DataError
 from annotated.base.files import expand
-from annotated.base.signals import (PACKAGES, Stopped, StopTold, stops_ignored_at_exit,
-                                    stops_unwind)
+from annotated.base.signals import (PACKAGES, Stopped, StopTold, signals_held,
+                                    stops_ignored_at_exit, stops_unwind)
 from annotated.base.settings import POSITIVE
 
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, with one rule more: an option given twice is an error. argparse
     keeps the last of `--max-steps 2 --max-steps 3` without a word; options meant to repeat
-    (action="append", such as --system) still may."""
+    (action="append", such as --system) still may. A stop while it parses (Ctrl-C, SIGTERM)
+    takes effect once parsing ends: parse_intermixed_args changes the parser's actions and
+    puts them back in a `finally`, which a stop in between breaks with a second traceback."""
+
+    def parse_intermixed_args(self, args=None, namespace=None):
+        with signals_held():
+            return super().parse_intermixed_args(args, namespace)
 
     def parse_known_args(self, args=None, namespace=None):
         given = sys.argv[1:] if args is None else [str(a) for a in args]

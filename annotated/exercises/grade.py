@@ -84,6 +84,7 @@ def main(argv=None):
                                                     + MESSAGES[args.lang]["notes_sep"])):
         raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write the table's "
                         f"marks (such as {c!r}); set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
+    args.notebooks = once_each(args.notebooks)
     folders = Folders(args.notebooks)
     rows = []
     for notebook in args.notebooks:
@@ -101,6 +102,20 @@ def main(argv=None):
          if args.json else table(rows, args.lang))   # JSON escapes what stdout cannot write
     if not all(row["graded"] for row in rows):
         raise SystemExit(1)
+
+
+def once_each(notebooks: list[Path]) -> list[Path]:
+    """The notebooks, each once: one given twice (or under another name, through a link) is
+    graded once, with a note, so that a gradebook does not count it twice."""
+    first, kept = {}, []
+    for notebook in notebooks:
+        key = os.path.realpath(notebook)
+        if key in first:
+            say_error(f"note: {notebook} is {first[key]}, given before: graded once")
+            continue
+        first[key] = notebook
+        kept.append(notebook)
+    return kept
 
 
 class Folders:
@@ -210,6 +225,7 @@ class Folders:
         data, _, mode = self.files[file]
         if data is None:
             raise OSError("not kept")
+        self.clear_the_way(file, found)
         if file.is_file() and not file.is_symlink():
             os.chmod(file, mode)                 # first: the change may have made it unreadable
         if not os.path.lexists(file):
@@ -222,13 +238,30 @@ class Folders:
             os.chmod(file, mode)
         self.keep(file, data)
 
+    def clear_the_way(self, file: Path, found: list) -> None:
+        """Move aside (appended to `found`) what stands in place of a folder on the way from
+        the submissions' folder to `file`: a file, or a link, through which putting the file
+        back would write elsewhere."""
+        root = next(f for f in self.folders if file.is_relative_to(f))
+        for folder in [p for p in reversed(file.parents) if p.is_relative_to(root) and p != root]:
+            if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+                found.append(free_name(folder, FOUND))
+                os.replace(folder, found[-1])
+
+    def through_a_link(self, file: Path) -> bool:
+        """Whether a folder on the way to `file` (below its submissions' folder) is now a
+        link: the file read there is another one."""
+        root = next(f for f in self.folders if file.is_relative_to(f))
+        return any(p.is_symlink() for p in file.parents if p.is_relative_to(root) and p != root)
+
     def changed(self) -> list[Path]:
         """The files kept that are gone, or whose bytes or mode differ from those kept."""
         out = []
         for file, (data, ctime, mode) in self.files.items():
             try:
                 found = file.stat()
-                if not file.is_file() or (found.st_ctime_ns != ctime and (
+                if not file.is_file() or self.through_a_link(file) or (
+                        found.st_ctime_ns != ctime and (
                         data is None or stat.S_IMODE(found.st_mode) != mode
                         or file.read_bytes() != data)):
                     out.append(file)
