@@ -113,8 +113,7 @@ def check_edition(lang: str) -> None:
         if not (where := i18n.translation_file(source, lang)).exists():
             missing.append(where)
             continue
-        unfit = [u for u in i18n.read_units(where, lang) if i18n.unpublishable(u)]
-        for unit in unfit[:1]:
+        for unit in [u for u in i18n.read_units(where, lang) if i18n.unpublishable(u)]:
             say_error(f"note: {where.relative_to(i18n.ROOT)}:{unit.line}: {unit.key}: "
                       f"{i18n.unpublishable(unit)}; published in English there (python "
                       f"-m book translations lists every such unit)")

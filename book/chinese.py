@@ -102,6 +102,9 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
     """(English, rendering, variants) of each row of book/zh/terms.md; a row that is not one
     of three cells, or a git conflict marker, is a DataError naming its line."""
     rows = []
+    if not TERMS.is_file():
+        raise DataError(f"{TERMS} is missing: it is the project's term list; restore it from "
+                        f"git (git checkout -- {TERMS.relative_to(i18n.ROOT)})")
     for number, line in enumerate(TERMS.read_text(encoding="utf-8").split("\n"), 1):
         where = f"{TERMS.relative_to(i18n.ROOT)}:{number}"
         if i18n.CONFLICT.match(line):

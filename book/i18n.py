@@ -296,6 +296,8 @@ def translation_problem(unit: Unit) -> str | None:
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
                 f"(the page would show English)")
+    if broken := open_block(unit):             # first: an open code block hides the rest
+        return broken
     lacking = Counter(kept_pieces(unit.en)) - Counter(kept_pieces(unit.text))
     if lacking:                     # each one as often as the English has it: `True` twice
         changed = next(iter(lacking))
@@ -305,14 +307,22 @@ def translation_problem(unit: Unit) -> str | None:
     return unpublishable(unit)
 
 
+def open_block(unit: Unit) -> str | None:
+    """A code block the translation opens and never closes, which would show the rest of the
+    page as code."""
+    if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:
+        return ("its translation opens a code block (```) that it never closes: add the "
+                "closing ``` line, or remove the opening one")
+    return None
+
+
 def unpublishable(unit: Unit) -> str | None:
     """What in a unit's translation would break its page, which the build therefore publishes
     in English: a code block it never closes (the rest of the page would show as code), or a
     link (other than to a glossary term, which a translation may link where its wording names
     the term) or a directive that the English has not (the build would fail on it)."""
-    if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:
-        return ("its translation opens a code block (```) that it never closes: add the "
-                "closing ``` line, or remove the opening one")
+    if broken := open_block(unit):
+        return broken
     added = [p for p in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
              if p.startswith(("](", "<")) and "glossary.md#" not in p]
     if added:

@@ -37,6 +37,9 @@ class Record:
                    if committed_folder(self.path) is not None else None)
         again = f"write it again ({remake})" if remake else None
         self.fix = " or ".join(filter(None, [restore, again])) or "restore it"
+        if self.path.exists() and not self.path.is_file() and not self.path.is_dir():
+            raise DataError(f"{self.path} is not a regular file (a pipe or a device, which "
+                            f"reading would wait on); {self.fix}")
         try:
             self.data = json.loads(self.path.read_text(encoding="utf-8"),
                                    object_pairs_hook=_no_key_twice)
@@ -82,26 +85,50 @@ class Record:
         return value
 
 
-def shown_on_its_page(record: "Record", value: float, *keys) -> None:
-    """Refuse `value` (at `keys`) unless the results page written from the same JSON (the .md
-    beside it) shows it too, as a whole number in the row of the table named like its key
-    (keys[-2]), where there is one: a number edited by hand in one of the two, or copied from
-    another row, is caught here. A page that is missing is refused too: the check needs it."""
+def results_page(record: "Record") -> list[str]:
+    """The lines of the results page written from the same JSON (the .md beside it); a page
+    that is missing is refused: the numbers published from the JSON are checked against it."""
     page = record.path.with_suffix(".md")
     if not page.is_file():
-        raise DataError(f"{record.path}: {page.name}, written beside it from the same results, "
-                        f"is missing, and its numbers are checked against that page; "
+        restore = (f"restore it (git checkout -- {relative(page)})"
+                   if committed_folder(page) is not None else record.fix)
+        raise DataError(f"{page}, written beside {record.path.name} from the same results, is "
+                        f"missing, and the numbers of {record.path.name} are checked against "
+                        f"it; {restore}")
+    return page.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def headline_row(record: "Record", table: str) -> str:
+    """The key of `table` (an object of rows) that the results page shows first: the row a
+    summary quotes, whatever order the JSON's keys are in."""
+    rows = record.get(table, kind=dict)
+    shown = [line.split("|")[1].strip() for line in results_page(record)
+             if line.startswith("| ") and line.split("|")[1].strip() in rows]
+    if not shown:
+        raise DataError(f"{record.path}: none of the rows of {table} is on "
+                        f"{record.path.with_suffix('.md').name}: one of the two was edited; "
                         f"{record.fix}")
-    text = page.read_text(encoding="utf-8", errors="replace")
-    label = f"| {keys[-2]} |" if len(keys) > 1 else None
-    rows = [line for line in text.splitlines() if label and line.startswith(label)]
-    where = rows[0] if rows else text
-    if not any(re.search(rf"(?<![\d.]){re.escape(form)}(?![\d]|\.\d)", where)
-               for form in {f"{value:.2f}", f"{value}", f"{value:g}"}):
-        place = f"its row {keys[-2]!r}" if rows else "it"
-        raise DataError(f"{record.path}: {_named(keys)} is {value}, but {page.name}, written "
-                        f"from the same results, does not show it in {place}: one of the two "
-                        f"was edited; {record.fix}")
+    return shown[0]
+
+
+def shown_on_its_page(record: "Record", value: float, keys: tuple, column: str) -> None:
+    """Refuse `value` (at `keys`) unless the results page shows it, as a whole number, in the
+    row named like its key (keys[-2]) and the column headed `column`: a number edited by hand
+    in one of the two, or copied from another row or column, is caught here."""
+    lines = results_page(record)
+    row = next((i for i, line in enumerate(lines) if line.startswith(f"| {keys[-2]} |")), None)
+    header = next((lines[i] for i in range(row or 0, 0, -1)
+                   if lines[i].startswith("| ") and lines[i + 1].startswith("| ---")), None)
+    cells = [c.strip() for c in header.strip().strip("|").split("|")] if header else []
+    where = (f"its row {keys[-2]!r}, column {column!r}" if row is not None and column in cells
+             else None)
+    shown = (lines[row].strip().strip("|").split("|")[cells.index(column)].strip()
+             if where else None)
+    if shown not in {f"{value:.2f}", f"{value}", f"{value:g}"}:
+        raise DataError(f"{record.path}: {_named(keys)} is {value}, but "
+                        f"{record.path.with_suffix('.md').name}, written from the same "
+                        f"results, does not show it in {where or 'a row named ' + repr(keys[-2])}"
+                        f": one of the two was edited; {record.fix}")
 
 
 def _no_key_twice(pairs: list) -> dict:
@@ -121,7 +148,7 @@ def out_of_rule(value, rule) -> str | None:
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if number and math.isfinite(value) and test(value):
         return None
-    return f"is {shown(value)}, not a number {allowed}"
+    return f"is {shown(value)}, not {allowed if allowed.startswith('a ') else 'a number ' + allowed}"
 
 
 def _named(keys) -> str:

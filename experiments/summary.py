@@ -19,7 +19,7 @@ from annotated.notebooks.results import run_mode
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
 from experiments.results_files import (BLEU, BYTES, WHOLE, Record, fastest,
-                                      gpu_timings, shown_on_its_page)
+                                      gpu_timings, headline_row, shown_on_its_page)
 
 README = ROOT / "README.md"
 RESULTS = ROOT / "results"
@@ -46,6 +46,10 @@ ROWS = [
      "multi30k_tiny_en_fr.json", True, ("multi30k_tiny", {**SHIPPED, "target_lang": "fr"})),
 ]
 
+# The column of a results page (experiments.multi30k's .md) that shows each score.
+COLUMNS = {"bleu": "sacreBLEU", "lowercase_bleu": "lowercased BLEU"}
+
+
 def table() -> str:
     """The table of Multi30k test2016 scores, from results/*.json and results/published.json."""
     rows, scored = [], {}                   # target language -> (reference tokens, record)
@@ -53,13 +57,13 @@ def table() -> str:
         record = Record(RESULTS / name, "with the command that the .md beside it names: "
                                         "python -m experiments.multi30k ...")
         check_run(record, *run)
-        first = next(iter(record.get("test2016", kind=dict)))
+        first = headline_row(record, "test2016")      # the page's first row, by name
         check_whole_test_set(record, first, run[1]["target_lang"], scored)
         lower = record.get("test2016", first, "lowercase_bleu", rule=BLEU)
         # the cased score counts fewer matches than the lowercased one of the same output
         bleu = record.get("test2016", first, "bleu", rule=between(0, lower, "lowercased BLEU"))
         for key, value, case in (("lowercase_bleu", lower, "lc"), ("bleu", bleu, "mixed")):
-            shown_on_its_page(record, value, "test2016", first, key)
+            shown_on_its_page(record, value, ("test2016", first, key), COLUMNS[key])
             signature = record.get("test2016", first, key.replace("bleu", "signature"), kind=str)
             if f"|case:{case}|" not in signature:
                 raise DataError(f"{record.path}: the signature beside test2016.{first}.{key} "

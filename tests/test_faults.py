@@ -531,3 +531,12 @@ def test_a_folder_given_where_a_checkpoint_header_is_read_names_a_file_in_it(tmp
     with pytest.raises(CheckpointError) as error:
         checkpoint_file.header(tmp_path)
     says(str(error.value), str(tmp_path), "a folder", "one checkpoint file", str(second))
+
+
+def test_a_compressed_checkpoint_is_named_as_compressed_with_the_fix(tmp_path, capsys):
+    import gzip
+    path = save(tmp_path / "ckpt_0000001.pt")
+    packed = tmp_path / "model.pt.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    exits_with_error(checkpoint_command.main, ["verify", str(packed)])
+    says(error_line(capsys, alone=False), str(packed), "gzip-compressed", "decompress it first")

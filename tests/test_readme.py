@@ -219,6 +219,9 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
      ("multi30k.json", "57 reference tokens", "multi30k_tiny.json", "part of test2016")),
     ("multi30k.json", lambda r: r.update(limited="the first 3 of the 1,000 sentences"),
      ("multi30k.json", "smoke test", "the first 3", "write it again")),
+    ("multi30k_tiny.json", lambda r: first_test2016(r).update(
+        lowercase_bleu=first_test2016(r)["bleu"]),                # another column of its row
+     ("multi30k_tiny.json", "lowercase_bleu", "column 'lowercased BLEU'", "edited")),
     # a score edited to another row's of the same page, or to a whole number that is the
     # whole part of a score shown elsewhere on it
     ("multi30k.json", lambda r: first_test2016(r).update(
@@ -250,10 +253,30 @@ def test_another_results_file_given_as_the_gpu_record_is_named_as_not_one():
     assert "CPU run" not in str(error.value)
 
 
+def test_the_quoted_row_is_the_one_its_page_shows_first_whatever_the_keys_order(
+        scratch_summary, capsys):
+    """JSON's key order means nothing: jq -S or a sorted re-save must not change the score the
+    README quotes."""
+    summary.main([])
+    before = capsys.readouterr().out
+    path = scratch_summary / "results" / "multi30k_tiny.json"
+    path.write_text(json.dumps(json.loads(path.read_text()), indent=1, sort_keys=True))
+    summary.main([])
+    assert capsys.readouterr().out == before
+
+
+def test_a_pipe_in_place_of_a_results_file_is_refused_not_waited_on(scratch_summary, capsys):
+    path = scratch_summary / "results" / "published.json"
+    path.unlink()
+    os.mkfifo(path)
+    says(refused_summary(scratch_summary, capsys), str(path), "not a regular file")
+
+
 def test_a_results_page_that_is_missing_is_named_not_skipped(scratch_summary, capsys):
     """The scores are checked against the page beside their file: without it, no check."""
     (scratch_summary / "results" / "multi30k.md").unlink()
-    says(refused_summary(scratch_summary, capsys), "multi30k.json", "multi30k.md", "missing")
+    says(refused_summary(scratch_summary, capsys), "multi30k.json", "multi30k.md", "missing",
+         "write it again")
 
 
 def test_a_key_given_twice_in_a_results_file_is_one_line(scratch_summary, capsys):

@@ -367,6 +367,23 @@ def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in
     assert i18n.fit_units(where, "zh") == []           # its English is published instead
 
 
+def test_a_code_block_left_open_is_named_before_what_it_hides():
+    """The open block swallows the rest of the unit, code included: name the block, not the
+    `True` it hid."""
+    english = "Masks hold `True` where a query may attend."
+    unit = i18n.Unit("block", english, "```python\n掩码在查询可以关注的位置为 `True`。", 3)
+    says(i18n.translation_problem(unit), "never closes")
+
+
+def test_a_missing_term_list_says_to_restore_it(tmp_path, monkeypatch):
+    from book import chinese
+    monkeypatch.setattr(chinese, "TERMS", tmp_path / "zh" / "terms.md")
+    monkeypatch.setattr(chinese.i18n, "ROOT", tmp_path)
+    with pytest.raises(DataError) as error:
+        chinese.term_list()
+    says(str(error.value), "terms.md", "missing", "git checkout -- zh/terms.md")
+
+
 def test_a_mistyped_cell_id_in_a_units_header_is_named_not_missing_and_orphaned(tmp_path,
                                                                                monkeypatch):
     book, chapters = tmp_path / "book", tmp_path / "chapters"

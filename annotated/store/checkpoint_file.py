@@ -56,7 +56,7 @@ from pathlib import Path
 import torch
 
 from annotated.base.errors import CheckpointError, ConfigError, DeviceError
-from annotated.base.files import atomic_open
+from annotated.base.files import COMPRESSED, atomic_open
 from annotated.base.settings import shown
 from annotated.base.signals import signals_held
 from annotated.configs import COPY_ONLY, SHAPE, TEXT_ONLY, Config
@@ -310,6 +310,9 @@ def not_a_checkpoint(path: Path) -> str | None:
         return None
     if not head:
         return "is empty"
+    packed = {b"\x1f\x8b": "gzip", **COMPRESSED}
+    if tool := next((t for magic, t in packed.items() if head.startswith(magic)), None):
+        return f"is {tool}-compressed (decompress it first)"
     try:
         text = head.decode()
     except UnicodeDecodeError as e:                # text whose last character was cut here
