@@ -642,3 +642,19 @@ def test_a_split_in_another_language_than_its_side_is_refused(tmp_path):
         load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
     says(error, "dev.fr", "reads as de", "train.fr", "as fr")
     assert not (tmp_path / "cache" / "tokenizers").exists()
+
+
+def test_a_data_location_with_a_space_at_its_end_shows_the_space(tmp_path):
+    from annotated.base.errors import DataError
+    from annotated.data.corpus import data_location
+    with pytest.raises(DataError) as error:
+        data_location(f"{tmp_path} ")
+    says(str(error.value), repr(f"{tmp_path} "), "not there", "space")
+
+
+def test_a_folder_in_place_of_a_corpus_file_is_named_a_folder(tmp_path):
+    from annotated.data.corpus import _find
+    (tmp_path / "multi30k" / "train.en.gz").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError) as error:
+        _find("multi30k", ["train.en.gz"], tmp_path)
+    says(str(error.value), "train.en.gz (a folder there, not a file)")

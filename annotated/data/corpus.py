@@ -301,7 +301,9 @@ def _folder(location: Path) -> Path:
     """`location` if it is a folder; else a DataError saying what it is instead."""
     if not location.is_dir():
         what = "a file, not a folder" if location.exists() else "not there"
-        raise DataError(f"the data location {location} is {what}: point --data-dir (or "
+        shown_as = repr(str(location)) if str(location) != str(location).strip() else location
+        spaced = " (its name ends or begins with a space)" if shown_as != location else ""
+        raise DataError(f"the data location {shown_as} is {what}{spaced}: point --data-dir (or "
                         f"{DATA_ENV}) at the folder that holds the corpora")
     return location
 
@@ -519,6 +521,7 @@ def _find(dataset, names, location) -> Path:
     for name in (n for n in names if not (best / n).is_file()):
         plain = best / name.removesuffix(".gz")
         missing.append(name + (" (a broken link)" if (best / name).is_symlink() else
+                               " (a folder there, not a file)" if (best / name).is_dir() else
                                f" ({plain.name} is there: gzip it)" if name.endswith(".gz")
                                and plain.is_file() else ""))
     point = (f"point --data-dir or {DATA_ENV} at the folder holding them (or at its parent "
