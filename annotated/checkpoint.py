@@ -62,6 +62,10 @@ def _check_out(out, paths, example: str) -> None:
     if str(out) == "-":
         raise CheckpointError("--out -: a checkpoint is a binary file, not text for stdout; "
                               f"give a file name, e.g. {example}")
+    if Path(out).suffix in (".gz", ".xz", ".bz2", ".zst", ".zip"):
+        raise CheckpointError(f"--out {out}: a checkpoint is written as torch.save writes it, "
+                              f"not {Path(out).suffix[1:]}-compressed, and the name would say "
+                              f"otherwise; give a name ending in .pt, e.g. {example}")
     check_output(out, reads=paths, say=say_error)
     target = Path(os.path.realpath(out)) if Path(out).is_symlink() else Path(out)
     for named in {Path(out), target}:

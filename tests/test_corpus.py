@@ -658,3 +658,18 @@ def test_a_folder_in_place_of_a_corpus_file_is_named_a_folder(tmp_path):
     with pytest.raises(FileNotFoundError) as error:
         _find("multi30k", ["train.en.gz"], tmp_path)
     says(str(error.value), "train.en.gz (a folder there, not a file)")
+
+
+def test_a_file_one_line_longer_by_a_blank_last_line_names_that_line(tmp_path):
+    """An editor's empty line at the end: the user would look for a missing sentence."""
+    from annotated.base.errors import DataError
+    from annotated.base.files import check_aligned
+    (tmp_path / "valid.en").write_text("A dog.\nA cat.\n")
+    (tmp_path / "valid.de").write_text("Ein Hund.\nEine Katze.\n\n")
+    with pytest.raises(DataError) as error:
+        check_aligned(2, 3, tmp_path / "valid.en", tmp_path / "valid.de")
+    says(str(error.value), "2 lines", "3", "valid.de, line 3, is blank", "delete it")
+    (tmp_path / "valid.de").write_text("Ein Hund.\nEine Katze.\nEin Vogel.\n")
+    with pytest.raises(DataError) as error:
+        check_aligned(2, 3, tmp_path / "valid.en", tmp_path / "valid.de")
+    assert "blank" not in str(error.value)

@@ -606,3 +606,11 @@ def test_the_right_numbers_in_a_numpy_array_or_a_list_are_not_a_tensor(exercise_
     assert result.status == "failed"
     says(result.message(), "expected a", "tensor", got)
     says(result.message("zh"), "张量")
+
+
+def test_several_values_returned_in_a_dict_are_told_a_tuple_is_expected():
+    result = run(EXERCISES["7.2"], lambda scores, log_probs, k: {"scores": 1, "beam": 2,
+                                                                 "token": 3})
+    assert result.status == "failed"
+    says(result.message(), "3 values", "tuple", "dict")
+    says(result.message("zh"), "元组", "dict")

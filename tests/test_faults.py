@@ -540,3 +540,12 @@ def test_a_compressed_checkpoint_is_named_as_compressed_with_the_fix(tmp_path, c
     packed.write_bytes(gzip.compress(path.read_bytes()))
     exits_with_error(checkpoint_command.main, ["verify", str(packed)])
     says(error_line(capsys, alone=False), str(packed), "gzip-compressed", "decompress it first")
+
+
+def test_a_checkpoint_out_named_as_compressed_is_refused(tmp_path, capsys):
+    """The file would be a plain checkpoint under a .gz name."""
+    path = save(tmp_path / "ckpt_0000001.pt")
+    exits_with_error(checkpoint_command.main, ["half", str(path), "--out",
+                                               str(tmp_path / "model.pt.gz")])
+    says(error_line(capsys), "model.pt.gz", "gz-compressed", ".pt")
+    assert not (tmp_path / "model.pt.gz").exists()

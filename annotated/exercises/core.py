@@ -128,6 +128,9 @@ def compare(expected, got, lang: str) -> str | None:
     if isinstance(got, types.GeneratorType):
         return MESSAGES[lang]["generator"]
     if isinstance(expected, tuple):
+        if isinstance(got, (dict, set)):          # several values, but not in order
+            return MESSAGES[lang]["not_tuple"].format(expected=len(expected),
+                                                       got=type(got).__name__)
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             n = len(got) if isinstance(got, (tuple, list)) else 1
             return MESSAGES[lang]["count"].format(expected=len(expected), got=n)

@@ -29,6 +29,8 @@ MESSAGES = {
         "changed": "case '{case}': your function changed its argument `{name}` in place; leave "
                    "its inputs as they were and compute a new tensor.",
         "count": "expected {expected} values returned, got {got}",
+        "not_tuple": "expected {expected} values returned, as a tuple (return a, b, c), got a "
+                     "{got}",
         "returned": "value {i} of the {n} returned: {problem}",
         "item": "its item {i} of {n}: {problem}",
         "type": "expected a tensor or a number, got a {got}",
@@ -119,6 +121,7 @@ MESSAGES = {
         "line_code": "，位于你代码的第 {line} 行（`{code}`）",
         "case": "用例“{case}”：{problem}。",
         "count": "应当返回 {expected} 个值，实际返回了 {got} 个",
+        "not_tuple": "应当以元组的形式返回 {expected} 个值（return a, b, c），实际返回的是一个 {got}",
         "none": "你的函数返回了 None：它还缺一条 `return` 语句",
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
