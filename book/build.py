@@ -120,5 +120,5 @@ def check_edition(lang: str) -> None:
     if missing:
         say_error(f"note: the {lang} edition has no {missing[0]}"
                   + (f" (nor {len(missing) - 1} more pages)" if len(missing) > 1 else "")
-                  + f": published in English there; python -m book translations lists "
-                  f"what is missing, --add-missing starts the files")
+                  + ": published in English there; python -m book translations lists "
+                  "what is missing, --add-missing starts the files")

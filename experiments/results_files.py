@@ -11,7 +11,6 @@ and experiments.gpu_schedule publish from.
 """
 import json
 import math
-import re
 from pathlib import Path
 
 from annotated.base.errors import DataError
@@ -148,7 +147,8 @@ def out_of_rule(value, rule) -> str | None:
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if number and math.isfinite(value) and test(value):
         return None
-    return f"is {shown(value)}, not {allowed if allowed.startswith('a ') else 'a number ' + allowed}"
+    wanted = allowed if allowed.startswith("a ") else f"a number {allowed}"
+    return f"is {shown(value)}, not {wanted}"
 
 
 def _named(keys) -> str:

@@ -162,7 +162,7 @@ def check_aligned(n_a: int, n_b: int, a, b) -> None:
         if why := not_lines_of_text(path):
             raise DataError(f"{path} {why}")
     longer, n = (a, n_a) if n_a > n_b else (b, n_b)
-    blank = (abs(n_a - n_b) == 1 and isinstance(longer, (str, Path)) and Path(longer).is_file()
+    blank = (abs(n_a - n_b) == 1 and isinstance(longer, Path) and longer.is_file()
              and not list(read_lines(longer))[-1].strip())
     raise DataError(f"{a} has {n_a:,} lines but {b} has {n_b:,}: they must be line-aligned, "
                     f"one sentence a line, in the same order" + (

@@ -301,9 +301,9 @@ def _folder(location: Path) -> Path:
     """`location` if it is a folder; else a DataError saying what it is instead."""
     if not location.is_dir():
         what = "a file, not a folder" if location.exists() else "not there"
-        shown_as = repr(str(location)) if str(location) != str(location).strip() else location
-        spaced = " (its name ends or begins with a space)" if shown_as != location else ""
-        raise DataError(f"the data location {shown_as} is {what}{spaced}: point --data-dir (or "
+        spaced = str(location) != str(location).strip()
+        name = f"{str(location)!r} (its name ends or begins with a space)" if spaced else location
+        raise DataError(f"the data location {name} is {what}: point --data-dir (or "
                         f"{DATA_ENV}) at the folder that holds the corpora")
     return location
 

@@ -242,8 +242,7 @@ class Folders:
         """Move aside (appended to `found`) what stands in place of a folder on the way from
         the submissions' folder to `file`: a file, or a link, through which putting the file
         back would write elsewhere."""
-        root = next(f for f in self.folders if file.is_relative_to(f))
-        for folder in [p for p in reversed(file.parents) if p.is_relative_to(root) and p != root]:
+        for folder in self.folders_on_the_way(file):
             if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
                 found.append(free_name(folder, FOUND))
                 os.replace(folder, found[-1])
@@ -251,8 +250,13 @@ class Folders:
     def through_a_link(self, file: Path) -> bool:
         """Whether a folder on the way to `file` (below its submissions' folder) is now a
         link: the file read there is another one."""
-        root = next(f for f in self.folders if file.is_relative_to(f))
-        return any(p.is_symlink() for p in file.parents if p.is_relative_to(root) and p != root)
+        return any(folder.is_symlink() for folder in self.folders_on_the_way(file))
+
+    def folders_on_the_way(self, file: Path) -> list[Path]:
+        """The folders between `file`'s submissions' folder (the deepest that holds it) and
+        the file, from the top down."""
+        root = max((f for f in self.folders if file.is_relative_to(f)), key=lambda f: len(f.parts))
+        return [p for p in reversed(file.parents) if p.is_relative_to(root) and p != root]
 
     def changed(self) -> list[Path]:
         """The files kept that are gone, or whose bytes or mode differ from those kept."""

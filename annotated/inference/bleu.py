@@ -154,7 +154,8 @@ def report(hyps: list[str], refs: list[str], lang: str | None = None) -> str:
 def too_short_note(hyps: list[str], refs: list[str], lang: str | None = None) -> str | None:
     """A note when no translation holds a 4-gram: corpus BLEU multiplies in the 4-gram
     precision, so it is 0 however good they are (the copy task's lines, a list of words)."""
-    if sacre_bleu(hyps, refs, tokenizer_for(lang, refs))[0].totals[3]:
+    split = BLEU(tokenize=tokenizer_for(lang, refs)).tokenizer      # sacreBLEU's own tokens
+    if any(len(split(hyp).split()) >= 4 for hyp in hyps):
         return None
     return ("note: no translation holds 4 tokens, so BLEU has no 4-gram to count and is 0 "
             "however good they are: it scores sentences of 4 tokens or more")

@@ -67,7 +67,7 @@ class LossWatch:
         if self.first is None and math.isfinite(loss):
             self.first = loss                  # the untrained model's: nothing to judge yet
         if not math.isfinite(loss):
-            self._stop(f"step {step}: training loss is {loss}, not a number", run_dir)
+            self._stop(f"step {step}: training loss is {loss}, not a finite number", run_dir)
         if loss > self.bound:
             self._stop(f"step {step}: training loss is {loss:.4g}, above {self.bound:.3g} "
                        f"({DIVERGED:g} ln V)", run_dir)
