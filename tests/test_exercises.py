@@ -350,6 +350,42 @@ def test_a_check_runs_with_gradients_on_whatever_the_notebook_turned_off():
             assert result_of("9.2", piecewise_gradient).status == "passed", context
 
 
+def joined(weight, pieces, loss_of):
+    x, y = torch.cat([x for x, _ in pieces]), torch.cat([y for _, y in pieces])
+    loss, n = loss_of(weight, x, y)
+    (loss / n).backward()
+    return weight.grad
+
+
+def summed_then_backward(weight, pieces, loss_of):
+    losses = [loss_of(weight, x, y) for x, y in pieces]
+    (sum(loss for loss, _ in losses) / sum(n for _, n in losses)).backward()
+    return weight.grad
+
+
+def per_piece_skipping_empty(weight, pieces, loss_of):
+    n = sum(loss_of(weight, x, y)[1] for x, y in pieces)
+    for x, y in pieces:
+        loss, tokens = loss_of(weight, x, y)
+        if tokens:
+            (loss / n).backward()
+    return weight.grad
+
+
+@pytest.mark.parametrize("answer", [joined, summed_then_backward])
+def test_9_2_refuses_the_right_gradient_from_one_backward_pass(answer):
+    """The pieces joined into one batch, or their losses summed before one backward: the
+    gradient is right, but the check fails, naming the passes it counted in both languages."""
+    result = result_of("9.2", answer)
+    assert result.status == "failed"
+    says(result.message(), "1 backward pass", "3 pieces", "back-propagate each piece")
+    says(result.message("zh"), "1 次反向传播", "3 块")
+
+
+def test_9_2_accepts_a_piece_with_no_token_left_out_of_the_backward_passes():
+    assert result_of("9.2", per_piece_skipping_empty).status == "passed"
+
+
 def shortcut_attention(q, k, v):
     out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     return out, (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1)

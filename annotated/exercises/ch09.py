@@ -152,24 +152,61 @@ def weight_of(seed: int, dtype=torch.float64, d: int = 6, V: int = 11) -> torch.
     return randn(d, V, seed=seed, dtype=dtype).requires_grad_()
 
 
+class CountedLoss:
+    """The loss_of of 9.2's cases: piece_loss, counting the backward passes that reach the
+    weight it is given (a hook on that weight). The case and the learner's call share it, not
+    a copy, so that the check reads the count afterwards (one_pass_per_piece)."""
+
+    def __init__(self):
+        self.passes, self.weights = 0, set()
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __call__(self, weight, x, y):
+        if id(weight) not in self.weights and weight.requires_grad:
+            self.weights.add(id(weight))
+            weight.register_hook(self.reached)
+        return piece_loss(weight, x, y)
+
+    def reached(self, grad):
+        self.passes += 1
+
+
 def pieces_cases() -> list[Case]:
     return [
         Case(Text("three pieces of 12, 5 and 8 tokens", "三块，分别有 12、5、8 个词元"),
-             (weight_of(0), [piece(12, 1), piece(5, 2), piece(8, 3)], piece_loss)),
+             (weight_of(0), [piece(12, 1), piece(5, 2), piece(8, 3)], CountedLoss())),
         Case(Text("two pieces of 1 and 9 tokens", "两块，分别有 1 个和 9 个词元"),
-             (weight_of(4), [piece(1, 5), piece(9, 6)], piece_loss)),
+             (weight_of(4), [piece(1, 5), piece(9, 6)], CountedLoss())),
         Case(Text("one piece: the whole batch", "只有一块：整个批次"),
-             (weight_of(7), [piece(10, 8)], piece_loss)),
+             (weight_of(7), [piece(10, 8)], CountedLoss())),
         Case(Text("pieces with padding targets", "含有填充目标的块"),
              (weight_of(9), [piece(8, 10, padded=3), piece(6, 11), piece(7, 12, padded=5)],
-              piece_loss)),
+              CountedLoss())),
         Case(Text("an empty piece, as a process with nothing to compute gets",
                   "一个空块，就像无事可做的进程拿到的那样"),
-             (weight_of(13), [piece(9, 14), piece(0, 15), piece(4, 16)], piece_loss)),
+             (weight_of(13), [piece(9, 14), piece(0, 15), piece(4, 16)], CountedLoss())),
         Case(Text("float32, four pieces", "float32，四块"),
              (weight_of(17, torch.float32),
-              [piece(n, 18 + n, dtype=torch.float32) for n in (7, 3, 11, 5)], piece_loss)),
+              [piece(n, 18 + n, dtype=torch.float32) for n in (7, 3, 11, 5)], CountedLoss())),
     ]
+
+
+def one_pass_per_piece(weight, pieces, loss_of) -> Text | None:
+    """What is wrong when fewer backward passes reached the weight than there are pieces with
+    a token to learn from: the pieces were joined (or their losses summed) into one graph,
+    which is the memory that accumulation exists to save."""
+    needed = sum(1 for _, y in pieces if bool((y != PAD).any()))
+    if loss_of.passes >= needed:
+        return None
+    passes = f"{loss_of.passes} backward pass" + ("" if loss_of.passes == 1 else "es")
+    return Text(f"the gradient is right, but your code ran {passes} for {needed} pieces: it "
+                "joined the pieces, or summed their losses, into one graph. Accumulation exists because one piece's graph is all "
+                "that fits in memory: back-propagate each piece before computing the next",
+                f"梯度是对的，但你的代码为 {needed} 块只做了 {loss_of.passes} 次反向传播：它把各块"
+                "拼在一起，或把它们的损失加起来，放进了同一张计算图。梯度累积之所以存在，是因为内存只放得下"
+                "一块的计算图：算下一块之前，先对这一块做反向传播")
 
 
 def pieces_answer(weight, pieces, loss_of):
@@ -217,7 +254,7 @@ MEAN_OF_MEANS = Text("Your code averages the pieces' mean losses: a token in a s
 PIECES = Exercise(
     id="9.2", function="piecewise_gradient",
     topic=Text("a batch's gradient in pieces", "分块计算一个批次的梯度"),
-    cases=pieces_cases, answer=pieces_answer,
+    cases=pieces_cases, answer=pieces_answer, rule=one_pass_per_piece,
     hint=Text("the step's loss is the sum over every target token of the whole batch divided by "
               "their number n (the tokens loss_of counts, padding excluded); so each piece "
               "back-propagates its summed loss divided by the global n, and the pieces' "

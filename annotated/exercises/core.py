@@ -81,6 +81,7 @@ class Exercise:
     slips: tuple[Slip, ...] = ()
     compare: Callable | None = None  # (expected, got) -> a problem (Text, values) or None
     forbidden: tuple[str, ...] = ()  # what the exercise says to do without: "torch.softmax"
+    rule: Callable | None = None     # (case's args) -> a Text if a right result broke the rule
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,8 @@ def float32_rounding(want: np.ndarray, have: np.ndarray, lang: str) -> str:
 class Outcome:
     """How the learner's function fared: its status, the cases that ran and, when it failed,
     the case, what it returned (or the error it raised) and what was expected."""
-    status: str      # passed, failed, not attempted, not callable, own, changed, forbidden
+    status: str      # passed, failed, not attempted, not callable, own, changed, forbidden,
+    #                  rule (a right result, reached the way the exercise forbids)
     n: int
     case: Case | None = None
     got: Any = None
@@ -275,6 +277,9 @@ def outcome(exercise: Exercise, fn) -> Outcome:
             return Outcome("changed", n, case, changed)
         if (exercise.compare or compare)(expected, got, "en"):
             return Outcome("failed", n, case, got, expected)
+        broken = exercise.rule and exercise.rule(*case.args, **case.kwargs)
+        if broken:                    # the right result, reached the way the exercise forbids
+            return Outcome("rule", n, case, broken)
     return Outcome("passed", len(cases))
 
 
@@ -422,6 +427,9 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     label = found.case.label(lang)
     if found.status == "changed":
         return head + say["changed"].format(case=label, name=found.got)
+    if found.status == "rule":
+        return head + say["case"].format(case=label, problem=found.got(lang)) + say["sep"] + \
+            say["hint"].format(hint=exercise.hint(lang))
     if found.status == "forbidden":
         key = "calls_own" if package_module(found.got) else "forbidden"
         return head + say[key].format(name=found.got, hint=exercise.hint(lang))
