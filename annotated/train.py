@@ -24,6 +24,7 @@ from annotated.base.errors import ConfigError, RunDirError
 from annotated.base.settings import at_least, between
 from annotated.base.threads import SMALL_MODEL, use_threads
 from annotated.configs import PRESETS, RESUMABLE, Config, apply_overrides, get
+from annotated.optim import cooldown
 from annotated.store import checkpoint_file
 from annotated.training.loop import train
 from annotated.training.run_dir import check_one_run, in_use_by
@@ -97,7 +98,7 @@ def run_config(args, out: Path):
                               f"--resume to start a run there")
         return apply_overrides(get(args.config), args.overrides), None
     check_one_run(out)
-    resumed = checkpoint_file.load(found[-1], resuming=True)
+    resumed = checkpoint_file.load(found[-1], purpose="resume")
     resumed["file"] = found[-1]              # where this process starts from (LossWatch)
     saved = checkpoint_file.config_from(resumed, found[-1])
     if resumed["training"] is None:
@@ -128,7 +129,22 @@ def run_config(args, out: Path):
                           f"model or its data; start a new run with another --run-dir")
     if changed:
         print(f"--resume: changing {', '.join(changed)}")
+        _note_rewarming(saved, config, resumed["step"])
     return config, resumed
+
+
+def _note_rewarming(saved: Config, config: Config, step: int) -> None:
+    """A note when a resume lifts a learning rate that the saved run's cool-down had lowered
+    (annotated.optim.cooldown): the cooled-down weights are shaken, and keep_last rotates the
+    checkpoints that hold them out of the folder."""
+    before = cooldown(step + 1, saved.train_steps, saved.cooldown_steps)
+    after = cooldown(step + 1, config.train_steps, config.cooldown_steps)
+    if before < 1 and after > before:
+        print(f"note: at step {step:,} the run's cool-down had brought the learning rate to "
+              f"{before:.2f} of its schedule; these settings lift it to {after:.2f}, so the loss "
+              f"rises before it falls again, and the cooled-down checkpoints will be rotated "
+              f"out (keep_last={config.keep_last}); copy them out of the run folder first to "
+              f"keep them")
 
 
 def _differences(saved: Config, requested: Config) -> list[str]:

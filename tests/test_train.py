@@ -196,6 +196,22 @@ def test_a_schedule_changed_on_resume_sets_the_rate_of_the_first_resumed_step(tm
     assert math.isclose(step3["lr"], noam_rate(3, 16, 10, 4.0), rel_tol=1e-6)
 
 
+def test_a_resume_that_lifts_a_cooled_down_rate_says_so_and_how_to_keep_the_checkpoints(
+        tmp_path, capsys):
+    """A finished cool-down continued with more train_steps: the rate jumps from 0 back up,
+    which a note says, naming keep_last and the way to keep the cooled-down checkpoints. A
+    resume before the cool-down begins says nothing of it."""
+    run(tmp_path, "--config", "copy", *TINY_RUN, "train_steps=3", "cooldown_steps=2")
+    capsys.readouterr()
+    run(tmp_path, "--resume", "--max-steps", 4, "train_steps=6")
+    note = next(line for line in capsys.readouterr().out.splitlines() if "cool-down" in line)
+    says(note, "step 3", "0.00", "1.00", "keep_last=", "copy them out")
+    run(tmp_path / "b", "--config", "copy", "--max-steps", 1, *TINY_RUN, "train_steps=6",
+        "cooldown_steps=2")
+    run(tmp_path / "b", "--resume", "--max-steps", 2, "train_steps=9")
+    assert "cool-down" not in capsys.readouterr().out
+
+
 def test_resume_continues_bit_for_bit(tmp_path):
     """k steps, stop, resume for k more == 2k uninterrupted, with dropout (RNG state),
     gradient accumulation and an epoch boundary after the resume point."""
