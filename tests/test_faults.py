@@ -212,13 +212,18 @@ def test_translate_refuses_a_damaged_checkpoint_in_one_line(tmp_path, capsys):
     assert snapshot(tmp_path) == before
 
 
-def test_average_refuses_a_damaged_checkpoint_in_one_line(tmp_path, capsys):
-    first, second = run_dir(tmp_path, (1, 2))
-    damage(first, -20)
+def test_average_refuses_a_damaged_checkpoint_and_names_the_ones_that_verify(tmp_path, capsys):
+    """One damaged checkpoint among those to average: the line names it, and the fix is the
+    average of the others, named, not one checkpoint used instead."""
+    first, second, third = run_dir(tmp_path, (1, 2, 3))
+    damage(second, -20)
     before = snapshot(tmp_path)
     exits_with_error(checkpoint_command.main, ["average", "--out", str(tmp_path / "avg.pt"),
-                                       str(first), str(second)])
-    says(error_line(capsys), str(first), "corrupt or truncated")
+                                               "--last", "3", str(tmp_path)])
+    line = error_line(capsys)
+    says(line, str(second), "corrupt or truncated", "leave it out of the average",
+         f"{first.name}, {third.name}")
+    assert "instead" not in line
     assert snapshot(tmp_path) == before
 
 

@@ -347,23 +347,32 @@ def _check_format(payload, path: Path) -> int:
 def newest_intact(run_dir, besides=None) -> Path | None:
     """The newest checkpoint of run_dir (other than `besides`) that verifies; None if none."""
     besides = besides and Path(besides).resolve()
-    for p in reversed(checkpoints(run_dir)):
-        if p.resolve() != besides:
-            try:
-                _verify(p)
-                return p
-            except CheckpointError:
-                continue
-    return None
+    return next((p for p in reversed(checkpoints(run_dir))
+                 if p.resolve() != besides and _verifies(p)), None)
 
 
-def _instead(error: CheckpointError, path: Path, resuming: bool = False) -> CheckpointError:
-    """`error` about the damaged `path`, saying which checkpoint to use instead: for a run
-    being resumed, what to move so that it goes on from that one."""
+def _verifies(path: Path) -> bool:
+    try:
+        _verify(path)
+        return True
+    except CheckpointError:
+        return False
+
+
+def _instead(error: CheckpointError, path: Path, purpose: str = "use") -> CheckpointError:
+    """`error` about the damaged `path`, saying what to do instead, by `purpose`: "use" (one
+    checkpoint: which to use instead), "resume" (the newest of a run being resumed: what to
+    move so that it goes on from another) or "average" (one of several: which to name)."""
     if step_in_name(path) is None:            # not a run's checkpoint: no advice about others
         return CheckpointError(str(error))
+    if purpose == "average":
+        intact = [p.name for p in checkpoints(path.parent) if p != path and _verifies(p)]
+        advice = (f"leave it out of the average and name the checkpoints to average; those of "
+                  f"{path.parent} that verify: {', '.join(intact)}" if intact else
+                  f"no other checkpoint in {path.parent} verifies")
+        return CheckpointError(f"{error}; {advice}")
     other = newest_intact(path.parent, besides=path)
-    if resuming:
+    if purpose == "resume":
         advice = (f"move it out of {path.parent}, and the run continues from {other.name}"
                   if other else f"no other checkpoint in {path.parent} verifies: move it out "
                   f"of that folder to start the run again there, or choose another --run-dir")
@@ -395,14 +404,14 @@ def verify(path) -> None:
         raise _instead(e, Path(path)) from None
 
 
-def load(path, map_location="cpu", resuming: bool = False) -> dict:
-    """The checkpoint's dict, after checking its seal, its format and its version; `resuming`:
-    the newest of a run folder, whose damage is reported with what to move."""
+def load(path, map_location="cpu", purpose: str = "use") -> dict:
+    """The checkpoint's dict, after checking its seal, its format and its version; damage is
+    reported with what to do instead, for `purpose` (_instead)."""
     device = check_device(map_location)
     try:
         return _read(Path(path), device)
     except _Damaged as e:
-        raise _instead(e, Path(path), resuming) from None
+        raise _instead(e, Path(path), purpose) from None
 
 
 def config_from(payload: dict, path="checkpoint"):
@@ -525,7 +534,7 @@ def average(paths, allow_different_runs: bool = False) -> dict:
     refused unless allow_different_runs; the result records every source's name and run."""
     if not paths:
         raise CheckpointError("no checkpoints to average")
-    payloads = [load(p) for p in paths]
+    payloads = [load(p, purpose="average") for p in paths]
     _check_compatible(paths, payloads, allow_different_runs)
     newest = max(payloads, key=lambda p: p.get("step") or 0)   # whatever order they came in
 

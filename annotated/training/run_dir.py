@@ -329,7 +329,8 @@ def check_one_run(run_dir) -> None:
             for run_id, paths in runs.items())
         raise CheckpointError(f"{run_dir} holds checkpoints of {len(runs)} different runs "
                               f"({described}); a run folder holds one run: move the other "
-                              f"run's checkpoints into a folder of their own, then start again")
+                              f"run's checkpoints into a folder of their own, then give this "
+                              f"command again")
     if renamed:
         raise CheckpointError(misnamed(renamed[0], run_dir))
 
