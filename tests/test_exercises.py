@@ -5,6 +5,7 @@ imports the solutions; every exercise has a worked solution kept apart from the 
 import ast
 import json
 import re
+import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from annotated.exercises import CHECKED, checker, exercises, graded_ids, result_
 from annotated.exercises.core import Case, Exercise, Slip, Text, run
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import KINDS, checks, listed, source
+from reference_numpy import masks as np_masks
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -303,10 +305,14 @@ def test_an_error_in_the_learners_code_is_a_finding_with_its_line_not_a_crash():
 
 
 def test_a_stub_says_not_attempted_and_a_non_function_says_what_it_is():
+    """A name that a later cell gave another value: the line says to define the function
+    again."""
     assert run(TOY, stub).status == "not attempted"
     assert "not attempted" in run(TOY, stub).message()
     result = run(TOY, 3)
-    assert result.status == "failed" and "int" in result.message()
+    assert result.status == "failed"
+    says(result.message(), "int", "run the cell that defines", "again")
+    says(result.message("zh"), "int", "重新运行")
 
 
 def test_a_forgotten_return_and_an_id_given_as_a_number_are_named():
@@ -457,6 +463,9 @@ def wraps_the_mask(size):
      "reference_numpy.masks.subsequent_mask"),
     ("2.1", lambda size: torch.from_numpy(ThreadPoolExecutor(1).submit(
         __import__("reference_numpy.masks").masks.subsequent_mask, size).result()),
+     "reference_numpy.masks.subsequent_mask"),
+    ("2.1", lambda size: torch.from_numpy(types.FunctionType(      # rebuilt from its code
+        np_masks.subsequent_mask.__code__, vars(np_masks))(size)),
      "reference_numpy.masks.subsequent_mask")])
 def test_the_packages_own_code_called_inside_an_answer_is_not_an_answer(exercise_id, answer,
                                                                          name):
@@ -493,6 +502,48 @@ def test_a_forbidden_function_imported_under_another_name_is_still_refused():
     sparse = run(EXERCISES["1.2"], lambda x: torch.sparse.softmax(
         x.double().to_sparse(), -1).to_dense().to(x.dtype))
     says(sparse.message(), "torch.sparse.softmax", "do without")
+
+
+def through_the_engine(dp, p):
+    s = p.log().detach().requires_grad_()
+    loss = (s.softmax(-1) * dp).sum()
+    return torch.autograd.Variable._execution_engine.run_backward(
+        (loss,), (torch.ones_like(loss),), False, False, (s,), False, False)[0]
+
+
+def through_backward(dp, p):
+    s = p.log().detach().requires_grad_()
+    s.softmax(-1).backward(dp)
+    return s.grad
+
+
+def softmax_in_attention(x):
+    *batch, n = x.shape
+    zeros = torch.zeros(*batch, 1, 1, dtype=x.dtype)
+    return torch.nn.functional.scaled_dot_product_attention(
+        zeros, torch.zeros(*batch, n, 1, dtype=x.dtype),
+        torch.eye(n, dtype=x.dtype).expand(*batch, n, n), attn_mask=x.unsqueeze(-2)).squeeze(-2)
+
+
+@pytest.mark.parametrize("exercise_id, answer, name", [
+    ("1.2", lambda x: torch._C.TensorBase.softmax(x, -1), "torch.Tensor.softmax"),
+    ("1.2", lambda x: torch._C.TensorBase.log_softmax(x, -1).exp(), "torch.Tensor.log_softmax"),
+    ("1.2", softmax_in_attention, "scaled_dot_product_attention"),
+    ("1.3", through_backward, "torch.Tensor.backward"),
+    ("1.3", through_the_engine, "run_backward"),
+    ("6.4", lambda logits, target, pad, eps_ls: through_the_engine(
+        torch.zeros_like(logits), logits.softmax(-1)), "run_backward")])
+def test_a_forbidden_function_reached_through_a_base_class_or_the_engine_is_refused(
+        exercise_id, answer, name):
+    """A Tensor method called through torch._C.TensorBase (a type that cannot be patched),
+    torch's attention holding the softmax, autograd in 1.3 (whose text says: no autograd),
+    and the engine that every backward pass goes through."""
+    result = run(EXERCISES[exercise_id], answer)
+    assert result.status == "failed"
+    says(result.message(), name, "do without")
+    assert torch.ones(3).softmax(0).sum() == 1                  # put back after the check
+    assert run(EXERCISES["1.3"], lambda dp, p: p * (dp - (dp * p).sum(-1, keepdim=True))) \
+        .status == "passed"
 
 
 @pytest.mark.parametrize("exercise, call", [

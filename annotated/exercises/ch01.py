@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, randn
+from annotated.exercises.core import AUTOGRAD, Case, Exercise, Slip, Text, randn
 from reference_numpy import attention as np_attention
 from reference_numpy import layers as np_layers
 
@@ -54,6 +54,12 @@ def weights_first(q, k, v):
     return weights, out
 
 
+# torch's attention, which holds a softmax: forbidden in 1.1 and 1.2 alike
+ATTENTION = ("torch.nn.functional.scaled_dot_product_attention",
+             *(f"torch.ops.aten.{op}" for op in (
+                 "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+                 "_scaled_dot_product_flash_attention_for_cpu")))
+
 SCALED = Exercise(
     id="1.1", function="scaled_attention",
     topic=Text("scaled dot-product attention", "缩放点积注意力"),
@@ -63,10 +69,7 @@ SCALED = Exercise(
               "the output averages the values. Return (output, weights).",
               "§3.2.1 的公式 (1)：每个查询和每个键之间有一个分数，除以二者共同宽度的平方根；"
               "每个查询的那一行权重在各个键上求和为 1；输出是值的加权平均。返回 (output, weights)。"),
-    forbidden=("torch.nn.functional.scaled_dot_product_attention",
-               *(f"torch.ops.aten.{op}" for op in (
-                   "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
-                   "_scaled_dot_product_flash_attention_for_cpu"))),
+    forbidden=ATTENTION,
     slips=(
         Slip(Text("Your scores are not divided by sqrt(d_k): with wide vectors the softmax "
                   "saturates.",
@@ -137,7 +140,8 @@ STABLE = Exercise(
     + tuple(f"torch.ops.aten.{op}" for op in ("softmax", "_softmax", "log_softmax",
                                                "_log_softmax", "special_softmax",
                                                "_sparse_softmax", "_sparse_log_softmax",
-                                               "_masked_softmax", "_safe_softmax")),
+                                               "_masked_softmax", "_safe_softmax"))
+    + ATTENTION,
     slips=(
         Slip(Text("Your softmax takes exp() of the raw scores: exp overflows to inf above about "
                   "88 in float32 (11 in float16), and inf / inf is NaN; exp of scores far below "
@@ -201,6 +205,7 @@ BACKWARD = Exercise(
               "axis; the off-diagonal entries matter as much as the diagonal.",
               "每个分数都会牵动它那一行的所有权重：dp_i/ds_j = p_i (delta_ij - p_j)。"
               "把传入的梯度乘以整个雅可比矩阵，沿最后一个轴逐行计算；非对角元素和对角元素同样重要。"),
+    forbidden=AUTOGRAD,
     slips=(
         Slip(Text("Your gradient keeps only the diagonal of the Jacobian, p (1 - p) dp: each "
                   "score also moves the other weights of its row, by -p_i p_j.",

@@ -113,6 +113,7 @@ def masked_cases() -> list[Case]:
     one_q = torch.ones(1, 1, 1, 4, dtype=torch.float64)
     near_k = -6000 + randn(1, 1, 5, 4, seed=4)                     # scores q.k/2 ~ -12,000
     far_k = torch.full((1, 1, 5, 4), -1e10, dtype=torch.float64)   # scores -2e10
+    loud_k = randn(1, 1, 5, 4, seed=5).index_fill(2, torch.tensor([3]), 1000.0)  # blocked: 2,000
     return [
         Case(Text("the causal mask, float64", "因果掩码，float64"), (q, k, v, causal)),
         Case(Text("a padding mask, float32", "填充掩码，float32"),
@@ -123,6 +124,9 @@ def masked_cases() -> list[Case]:
              (one_q, near_k, v[:1, :1], padded)),
         Case(Text("open scores far below -1e9", "开放的分数远低于 -1e9"),
              (one_q, far_k, v[:1, :1], padded)),
+        Case(Text("a blocked key scoring 2,000, far above the open ones",
+                  "一个被屏蔽的键的分数为 2,000，远高于开放的分数"),
+             (one_q, loud_k, v[:1, :1], padded)),
         Case(Text("float16", "float16"), (q.half(), k.half(), v.half(), causal)),
     ]
 
@@ -142,6 +146,13 @@ def filled(fill: float, scale=lambda d_k: d_k ** 0.5, inverted: bool = False):
         weights = scores.masked_fill(mask if inverted else ~mask, fill).softmax(-1)
         return weights @ v, weights
     return attend
+
+
+def shifted_by_every_score(q, k, v, mask):
+    scores = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5
+    weights = (scores - scores.amax(-1, keepdim=True)).exp() * mask
+    weights = weights / weights.sum(-1, keepdim=True)
+    return weights @ v, weights
 
 
 def masked_after_softmax(q, k, v, mask):
@@ -172,6 +183,12 @@ MASKED = Exercise(
                   "你的代码填充的是掩码开放的键：本书中 True 表示可以关注，所以应在掩码为 False "
                   "的地方（`~mask`）填充。"),
              filled(float("-inf"), inverted=True), "slip-future-leak"),
+        Slip(Text("Your code subtracts the row's largest score, blocked ones included: when a "
+                  "blocked key scores far above the open ones, every open exp() becomes 0 and "
+                  "the row is 0 / 0 = NaN. Mask the scores first, then take the softmax.",
+                  "你的代码减去的是该行最大的分数，其中包括被屏蔽的分数：当被屏蔽的键的分数远高于开放的分数时，"
+                  "所有开放位置的 exp() 都变成 0，这一行就成了 0 / 0 = NaN。应先对分数加掩码，再取 softmax。"),
+             shifted_by_every_score),
         Slip(Text("Your code zeroes the weights after the softmax: the rows no longer sum to 1.",
                   "你的代码在 softmax 之后才把权重置零：每行的和不再是 1。"),
              masked_after_softmax),

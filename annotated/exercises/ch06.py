@@ -3,7 +3,7 @@ distribution, the loss over the non-padding tokens and its gradient with respect
 import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, randn, tokens
+from annotated.exercises.core import AUTOGRAD, Case, Exercise, Slip, Text, randn, tokens
 from reference_numpy import loss as np_loss
 from reference_numpy import optim as np_optim
 
@@ -321,10 +321,7 @@ GRAD = Exercise(
               "练习 6.3 的损失是 n 个非填充位置上交叉熵的平均，交叉熵是 softmax 相对 q 的，"
               "它对 logits 的梯度是 softmax 减去目标；填充位置根本不在损失之中。"
               "结果的形状与 logits 相同。"),
-    forbidden=("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad",
-               "torch.func.jvp", "torch.func.jacfwd", "torch.func.linearize",
-               "torch.autograd.functional.jacobian", "torch.autograd.functional.jvp",
-               "torch.autograd.forward_ad.make_dual"),        # forward mode is autograd too
+    forbidden=AUTOGRAD,
     slips=(
         Slip(Text("Your gradient is not divided by n: the loss is a mean over the n non-padding "
                   "positions, so each position's softmax - q is divided by n.",

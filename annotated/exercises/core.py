@@ -18,12 +18,14 @@ import copy
 import functools
 import importlib
 import inspect
+import os
 import sys
 import threading
 import traceback
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -82,6 +84,15 @@ class Exercise:
     compare: Callable | None = None  # (expected, got) -> a problem (Text, values) or None
     forbidden: tuple[str, ...] = ()  # what the exercise says to do without: "torch.softmax"
     rule: Callable | None = None     # (case's args) -> a Text if a right result broke the rule
+
+
+# What an exercise that says "no autograd" forbids: the public ways in, forward mode (autograd
+# too) and the engine that every backward pass goes through.
+AUTOGRAD = ("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad",
+            "torch.func.jvp", "torch.func.jacfwd", "torch.func.linearize",
+            "torch.autograd.functional.jacobian", "torch.autograd.functional.jvp",
+            "torch.autograd.forward_ad.make_dual",
+            "torch.autograd.Variable._execution_engine.run_backward")
 
 
 @dataclass(frozen=True)
@@ -289,50 +300,91 @@ class Forbidden(Exception):
 
 
 ATEN = "torch.ops.aten."      # a forbidden name under it: the operator, called through torch.ops
+# Where the project's code lives, as its code objects name their files, and the checker's own
+# files there (package_module's aside).
+_ROOT = Path(__file__).parents[2]
+PROJECT_FOLDERS = (f"{_ROOT / 'annotated'}{os.sep}", f"{_ROOT / 'reference_numpy'}{os.sep}")
+CHECKER_FILES = {str(Path(__file__).parent / f) for f in ("__init__.py", "core.py", "messages.py")}
+
+
+@dataclass
+class Refusals:
+    """What `forbidding` watches for: the forbidden callables by identity (`originals`), by
+    code (`codes`), as C methods by name (`methods`: bound to an object, or reached through a
+    base class that cannot be patched), and whole libraries by module prefix; `patched` are
+    the (owner, attribute, original) to put back. `held` keeps every original alive, so that
+    no other object takes its id while the check runs."""
+    originals: dict = field(default_factory=dict)
+    held: list = field(default_factory=list)
+    codes: dict = field(default_factory=dict)
+    methods: dict = field(default_factory=dict)
+    libraries: tuple = ()
+    patched: list = field(default_factory=list)
+
+    def method_named(self, called) -> str | None:
+        """The forbidden name of a C method `called`, bound to its object: Tensor.softmax
+        called through torch._C.TensorBase, or the autograd engine's run_backward."""
+        target = getattr(called, "__self__", None)
+        return next((name for owner, name in self.methods.get(getattr(called, "__name__", None),
+                                                               ())
+                     if target is owner or (isinstance(owner, type) and isinstance(target, owner))),
+                    None)
+
+
+def refusals(names: tuple[str, ...], refused: list[str]) -> Refusals:
+    """Each of `names` replaced, where its owner allows, by a function that raises Forbidden
+    (and appends the name to `refused`), and recorded to be recognised however it is reached."""
+    found = Refusals(libraries=tuple(n for n in names if n.endswith(".")))  # "sacrebleu."
+    for name in names:
+        if name.endswith("."):
+            continue
+        if name.startswith(ATEN):             # the operator itself, under any of its overloads
+            packet = getattr(torch.ops.aten, name.removeprefix(ATEN))
+            found.originals |= {id(op._op): name for op in
+                                [packet, *(getattr(packet, o) for o in packet.overloads())]}
+            continue
+        path, attribute = name.rsplit(".", 1)
+        owner = functools.reduce(getattr, path.split(".")[1:],
+                                 importlib.import_module(path.split(".")[0]))
+        original = getattr(owner, attribute)
+        found.originals[id(original)] = name
+        found.held.append(original)
+        if hasattr(original, "__code__"):
+            found.codes[original.__code__] = name
+        found.methods.setdefault(attribute, []).append((owner, name))
+
+        def refuse(*args, _name=name, **kwargs):
+            refused.append(_name)
+            raise Forbidden(_name)
+        try:
+            setattr(owner, attribute, refuse)
+            found.patched.append((owner, attribute, original))
+        except (TypeError, AttributeError):   # an immutable type, an object's C method
+            pass
+    return found
 
 
 @contextmanager
 def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
     """For the length of the block, each of `names` ("torch.Tensor.softmax",
     "torch.nn.functional.softmax"; "sacrebleu." for every function of that library) raises
-    Forbidden when called, and so does every function of
-    the project (package_module) that the learner's code calls, save through the code objects
-    in `trusted` (trusted_code): a learner's answer may use torch and their own functions, not
-    the project's version of what they are asked to write, however it is wrapped. The name of
+    Forbidden when called (refusals), and so does every function of the project
+    (package_code) that the learner's code calls, save through the code objects in `trusted`
+    (trusted_code): a learner's answer may use torch and their own functions, not the
+    project's version of what they are asked to write, however it is wrapped. The name of
     each refused call is appended to `refused`, so that a refusal the learner's code catches
     still counts."""
-    kept, aten = [], {}
-    libraries = tuple(name for name in names if name.endswith("."))   # "sacrebleu.": all of it
-    for name in names:
-        if name.endswith("."):
-            continue
-        if name.startswith(ATEN):             # the operator itself, under any of its overloads
-            packet = getattr(torch.ops.aten, name.removeprefix(ATEN))
-            aten |= {id(op._op): name for op in
-                     [packet, *(getattr(packet, o) for o in packet.overloads())]}
-            continue
-        owner, attribute = name.rsplit(".", 1)
-        owner = functools.reduce(getattr, owner.split(".")[1:], importlib.import_module(
-            owner.split(".")[0]))
-        kept.append((owner, attribute, getattr(owner, attribute), name))
-
-        def refuse(*args, _name=name, **kwargs):
-            refused.append(_name)
-            raise Forbidden(_name)
-        setattr(owner, attribute, refuse)
-
-    originals = {id(original): name for _, _, original, name in kept} | aten
-    codes = {original.__code__: name for _, _, original, name in kept
-             if hasattr(original, "__code__")}
+    found = refusals(names, refused)
 
     def watch(frame, event, arg):             # raising here also ends the watch
-        name = originals.get(id(arg)) if event == "c_call" else \
-            codes.get(frame.f_code) if event == "call" else None
+        name = (found.originals.get(id(arg)) or found.method_named(arg)) if event == "c_call" \
+            else found.codes.get(frame.f_code) if event == "call" else None
         if name is not None:                  # imported under another name before the check
             refused.append(name)
             raise Forbidden(name)
         module = frame.f_globals.get("__name__") or ""
-        if event == "call" and (package_module(module) or f"{module}.".startswith(libraries)) \
+        if event == "call" and (package_code(module, frame.f_code)
+                                or f"{module}.".startswith(found.libraries)) \
                 and frame.f_code.co_name != "<module>" and called_by_the_learner(frame, trusted):
             refused.append(f"{module}.{frame.f_code.co_qualname}")
             raise Forbidden(refused[-1])
@@ -340,15 +392,15 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
         threading.excepthook
     sys.setprofile(watch)
     threading.setprofile(watch)               # and the threads the learner's code starts,
-    threading.excepthook = lambda found: (    # whose refusals are counted, not printed
-        None if found.exc_type is Forbidden else hook(found))
+    threading.excepthook = lambda seen: (     # whose refusals are counted, not printed
+        None if seen.exc_type is Forbidden else hook(seen))
     try:
         yield
     finally:
         sys.setprofile(profiler)
         threading.setprofile(threads_profiler)
         threading.excepthook = hook
-        for owner, attribute, original, _ in kept:
+        for owner, attribute, original in found.patched:
             setattr(owner, attribute, original)
 
 
@@ -392,6 +444,13 @@ def package_module(module: str) -> bool:
     too (annotated.exercises.ch01 and the like)."""
     return module.split(".")[0] in ("annotated", "reference_numpy") and module not in (
         "annotated.exercises", "annotated.exercises.core", "annotated.exercises.messages")
+
+
+def package_code(module: str, code) -> bool:
+    """True for code of the project (package_module), whether its module says so or, for a
+    function rebuilt from a project function's code object elsewhere, its file does."""
+    return package_module(module) or (code.co_filename.startswith(PROJECT_FOLDERS)
+                                      and code.co_filename not in CHECKER_FILES)
 
 
 def from_the_package(fn) -> bool:

@@ -12,7 +12,9 @@ MESSAGES = {
         "passed": "passed all {n} cases.",
         "stub": "not attempted yet: write `{name}` in place of `raise NotImplementedError`, "
                 "then run this cell again.",
-        "not_callable": "`{name}` is not a function (its type is {got}).",
+        "not_callable": "`{name}` is not a function (its type is {got}): run the cell that "
+                        "defines your `{name}` again (a later cell may have given the name "
+                        "another value), then this check.",
         "own": "`{name}` here is the package's own function (from {module}): the exercise is to "
                "write it yourself.",
         "raised": "case '{case}': your function raised {error}{where}.",
@@ -114,7 +116,8 @@ MESSAGES = {
         "sep": "",
         "passed": "全部 {n} 个用例通过。",
         "stub": "尚未作答：请在 `raise NotImplementedError` 处写出 `{name}`，再运行这个单元格。",
-        "not_callable": "`{name}` 不是函数（它的类型是 {got}）。",
+        "not_callable": "`{name}` 不是函数（它的类型是 {got}）：请重新运行定义你的 `{name}` "
+                        "的单元格（后面的单元格可能给这个名字赋了别的值），再运行这个检查。",
         "own": "这里的 `{name}` 是软件包里现成的函数（来自 {module}）：这道练习要你自己写。",
         "raised": "用例“{case}”：你的函数抛出了 {error}{where}。",
         "line": "，位于你代码的第 {line} 行",
