@@ -193,6 +193,7 @@ def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
     row = json.loads(done.stdout)[0]
     assert (row["passed"], row["total"]) == (1, 3), row
     assert statuses(row) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}
+    says(row["note"], 'check("2.9", ...)', "2.1, 2.2, 2.3")      # its check printed, not raised
 
 
 def test_checks_called_in_a_loop_or_under_another_name_are_graded(tmp_path):
@@ -217,14 +218,15 @@ def test_checks_called_in_a_loop_or_under_another_name_are_graded(tmp_path):
     says(never["note"], "no exercise")
 
 
-@pytest.mark.parametrize("lang, names", [("en", ('check("2.9", ...)', "no exercise",
-                                                   "2.1, 2.2, 2.3", "correct the number")),
-                                          ("zh", ('check("2.9", ...)', "2.1, 2.2, 2.3"))])
+@pytest.mark.parametrize("lang, typo, names", [
+    ("en", "2.9", ('check("2.9", ...)', "no exercise", "2.1, 2.2, 2.3", "correct the number")),
+    ("zh", "2.9", ('check("2.9", ...)', "2.1, 2.2, 2.3")),
+    ("en", "2.l", ('check("2.l", ...)', "no exercise", "2.1, 2.2, 2.3"))])
 def test_a_notebook_whose_only_check_has_a_mistyped_number_is_told_the_number(tmp_path, lang,
-                                                                              names):
+                                                                              typo, names):
     """Its one check names no exercise of the book: the row says which number and the
-    chapter's own, not that the notebook has no check."""
-    write(tmp_path, "typo.ipynb", [SETUP, 'check("2.9", len)'])
+    chapter's own, not that the notebook has no check; a letter for a digit too."""
+    write(tmp_path, "typo.ipynb", [SETUP, f'check("{typo}", len)'])
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "--lang", lang,
                            str(tmp_path / "typo.ipynb"), "--json"], capture_output=True,
                           text=True, stdin=subprocess.DEVNULL, timeout=600)
@@ -398,6 +400,20 @@ def test_a_notebook_stopped_in_a_cell_keeps_the_checks_before_and_names_the_cell
     says(stuck, "cell 3", "did not run to its end")
     assert "ran past" not in stuck           # its interrupt did not stop it: named once
     says(signals, "cell 3", "not by the grader", "signal")
+
+
+def test_a_run_stopped_after_its_last_cell_names_no_cell_past_the_end():
+    """Stopped (by --timeout) once every cell has run and been reported, as a kernel slow to
+    shut down may be: nothing was left unfinished, so the report names no cell; stopped
+    before, it names the first cell not reported."""
+    from annotated.exercises.run_notebook import MARKER, prepared, stopped_in
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (SETUP, MASK, "while True:\n    pass")]
+    nb = prepared(nb, ["2.1"])
+    reports = [c for c in nb.cells if c.get("metadata", {}).get("grader") == "report"]
+    for done, cell in enumerate(reports, start=1):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=MARKER + "{}")]
+        assert stopped_in(nb) == (None if done == 3 else ["stopped_in_cell", str(done + 1)])
 
 
 def test_a_stop_while_a_cell_runs_cancels_the_run_and_is_remembered():

@@ -53,7 +53,7 @@ def graded_ids(called) -> list[str]:
     """The exercises a notebook is graded on, in the book's order: every coding exercise of each
     chapter whose checks it calls (`called`, ids such as "2.1"), so that a check deleted from
     the notebook counts as not run instead of shrinking the total. An id the book has not (a
-    typo) brings in no chapter: its check fails in its cell, which the grade names."""
+    typo) brings in no chapter: the grade's note names it."""
     known = exercises()
     chapters = {i.split(".")[0] for i in called if i in known}
     return [i for i in known if i.split(".")[0] in chapters]

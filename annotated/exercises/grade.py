@@ -38,7 +38,7 @@ from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
-from annotated.exercises import graded_ids, nearest_ids
+from annotated.exercises import exercises, graded_ids, nearest_ids
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import NotANotebook, checks, mentions_check, read
 
@@ -360,9 +360,10 @@ def grade(notebook: Path, args) -> dict:
         # interrupt is named by that note, not as a cell the interrupt stopped
         row["errors"] = [e for e in row["errors"]
                          if not (e["stopped"] and str(e["cell"]) == str(died[1]))]
+    typos = [i for i in called if i not in exercises()]     # their checks print, not raise
     row["note"] = say["notes_sep"].join(filter(None, [
-        died and say[died[0]].format(detail=died[1]), cell_note(row["errors"], args, say)])) \
-        or None
+        died and say[died[0]].format(detail=died[1]), cell_note(row["errors"], args, say),
+        typos and say["unknown_id"].format(id=typos[0], known=nearest_ids(typos[0]))])) or None
     return row
 
 

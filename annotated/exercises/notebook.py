@@ -19,7 +19,7 @@ import nbformat
 KINDS = ("coding", "predict, then run", "derive")
 HEADING = re.compile(r"^(#{2,3}) Exercise (\d+)\.(\d+) · (.+?)(?: \*\((.+?)\)\*)?\s*$",
                      re.M)
-CHECK = re.compile(r"""^\s*check\(\s*["'](\d+\.\d+)["']\s*,\s*(?:([A-Za-z_]\w*)\s*\)|\S)""",
+CHECK = re.compile(r"""^\s*check\(\s*["']([^"'\n]*)["']\s*,\s*(?:([A-Za-z_]\w*)\s*\)|\S)""",
                    re.M)
 
 
@@ -96,6 +96,6 @@ def mentions_check(nb: dict) -> bool:
 
 def checks(nb: dict) -> dict[str, str]:
     """{exercise id: the name of the function checked, None for an expression such as a lambda}
-    for every `check(...)` call of the notebook's code cells."""
-    return {m[1]: m[2] for cell in nb["cells"] if cell["cell_type"] == "code"
+    for every `check(...)` call of the notebook's code cells, ids the book has not included."""
+    return {m[1].strip(): m[2] for cell in nb["cells"] if cell["cell_type"] == "code"
             for m in CHECK.finditer(source(cell))}

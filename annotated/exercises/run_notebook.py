@@ -111,6 +111,13 @@ def outcome(nb) -> tuple[dict | None, list | None]:
     return None, ["unfinished", ""]
 
 
+def stopped_in(nb) -> list | None:
+    """What to report should the run end now (by --timeout, or a signal): the student cell it
+    would have stopped in, or None once every student cell has run and been reported."""
+    done = results(nb)[1]
+    return None if done == len(students(nb)) else ["stopped_in_cell", str(done + 1)]
+
+
 PR_SET_CHILD_SUBREAPER = 36            # prctl(2): orphaned descendants come back to this process
 
 
@@ -189,8 +196,7 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     def after_cell(cell, cell_index, execute_reply):
         if execute_reply and execute_reply["content"].get("ename") == TIMED_OUT:
             stopped.add(cell_index)
-        found, done = results(nb)             # should the run end here, however it ends
-        write_report(report, ids, found, ["stopped_in_cell", str(done + 1)], nb, stopped)
+        write_report(report, ids, results(nb)[0], stopped_in(nb), nb, stopped)
     client.on_cell_executed = after_cell
     client.on_notebook_start = take_back_the_stop
     adopt_orphans()
