@@ -87,7 +87,8 @@ class Config(ModelConfig):
                               f"{shown(self.target_lang)}: dataset {self.dataset} needs two "
                               f"different languages" + (f" of {', '.join(sorted(languages))}"
                                                         if languages else "")
-                              + "; dataset=files takes any pair")
+                              + ("; dataset=files takes any pair" if languages else
+                                 "; give each side its own language code"))
         if self.dataset == "copy" and self.copy_examples * self.copy_len > MAX_COPY_SYMBOLS:
             raise ConfigError(f"config: copy_examples x copy_len = {self.copy_examples:,} x "
                               f"{self.copy_len:,} symbols, above {MAX_COPY_SYMBOLS:,}: the copy "
@@ -106,10 +107,13 @@ class Config(ModelConfig):
             raise ConfigError(f"config: max_tokens = {self.max_tokens} is below max_sentence_len "
                               f"= {self.max_sentence_len}; a batch must hold the longest "
                               f"sentence kept")
-        if self.positional == "learned" and self.max_len < self.max_sentence_len:
-            raise ConfigError(f"config: max_len = {self.max_len} is below max_sentence_len = "
-                              f"{self.max_sentence_len}: learned positions (Table 3 row E) cover "
-                              f"only max_len positions; raise max_len or lower max_sentence_len")
+        if self.positional == "learned" and self.max_len < self.longest_sentence():
+            bound = (f"copy_len + 1 = {self.copy_len + 1}" if self.longest_sentence()
+                     == self.copy_len + 1 else f"max_sentence_len = {self.max_sentence_len}")
+            raise ConfigError(f"config: max_len = {self.max_len} is below {bound}, the longest "
+                              f"sentence training keeps: learned positions (Table 3 row E) cover "
+                              f"only max_len positions; raise max_len or lower "
+                              f"{bound.split(' ')[0]}")
 
     @staticmethod
     def from_dict(values: dict) -> "Config":
@@ -123,10 +127,12 @@ class Config(ModelConfig):
         return Config(**values)
 
     def longest_sentence(self) -> int:
-        """The most tokens (EOS included) a training sentence of this config can have: the copy
-        task's copy_len symbols and EOS, else max_sentence_len, beyond which training drops a
-        pair."""
-        return self.copy_len + 1 if self.dataset == "copy" else self.max_sentence_len
+        """The most tokens (EOS included) a training sentence of this config can have:
+        max_sentence_len, beyond which training drops a pair, or the copy task's copy_len
+        symbols and EOS where that is fewer."""
+        if self.dataset == "copy":
+            return min(self.copy_len + 1, self.max_sentence_len)
+        return self.max_sentence_len
 
     def parameter_count(self, vocab: int | None = None) -> int:
         """The model's parameter count with one shared vocabulary of `vocab` (default
@@ -159,6 +165,10 @@ def parse_value(key: str, text: str):
         return None                                          # e.g. float | None
     kind = plain_type(FIELDS[key].type)
     booleans = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    # int() and float() read "1_0" as 10 and Arabic-Indic digits as digits: a typo would pass
+    if kind in (int, float) and (not text.isascii() or "_" in text):
+        raise ConfigError(f"config: {key} = {shown(text)}: write the number with the digits "
+                          f"0-9 alone (no _ between them, no other script's digits)")
     try:
         return booleans[text.lower()] if kind is bool else kind(text)
     except (KeyError, ValueError):

@@ -85,6 +85,9 @@ def test_overrides_are_parsed_by_field_type():
     ("positional=learned max_len=100", ("max_len = 100", "max_sentence_len = 256", "learned")),
     ("P_drop=0.1 P_drop=0.3", ("P_drop", "twice", "P_drop=0.1", "P_drop=0.3", "once")),
     ("N=1.5", ("N = '1.5'", "not an int")),
+    ("N=1_0", ("N = '1_0'", "digits 0-9", "no _")),
+    ("N=\u0661", ("N = '\u0661'", "digits 0-9", "other script")),
+    ("P_drop=0.\u0661", ("P_drop", "digits 0-9")),
     ("target_lang=English", ("target_lang = 'English'", "language code")),
     ("target_lang=DE", ("target_lang = 'DE'", "lower case", "train.en")),
     ("target_lang=pt_BR", ("target_lang = 'pt_BR'", "hyphen", "pt-BR")),
@@ -93,11 +96,26 @@ def test_overrides_are_parsed_by_field_type():
                                                     "dataset=copy", "text corpora")),
     ("target_lang=fr", ("wmt14", "two different languages", "de, en")),
     ("target_lang=en", ("wmt14", "two different languages")),
+    ("dataset=files source_lang=en target_lang=en", ("files", "two different languages",
+                                                      "its own language code")),
 ])
 def test_every_invalid_setting_is_one_line_naming_field_value_and_what_is_allowed(item, names):
     with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("base"), item.split(" "))
     says(error, *names)
+
+
+def test_learned_positions_of_the_copy_task_are_measured_by_its_own_longest_sentence():
+    """copy_len + 1 tokens, or max_sentence_len where that is fewer: not max_sentence_len
+    alone, which the copy task never reaches."""
+    copy = configs.get("copy")
+    assert copy.override(positional="learned", max_len=copy.copy_len + 1).max_len == 11
+    with pytest.raises(configs.ConfigError) as error:
+        copy.override(positional="learned", max_len=copy.copy_len)
+    says(error, f"max_len = {copy.copy_len}", f"copy_len + 1 = {copy.copy_len + 1}",
+         "lower copy_len")
+    assert copy.override(positional="learned", max_len=8, max_sentence_len=8) \
+        .longest_sentence() == 8
 
 
 def test_a_config_cannot_be_made_invalid_in_code_either():

@@ -269,9 +269,12 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
     search) and the commands that come next, translating the first of those sentences."""
     model.eval()
     tokenizer = corpus.tokenizer
-    pairs = list(zip(corpus.test_src, corpus.test_ref))
-    sentences = ([(s, r) for s, r in pairs if len(tokenizer.encode(s)) < 20][:n]
-                 or sorted(pairs, key=lambda pair: len(tokenizer.encode(pair[0])))[:n])
+    kept = [(s, r) for s, r in zip(corpus.test_src, corpus.test_ref)     # as training keeps
+            if len(tokenizer.encode(s)) + 1 <= config.longest_sentence()]  # them, EOS counted
+    sentences = ([(s, r) for s, r in kept if len(tokenizer.encode(s)) < 20][:n]
+                 or sorted(kept, key=lambda pair: len(tokenizer.encode(pair[0])))[:n])
+    if not sentences:                       # every test sentence is longer than training's
+        return
     src = source_batch([tokenizer.encode(s) for s, _ in sentences],
                        next(model.parameters()).device)
     hyps = beam_search(model, src, config.beam_size, config.alpha, config.max_extra)
