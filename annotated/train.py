@@ -130,6 +130,10 @@ def run_config(args, out: Path):
     if changed:
         print(f"--resume: changing {', '.join(changed)}")
         _note_rewarming(saved, config, resumed["step"])
+        if resumed["step"] >= (args.max_steps or config.train_steps):   # no checkpoint to keep
+            print(f"note: the run is at step {resumed['step']:,} and no step will run, so no "
+                  f"checkpoint keeps these changes: give them again with the --resume that "
+                  f"trains further (--max-steps, or train_steps)")
     return config, resumed
 
 

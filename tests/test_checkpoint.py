@@ -79,7 +79,10 @@ def test_rng_states_survive_the_file_and_continue_every_stream(tmp_path):
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(CheckpointError, match="does not exist") as refused:
         load_model(tmp_path / "nope.pt")
-    says(str(refused.value), "holds no ckpt_*.pt")
+    says(str(refused.value), "holds no ckpt_*.pt", str(tmp_path))
+    with pytest.raises(CheckpointError) as refused:              # no .pt: a run folder, maybe
+        load_model(tmp_path / "run_stopped_early")
+    says(str(refused.value), "no file or folder", "run_stopped_early")
     assert issubclass(CheckpointError, ValueError)
     with pytest.raises(CheckpointError) as refused:
         load_model(tmp_path / "gone" / "ckpt_0000010.pt")

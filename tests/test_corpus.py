@@ -180,6 +180,24 @@ def test_one_very_long_line_in_a_small_corpus_is_not_called_out_of_line(tmp_path
     assert len(pairs) == len(en)
 
 
+def test_a_few_true_pairs_repeated_are_not_called_out_of_line(tmp_path):
+    """200 lines drawn from 6 pairs that translate each other, a learner's toy corpus whose
+    few lengths happen not to go together: too few different pairs to judge by."""
+    toy = [("Thank you very much indeed.", "Obrigado."), ("Yes.", "Sim, claro que sim."),
+           ("Good night, everyone.", "Boa noite."), ("Hi.", "Olá a todos vocês."),
+           ("The cat sleeps on the mat.", "O gato dorme."), ("No.", "Não, obrigado.")]
+    drawn = [toy[k] for k in np.random.default_rng(0).integers(0, len(toy), 200)]
+    lengths = np.array([[len(s), len(t)] for s, t in drawn], dtype=np.float64)
+    assert data.length_correlation(lengths) < data.MIN_LENGTH_CORRELATION
+    pairs, _ = read_parallel(_write(tmp_path / "train.en", [s for s, _ in drawn]),
+                             _write(tmp_path / "train.pt", [t for _, t in drawn]))
+    assert len(pairs) == 200
+
+
+def test_equal_lengths_share_their_mean_rank():
+    assert data.mean_ranks(np.array([5.0, 3.0, 5.0, 1.0])).tolist() == [2.5, 1.0, 2.5, 0.0]
+
+
 def test_copy_corpus_is_seeded_and_repeats_its_input():
     config = get("copy")
     a, b = load_corpus(config, log=quiet), load_corpus(config, log=quiet)

@@ -212,6 +212,27 @@ def test_a_resume_that_lifts_a_cooled_down_rate_says_so_and_how_to_keep_the_chec
     assert "cool-down" not in capsys.readouterr().out
 
 
+def test_a_run_with_learned_positions_ends_on_sentences_they_cover(tmp_path, capsys):
+    """Training drops the copy pairs longer than max_len; the closing look at the model picks
+    test sentences it keeps too, instead of failing on a longer one after training."""
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "positional=learned",
+        "max_len=8", "max_sentence_len=8")
+    shown = capsys.readouterr().out
+    assert "The model at work" in shown and checkpoint_file.checkpoints(tmp_path)
+    inputs = [line.split(None, 1)[1] for line in shown.splitlines() if "input " in line]
+    assert inputs and all(len(line.split()) + 1 <= 8 for line in inputs)
+
+
+def test_a_change_given_to_a_resume_with_nothing_to_do_says_it_is_not_kept(tmp_path, capsys):
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    capsys.readouterr()
+    run(tmp_path, "--resume", "--max-steps", 2, "lr_factor=0.5")
+    note = next(line for line in capsys.readouterr().out.splitlines() if "no step" in line)
+    says(note, "step 2", "give them again", "--resume")
+    run(tmp_path, "--resume", "--max-steps", 3, "lr_factor=0.5")
+    assert "no step will run" not in capsys.readouterr().out
+
+
 def test_resume_continues_bit_for_bit(tmp_path):
     """k steps, stop, resume for k more == 2k uninterrupted, with dropout (RNG state),
     gradient accumulation and an epoch boundary after the resume point."""

@@ -254,7 +254,9 @@ def missing(path: Path) -> str:
         return f"checkpoint {path} does not exist: there is no folder {path.parent}"
     found = checkpoints(path.parent)
     if not found:
-        return f"checkpoint {path} does not exist, and its folder holds no ckpt_*.pt file"
+        return (f"there is no file or folder {path} (in {path.parent.resolve()})" if
+                path.suffix != ".pt" else f"checkpoint {path} does not exist, and its folder "
+                f"{path.parent.resolve()} holds no ckpt_*.pt file")
     held = found[0].name if len(found) == 1 else f"{found[0].name} to {found[-1].name}"
     return (f"checkpoint {path} does not exist; its folder holds {held} (a run keeps only its "
             f"newest keep_last checkpoints, deleting older ones as it saves): give one of "
