@@ -100,6 +100,11 @@ def main(argv=None):
     print(f"wrote {relative(shipped)} ({record['bytes'] / 2**20:.1f} MiB), "
           f"{relative(shipped.with_suffix('.json'))} and README.md: {record['identical']} of "
           f"{record['sentences']} test translations identical")
+    if shipped.resolve() == SHIPPED.resolve():
+        print("note: the README's first row describes the model that ships: python -m "
+              "experiments.summary checks that the row's results file "
+              "(results/multi30k_tiny.json) scores this one, and refuses to write the README "
+              "until it does")
 
 
 def check_source(checkpoint: Path, source: dict, config, out_dir: Path) -> None:

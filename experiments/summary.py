@@ -11,6 +11,7 @@ A test checks that README.md holds exactly these tables, so a results file that 
 without the README (or the other way round) fails the tests until this command is run.
 """
 
+from annotated import configs
 from annotated.base.cli import ArgumentParser, command, require_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, write_files
@@ -46,6 +47,9 @@ ROWS = [
      "multi30k_tiny_en_fr.json", True, ("multi30k_tiny", {**SHIPPED, "target_lang": "fr"})),
 ]
 
+SHIPS_WITH = "multi30k_tiny.json"         # the row whose model ships, and its record
+PRETRAINED = ROOT / "annotated" / "pretrained" / "multi30k_en_de.json"
+
 # The column of a results page (experiments.multi30k's .md) that shows each score.
 COLUMNS = {"bleu": "sacreBLEU", "lowercase_bleu": "lowercased BLEU"}
 
@@ -69,6 +73,8 @@ def table() -> str:
                 raise DataError(f"{record.path}: the signature beside test2016.{first}.{key} "
                                 f"lacks case:{case}, which that score's signature has; "
                                 f"{record.fix}")
+        if name == SHIPS_WITH:
+            check_shipped(record, lower, bleu)
         rows.append([what, f"{lower:.2f}", f"{bleu:.2f}" if cased else "(writes lowercase)"])
     for pair, entries in published(RESULTS).items():
         for system, bleu, _, _ in entries:
@@ -80,21 +86,41 @@ def table() -> str:
 
 def check_run(record: Record, preset: str, settings: dict) -> None:
     """Refuse a results file that holds another run than its row describes (another preset, a
-    setting changed, a smoke test scored on a few sentences): copied over, or written by a
-    command other than the one its .md names."""
+    setting changed, a model of another shape, a smoke test scored on a few sentences):
+    copied over, or written by a command other than the one its .md names."""
     if "limited" in record.data:
         raise DataError(f"{record.path} is a smoke test ({record.data['limited']}), not the run "
                         f"the README shows; {record.fix}")
     found = {"preset": record.get("preset", kind=str)}
     config = record.get("config", kind=dict)
+    shape = configs.get(preset).override(**{k: v for k, v in settings.items()
+                                            if k != "lowercase"})
+    expected = {"preset": preset, **{key: getattr(shape, key) for key in configs.SHAPE},
+                **settings}
     found |= {key: bool(config.get(key)) if key == "lowercase" else config.get(key)
-              for key in settings}
-    expected = {"preset": preset, **settings}
+              for key in expected if key != "preset"}
     differ = [f"{key}={found[key]!r} where the row shows {key}={value!r}"
               for key, value in expected.items() if found[key] != value]
     if differ:
         raise DataError(f"{record.path} holds another run than its README row: "
                         f"{'; '.join(differ)}; {record.fix}")
+
+
+def check_shipped(record: Record, lower: float, bleu: float) -> None:
+    """Refuse a README row that says its model ships in annotated/pretrained/ when the model
+    there is another: its record (experiments.pretrained) must come from the checkpoints the
+    row's results file averaged, and score what the row shows."""
+    shipped = Record(PRETRAINED, "python -m experiments.pretrained CHECKPOINT --out-dir "
+                                 "annotated/pretrained")
+    sources = record.get("average", "checkpoints", kind=list)
+    scores = [shipped.get("float32", key, rule=BLEU) for key in ("lowercase_bleu", "bleu")]
+    if shipped.get("averaged_from", kind=list) != sources or scores != [lower, bleu]:
+        raise DataError(f"{PRETRAINED} describes another model than its README row: it scores "
+                        f"{scores[0]:.2f} / {scores[1]:.2f} (averaged from "
+                        f"{', '.join(shipped.get('averaged_from', kind=list))}), the row's "
+                        f"{record.path.name} {lower:.2f} / {bleu:.2f} (from "
+                        f"{', '.join(sources)}): ship the model the row scores, or score the "
+                        f"shipped one's run into {record.path.name}; {shipped.fix}")
 
 
 def check_whole_test_set(record: Record, first: str, target: str, scored: dict) -> None:

@@ -206,6 +206,8 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     # another run's file under this row's name, or a smoke test scored on a few sentences
     ("multi30k_tiny.json", lambda r: (r.update(preset="multi30k"), r["config"].update(P_drop=0.1)),
      ("multi30k_tiny.json", "another run", "preset='multi30k'", "P_drop=0.1", "write it again")),
+    ("multi30k_tiny.json", lambda r: r["config"].update(N=1, d_model=16),  # another shape
+     ("multi30k_tiny.json", "another run", "N=1", "N=4", "d_model=16")),
     ("multi30k_tiny_en_fr.json", lambda r: r["config"].update(target_lang="de"),
      ("multi30k_tiny_en_fr.json", "target_lang='de'", "target_lang='fr'")),
     ("install.json", lambda r: r["commands"]["(2)"].update(packages=0),
@@ -234,6 +236,21 @@ def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, 
                                                                   scratch_summary, capsys):
     edit_json(scratch_summary / "results" / name, change)
     says(refused_summary(scratch_summary, capsys), *names)
+
+
+@pytest.mark.parametrize("change", [
+    lambda r: r["float32"].update(bleu=0.0, lowercase_bleu=0.0),
+    lambda r: r.update(averaged_from=["ckpt_0000010.pt", "ckpt_0000020.pt"])])
+def test_a_shipped_model_other_than_its_readme_row_s_is_refused(change, scratch_summary,
+                                                               monkeypatch, capsys):
+    """experiments.pretrained replaced the shipped model with another run's: the row that
+    says it ships would show the old model's scores."""
+    shipped = scratch_summary / "multi30k_en_de.json"
+    shutil.copy(summary.PRETRAINED, shipped)
+    monkeypatch.setattr(summary, "PRETRAINED", shipped)
+    edit_json(shipped, change)
+    says(refused_summary(scratch_summary, capsys), str(shipped), "another model",
+         "multi30k_tiny.json", "ship the model the row scores")
 
 
 def test_a_folder_in_place_of_a_results_file_says_to_move_it_and_restore_the_file(
