@@ -122,9 +122,10 @@ def main(argv=None):
                             f"train with --rows ROW ...")
         write_table(args, {name: as_recorded(r) for name, r in records.items()}, argv)
         return
+    chosen = [job for job in jobs(config.seed, args.seeds) if job[1] in args.rows]
+    check_no_clash(args.overrides, chosen)
     check_one_budget(args, records, config.seed)
     sources, references, total = val_sentences(config, args.data_dir, args.limit)
-    chosen = [job for job in jobs(config.seed, args.seeds) if job[1] in args.rows]
     plans = {name: plan_row(args, args.runs_dir / folder, changes, records.get(name),
                             len(sources)) for name, _, folder, changes in chosen}
     results = {}
@@ -178,6 +179,22 @@ def read_records(kept: Path) -> dict:
             raise DataError(f"{kept}: row {name!r} has no --max-steps in its command; "
                             f"{record.fix}")
     return record.data
+
+
+def check_no_clash(user: list[str], chosen: list[tuple]) -> None:
+    """Refuse a key=value of the user's that a chosen row's own change sets (h=3 with row A1,
+    whose change is h=1): the row's change wins, and the table would show a run that never
+    had the user's value."""
+    keys = [item.partition("=")[0] for item in user]
+    clash = next(((name, key, changes) for name, _, _, changes in chosen if name in ROWS
+                  for key in keys if key in changes), None)
+    if clash:
+        name, key, changes = clash
+        raise DataError(f"{key}={dict(i.partition('=')[::2] for i in user)[key]} is a setting "
+                        f"that row {name!r} changes itself "
+                        f"({' '.join(f'{k}={v}' for k, v in changes.items())}), so it would "
+                        f"never train with it; leave {key} out, or leave that row out of "
+                        f"--rows")
 
 
 def row_overrides(user: list[str], changes: dict) -> list[str]:
@@ -295,11 +312,22 @@ def check_one_budget(args, records: dict, seed: int) -> None:
           f"or write to another --out-dir", flush=True)
 
 
-def training_of(name: str, record: dict) -> tuple:
-    """How a recorded row trained, its own change aside: its steps and its other settings."""
-    own = ROWS[name][1] if name in ROWS else {"seed": None}        # a further seed's change
+def training_of(record: dict, besides) -> tuple:
+    """How a recorded row trained, the keys `besides` aside: its steps and its other
+    settings."""
     return steps_of(record), tuple(sorted((k, v) for k, v in overrides_of(record).items()
-                                          if k not in own))
+                                          if k not in besides))
+
+
+def trained_otherwise(results: dict) -> list[str]:
+    """The rows whose steps, or settings other than their own change, differ from most rows':
+    each row is set beside the others with its own change's keys left out of all of them, since
+    a row that sets a key the base row also gives (h, N, d_ff) differs from it there alone."""
+    def own(name):
+        return ROWS[name][1] if name in ROWS else {"seed": None}    # a further seed's change
+    return [name for name, record in results.items()
+            if training_of(record, own(name)) != Counter(
+                training_of(other, own(name)) for other in results.values()).most_common(1)[0][0]]
 
 
 # The files a training run writes into its folder, and the record this script adds to the
@@ -440,9 +468,7 @@ def render_markdown(results: dict, command_line: str) -> str:
                   f"{max(r['ppl'] for r in seeds)}, val sacreBLEU "
                   f"{min(r['bleu'] for r in seeds)} to {max(r['bleu'] for r in seeds)}. A row's "
                   "difference from the base row that falls inside this spread may be noise."]
-    trainings = {name: training_of(name, r) for name, r in results.items()}
-    most = Counter(trainings.values()).most_common(1)[0][0]
-    unlike = [name for name, training in trainings.items() if training != most]
+    unlike = trained_otherwise(results)
     if unlike:
         lines += ["", f"Trained otherwise than most rows: {', '.join(unlike)}. Their steps or "
                   "settings differ (see their commands below), so their differences from the "

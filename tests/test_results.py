@@ -185,6 +185,16 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path, 
     assert "Trained otherwise than most rows: A: h=1." in (out / "table3_small.md").read_text()
 
 
+def test_table3_small_names_only_the_rows_trained_otherwise():
+    """The committed rows all trained alike, their own change aside, though many change a key
+    the base row's command also gives; one row given other steps is named alone."""
+    results = json.loads((ROOT / "results" / "table3_small.json").read_text())
+    assert table3_small.trained_otherwise(results) == []
+    results["A: h=1"]["command"] = results["A: h=1"]["command"].replace(
+        f"--max-steps {table3_small.steps_of(results['A: h=1'])}", "--max-steps 7")
+    assert table3_small.trained_otherwise(results) == ["A: h=1"]
+
+
 def test_table3_small_says_why_row_c2_is_left_out(capsys):
     with pytest.raises(SystemExit) as exit_:
         table3_small.main(["--rows", "C2"])
@@ -199,6 +209,16 @@ def test_table3_small_with_no_rows_and_no_table_is_a_clear_error(tmp_path, capsy
     assert stopped.value.code == 1
     err = one_error_line(capsys)
     says(err, "table3_small.json", "does not exist", "--rows ROW")
+
+
+def test_table3_small_refuses_a_setting_a_chosen_row_changes_itself(tmp_path, capsys):
+    """h=3 with row A1 (h=1): the row's change would win, and the page would name h=3."""
+    with pytest.raises(SystemExit) as stopped:
+        run(table3_small, "--rows", "A1", "--out-dir", tmp_path, "--runs-dir", tmp_path / "r",
+            "h=3")
+    assert stopped.value.code == 1
+    says(one_error_line(capsys), "h=3", "'A: h=1'", "h=1 d_k=128", "leave h out")
+    assert not (tmp_path / "r").exists() and not list(tmp_path.iterdir())
 
 
 def test_table3_small_has_every_paper_row_scaled_to_a_valid_config():
