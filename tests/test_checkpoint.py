@@ -139,6 +139,11 @@ def test_other_format_version_is_a_clear_error(tmp_path):
         load_model(path)
     says(error, "annotated-transformer checkpoint", "a dict of 'model'", "annotated.train",
          "ckpt_*.pt")
+    torch.save(torch.nn.Linear(2, 2), path)                 # a whole model: whole, not ours
+    with pytest.raises(CheckpointError) as error:
+        load_model(path)
+    says(error, "not an annotated-transformer checkpoint", "whole model", "annotated.train")
+    assert "corrupt" not in str(error.value)
 
 
 def test_unknown_config_field_is_a_clear_error(tmp_path):

@@ -269,7 +269,11 @@ DAMAGED = ("copy it again from where it came (a full disk or an unfinished copy 
 
 
 def unreadable(path: Path, error: Exception) -> str:
-    """The message for a checkpoint torch's reader failed on, with the first words of why."""
+    """The message for a checkpoint torch's reader failed on, with the first words of why: a
+    whole file of Python objects (torch.save of a model) is whole, just not ours."""
+    if str(error).startswith("Weights only load failed"):
+        return (f"{path} is not an annotated-transformer checkpoint (it holds objects that are "
+                f"not plain data, such as a whole model saved with torch.save); {NOT_OURS}")
     detail = str(error).split(". ")[0][:160]
     return (f"checkpoint {path} is corrupt or truncated (torch cannot read it: "
             f"{detail or type(error).__name__}); {DAMAGED}")
