@@ -21,10 +21,11 @@ from pathlib import Path
 from annotated.base.cli import ArgumentParser, command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
+from annotated.data.corpus import MIN_LENGTH_CORRELATION, in_line_correlation
 from annotated.data.languages import guess_language, guess_spaced_language
 from annotated.data.tokenizer import is_language
-from annotated.inference.bleu import (describe_paired, paired_bootstrap, report, tokenizer_for,
-                                     too_short_note)
+from annotated.inference.bleu import (describe_paired, paired_bootstrap, report, tokenized_note,
+                                     tokenizer_for, too_short_note)
 
 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
@@ -86,8 +87,9 @@ def main(argv=None):
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
                                                   tokenize=tok), metric))
-    if note := too_short_note(hyps, refs, args.lang):
-        say_error(note)
+    for note in (too_short_note(hyps, refs, args.lang), tokenized_note(hyps, args.hyp)):
+        if note:
+            say_error(note)
 
 
 def note_copy(lines: list[str], refs: list[str], given: str, ref_path) -> None:
@@ -120,6 +122,29 @@ def note_mismatch(hyps: list[str], refs: list[str], args) -> None:
                   f"({args.ref}) as {spaced[1]} (from their commonest words): BLEU compares one "
                   f"language with itself; check that --ref holds references in the language "
                   f"translated into")
+        return
+    note_form_and_step(hyps, refs, args)
+
+
+def note_form_and_step(hyps: list[str], refs: list[str], args) -> None:
+    """Notes for translations that match their references in a way BLEU cannot see: letters
+    stored in another Unicode form (an accent apart from its letter, NFD, as some macOS tools
+    write), or lines out of step (a line added or removed shifts every pair after it)."""
+    decomposed = [sum(unicodedata.normalize("NFC", line) != line for line in lines)
+                  for lines in (hyps, refs)]
+    if bool(decomposed[0]) != bool(decomposed[1]):
+        which, other = (args.hyp, args.ref) if decomposed[0] else (args.ref, args.hyp)
+        say_error(f"note: {which} stores accented letters decomposed (Unicode NFD, the accent "
+                  f"apart from its letter) in {max(decomposed):,} line(s), {other} composed "
+                  f"(NFC): BLEU counts such words as different; convert {which} to NFC (e.g. "
+                  f"uconv -x any-nfc)")
+    r = in_line_correlation(list(zip(hyps, refs)))
+    if r is not None and r < MIN_LENGTH_CORRELATION:
+        say_error(f"note: the lengths of the translations ({args.hyp}) and their references "
+                  f"do not go together (rank correlation {r:.2f}; translations line for line "
+                  f"come close to 1): the lines may be out of step, a line added or removed "
+                  f"shifting every pair after it; check that line i translates the sentence "
+                  f"of reference i")
 
 
 def aligned(path, refs, ref_path) -> list[str]:
@@ -139,24 +164,28 @@ def aligned(path, refs, ref_path) -> list[str]:
                         f"as --hyp (or --baseline) and the references as --ref")
     else:
         lines = list(read_lines(path))
-    check_aligned(len(lines), len(refs), path, ref_path)
+    name = "standard input" if path == Path("-") else path
+    if name != path and not lines and refs:
+        raise DataError(f"--hyp -: standard input was empty, where the translations of "
+                        f"{ref_path}'s {len(refs):,} lines should come; pipe them in, or give "
+                        f"--hyp FILE")
+    check_aligned(len(lines), len(refs), name, ref_path)
     if not lines:
-        raise DataError(f"{path} and {ref_path} are empty: no sentences to score")
+        raise DataError(f"{name} and {ref_path} are empty: no sentences to score")
     empty = [i for i, (line, ref) in enumerate(zip(lines, refs), 1)
              if not line.strip() and ref.strip()]
     if not any(line.strip() for line in lines):
-        say_error(f"note: every line of {'standard input' if path == Path('-') else path} is "
-                  f"empty: no translation to score (a model that writes only </s>, or the wrong "
-                  f"file?)")
+        say_error(f"note: every line of {name} is empty: no translation to score (a model that "
+                  f"writes only </s>, or the wrong file?)")
     elif empty:
-        say_error(f"note: {'standard input' if path == Path('-') else path}, line {empty[0]} "
-                  f"({len(empty):,} of {len(lines):,} lines): an empty translation of a "
-                  f"sentence, which scores nothing; check how the file was made")
+        say_error(f"note: {name}, line {empty[0]} ({len(empty):,} of {len(lines):,} lines): an "
+                  f"empty translation of a sentence, which scores nothing; check how the file "
+                  f"was made")
     hidden = [i for i, line in enumerate(lines, 1) if any(
         unicodedata.category(c) in ("Cc", "Cf") and c != "\t" for c in line)]
     if hidden:
         many = f"{len(hidden):,} such lines in all" if len(hidden) > 1 else "the only such line"
-        say_error(f"note: {path}, line {hidden[0]} ({many}): control or zero-width characters, "
+        say_error(f"note: {name}, line {hidden[0]} ({many}): control or zero-width characters, "
                   f"which count in BLEU as they stand; remove them if they are not part of the "
                   f"text")
     return lines

@@ -268,6 +268,41 @@ def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys
     says(capsys.readouterr().err.strip(), str(tmp_path / "short"), "199 lines")
 
 
+def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
+    """Translations (here the sample's German references less their first word) stored
+    decomposed, shifted by a line, tokenized, or none at all: each is one note naming the fix;
+    sacreBLEU's own warning never appears. Standard input that is empty is named as such."""
+    import unicodedata
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    from annotated.base.files import read_lines
+    from annotated.data.corpus import SAMPLE, SAMPLE_SPLITS
+    refs = list(read_lines(SAMPLE / f"{SAMPLE_SPLITS['test']}.de.gz"))
+    hyps = [" ".join(ref.split()[1:]) for ref in refs]
+    split = Tokenizer13a()
+    files = {"ref": refs, "nfd": [unicodedata.normalize("NFD", h) for h in hyps],
+             "shifted": hyps[1:] + hyps[:1],
+             "tokenized": [split(h).replace("-", " ##AT##-##AT## ") for h in hyps],
+             "blank": [""] * len(refs)}
+    for name, lines in files.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    expected = {"nfd": ("NFD", "NFC", "uconv"), "shifted": ("out of step", "rank correlation"),
+                "tokenized": ("look tokenized", "##AT##", "not comparable"),
+                "blank": ("every line", "is empty")}         # and no 4-gram note besides
+    for name, names in expected.items():
+        evaluate_main(["--hyp", str(tmp_path / name), "--ref", str(tmp_path / "ref")])
+        notes = [line for line in capsys.readouterr().err.splitlines() if line]
+        assert len(notes) == 1 and "forgot to detokenize" not in notes[0], (name, notes)
+        says(notes[0], str(tmp_path / name), *names)
+    stdin = sys.stdin
+    try:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(b""))
+        with pytest.raises(SystemExit):
+            evaluate_main(["--hyp", "-", "--ref", str(tmp_path / "ref")])
+    finally:
+        sys.stdin = stdin
+    says(capsys.readouterr().err.strip(), "standard input was empty", "pipe them in")
+
+
 def test_the_translate_command_runs_a_small_model_on_one_thread(tmp_path, monkeypatch):
     """The command decides the threads (annotated.base.threads): one for a small model."""
     from annotated.base.threads import SMALL_MODEL, threads_for

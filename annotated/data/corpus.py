@@ -178,22 +178,27 @@ def mean_ranks(values: np.ndarray) -> np.ndarray:
     return (np.bincount(group, weights=ranks) / np.bincount(group))[group]
 
 
+def in_line_correlation(pairs) -> float | None:
+    """length_correlation of the pairs of lines that are not empty, in characters; None where
+    it cannot tell: too few different pairs, or lines all about as long."""
+    both = [(len(s), len(t)) for s, t in pairs if s and t]
+    if len(set(both)) < MIN_PAIRS_IN_LINE:
+        return None
+    lengths = np.array(both, dtype=np.float64)
+    return None if min(lengths.std(axis=0)) < 3 else length_correlation(lengths)
+
+
 def check_in_line(pairs, src_path, tgt_path) -> None:
     """Refuse two files whose lines do not translate each other: a sentence's translation is
     about as long as it is, so over a corpus the lengths of paired lines, in characters, go
     together closely; shifted by one line, they hardly do (the tests measure both on the
     shipped sample)."""
-    both = [(len(s), len(t)) for s, t in pairs if s and t]
-    if len(set(both)) < MIN_PAIRS_IN_LINE:        # too few different pairs to tell
-        return
-    lengths = np.array(both, dtype=np.float64)
-    if min(lengths.std(axis=0)) < 3:                  # lines all about as long: nothing to tell
-        return
-    r = length_correlation(lengths)
-    if r < MIN_LENGTH_CORRELATION:
+    r = in_line_correlation(pairs)
+    if r is not None and r < MIN_LENGTH_CORRELATION:
         s, t = next((s, t) for s, t in pairs if s and t)
+        both = sum(1 for s, t in pairs if s and t)
         raise DataError(f"{src_path} and {tgt_path} look out of line: the lengths of paired lines "
-                        f"do not go together (rank correlation {r:.2f} over {len(both):,} pairs; "
+                        f"do not go together (rank correlation {r:.2f} over {both:,} pairs; "
                         f"translations line for line come close to 1). Line i of one file must "
                         f"translate line i of the other, and a line added or removed shifts "
                         f"every pair after it; their first pair is {shown(s)} / {shown(t)}: "

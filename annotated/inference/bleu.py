@@ -112,14 +112,14 @@ def sacre_bleu(hyps: list[str], refs: list[str], tokenize: str = "13a"):
     """(score object, signature) of sacreBLEU's default: cased, 13a (or `tokenize`),
     exponential smoothing."""
     _check(hyps, refs)
-    bleu = BLEU(tokenize=tokenize)
+    bleu = BLEU(tokenize=tokenize, force=True)      # tokenized_note says it, in one line
     return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 
 
 def lowercase_bleu(hyps: list[str], refs: list[str], tokenize: str = "13a"):
     """(score object, signature) of sacreBLEU -lc: lowercased, 13a-tokenized (Multi30k papers)."""
     _check(hyps, refs)
-    bleu = BLEU(lowercase=True, tokenize=tokenize)
+    bleu = BLEU(lowercase=True, tokenize=tokenize, force=True)
     return bleu.corpus_score(hyps, [refs]), str(bleu.get_signature())
 
 
@@ -155,10 +155,28 @@ def too_short_note(hyps: list[str], refs: list[str], lang: str | None = None) ->
     """A note when no translation holds a 4-gram: corpus BLEU multiplies in the 4-gram
     precision, so it is 0 however good they are (the copy task's lines, a list of words)."""
     split = BLEU(tokenize=tokenizer_for(lang, refs)).tokenizer      # sacreBLEU's own tokens
-    if any(len(split(hyp).split()) >= 4 for hyp in hyps):
-        return None
+    if not any(hyp.strip() for hyp in hyps) or any(len(split(hyp).split()) >= 4 for hyp in hyps):
+        return None                  # nothing written at all is another note's (evaluate)
     return ("note: no translation holds 4 tokens, so BLEU has no 4-gram to count and is 0 "
             "however good they are: it scores sentences of 4 tokens or more")
+
+
+def tokenized_note(hyps: list[str], source) -> str | None:
+    """A note when the translations from `source` look tokenized (a line ending in " .", or
+    holding the paper's ##AT## compound marks): sacreBLEU scores detokenized text, as a model
+    writes it, and a tokenized file scores otherwise. sacreBLEU's own warning (several lines,
+    naming an option these commands do not have) is turned off (force=True) for this line."""
+    split = [i for i, hyp in enumerate(hyps, 1) if "##AT##" in hyp]
+    spaced = [i for i, hyp in enumerate(hyps, 1) if hyp.rstrip().endswith(" .")]
+    found = set(split) | set(spaced)
+    if len(found) < max(1, len(hyps) // 10):
+        return None
+    fix = ("join the compounds (' ##AT##-##AT## ' back to '-') and detokenize them" if split
+           else "detokenize them (e.g. sacremoses detokenize)")
+    where = f"line {split[0]} holds ##AT##" if split else f"line {spaced[0]} ends in ' .'"
+    return (f"note: {len(found):,} of the {len(hyps):,} translations in {source} look tokenized "
+            f"({where}); sacreBLEU scores text as a model writes it, so this score is not "
+            f"comparable with published ones: {fix}, then score them")
 
 
 def sentence_stats(hyps: list[str], refs: list[str], lowercase: bool = False,
@@ -166,7 +184,7 @@ def sentence_stats(hyps: list[str], refs: list[str], lowercase: bool = False,
     """(sentences, 10): each sentence's output length, reference length, and matched and total
     n-grams for n = 1..4, as sacreBLEU counts them. Corpus BLEU is a function of their sums."""
     _check(hyps, refs)
-    bleu = BLEU(lowercase=lowercase, tokenize=tokenize)
+    bleu = BLEU(lowercase=lowercase, tokenize=tokenize, force=True)
     rows = []
     for hyp, ref in zip(hyps, refs):
         s = bleu.corpus_score([hyp], [[ref]])
