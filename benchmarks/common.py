@@ -50,6 +50,13 @@ def set_threads(n: int | None):
 def interleaved_times(contenders: dict, repeats: int, warmup: int = 1) -> dict:
     """Median seconds per call of each zero-argument callable, run round-robin so that
     machine noise hits every contender alike."""
+    return {name: statistics.median(t)
+            for name, t in times_in_turn(contenders, repeats, warmup).items()}
+
+
+def times_in_turn(contenders: dict, repeats: int, warmup: int = 1) -> dict:
+    """Every call's seconds, by contender: each zero-argument callable called `warmup` times
+    untimed, then `repeats` times in turn with the others."""
     for fn in contenders.values():
         for _ in range(warmup):
             fn()
@@ -59,4 +66,17 @@ def interleaved_times(contenders: dict, repeats: int, warmup: int = 1) -> dict:
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
+
+
+def noise_note(times: dict, worst: float = 1.5) -> str | None:
+    """A note when a contender's repeats differ by more than `worst` times (slowest over
+    fastest): the machine was busy, or each call does too little work, and a ratio of medians
+    is not to be trusted."""
+    spread = {name: max(t) / min(t) for name, t in times.items() if len(t) > 1 and min(t) > 0}
+    if not spread or max(spread.values()) <= worst:
+        return None
+    name = max(spread, key=spread.get)
+    return (f"note: the {name} timings differ by {spread[name]:.1f}x between repeats (a busy "
+            f"machine, or too little work a call): the ratio may be noise; time more work "
+            f"(more sentences, more --repeats) on a quieter machine")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from annotated.base.cli import say_error
 from annotated.base.errors import DataError
-from annotated.base.files import scratch_folder
+from annotated.base.files import folder_claimed, scratch_folder
 from annotated.base.signals import stops_unwind
 from book import explorer, i18n, languages, project, publish, solutions, stage
 from book.run_sphinx import run_sphinx
@@ -84,7 +84,7 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
     index.html; `with_solutions=False` builds the site for a course, without the exercises'
     solutions. SIGTERM and SIGHUP stop it as Ctrl-C does (annotated.base.signals)."""
     out = Path(out).expanduser().resolve()
-    with stops_unwind():
+    with stops_unwind(), folder_claimed(out, say_error):   # a second build waits its turn
         before = publish.check_out(out)
         for lang in languages.TRANSLATIONS:       # a damaged translation file, before the work
             check_edition(lang)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annotated.base.errors import DataError
-from annotated.base.files import read_lines, write_files
+from annotated.base.files import read_lines, with_line_ends_of, write_files
 from book import languages
 
 BOOK = Path(__file__).resolve().parent
@@ -150,10 +150,11 @@ def _separator(path: Path, lines: list[str], start: int, end: int, target: str) 
 
 
 def write_units(path: Path, units: list[Unit], lang: str) -> None:
-    """Write a translation file (the format read_units reads), whole or not at all."""
+    """Write a translation file (the format read_units reads), whole or not at all, with the
+    line ends it has (a file saved on Windows keeps them)."""
     parts = [f"=== {u.key} ===\n{EN}\n{u.en}\n{TARGET.format(lang=lang)}\n{u.text}\n"
              for u in units]
-    write_files({path: "\n".join(parts)})
+    write_files({path: with_line_ends_of(path, "\n".join(parts))})
 
 
 def source_units(source: Path) -> list[tuple[str, str]]:

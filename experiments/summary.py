@@ -14,7 +14,7 @@ without the README (or the other way round) fails the tests until this command i
 from annotated import configs
 from annotated.base.cli import ArgumentParser, command, require_stdout
 from annotated.base.errors import DataError
-from annotated.base.files import read_lines, write_files
+from annotated.base.files import read_lines, with_line_ends_of, write_files
 from annotated.base.settings import POSITIVE, between
 from annotated.notebooks.results import run_mode
 from experiments.folders import ROOT
@@ -237,8 +237,6 @@ def main(argv=None):
         print("\n\n".join(render() for render in TABLES.values()))
         return
     readme = "\n".join(read_lines(README)) + "\n"        # its lines, whatever ends them
-    raw = README.read_bytes()
-    crlf = raw.count(b"\r\n") == raw.count(b"\n") > 0      # Windows line ends: kept
     for name in TABLES:
         readme_table(readme, name)                  # every marker there, before any table
     was = readme
@@ -249,7 +247,7 @@ def main(argv=None):
     if readme == was:
         print(f"{README}: the tables are already those of the results files")
         return
-    write_files({README: readme.replace("\n", "\r\n") if crlf else readme})
+    write_files({README: with_line_ends_of(README, readme)})     # Windows line ends: kept
     print(f"wrote the tables into {README}")
 
 

@@ -76,6 +76,7 @@ def test_the_gpu_benchmark_checks_its_out_file_before_measuring(where, tmp_path,
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and err.startswith(f"error: cannot write {out}: ")
     assert err.count("\n") == 1 and sorted(tmp_path.iterdir()) == []
+    says(err, "a folder; give the path of a file" if where == "a folder" else "no folder")
 
 
 def test_an_interrupted_gpu_benchmark_leaves_a_whole_file_that_says_it_is_incomplete(
@@ -358,6 +359,19 @@ def test_more_threads_than_cores_is_said(capsys):
     common.set_threads(1)
     torch.set_num_threads(before)
     assert capsys.readouterr().err == ""
+
+
+def test_timings_that_vary_between_repeats_are_noted_as_noise():
+    """Repeats within 1.5x of each other: no note; one far slower (a busy machine, or a call
+    that does too little): a note naming the contender and how far apart its repeats are."""
+    assert common.noise_note({"cached": [1.0, 1.1, 1.2], "uncached": [3.0, 3.3, 3.1]}) is None
+    note = common.noise_note({"cached": [1.0, 2.5, 1.1], "uncached": [3.0, 3.1, 3.2]})
+    says(note, "cached", "2.5x", "noise", "--repeats")
+    assert common.noise_note({"cached": [1.0], "uncached": [9.0]}) is None    # one repeat
+    calls = []
+    times = common.times_in_turn({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                                 repeats=2, warmup=1)
+    assert calls == ["a", "b", "a", "b", "a", "b"] and [len(t) for t in times.values()] == [2, 2]
 
 
 def test_decode_speed_refuses_a_checkpoint_that_cannot_read_its_english(tmp_path, capsys):

@@ -746,6 +746,24 @@ def test_sigterm_or_sighup_leaves_the_old_site_and_no_temporary_folder(tmp_path,
         assert tree(tmp_path) == before
 
 
+def test_a_second_build_into_the_same_folder_waits_for_the_first(tmp_path, fake_sphinx,
+                                                                 capsys):
+    """Two builds of one site (one through a link to it): the second waits, saying so, and then
+    publishes over the first's files, which it does not take for a reader's edits."""
+    import fcntl
+    import threading
+    build, site = fake_sphinx
+    out = tmp_path / "site"
+    build.build(out)
+    held = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)   # the first build, still writing
+    fcntl.flock(held, fcntl.LOCK_EX)
+    threading.Timer(1.0, os.close, [held]).start()
+    (tmp_path / "link").symlink_to(out)
+    build.build(tmp_path / "link")
+    says(capsys.readouterr().err, "another command is writing into", str(tmp_path), "waiting")
+    assert (out / "index.html").exists()
+
+
 def test_the_old_files_of_a_killed_swap_are_named_before_any_change(tmp_path, fake_sphinx):
     """A build killed outright (SIGKILL) while it swapped leaves the old files in a folder of
     the output folder: the next build names it and what to do, instead of publishing it."""

@@ -326,7 +326,7 @@ def test_translate_checks_its_output_before_any_work(translation, tmp_path, caps
     says(error_line(capsys), f"cannot write {missing}", f"no folder {missing.parent}")
     exits_with_error(translate_main, ["--checkpoint", str(tmp_path / "none.pt"), "--input",
                                       str(source), "--out", str(tmp_path)])
-    says(error_line(capsys), f"cannot write {tmp_path}", "a folder")
+    says(error_line(capsys), f"cannot write {tmp_path}", "a folder", "the path of a file")
     assert snapshot(tmp_path) == before
 
 

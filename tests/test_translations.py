@@ -524,6 +524,21 @@ def test_adding_missing_units_writes_a_translation_file_whole_or_not_at_all(
     assert sorted(p.name for p in where.parent.iterdir()) == [where.name]
 
 
+def test_adding_missing_units_keeps_a_windows_files_line_ends(copy_of_chapter_one):
+    """A translation file saved with CRLF line ends stays so: only the new unit is new."""
+    path = copy_of_chapter_one
+    where = i18n.translation_file(path, "zh")
+    crlf = where.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    where.write_bytes(crlf)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("A new paragraph."))
+    nbformat.write(nb, path)
+    assert i18n.add_missing(path, "zh") == 1
+    after = where.read_bytes()
+    assert after.startswith(crlf) and after.count(b"\n") == after.count(b"\r\n")
+    assert b"A new paragraph." in after
+
+
 # ---- the Chinese reads as Chinese: one rendering per term, no English prose ----
 
 

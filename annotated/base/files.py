@@ -662,6 +662,16 @@ def scratch_folder(parent, prefix: str):
                 shutil.rmtree(folder, ignore_errors=True)
 
 
+def with_line_ends_of(path: Path, text: str) -> str:
+    """`text` (lines ended by \n) with the line ends `path` has now: \r\n where every line of
+    it ends so (a file saved on Windows), so that rewriting it changes only what changed."""
+    try:
+        raw = path.read_bytes()
+    except OSError:                          # no file yet (or none to read): \n
+        return text
+    return text.replace("\n", "\r\n") if raw.count(b"\r\n") == raw.count(b"\n") > 0 else text
+
+
 def check_output(path, reads=(), say=None) -> Path:
     """Refuse, before any work is done, to write `path` if it is one of the files the command
     reads (`reads`; None entries are skipped) or the file on stdin, or if it cannot be
@@ -694,7 +704,8 @@ def check_output(path, reads=(), say=None) -> Path:
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     link = f" (a link to {target})" if target != path else ""
     if target.is_dir():
-        raise DataError(f"cannot write {path}{link}: it is a folder")
+        raise DataError(f"cannot write {path}{link}: it is a folder; give the path of a file "
+                        f"to write (one inside that folder, say)")
     if not target.parent.is_dir():
         raise DataError(f"cannot write {path}{link}: there is no folder {target.parent}")
     if not os.access(target.parent, os.W_OK | os.X_OK):
