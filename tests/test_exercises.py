@@ -3,9 +3,12 @@ exercises checked against reference_numpy; every check passes its solution, name
 knows when a wrong answer makes it, says "not attempted yet" to an untouched stub, and never
 imports the solutions; every exercise has a worked solution kept apart from the chapter."""
 import ast
+import importlib
 import json
 import re
+import sys
 import types
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -415,7 +418,7 @@ def sacrebleu_score(matches, totals, c, r):
 
 SHORTCUTS = {"1.1": (shortcut_attention, "scaled_dot_product_attention"),
              "1.2": (lambda x: x.softmax(-1), "torch.Tensor.softmax"),
-             "6.4": (shortcut_loss_grad, "torch.Tensor.backward"),
+             "6.4": (shortcut_loss_grad, "torch.autograd"),
              "8.1": (lambda c, r: __import__("sacrebleu").BLEU.compute_bleu([1] * 4, [1] * 4,
                                                                            c, r).bp,
                      "sacrebleu.metrics.bleu.BLEU.compute_bleu"),
@@ -529,21 +532,60 @@ def softmax_in_attention(x):
     ("1.2", lambda x: torch._C.TensorBase.softmax(x, -1), "torch.Tensor.softmax"),
     ("1.2", lambda x: torch._C.TensorBase.log_softmax(x, -1).exp(), "torch.Tensor.log_softmax"),
     ("1.2", softmax_in_attention, "scaled_dot_product_attention"),
-    ("1.3", through_backward, "torch.Tensor.backward"),
-    ("1.3", through_the_engine, "run_backward"),
+    ("1.3", through_backward, "torch.autograd (a tensor that requires grad)"),
+    ("1.3", through_the_engine, "torch.autograd"),
+    ("1.3", lambda dp, p: p.log().detach().requires_grad_().softmax(-1).grad_fn(dp),
+     "torch.autograd"),                                  # the graph's own node, called
+    ("1.3", lambda dp, p: torch._softmax_backward_data(dp, p, -1, p.dtype),
+     "torch._softmax_backward_data"),
+    ("1.2", lambda x: importlib.import_module("torch._refs").softmax(x, -1),
+     "torch._refs.softmax"),
     ("6.4", lambda logits, target, pad, eps_ls: through_the_engine(
-        torch.zeros_like(logits), logits.softmax(-1)), "run_backward")])
+        torch.zeros_like(logits), logits.softmax(-1)), "torch.autograd"),
+    ("5.1", lambda x, W_1, b_1, W_2, b_2: torch.nn.functional.linear(
+        torch.relu(torch.nn.functional.linear(x, W_1, b_1)), W_2, b_2),
+     "torch.nn.functional.linear")])
 def test_a_forbidden_function_reached_through_a_base_class_or_the_engine_is_refused(
         exercise_id, answer, name):
     """A Tensor method called through torch._C.TensorBase (a type that cannot be patched),
-    torch's attention holding the softmax, autograd in 1.3 (whose text says: no autograd),
-    and the engine that every backward pass goes through."""
+    torch's attention holding the softmax, its Python references, its backward kernels; and
+    in 1.3 and 6.4, whose texts say no autograd, any autograd graph at all, however its
+    backward is then run (the engine, the graph's node called by hand)."""
     result = run(EXERCISES[exercise_id], answer)
     assert result.status == "failed"
     says(result.message(), name, "do without")
     assert torch.ones(3).softmax(0).sum() == 1                  # put back after the check
     assert run(EXERCISES["1.3"], lambda dp, p: p * (dp - (dp * p).sum(-1, keepdim=True))) \
         .status == "passed"
+
+
+def peeks_at_the_expected_answer(size):
+    frame = sys._getframe(1)
+    while frame is not None and "expected" not in frame.f_locals:
+        frame = frame.f_back
+    return None if frame is None else frame.f_locals["expected"]
+
+
+def test_the_expected_answer_cannot_be_read_while_the_answer_runs():
+    """The check keeps only a digest of it until the learner's function has returned."""
+    result = run(EXERCISES["2.1"], peeks_at_the_expected_answer)
+    assert result.status == "failed"
+    says(result.message(), "returned None")
+
+
+def test_traced_project_code_is_refused_and_an_import_alone_is_not():
+    """TorchScript runs out of the check's sight; importing a project module runs none of its
+    functions."""
+    from annotated.masks import subsequent_mask
+    with warnings.catch_warnings():                       # torch.jit.trace is deprecated
+        warnings.simplefilter("ignore")
+        traced = {n: torch.jit.trace(lambda n=n: subsequent_mask(n), ()) for n in range(1, 12)}
+    says(run(EXERCISES["2.1"], lambda size: traced[size]()).message(), "torch.jit", "do without")
+
+    def importing(size):
+        from annotated import masks  # noqa: F401
+        return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+    assert run(EXERCISES["2.1"], importing).status == "passed"
 
 
 @pytest.mark.parametrize("exercise, call", [

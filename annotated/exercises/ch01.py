@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from annotated.exercises.core import AUTOGRAD, Case, Exercise, Slip, Text, randn
+from annotated.exercises.core import (AUTOGRAD, TORCH_IN_PYTHON, Case, Exercise, Slip, Text,
+                                      randn)
 from reference_numpy import attention as np_attention
 from reference_numpy import layers as np_layers
 
@@ -55,7 +56,7 @@ def weights_first(q, k, v):
 
 
 # torch's attention, which holds a softmax: forbidden in 1.1 and 1.2 alike
-ATTENTION = ("torch.nn.functional.scaled_dot_product_attention",
+ATTENTION = ("torch.nn.functional.scaled_dot_product_attention", *TORCH_IN_PYTHON,
              *(f"torch.ops.aten.{op}" for op in (
                  "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
                  "_scaled_dot_product_flash_attention_for_cpu")))
@@ -205,7 +206,7 @@ BACKWARD = Exercise(
               "axis; the off-diagonal entries matter as much as the diagonal.",
               "每个分数都会牵动它那一行的所有权重：dp_i/ds_j = p_i (delta_ij - p_j)。"
               "把传入的梯度乘以整个雅可比矩阵，沿最后一个轴逐行计算；非对角元素和对角元素同样重要。"),
-    forbidden=AUTOGRAD,
+    forbidden=AUTOGRAD + ("torch._softmax_backward_data", "torch.ops.aten._softmax_backward_data"),
     slips=(
         Slip(Text("Your gradient keeps only the diagonal of the Jacobian, p (1 - p) dp: each "
                   "score also moves the other weights of its row, by -p_i p_j.",

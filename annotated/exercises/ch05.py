@@ -56,6 +56,8 @@ FFN = Exercise(
               "公式 (2)：先一个线性映射到 d_ff，再 ReLU，再一个线性映射回 d_model，都作用在最后"
               "一个轴上（§3.3）；权重按 nn.Linear 的方式存放，形状为 (d_out, d_in)，所以输入要乘"
               "以它们的转置。"),
+    forbidden=("torch.nn.functional.linear", "torch.nn.Linear.forward", "torch.ops.aten.linear",
+               "torch.ops.aten._addmm_activation"),
     slips=(
         Slip(Text("Your network has a ReLU after the second linear map too: eq. (2) ends with "
                   "+ b_2, so the output can be negative.",

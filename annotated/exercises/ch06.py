@@ -321,7 +321,9 @@ GRAD = Exercise(
               "练习 6.3 的损失是 n 个非填充位置上交叉熵的平均，交叉熵是 softmax 相对 q 的，"
               "它对 logits 的梯度是 softmax 减去目标；填充位置根本不在损失之中。"
               "结果的形状与 logits 相同。"),
-    forbidden=AUTOGRAD,
+    forbidden=AUTOGRAD + tuple(f"{owner}.{kernel}" for owner in ("torch", "torch.ops.aten")
+                               for kernel in ("_log_softmax_backward_data",
+                                              "_softmax_backward_data")),
     slips=(
         Slip(Text("Your gradient is not divided by n: the loss is a mean over the n non-padding "
                   "positions, so each position's softmax - q is divided by n.",

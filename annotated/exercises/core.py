@@ -16,6 +16,7 @@ language.
 """
 import copy
 import functools
+import hashlib
 import importlib
 import inspect
 import os
@@ -23,7 +24,7 @@ import sys
 import threading
 import traceback
 import types
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -88,11 +89,18 @@ class Exercise:
 
 # What an exercise that says "no autograd" forbids: the public ways in, forward mode (autograd
 # too) and the engine that every backward pass goes through.
+# torch's operators written in Python (its references and decompositions): calling them is
+# calling torch's own version of the step.
+TORCH_IN_PYTHON = ("torch._refs.", "torch._decomp.", "torch._prims.")
+# Any tensor saved for a backward pass while the answer runs: an autograd graph being built.
+GRAPH = "torch.autograd (a tensor that requires grad)"
 AUTOGRAD = ("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad",
             "torch.func.jvp", "torch.func.jacfwd", "torch.func.linearize",
             "torch.autograd.functional.jacobian", "torch.autograd.functional.jvp",
             "torch.autograd.forward_ad.make_dual",
-            "torch.autograd.Variable._execution_engine.run_backward")
+            "torch.autograd.Variable._execution_engine.run_backward",
+            "torch.autograd.graph.saved_tensors_hooks",
+            "torch.autograd.graph.disable_saved_tensors_hooks", GRAPH, *TORCH_IN_PYTHON)
 
 
 @dataclass(frozen=True)
@@ -220,7 +228,7 @@ class Outcome:
     """How the learner's function fared: its status, the cases that ran and, when it failed,
     the case, what it returned (or the error it raised) and what was expected."""
     status: str      # passed, failed, not attempted, not callable, own, changed, forbidden,
-    #                  rule (a right result, reached the way the exercise forbids)
+    #                  rule (a right result, reached the way the exercise forbids), tampered
     n: int
     case: Case | None = None
     got: Any = None
@@ -268,9 +276,11 @@ def outcome(exercise: Exercise, fn) -> Outcome:
         return Outcome("not callable", 0, got=fn)
     if from_the_package(fn) or fn is exercise.answer:
         return Outcome("own", 0, got=fn)
+    if script := torchscript_in(fn):
+        return Outcome("forbidden", 1, exercise.cases()[0], script)
     cases = exercise.cases()
     for n, case in enumerate(cases, start=1):
-        expected, meant_to_change = call(exercise.answer, case)   # before the learner's code
+        sealed = fingerprint(call(exercise.answer, case))   # before the learner's code runs,
         refused: list[str] = []       # what it called that it may not, even if it caught that
         error = None
         try:
@@ -280,6 +290,9 @@ def outcome(exercise: Exercise, fn) -> Outcome:
             error = raised
         if refused:
             return Outcome("forbidden", n, case, refused[0])
+        expected, meant_to_change = call(exercise.answer, case)   # ... which cannot read it
+        if fingerprint((expected, meant_to_change)) != sealed:
+            return Outcome("tampered", n, case)
         if isinstance(error, NotImplementedError) and n == 1:
             return Outcome("not attempted", 0)
         if error is not None:
@@ -292,6 +305,70 @@ def outcome(exercise: Exercise, fn) -> Outcome:
         if broken:                    # the right result, reached the way the exercise forbids
             return Outcome("rule", n, case, broken)
     return Outcome("passed", len(cases))
+
+
+def fingerprint(value) -> str:
+    """A digest of a value (tensors, arrays and numbers, nested in tuples, lists and dicts):
+    what the expected answer is kept as while the learner's code runs, so that the code can
+    neither read it nor replace what computes it unseen."""
+    digest = hashlib.sha256()
+
+    def add(v):
+        if isinstance(v, torch.Tensor):
+            v = as_array(v) if v.layout == torch.strided and not v.is_meta else repr(v)
+        if isinstance(v, np.ndarray):
+            digest.update(f"{v.dtype}{v.shape}".encode() + np.ascontiguousarray(v).tobytes())
+        elif isinstance(v, (list, tuple)):
+            digest.update(f"{type(v).__name__}{len(v)}".encode())
+            for item in v:
+                add(item)
+        elif isinstance(v, dict):
+            for key in v:
+                add(key)
+                add(v[key])
+        else:
+            digest.update(repr(v).encode())
+    add(value)
+    return digest.hexdigest()
+
+
+SCRIPTED = (torch.jit.ScriptFunction, torch.jit.ScriptModule, torch._C.ScriptMethod)
+
+
+def torchscript_in(fn, depth: int = 3) -> str | None:
+    """"torch.jit (TorchScript)" if `fn` reaches a traced or scripted function (through its
+    closure, the globals its code names, or the lists and dicts they hold): its code runs out
+    of the check's sight, so the project's functions could hide in it."""
+    seen, todo = set(), [(fn, depth)]
+    while todo:
+        value, left = todo.pop()
+        if id(value) in seen or left < 0:
+            continue
+        seen.add(id(value))
+        if isinstance(value, SCRIPTED):
+            return "torch.jit (TorchScript)"
+        if isinstance(value, functools.partial):
+            todo += [(v, left) for v in (value.func, *value.args, *value.keywords.values())]
+        elif inspect.isfunction(value):
+            codes = [value.__code__, *(c for c in value.__code__.co_consts
+                                       if inspect.iscode(c))]
+            names = {n for code in codes for n in code.co_names}
+            todo += [(value.__globals__[n], left - 1) for n in names if n in value.__globals__]
+            todo += [(cell.cell_contents, left - 1) for cell in value.__closure__ or ()
+                     if cell_filled(cell)]
+        elif isinstance(value, dict):
+            todo += [(v, left - 1) for v in value.values()]
+        elif isinstance(value, (list, tuple)):
+            todo += [(v, left - 1) for v in value]
+    return None
+
+
+def cell_filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:                        # a name bound later in the enclosing function
+        return False
 
 
 class Forbidden(Exception):
@@ -336,7 +413,7 @@ def refusals(names: tuple[str, ...], refused: list[str]) -> Refusals:
     (and appends the name to `refused`), and recorded to be recognised however it is reached."""
     found = Refusals(libraries=tuple(n for n in names if n.endswith(".")))  # "sacrebleu."
     for name in names:
-        if name.endswith("."):
+        if name.endswith(".") or name == GRAPH:
             continue
         if name.startswith(ATEN):             # the operator itself, under any of its overloads
             packet = getattr(torch.ops.aten, name.removeprefix(ATEN))
@@ -374,6 +451,11 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
     project's version of what they are asked to write, however it is wrapped. The name of
     each refused call is appended to `refused`, so that a refusal the learner's code catches
     still counts."""
+    def built_a_graph(tensor):
+        refused.append(GRAPH)
+        raise Forbidden(GRAPH)
+    graph = torch.autograd.graph.saved_tensors_hooks(built_a_graph, lambda saved: saved) \
+        if GRAPH in names else nullcontext()
     found = refusals(names, refused)
 
     def watch(frame, event, arg):             # raising here also ends the watch
@@ -385,7 +467,8 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
         module = frame.f_globals.get("__name__") or ""
         if event == "call" and (package_code(module, frame.f_code)
                                 or f"{module}.".startswith(found.libraries)) \
-                and frame.f_code.co_name != "<module>" and called_by_the_learner(frame, trusted):
+                and frame.f_code.co_qualname not in ("<module>", "__getattr__") \
+                and called_by_the_learner(frame, trusted):   # an import: no project code run
             refused.append(f"{module}.{frame.f_code.co_qualname}")
             raise Forbidden(refused[-1])
     profiler, threads_profiler, hook = sys.getprofile(), threading.getprofile(), \
@@ -395,7 +478,8 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
     threading.excepthook = lambda seen: (     # whose refusals are counted, not printed
         None if seen.exc_type is Forbidden else hook(seen))
     try:
-        yield
+        with graph:
+            yield
     finally:
         sys.setprofile(profiler)
         threading.setprofile(threads_profiler)
@@ -486,6 +570,8 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     label = found.case.label(lang)
     if found.status == "changed":
         return head + say["changed"].format(case=label, name=found.got)
+    if found.status == "tampered":
+        return head + say["tampered"].format(case=label)
     if found.status == "rule":
         return head + say["case"].format(case=label, problem=found.got(lang)) + say["sep"] + \
             say["hint"].format(hint=exercise.hint(lang))

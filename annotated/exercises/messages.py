@@ -28,6 +28,8 @@ MESSAGES = {
         "calls_own": "your function calls {name}, the package's own code: the exercise is to "
                      "write that step yourself, with torch (your own functions from earlier "
                      "exercises are fine). Hint: {hint}",
+        "tampered": "case '{case}': your function changed what the check compares its answer "
+                    "with; leave the book's code and the check as they are.",
         "changed": "case '{case}': your function changed its argument `{name}` in place; leave "
                    "its inputs as they were and compute a new tensor.",
         "count": "expected {expected} values returned, got {got}",
@@ -129,6 +131,7 @@ MESSAGES = {
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
         "calls_own": "你的函数调用了 {name}，这是软件包里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
+        "tampered": "用例“{case}”：你的函数改动了检查用来比对答案的东西；请让本书的代码和检查保持原样。",
         "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出一个新的张量。",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "item": "其中 {n} 项里的第 {i} 项：{problem}",
