@@ -101,7 +101,7 @@ def main(argv=None):
     if refs is not None:
         check_references(lines, refs, source or "stdin", args.ref, config)
     refuse_other_side(source, out_path)
-    note_replaced(out_path, len(lines))
+    check_replaceable(out_path, lines)
     try:
         note_foreign_input(lines, tokenizer, config)
         out = decoded(args, model, config, tokenizer, lines)
@@ -218,19 +218,23 @@ def names_a_language(word: str) -> bool:
         or word.lower() in LANGUAGE_NAMES
 
 
-def note_replaced(out_path, n: int) -> None:
-    """Say so when --out holds a file that is not a translation of these n lines (another
-    number of lines): the translations replace it, as the user asked, but perhaps not meant."""
+def check_replaceable(out_path, lines: list[str]) -> None:
+    """Refuse an --out that holds the input's own text (test.en.gz beside test.en, a copy of
+    it); say so when it holds another number of lines than these, which the translations
+    replace as asked, though perhaps not meant."""
     if out_path is None or not Path(out_path).is_file() or Path(out_path).stat().st_size == 0 \
             or std_stream(Path(out_path)) is not None:        # `--out /dev/stdout >> log`
         return
     try:
-        held = sum(1 for _ in read_lines(out_path))
+        held = list(read_lines(out_path))
     except DataError:
         return                      # not text: not_text_to_replace has refused what matters
-    if held != n:
-        log(f"note: {out_path} holds {held:,} lines, so it is not a translation of these "
-            f"{n:,}; the translations replace it")
+    if held == lines:
+        raise DataError(f"--out {out_path} holds the input's own text, line for line: the "
+                        f"translations would replace it; choose another --out")
+    if len(held) != len(lines):
+        log(f"note: {out_path} holds {len(held):,} lines, so it is not a translation of these "
+            f"{len(lines):,}; the translations replace it")
 
 
 def write(translations: list[str], out_path) -> None:

@@ -307,6 +307,26 @@ def test_translate_refuses_to_write_over_its_input(translation, tmp_path, capsys
     assert snapshot(tmp_path) == before
 
 
+def test_translate_refuses_an_out_that_holds_its_input_s_text(translation, tmp_path,
+                                                                  capsys):
+    """The input's text in another file (test.en.gz beside test.en, a copy): kept, with one
+    line each; an earlier translation is replaced."""
+    import gzip
+    ckpt, source, _, _ = translation
+    (tmp_path / "in.txt.gz").write_bytes(gzip.compress(source.read_bytes()))
+    (tmp_path / "in_copy.txt").write_bytes(source.read_bytes())
+    for output in (tmp_path / "in.txt.gz", tmp_path / "in_copy.txt"):
+        before = snapshot(tmp_path)
+        exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input", str(source),
+                                          "--out", str(output)])
+        says(error_line(capsys), f"--out {output}", "the input's own text", "another --out")
+        assert snapshot(tmp_path) == before
+    (tmp_path / "earlier.txt").write_text("a\nb\n")
+    translate_main(["--checkpoint", str(ckpt), "--input", str(source), "--out",
+                    str(tmp_path / "earlier.txt")])
+    assert (tmp_path / "earlier.txt").read_text() != "a\nb\n"
+
+
 @pytest.mark.parametrize("which", ["checkpoint", "references"])
 def test_translate_refuses_to_write_over_its_checkpoint_or_references(translation, tmp_path,
                                                                       capsys, which):
