@@ -50,7 +50,7 @@ def chinese_of_units(path) -> list[tuple[int, str]]:
     """(line, prose) of the Chinese of a translation file: the text after each '--- zh ---'.
     A table cell's unit whose Chinese is its English is data or a name kept as it is (a test
     sentence, its German, a citation): it holds no Chinese prose."""
-    lines, out = path.read_text(encoding="utf-8").split("\n"), []
+    lines, out = i18n.marks_trimmed(path.read_text(encoding="utf-8").split("\n"), "zh"), []
     english, unit = [], []
     for number, line in enumerate(lines + ["=== block ==="], 1):
         if i18n.HEADER.match(line):
@@ -101,7 +101,7 @@ def chinese_texts() -> list[tuple[str, int, str]]:
 def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
     """(English, rendering, variants) of each row of book/zh/terms.md; a row that is not one
     of three cells, or a git conflict marker, is a DataError naming its line."""
-    rows = []
+    rows, seen = [], {}
     if not TERMS.is_file():
         raise DataError(f"{TERMS} is missing: it is the project's term list; restore it from "
                         f"git (git checkout -- {TERMS.relative_to(i18n.ROOT)})")
@@ -115,19 +115,39 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
         if len(cells) != 3 or not line.rstrip().endswith("|"):
             raise DataError(f"{where}: {line[:60]!r} is not a row of three cells: write "
                             f"'| English | 中文 | `variants` |' (the last cell may be empty)")
-        en, zh, variants = cells
+        en, zh, variants = cells[0].strip("| "), cells[1].strip(), cells[2].rstrip(" |")
+        check_row(where, en, zh, variants, seen)
         try:
-            patterns = [re.compile(v, re.ASCII) for v in re.findall(r"`([^`]+)`", variants)]
+            patterns = [re.compile(v.strip()[1:-1], re.ASCII)
+                        for v in variants.split("·") if v.strip()]
         except re.error as e:
             raise DataError(f"{where}: the variant `{e.pattern}` is not a regular expression "
                             f"({e.msg}); escape the character with a backslash") from None
         for variant in patterns:
             if variant.search(zh):
                 raise DataError(f"{where}: the variant `{variant.pattern}` matches the "
-                                f"rendering {zh} itself, so every right use of {en.strip('| ')} "
+                                f"rendering {zh} itself, so every right use of {en} "
                                 f"would be called a variant; take it out of the third cell")
-        rows.append((en.strip("| "), zh, patterns))
+        rows.append((en, zh, patterns))
     return rows
+
+
+def check_row(where: str, en: str, zh: str, variants: str, seen: dict) -> None:
+    """Refuse a term-list row that gives no rendering, a term given before (two renderings),
+    or a variant that is not one non-empty `...` (the cell's ' · ' then reads as a variant)."""
+    if not zh:
+        raise DataError(f"{where}: {en} has no rendering: write its Chinese in the second "
+                        f"cell")
+    if en.lower() in seen:
+        raise DataError(f"{seen[en.lower()]}: {en} is listed twice (again on line "
+                        f"{where.rsplit(':', 1)[1]}): each term has one rendering; keep one of "
+                        f"the two rows")
+    seen[en.lower()] = where
+    bad = next((v.strip() for v in variants.split("·") if v.strip() and not re.fullmatch(
+        r"`[^`]+`", v.strip())), None)
+    if bad is not None:
+        raise DataError(f"{where}: the variant {bad!r} is not one word or pattern in backticks: "
+                        f"write each as `...`, separated by ' · ', or leave the cell empty")
 
 
 def english_glosses(texts):

@@ -71,6 +71,14 @@ class Unit:
     line: int                # where the unit starts in its file, for messages
 
 
+def marks_trimmed(lines, lang: str) -> list[str]:
+    """A translation file's lines with the spaces after each unit header and separator line
+    removed: they are no matter, however an editor left them."""
+    target = TARGET.format(lang=lang)
+    return [line.rstrip() if HEADER.match(line.rstrip()) or line.rstrip() in (EN, target)
+            else line for line in lines]
+
+
 def read_units(path: Path, lang: str) -> list[Unit]:
     """The units of a translation file, in order; a malformed file (not UTF-8, a git conflict
     left in it, a unit without its separator lines) is one DataError naming the file, the line
@@ -80,8 +88,7 @@ def read_units(path: Path, lang: str) -> list[Unit]:
         raise DataError(f"{path} is {what}; a translation file is the project's own: restore "
                         f"it from git (git checkout -- {path.name} in its folder)")
     target = TARGET.format(lang=lang)
-    lines = [line.rstrip() if HEADER.match(line.rstrip()) or line.rstrip() in (EN, target)
-             else line for line in read_lines(path)]     # spaces after a header are no matter
+    lines = marks_trimmed(read_lines(path), lang)
     for number, line in enumerate(lines, 1):
         if "\r" in line:
             raise DataError(f"{path}:{number}: a carriage return inside the line: the file's "

@@ -539,6 +539,20 @@ def test_adding_missing_units_keeps_a_windows_files_line_ends(copy_of_chapter_on
     assert b"A new paragraph." in after
 
 
+def test_spaces_after_separator_lines_are_no_matter_to_the_prose_checks(tmp_path):
+    """An editor that leaves spaces after '--- en ---' or '--- zh ---': the file reads as
+    before, for the units and for the checks of its Chinese prose alike."""
+    from book.chinese import chinese_of_units
+    source = i18n.BOOK / "zh" / "02_masking.md"
+    spaced = tmp_path / source.name
+    spaced.write_text("\n".join(line + "   " if line in (i18n.EN, "--- zh ---") else line
+                                for line in source.read_text(encoding="utf-8").split("\n")),
+                      encoding="utf-8")
+    assert chinese_of_units(spaced) == chinese_of_units(source)
+    assert [u.text for u in i18n.read_units(spaced, "zh")] == \
+        [u.text for u in i18n.read_units(source, "zh")]
+
+
 # ---- the Chinese reads as Chinese: one rendering per term, no English prose ----
 
 
@@ -672,7 +686,10 @@ def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
     ("<<<<<<< HEAD\n| Mask | 掩码 |  |\n=======\n| Mask | 遮罩 |  |\n>>>>>>> x",
      ["conflict marker", "keep one"]),
     ("| Mask | 掩码 | `掩码` |", ["`掩码`", "rendering 掩码 itself", "third cell"]),
-    ("| Mask | 掩码 | `遮(罩` |", ["`遮(罩`", "not a regular expression", "backslash"])])
+    ("| Mask | 掩码 | `遮(罩` |", ["`遮(罩`", "not a regular expression", "backslash"]),
+    ("| Mask |  |  |", ["Mask has no rendering", "second cell"]),
+    ("| Mask | 掩码 | `` · `遮罩` |", ["'``'", "in backticks", "' · '"]),
+    ("| Mask | 掩码 |  |\n| mask | 遮罩 |  |", ["listed twice", "one rendering"])])
 def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_path,
                                                              monkeypatch):
     from annotated.base.errors import DataError
