@@ -397,3 +397,18 @@ def test_the_full_form_is_asked_for_by_1_or_true_and_anything_else_is_said(value
         says(err, "ANNOTATED_FULL='full'", "quick form", "ANNOTATED_FULL=1")
     else:
         assert err == ""
+
+
+@pytest.mark.slow
+def test_a_chapter_is_checked_the_same_from_another_folder(tmp_path):
+    """nbval on one chapter run from outside the project: the sanitize file that pyproject's
+    addopts names relative to the project is found, not 21 errors of a missing file."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    chapter = Path(__file__).resolve().parents[1] / "chapters" / "02_masking.ipynb"
+    done = subprocess.run([sys.executable, "-m", "pytest", "--nbval", str(chapter), "-q",
+                           "-n", "0"], cwd=tmp_path, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "sanitize.cfg" not in done.stdout

@@ -1,0 +1,1 @@
+"""The chapters: notebooks, their regeneration script and their pytest settings."""
