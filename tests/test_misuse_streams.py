@@ -815,3 +815,16 @@ def test_a_module_that_is_not_a_command_says_so_when_run_as_one(module, tmp_path
     err = done.stderr.decode()
     assert done.returncode == 2 and done.stdout == b"" and len(err.splitlines()) == 1, err
     says(err, module, "not a command", "docs/commands.md")
+
+
+def test_an_os_error_with_a_file_names_the_fix_and_keeps_a_long_path_short():
+    """A full device, a quota, a name too long: the line says what to do; a path of
+    thousands of characters is shown by its two ends."""
+    import errno
+    from annotated.base.cli import describe
+    full = describe(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/dev/full"))
+    says(full, "/dev/full", "No space left", "free some space or write elsewhere")
+    long = "/tmp/" + "/".join(["d" * 200] * 25)
+    line = describe(OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), long))
+    says(line, "too long", "shorter path", "...")
+    assert len(line) < 400

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from annotated.base.errors import USER_ERRORS, DataError
-from annotated.base.files import expand
+from annotated.base.files import WRITE_FIXES, expand
 from annotated.base.signals import (PACKAGES, Stopped, StopTold, signals_held,
                                     stops_ignored_at_exit, stops_unwind)
 from annotated.base.settings import POSITIVE
@@ -71,7 +71,11 @@ def describe(error: BaseException, argv: list[str] = ()) -> str:
         option = option_giving(str(error.filename), argv)
         return f"{option and option + ' '}{error.filename}: no such file or folder; check the path"
     if isinstance(error, OSError) and error.filename and error.strerror:
-        return f"{error.filename}: {error.strerror}"
+        name = str(error.filename)
+        name = name if len(name) <= 160 else f"{name[:70]}...{name[-70:]}"   # a path too long
+        fix = WRITE_FIXES.get(error.errno)
+        return f"{name}: {error.strerror}" + (f"; {fix}" if fix and fix not in error.strerror
+                                               else "")
     if isinstance(error, OSError) and error.strerror == os.strerror(errno.ENOSPC):   # bare
         return ("no space left on the device being written (a full disk, or stdout sent to a "
                 "full device); free some space or write elsewhere")

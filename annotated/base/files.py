@@ -619,7 +619,11 @@ WRITE_FIXES = {
     errno.EPERM: "the file or its folder may not be changed (read-only, or marked immutable "
                  "or append-only: lsattr shows an i or an a); make them writable (chmod u+w, "
                  "chattr -i -a) or write elsewhere",
-    errno.EROFS: "the file system is mounted read-only; write elsewhere"}
+    errno.EROFS: "the file system is mounted read-only; write elsewhere",
+    errno.ENOSPC: "free some space or write elsewhere",
+    errno.EDQUOT: "your disk quota is used up; free some space or write elsewhere",
+    errno.ENAMETOOLONG: "a name in the path is longer than the file system allows; choose a "
+                        "shorter path"}
 
 
 @contextmanager
