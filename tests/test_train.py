@@ -233,6 +233,19 @@ def test_a_change_given_to_a_resume_with_nothing_to_do_says_it_is_not_kept(tmp_p
     assert "no step will run" not in capsys.readouterr().out
 
 
+def test_a_run_whose_test_sentences_are_all_too_long_still_says_what_comes_next(
+        tmp_path, capsys, monkeypatch):
+    """No test sentence as short as training keeps: one line says so, and the checkpoint and
+    the commands that come next are shown all the same."""
+    monkeypatch.setattr(configs.Config, "longest_sentence", lambda self: 1)
+    run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    out = capsys.readouterr().out
+    says(next(line for line in out.splitlines() if "not shown" in line), "No test sentence",
+         "training keeps")
+    assert "Next:" in out and str(checkpoint_file.checkpoints(tmp_path)[-1]) in out
+    assert "The model at work" not in out and "translate with it" not in out
+
+
 def test_resume_continues_bit_for_bit(tmp_path):
     """k steps, stop, resume for k more == 2k uninterrupted, with dropout (RNG state),
     gradient accumulation and an epoch boundary after the resume point."""

@@ -273,8 +273,16 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
             if len(tokenizer.encode(s)) + 1 <= config.longest_sentence()]  # them, EOS counted
     sentences = ([(s, r) for s, r in kept if len(tokenizer.encode(s)) < 20][:n]
                  or sorted(kept, key=lambda pair: len(tokenizer.encode(pair[0])))[:n])
-    if not sentences:                       # every test sentence is longer than training's
-        return
+    if sentences:
+        show_translations(model, config, tokenizer, sentences)
+    else:                                   # every test sentence is longer than training's
+        print(f"\nNo test sentence is as short as the longest training keeps "
+              f"({config.longest_sentence()} tokens), so the model is not shown at work.")
+    show_next(config, run_dir, sentences)
+
+
+def show_translations(model, config, tokenizer, sentences) -> None:
+    """The test sentences decoded with §6.1's beam search, beside their references."""
     src = source_batch([tokenizer.encode(s) for s, _ in sentences],
                        next(model.parameters()).device)
     hyps = beam_search(model, src, config.beam_size, config.alpha, config.max_extra)
@@ -286,13 +294,19 @@ def show_at_work(model, corpus, config, run_dir, n: int = 3):
     for (source, reference), hyp in zip(sentences, hyps):
         print(f"  input      {source}\n  output     {tokenizer.decode(hyp.tokens)}\n"
               f"  reference  {reference}\n")
+
+
+def show_next(config, run_dir, sentences) -> None:
+    """The commands that come next: the checkpoint, translating with it (the first sentence
+    shown, if any), averaging, the chapters and the full corpus."""
     found = checkpoint_file.checkpoints(run_dir)
     if not found:
         return
     last, n = found[-1], min(config.keep_last, len(found))    # what the folder holds
-    print(f"Next:\n  the checkpoint         {last}\n"
-          f"  translate with it      echo {shlex.quote(sentences[0][0])} | "
-          f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}")
+    print(f"Next:\n  the checkpoint         {last}")
+    if sentences:
+        print(f"  translate with it      echo {shlex.quote(sentences[0][0])} | "
+              f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}")
     if n > 1:
         print(f"  average the last ones  python -m annotated.checkpoint average --last {n} "
               f"{shlex.quote(str(run_dir))} --out {shlex.quote(str(run_dir / 'average.pt'))}")
