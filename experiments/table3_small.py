@@ -123,7 +123,7 @@ def main(argv=None):
         write_table(args, {name: as_recorded(r) for name, r in records.items()}, argv)
         return
     chosen = [job for job in jobs(config.seed, args.seeds) if job[1] in args.rows]
-    check_no_clash(args.overrides, chosen)
+    note_clashes(args.overrides, chosen)
     check_one_budget(args, records, config.seed)
     sources, references, total = val_sentences(config, args.data_dir, args.limit)
     plans = {name: plan_row(args, args.runs_dir / folder, changes, records.get(name),
@@ -181,20 +181,16 @@ def read_records(kept: Path) -> dict:
     return record.data
 
 
-def check_no_clash(user: list[str], chosen: list[tuple]) -> None:
-    """Refuse a key=value of the user's that a chosen row's own change sets (h=3 with row A1,
-    whose change is h=1): the row's change wins, and the table would show a run that never
-    had the user's value."""
-    keys = [item.partition("=")[0] for item in user]
-    clash = next(((name, key, changes) for name, _, _, changes in chosen if name in ROWS
-                  for key in keys if key in changes), None)
-    if clash:
-        name, key, changes = clash
-        raise DataError(f"{key}={dict(i.partition('=')[::2] for i in user)[key]} is a setting "
-                        f"that row {name!r} changes itself "
-                        f"({' '.join(f'{k}={v}' for k, v in changes.items())}), so it would "
-                        f"never train with it; leave {key} out, or leave that row out of "
-                        f"--rows")
+def note_clashes(user: list[str], chosen: list[tuple]) -> None:
+    """A note for each key=value of the user's that a chosen row's own change sets (h=3 with
+    row A1, whose change is h=1): the row's change wins, so that row never trains with it."""
+    given = dict(item.partition("=")[::2] for item in user)
+    for name, _, _, changes in chosen:
+        clash = [key for key in given if key in changes and name in ROWS]
+        if clash:
+            print(f"note: row {name!r} changes {', '.join(clash)} itself "
+                  f"({' '.join(f'{k}={v}' for k, v in changes.items())}), so its run does not "
+                  f"take {' '.join(f'{k}={given[k]}' for k in clash)}", flush=True)
 
 
 def row_overrides(user: list[str], changes: dict) -> list[str]:

@@ -211,14 +211,13 @@ def test_table3_small_with_no_rows_and_no_table_is_a_clear_error(tmp_path, capsy
     says(err, "table3_small.json", "does not exist", "--rows ROW")
 
 
-def test_table3_small_refuses_a_setting_a_chosen_row_changes_itself(tmp_path, capsys):
-    """h=3 with row A1 (h=1): the row's change would win, and the page would name h=3."""
-    with pytest.raises(SystemExit) as stopped:
-        run(table3_small, "--rows", "A1", "--out-dir", tmp_path, "--runs-dir", tmp_path / "r",
-            "h=3")
-    assert stopped.value.code == 1
-    says(one_error_line(capsys), "h=3", "'A: h=1'", "h=1 d_k=128", "leave h out")
-    assert not (tmp_path / "r").exists() and not list(tmp_path.iterdir())
+def test_table3_small_notes_a_setting_a_chosen_row_changes_itself(capsys):
+    """h=3 with row A1 (h=1): the row's change wins, and a note says so, naming both."""
+    chosen = [job for job in table3_small.jobs(1234, 1) if job[1] in ("base", "A1")]
+    table3_small.note_clashes(["h=3", "N=2"], chosen)
+    out = capsys.readouterr().out.strip()
+    assert len(out.splitlines()) == 1
+    says(out, "'A: h=1'", "changes h itself", "h=1 d_k=128", "does not take h=3")
 
 
 def test_table3_small_has_every_paper_row_scaled_to_a_valid_config():
