@@ -87,13 +87,14 @@ class Exercise:
     rule: Callable | None = None     # (case's args) -> a Text if a right result broke the rule
 
 
-# What an exercise that says "no autograd" forbids: the public ways in, forward mode (autograd
-# too) and the engine that every backward pass goes through.
 # torch's operators written in Python (its references and decompositions): calling them is
 # calling torch's own version of the step.
 TORCH_IN_PYTHON = ("torch._refs.", "torch._decomp.", "torch._prims.")
 # Any tensor saved for a backward pass while the answer runs: an autograd graph being built.
 GRAPH = "torch.autograd (a tensor that requires grad)"
+# What an exercise that says "no autograd" forbids: the public ways in, forward mode (autograd
+# too), the engine that every backward pass goes through, any graph at all, and torch's
+# Python versions of its operators.
 AUTOGRAD = ("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad",
             "torch.func.jvp", "torch.func.jacfwd", "torch.func.linearize",
             "torch.autograd.functional.jacobian", "torch.autograd.functional.jvp",
@@ -276,9 +277,9 @@ def outcome(exercise: Exercise, fn) -> Outcome:
         return Outcome("not callable", 0, got=fn)
     if from_the_package(fn) or fn is exercise.answer:
         return Outcome("own", 0, got=fn)
-    if script := torchscript_in(fn):
-        return Outcome("forbidden", 1, exercise.cases()[0], script)
     cases = exercise.cases()
+    if script := torchscript_in(fn):
+        return Outcome("forbidden", 1, cases[0], script)
     for n, case in enumerate(cases, start=1):
         sealed = fingerprint(call(exercise.answer, case))   # before the learner's code runs,
         refused: list[str] = []       # what it called that it may not, even if it caught that
