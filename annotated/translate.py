@@ -30,7 +30,7 @@ from annotated.base.files import (atomic_open, check_aligned, check_output, not_
                                   not_text_to_replace, read_lines, std_stream)
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
-from annotated.configs import option
+from annotated.configs import Config, option
 from annotated.data.languages import (LANGUAGE_NAMES, THREE_LETTER_CODES, WORD_SETS,
                                       guess_spaced_language)
 from annotated.data.tokenizer import UNK, base_language
@@ -42,6 +42,10 @@ from annotated.store.checkpoint_file import load_model
 
 # More unknown pieces than this share, and the input is likely not in the model's language.
 UNKNOWN_SHARE = 0.2
+# A beam wider than this many times the paper's does that much more work a step, and a batch
+# goes quiet for long: the command says so before it starts.
+PAPER_BEAM = Config().beam_size
+SLOW_BEAM = 16 * PAPER_BEAM
 
 
 def parse_args(argv=None):
@@ -107,16 +111,25 @@ def main(argv=None):
         out = decoded(args, model, config, tokenizer, lines)
     except DataError as e:                         # a line that cannot be translated
         raise DataError(f"{source or 'stdin'}, {e}") from None
-    if not any(line.strip() for line in out):
-        log(f"note: every translation is empty: the model writes only </s> (one trained too "
-            f"briefly, or for another language pair?)"
-            f"{'; the scores below score nothing' if refs is not None else ''}")
+    if note := empty_output_note(lines, out, source or "stdin"):
+        log(note + ("; the scores below score nothing" if refs is not None else ""))
     scores = report(out, refs, config.target_lang) if refs is not None else None
     write(out, out_path)
     if scores is not None:
         log(scores)
         if note := too_short_note(out, refs, config.target_lang):
             log(note)
+
+
+def empty_output_note(lines: list[str], out: list[str], source) -> str | None:
+    """A note when nothing was translated: every input line blank (each gets an empty line),
+    or a model that wrote only </s> for every line that holds text."""
+    if not any(line.strip() for line in lines):
+        return f"note: every line of {source} is blank, so every translation is an empty line"
+    if not any(o.strip() for o, line in zip(out, lines) if line.strip()):
+        return ("note: every translation is empty: the model writes only </s> (one trained "
+                "too briefly, or for another language pair?)")
+    return None
 
 
 def check_streams(args, source, out_path) -> None:
@@ -147,6 +160,8 @@ def decoded(args, model, config, tokenizer, lines: list[str]) -> list[str]:
     how = "greedy search" if args.greedy else f"beam {beam}, alpha {alpha}"
     log(f"translating {len(lines)} lines with {how}, maximum length input + {max_extra}"
         f"{', uncached' if args.no_cache else ''}")
+    if note := slow_settings_note(1 if args.greedy else beam, args.max_extra, config):
+        log(note)
     try:
         return translate_lines(model, tokenizer, lines, beam_size=beam, alpha=alpha,
                                max_extra=max_extra, batch_tokens=args.batch_tokens,
@@ -157,6 +172,24 @@ def decoded(args, model, config, tokenizer, lines: list[str]) -> list[str]:
             raise
         raise MemoryError(f"{first_line(e) or 'an allocation failed'}; lower --batch-tokens "
                           f"or --beam-size, or split the longest lines") from None
+
+
+def slow_settings_note(beam: int, max_extra: int | None, config) -> str | None:
+    """A note, before a long silence, for decoding settings far beyond the paper's: the work
+    grows with the beam and with the length a translation may reach (`max_extra`: the one
+    given, None for the checkpoint's own)."""
+    slow = []
+    if beam > SLOW_BEAM:
+        slow.append(f"beam {beam} keeps {beam} hypotheses a sentence where the paper keeps "
+                    f"{PAPER_BEAM} (§6.1)")
+    if max_extra is not None and max_extra > config.longest_sentence():
+        slow.append(f"--max-extra {max_extra} lets a translation that does not end run past "
+                    f"the longest sentence this model's training kept "
+                    f"({config.longest_sentence()} tokens)")
+    if not slow:
+        return None
+    return (f"note: {'; '.join(slow)}: each batch takes far longer than usual, and progress is "
+            f"reported once a batch is done")
 
 
 def check_references(lines: list[str], refs: list[str], source, ref, config) -> None:

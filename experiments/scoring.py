@@ -27,6 +27,9 @@ from experiments.results_files import BLEU, COUNT, PERPLEXITY, Record, out_of_ru
 
 # Where models are scored: the GPU when there is one (decoding is then a matter of seconds).
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+# §6.1: beam 4 and alpha 0.6, on the average of the last 5 checkpoints (base) or 20 (big)
+PAPER_DECODING = (4, 0.6)
+PAPER_AVERAGES = (5, 20)
 
 
 def split_text(config, data_dir, split: str) -> tuple[list[str], list[str]]:
@@ -133,16 +136,24 @@ def evaluate_run(run: Path, n_average: int, beam: dict, data_dir, limit) -> tupl
     return result, len(src)
 
 
+def chosen_label(beam: dict, n_average: int, last: Path) -> str:
+    """The name of the chosen decoding's row: its beam and alpha, the model decoded, and
+    whether that is the paper's setting (§6.1) or only its beam and alpha."""
+    k, alpha = beam["beam_size"], beam["alpha"]
+    paper = ("" if (k, alpha) != PAPER_DECODING else " (the paper's setting)"
+             if n_average in PAPER_AVERAGES else " (the paper's beam and alpha)")
+    chosen = f"average of {n_average}" if n_average > 1 else f"last checkpoint ({last.name})"
+    return f"beam {k}, alpha {alpha}, {chosen}{paper}"
+
+
 def decode_test(averaged: Path, n_average: int, last: Path, src, ref, beam: dict) -> dict:
     """The averaged model decoded with `beam` (first), then greedy, alpha 0 and the last
     checkpoint (with n_average 1 the last checkpoint is the model, and that row is not
     repeated): each one's scores, mean output length and hypotheses."""
     k, alpha = beam["beam_size"], beam["alpha"]
-    paper = " (the paper's setting)" if (k, alpha) == (4, 0.6) else ""
-    chosen = f"average of {n_average}" if n_average > 1 else f"last checkpoint ({last.name})"
     which = "averaged" if n_average > 1 else "last checkpoint"
     runs = {
-        f"beam {k}, alpha {alpha}, {chosen}{paper}": (averaged, beam),
+        chosen_label(beam, n_average, last): (averaged, beam),
         f"greedy, {which}": (averaged, dict(beam, greedy=True)),
         f"beam {k}, alpha 0, {which}": (averaged, dict(beam, alpha=0.0)),
     }

@@ -139,6 +139,12 @@ def test_other_format_version_is_a_clear_error(tmp_path):
         load_model(path)
     says(error, "annotated-transformer checkpoint", "a dict of 'model'", "annotated.train",
          "ckpt_*.pt")
+    torch.save(payload["model"], path)                          # a model's weights alone
+    with pytest.raises(CheckpointError) as error:
+        load_model(path)
+    says(error, "not an annotated-transformer checkpoint", "tensors alone",
+         f"'{next(iter(payload['model']))}'", "settings and tokenizer", "annotated.train")
+    assert "[...]" not in str(error.value)
     torch.save(torch.nn.Linear(2, 2), path)                 # a whole model: whole, not ours
     with pytest.raises(CheckpointError) as error:
         load_model(path)

@@ -173,7 +173,8 @@ def test_translate_reads_stdin_and_process_substitution_whole(tmp_path):
 
 @pytest.mark.parametrize("content,names", [
     (lzma.compress(b"a dog\n"), ("xz-compressed", "plain or gzip")),
-    (b"\x00" * (files.MAX_LINE + 10), ("line 1", "longer than 1,048,576 bytes")),
+    (b"\x00" * (files.MAX_LINE + 10), ("line 1", "longer than 1,048,576 bytes",
+                                       "one sentence a line")),
     (gzip.compress("ein Hund läuft\n".encode() * 2000, mtime=0)[:-12] + b"\x00" * 12,
      ("gzip", "broken")),
 ], ids=["xz named .gz", "no line ends (a device)", "a damaged gzip, not a wrong encoding"])
@@ -679,6 +680,30 @@ def test_sentences_too_short_for_a_4_gram_say_why_bleu_is_0(tmp_path, capsys):
         (tmp_path / name).write_text("Ein Hund läuft über die Wiese.\nZwei Katzen.\n")
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
     assert "4 tokens" not in capsys.readouterr().err
+
+
+def test_lowercase_translations_against_cased_references_point_to_the_lowercased_score(
+        tmp_path, capsys):
+    (tmp_path / "ref.de").write_text("Ein Hund läuft über die Wiese.\nZwei Katzen schlafen.\n")
+    (tmp_path / "hyp.de").write_text("ein hund läuft über die wiese.\nzwei katzen schlafen.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    note = next(line for line in capsys.readouterr().err.splitlines() if "lowercase" in line)
+    says(note, "hyp.de", "all lowercase", "capitals", "lowercased BLEU")
+    (tmp_path / "ref.de").write_text("ein hund läuft über die wiese.\nzwei katzen schlafen.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    assert "all lowercase" not in capsys.readouterr().err
+
+
+def test_a_model_writing_too_little_is_not_told_its_lines_are_good(tmp_path, capsys):
+    """Two-word output against sentence references: the model writes too little, so the note
+    says so and does not call the translations good."""
+    (tmp_path / "ref.de").write_text("Ein Hund läuft über die grüne Wiese.\n"
+                                     "Zwei Katzen schlafen auf dem Sofa.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund\nZwei\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    note = next(line for line in capsys.readouterr().err.splitlines() if "4 tokens" in line)
+    says(note, "references average", "too short", "trained too briefly")
+    assert "however good" not in note
 
 
 def test_empty_translations_among_others_are_noted(tmp_path, capsys):

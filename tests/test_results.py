@@ -520,3 +520,14 @@ def test_budget_on_the_cpu_stops_at_max_minutes_and_goes_on_where_it_stopped(
         resumed = load(runs / f"a_en_{target}" / "ckpt_0000006.pt")["model"]
         whole = load(tmp_path / "again" / f"a_en_{target}" / "ckpt_0000006.pt")["model"]
         assert all(resumed[name].equal(tensor) for name, tensor in whole.items()), target
+
+
+def test_only_the_papers_beam_alpha_and_average_are_called_its_setting():
+    """§6.1 decodes the average of the last 5 (base) or 20 (big) checkpoints with beam 4 and
+    alpha 0.6: another average is only the paper's beam and alpha."""
+    chosen_label = scoring.chosen_label
+    beam, last = {"beam_size": 4, "alpha": 0.6}, ROOT / "ckpt_0000900.pt"
+    assert chosen_label(beam, 5, last).endswith("average of 5 (the paper's setting)")
+    assert chosen_label(beam, 10, last).endswith("average of 10 (the paper's beam and alpha)")
+    assert chosen_label(beam, 1, last).endswith("(ckpt_0000900.pt) (the paper's beam and alpha)")
+    assert "paper" not in chosen_label({"beam_size": 4, "alpha": 1.0}, 5, last)

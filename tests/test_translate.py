@@ -103,6 +103,28 @@ def test_translations_that_are_all_empty_are_noted_before_their_scores(ckpt, tmp
     says(note, "empty", "</s>", "trained too briefly", "score nothing")
 
 
+def test_blank_input_is_named_and_the_model_not_blamed(ckpt, monkeypatch, capsys):
+    """Lines that hold no text translate to empty lines: the note names the input, and says
+    nothing of the model writing only </s>."""
+    captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(ckpt)], stdin="\n \n\n")
+    assert captured.out == "\n\n\n"
+    note = next(line for line in captured.err.splitlines() if "blank" in line)
+    says(note, "stdin", "every line")
+    assert "</s>" not in captured.err and "trained" not in captured.err
+
+
+def test_settings_far_beyond_the_papers_are_noted_before_decoding(ckpt, monkeypatch, capsys):
+    """A huge beam or maximum length makes a batch go quiet for long: said before it starts."""
+    captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(ckpt), "--beam-size",
+                                                   "100", "--max-extra", "500"], stdin="4 5\n")
+    lines = captured.err.splitlines()
+    note = next(i for i, line in enumerate(lines) if "far longer" in line)
+    says(lines[note], "beam 100", "--max-extra 500", "progress")
+    assert note < next(i for i, line in enumerate(lines) if "translated 1/1" in line)
+    captured = run_translate(monkeypatch, capsys, ["--checkpoint", str(ckpt)], stdin="4 5\n")
+    assert "far longer" not in captured.err
+
+
 def test_averaged_checkpoint_translates(tmp_path, monkeypatch, capsys):
     paths = [save_checkpoint(tmp_path / checkpoint_file.checkpoint_name(s), seed=s, step=s)
              for s in (1, 2)]

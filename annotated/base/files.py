@@ -121,8 +121,9 @@ def _lines(path, f, gzipped):
         while line := f.readline(MAX_LINE + 1):
             number += 1
             if len(line) > MAX_LINE:
-                raise DataError(f"{path}, line {number}: longer than {MAX_LINE:,} bytes; is it a "
-                                f"text file with one sentence a line?")
+                raise DataError(f"{path}, line {number}: longer than {MAX_LINE:,} bytes, which "
+                                f"is no sentence (a file without line breaks, or not text); "
+                                f"give text with one sentence a line, splitting that line")
             try:
                 text = line.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as e:

@@ -157,8 +157,29 @@ def too_short_note(hyps: list[str], refs: list[str], lang: str | None = None) ->
     split = BLEU(tokenize=tokenizer_for(lang, refs)).tokenizer      # sacreBLEU's own tokens
     if not any(hyp.strip() for hyp in hyps) or any(len(split(hyp).split()) >= 4 for hyp in hyps):
         return None                  # nothing written at all is another note's (evaluate)
+    written = sum(len(split(hyp).split()) for hyp in hyps)
+    expected = sum(len(split(ref).split()) for ref in refs)
+    if written < expected / 2:       # the references are sentences: the model says too little
+        return (f"note: no translation holds 4 tokens, while the references average "
+                f"{expected / len(refs):.1f}: the translations are too short to score (a "
+                f"model trained too briefly, or for another language pair?)")
     return ("note: no translation holds 4 tokens, so BLEU has no 4-gram to count and is 0 "
             "however good they are: it scores sentences of 4 tokens or more")
+
+
+def lowercase_note(hyps: list[str], refs: list[str], source) -> str | None:
+    """A note when the translations from `source` hold no capital letter and the references
+    do: cased sacreBLEU counts every capital as a miss, so only the lowercased line compares
+    them (a model trained with lowercase=true writes lowercase)."""
+    if any(c.isupper() for hyp in hyps for c in hyp) or not any(c.islower() for hyp in hyps
+                                                                for c in hyp):
+        return None                             # capitals, or a script without case (Chinese)
+    capitals = sum(any(c.isupper() for c in ref) for ref in refs)
+    if capitals < len(refs) / 2:
+        return None
+    return (f"note: the translations in {source} are all lowercase, and {capitals:,} of the "
+            f"{len(refs):,} references hold capitals: cased sacreBLEU counts each capital as a "
+            f"miss, so read the lowercased BLEU line")
 
 
 def tokenized_note(hyps: list[str], source) -> str | None:

@@ -335,14 +335,23 @@ NOT_OURS = ("give a checkpoint that `python -m annotated.train` wrote (ckpt_*.pt
             "`half`")
 
 
+def held_instead(payload) -> str:
+    """What a torch file holds that is not a checkpoint, in a few words: a model's weights
+    alone (a state_dict: names to tensors), a dict named by a few of its keys, or a type."""
+    if not isinstance(payload, dict) or not payload:
+        return f"a {type(payload).__name__}"
+    if all(isinstance(v, torch.Tensor) for v in payload.values()):
+        return (f"{len(payload):,} tensors alone, such as {shown(str(next(iter(payload))), 60)} "
+                f"(a model's weights, without the settings and tokenizer a checkpoint carries)")
+    return (f"a dict of {', '.join(shown(str(k), 30) for k in list(payload)[:4])}"
+            + (", ..." if len(payload) > 4 else ""))
+
+
 def _check_format(payload, path: Path) -> int:
     """The format version of a loaded checkpoint, after checking that it is one."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        held = (f"a dict of {', '.join(shown(str(k), 30) for k in list(payload)[:4])}"
-                + (", ..." if len(payload) > 4 else "") if isinstance(payload, dict) and payload
-                else f"a {type(payload).__name__}")
-        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint (it holds "
-                              f"{held}, not this project's format record); {NOT_OURS}")
+        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint: it holds "
+                              f"{held_instead(payload)}, and no format record; {NOT_OURS}")
     version = payload.get("version")
     if version != FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
