@@ -20,7 +20,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from annotated.base.cli import ArgumentParser, command, number, path, positive
-from annotated.base.errors import ConfigError, RunDirError
+from annotated.base.errors import CheckpointError, ConfigError, RunDirError
 from annotated.base.settings import at_least, between
 from annotated.base.threads import SMALL_MODEL, use_threads
 from annotated.configs import PRESETS, RESUMABLE, Config, apply_overrides, get
@@ -83,6 +83,21 @@ def note_head_widths(config, overrides: list[str]) -> None:
               f"set d_k and d_v too to keep them equal")
 
 
+def renamed_advice(out: Path) -> str:
+    """What to do when `out` holds no ckpt_*.pt: rename a training checkpoint kept under
+    another name (best.pt) back to the name of its step, or start a run there."""
+    for other in sorted(out.glob("*.pt")) if out.is_dir() else ():
+        try:
+            saved = checkpoint_file.header(other)
+        except CheckpointError:
+            continue                              # not a checkpoint: not one to name
+        if isinstance(saved, dict) and saved.get("training") is not None:
+            return (f"it holds {other.name}, a training checkpoint of step {saved['step']:,} "
+                    f"under another name: rename it "
+                    f"{checkpoint_file.checkpoint_name(saved['step'])} to continue from it")
+    return "run without --resume to start a run there"
+
+
 def run_config(args, out: Path):
     """(config, checkpoint to continue or None) for a run in `out`. A folder holding checkpoints
     is continued with --resume, or when --config and the overrides ask for the very config it
@@ -94,8 +109,8 @@ def run_config(args, out: Path):
                               f"has saved no checkpoint yet; wait for it to end or choose "
                               f"another --run-dir")
         if args.resume:
-            raise ConfigError(f"--resume: no checkpoint in {out} to continue; run without "
-                              f"--resume to start a run there")
+            raise ConfigError(f"--resume: no checkpoint in {out} to continue; "
+                              + renamed_advice(out))
         return apply_overrides(get(args.config), args.overrides), None
     check_one_run(out)
     resumed = checkpoint_file.load(found[-1], purpose="resume")

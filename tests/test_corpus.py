@@ -102,10 +102,23 @@ def test_one_line_pasted_over_many_of_a_side_is_warned_about(tmp_path):
     said = []
     data.note_overlap(text, files, said.append)
     assert len(said) == 1, said
-    says(said[0], "warning", "train.de", pasted[:20], "120 of its 600 lines")
+    says(said[0], "warning", "train.de", pasted[:20], "paired with 120 different sentences")
     said.clear()
     data.note_overlap({**text, "train": list(zip(en, de))}, files, said.append)
     assert said == []
+
+
+def test_a_corpus_of_repeated_pairs_gets_one_warning_not_one_per_side(tmp_path):
+    """A pair repeated 300 times repeats each of its sides too: that is the one warning about
+    repeats, not a line pasted over others on either side."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:100]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:100]
+    text = {"train": list(zip(en, de)) + [(en[0], de[0])] * 300, "valid": [], "test": []}
+    files = {split: (tmp_path / f"{split}.en", tmp_path / f"{split}.de") for split in text}
+    said = []
+    data.note_overlap(text, files, said.append)
+    assert len(said) == 1, said
+    says(said[0], "warning", "300 of the 400 pairs", "repeat")
 
 
 def test_a_side_that_holds_both_sides_is_refused(tmp_path):

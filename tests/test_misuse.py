@@ -530,6 +530,19 @@ def test_not_enough_memory_for_the_model_is_one_line_before_it_is_built(tmp_path
          "d_model")
 
 
+def test_a_batch_too_large_for_memory_names_max_tokens_and_counts_only_the_corpus(
+        tmp_path, capsys, monkeypatch):
+    """The activations of a huge batch, not the model, fill memory: the fix named first is
+    max_tokens. A batch never holds more tokens than the corpus has."""
+    config = configs.get("copy").override(max_tokens=10 ** 8)
+    weights = 16 * config.parameter_count(14)
+    monkeypatch.setattr(machine, "available_memory", lambda device: weights + 10 ** 6)
+    with pytest.raises(MemoryError) as error:
+        machine.check_memory(config, 14, torch.device("cpu"), corpus_tokens=10 ** 7)
+    says(error, "activations", "10,000,000 tokens", "max_tokens", "accum_steps")
+    machine.check_memory(config, 14, torch.device("cpu"), corpus_tokens=10)   # fits
+
+
 def test_learned_positions_shorter_than_an_input_are_one_line(tmp_path, capsys):
     run(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN, "positional=learned",
         "max_len=12", "max_sentence_len=12")

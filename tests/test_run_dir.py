@@ -48,6 +48,19 @@ def test_resume_while_the_first_trainer_has_no_checkpoint_yet_says_the_folder_is
     assert "in use by another training process" in line and "no checkpoint yet" in line
 
 
+def test_resume_beside_a_renamed_checkpoint_names_it_and_its_name(tmp_path, capsys):
+    """A run's checkpoint kept as best.pt is not found by --resume: the message names the file
+    and the name to give it back, not 'start a run there', which would start from nothing."""
+    run = tmp_path / "run"
+    train.main(["--run-dir", str(run), "--max-steps", "2", *TINY])
+    (run / "ckpt_0000002.pt").rename(run / "best.pt")
+    (run / "notes.pt").write_text("not a checkpoint")
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        train.main(["--run-dir", str(run), "--resume", "--max-steps", "3"])
+    says(error_line(capsys), "no checkpoint", "best.pt", "step 2", "rename", "ckpt_0000002.pt")
+
+
 def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path, capsys):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / ".lock").write_text("99999999\n")       # no process holds it

@@ -333,12 +333,14 @@ def note_overlap(text: dict, files: dict, log) -> None:
         src, tgt = files["train"]
         log(f"warning: {repeats:,} of the {len(text['train']):,} pairs of {src} and {tgt} "
             f"repeat another pair exactly (a corpus copied onto itself?): check the files")
+    different = list(dict.fromkeys(text["train"]))     # each pair once, in the files' order
     for side, path in enumerate(files["train"]):      # one line pasted over many others
-        lines = [pair[side] for pair in text["train"] if pair[side]]
+        lines = [pair[side] for pair in different if pair[side]]
         line, count = Counter(lines).most_common(1)[0] if lines else ("", 0)
         if len(lines) >= 100 and count > 0.05 * len(lines):
-            log(f"warning: {path}: one line, {shown(line)}, is {count:,} of its "
-                f"{len(lines):,} lines, each paired with another sentence: check the file")
+            log(f"warning: {path}: one line, {shown(line)}, is paired with {count:,} different "
+                f"sentences, {count / len(lines):.0%} of the corpus's different pairs: check "
+                f"the file")
     for split in ("valid", "test"):
         shared = sum(pair in seen for pair in text[split])
         if shared > len(text[split]) / 2:

@@ -81,7 +81,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
         folder.check_checkpoint_names(resumed["step"] if resumed else 0, steps)
         corpus, state = _data(config, data_dir, cache_dir, resumed, folder)
         V = corpus.tokenizer.vocab_size
-        check_memory(config, V, device)
+        check_memory(config, V, device, max(map(sum, zip(*lengths_of(corpus.train)))))
         torch.manual_seed(config.seed)                 # the same initial weights on every rank
         model = EncoderDecoder(config, V).to(device)
         folder.check_room(3 * sum(p.numel() * p.element_size() for p in model.parameters()),

@@ -2,7 +2,7 @@
 the same bits on every run, and, on a CPU, freed memory kept for the next step.
 
 `check_memory` refuses, before it is built, a model whose training cannot fit in the device's
-free memory: a clear line instead of a failed allocation, the machine swapping for minutes, or
+free memory (its weights and Adam's state, and the activations of one batch): a clear line instead of a failed allocation, the machine swapping for minutes, or
 the kernel killing the process without a word.
 
 `use_deterministic_kernels` (--deterministic): on a GPU some default kernels add up in an order
@@ -46,22 +46,35 @@ def available_memory(device) -> int | None:
         return None
 
 
-def check_memory(config, vocab: int, device) -> None:
+def check_memory(config, vocab: int, device, corpus_tokens: int) -> None:
     """Refuse a model whose weights, gradients and two Adam moments (16 bytes a parameter in
-    float32), with the output layer's scores for one micro-batch (its target tokens x V, held
-    three times: logits, log-probabilities and their gradient), alone exceed the device's free
-    memory."""
+    float32), with the activations one micro-batch keeps for the backward pass, alone exceed
+    the device's free memory. A micro-batch holds at most max_tokens / (accum_steps x
+    processes) tokens a side, and never more than the `corpus_tokens` of its training data."""
     n = config.parameter_count(vocab)              # from the shapes: nothing is allocated
-    rows = -(-config.max_tokens // (config.accum_steps * distributed.world_size()))
-    scores = 3 * 4 * rows * vocab
-    need, free = 16 * n + scores, available_memory(device)
-    if free is not None and need > free:
-        where = f"the GPU {device}" if device.type == "cuda" else "this machine"
-        raise MemoryError(f"the model has {n:,} parameters: training it needs at least "
-                          f"{need / 2**30:,.1f} GiB for weights, gradients and Adam's moments "
-                          f"and the output layer's scores of {rows:,} tokens x {vocab:,}, and "
-                          f"{where} has {free / 2**30:,.1f} GiB free; lower d_model, d_ff, N, "
-                          f"vocab_size or max_tokens (or raise accum_steps)")
+    rows = min(-(-config.max_tokens // (config.accum_steps * distributed.world_size())),
+               corpus_tokens)
+    weights, batch = 16 * n, rows * activation_bytes(config)
+    need, free = weights + batch, available_memory(device)
+    if free is None or need <= free:
+        return
+    where = f"the GPU {device}" if device.type == "cuda" else "this machine"
+    fix = ("lower max_tokens (or raise accum_steps), or d_model, d_ff or N" if batch > weights
+           else "lower d_model, d_ff, N or vocab_size")
+    raise MemoryError(f"the model has {n:,} parameters: training it needs at least "
+                      f"{need / 2**30:,.1f} GiB ({weights / 2**30:,.1f} GiB for weights, "
+                      f"gradients and Adam's moments, {batch / 2**30:,.1f} GiB for the "
+                      f"activations of a batch of {rows:,} tokens a side), and {where} has "
+                      f"{free / 2**30:,.1f} GiB free; {fix}")
+
+
+def activation_bytes(config) -> int:
+    """A lower bound on the float32 activations one (source, target) token pair keeps for the
+    backward pass: per layer, the sub-layers' inputs and outputs, the queries, keys and values,
+    and the feed-forward hidden layer (an encoder layer about 8 d_model + 2 d_ff numbers, a
+    decoder layer, with its second attention, 12 d_model + 2 d_ff)."""
+    d, f = config.d_model, config.d_ff
+    return 4 * config.N * ((8 * d + 2 * f) + (12 * d + 2 * f))
 
 
 def use_deterministic_kernels():
