@@ -254,6 +254,72 @@ def test_a_float64_answer_computed_in_float32_shows_two_numbers_that_differ_and_
     assert not any(slip.says("en") in message for slip in attention.slips), message
 
 
+def test_float32_work_fails_a_float64_case_whether_the_answer_is_an_array_or_a_number():
+    """Rounded to float32 inside and given back as float64 (or as a Python float): off in the
+    eighth digit, which the float64 tolerance does not let pass."""
+    import numpy as np
+
+    def softmax_in_float32(x):
+        e = (x.float() - x.float().amax(-1, keepdim=True)).exp()
+        return (e / e.sum(-1, keepdim=True)).to(x.dtype)
+
+    def best_in_float32(hypotheses, alpha):
+        scores = [float(np.float32(log_p / ((5 + len(tokens)) / 6) ** alpha))
+                  for tokens, log_p in hypotheses]
+        i = max(range(len(scores)), key=scores.__getitem__)
+        return i, scores[i]
+
+    def loss_with_float32_log_p(logits, target, pad, eps_ls):
+        log_p = logits.float().log_softmax(-1).to(logits.dtype)
+        q = torch.full_like(log_p, eps_ls / (logits.size(-1) - 2))
+        q.scatter_(-1, target.unsqueeze(-1), 1 - eps_ls)
+        q[..., pad] = 0
+        keep = target != pad
+        return -(q * log_p).sum(-1)[keep].sum() / keep.sum()
+    for exercise, answer in (("1.2", softmax_in_float32), ("7.3", best_in_float32),
+                             ("6.3", loss_with_float32_log_p)):
+        result = run(EXERCISES[exercise], answer)
+        assert result.status == "failed", (exercise, result.message())
+        says(result.message(), "float64", "float32's rounding")
+
+
+def test_an_answer_that_keeps_results_by_shape_fails_on_the_cases_made_again():
+    """Right on the book's numbers, then given back for any input of the same shape: the check
+    makes its cases again from other seeds, where such a cache is wrong. A cache keyed by the
+    values themselves is right, and passes."""
+    by_shape, by_value = {}, {}
+
+    def kept_by_shape(x):
+        key = (tuple(x.shape), x.dtype)
+        if key not in by_shape:
+            e = (x - x.amax(-1, keepdim=True)).exp()
+            by_shape[key] = e / e.sum(-1, keepdim=True)
+        return by_shape[key].clone()
+
+    def kept_by_value(x):
+        key = (x.dtype, x.numpy().tobytes(), tuple(x.shape))
+        if key not in by_value:
+            e = (x - x.amax(-1, keepdim=True)).exp()
+            by_value[key] = e / e.sum(-1, keepdim=True)
+        return by_value[key].clone()
+    result = run(EXERCISES["1.2"], kept_by_shape)
+    assert result.status == "failed"
+    says(result.message(), "made again with other random numbers", "kept from an earlier call")
+    says(result.message("zh"), "另一组随机数", "之前")
+    assert run(EXERCISES["1.2"], kept_by_value).status == "passed"
+
+
+def test_a_number_rounded_to_float16_on_return_is_named_as_such():
+    """Added up in float64, then given back in the float16 of the inputs: the value is off by
+    float16's rounding alone, and the message says so."""
+    def back_in_float16(lp, mask):
+        return torch.exp(-lp[mask].double().mean()).to(lp.dtype)
+    result = run(EXERCISES["8.3"], back_in_float16)
+    assert result.status == "failed"
+    says(result.message(), "float16", "rounding", "float32 or float64")
+    says(result.message("zh"), "float16", "舍入")
+
+
 def test_a_float64_answer_wrong_by_more_than_rounding_gets_no_rounding_note():
     """A learning rate one step late is off by a tenth, at a value of about 1e-6."""
     def one_step_late(step, d_model, warmup_steps):
@@ -269,6 +335,12 @@ def test_a_value_inside_a_returned_value_is_named_once_each_level():
         return tuple((g.half() / scale).float() for g in grads), False
     result = run(EXERCISES["9.3"], in_float16)
     says(result.message(), "value 1 of the 2 returned: its item 1 of 3: at index")
+    assert result.message().count("returned") == 1 and result.message("zh").count("返回") == 1
+
+    def divided_in_float16(grads, scale):         # a list of float16 tensors: the dtype is off
+        return [g / scale for g in grads], any(not g.isfinite().all() for g in grads)
+    result = run(EXERCISES["9.3"], divided_in_float16)
+    says(result.message(), "value 1 of the 2 returned: its item 1 of", "dtype float32")
     assert result.message().count("returned") == 1 and result.message("zh").count("返回") == 1
 
 
@@ -447,6 +519,32 @@ def test_the_packages_own_function_is_not_an_answer():
     says(wrapped.message(), f"annotated.exercises.ch02.{answer.__qualname__}", "yourself")
 
 
+def test_a_project_function_the_exercise_text_offers_may_be_called():
+    """Exercise 3.3's text says "you may use ... `attention`": an answer that does is judged
+    by its result, while the project's whole layer is still not an answer."""
+    from annotated.attention import attention
+    from annotated.multihead import MultiHeadAttention
+
+    def multi_head(query, key, value, params, h):
+        def project(x, name, d):
+            y = x @ params[f"{name}.weight"].T + params[f"{name}.bias"]
+            return y.view(*y.shape[:2], h, d).transpose(1, 2)
+        d_k, d_v = params["W_Q.weight"].shape[0] // h, params["W_V.weight"].shape[0] // h
+        heads, _ = attention(project(query, "W_Q", d_k), project(key, "W_K", d_k),
+                             project(value, "W_V", d_v))
+        concat = heads.transpose(1, 2).reshape(*query.shape[:2], h * d_v)
+        return concat @ params["W_O.weight"].T + params["W_O.bias"]
+    assert run(EXERCISES["3.3"], multi_head).status == "passed"
+
+    def whole_layer(query, key, value, params, h):
+        d_model = query.size(-1)
+        layer = MultiHeadAttention(d_model, h, params["W_Q.weight"].shape[0] // h,
+                                   params["W_V.weight"].shape[0] // h).to(query.dtype)
+        layer.load_state_dict(params, strict=False)
+        return layer.eval()(query, key, value)
+    says(run(EXERCISES["3.3"], whole_layer).message(), "annotated.multihead", "yourself")
+
+
 def wraps_the_mask(size):
     from annotated.masks import subsequent_mask
     try:                                    # a refusal it catches still counts
@@ -528,6 +626,22 @@ def softmax_in_attention(x):
         torch.eye(n, dtype=x.dtype).expand(*batch, n, n), attn_mask=x.unsqueeze(-2)).squeeze(-2)
 
 
+def softmax_in_cross_entropy(x):
+    """Each entry's probability as exp(-cross-entropy) against its own class."""
+    n = x.size(-1)
+    rows = x.reshape(-1, n).double().repeat_interleave(n, 0)
+    losses = torch.nn.functional.cross_entropy(rows, torch.arange(n).repeat(rows.size(0) // n),
+                                               reduction="none")
+    return torch.exp(-losses).reshape(x.shape).to(x.dtype)
+
+
+def attention_weights_by_sdpa(q, k, v, mask):
+    """The weights as torch's attention applied to an identity matrix in place of v."""
+    eye = torch.eye(k.size(-2), dtype=q.dtype).expand(*k.shape[:-1], k.size(-2))
+    weights = torch.nn.functional.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
+    return weights @ v, weights
+
+
 @pytest.mark.parametrize("exercise_id, answer, name", [
     ("1.2", lambda x: torch._C.TensorBase.softmax(x, -1), "torch.Tensor.softmax"),
     ("1.2", lambda x: torch._C.TensorBase.log_softmax(x, -1).exp(), "torch.Tensor.log_softmax"),
@@ -538,6 +652,15 @@ def softmax_in_attention(x):
      "torch.autograd"),                                  # the graph's own node, called
     ("1.3", lambda dp, p: torch._softmax_backward_data(dp, p, -1, p.dtype),
      "torch._softmax_backward_data"),
+    ("1.3", lambda dp, p: torch._log_softmax_backward_data(dp * p, p.log(), -1, p.dtype),
+     "torch._log_softmax_backward_data"),
+    ("1.2", softmax_in_cross_entropy, "torch.nn.functional.cross_entropy"),
+    ("1.3", lambda dp, p: torch.func.vjp(lambda s: s.softmax(-1), p.log())[1](dp)[0],
+     "torch.func.vjp"),                                  # the call made, not one inside it
+    ("6.4", lambda logits, target, pad, eps_ls: torch.func.grad(
+        lambda z: z.logsumexp(-1).sum())(logits), "torch.func.grad"),
+    ("2.3", lambda q, k, v, mask: attention_weights_by_sdpa(q, k, v, mask),
+     "scaled_dot_product_attention"),
     ("1.2", lambda x: importlib.import_module("torch._refs").softmax(x, -1),
      "torch._refs.softmax"),
     ("6.4", lambda logits, target, pad, eps_ls: through_the_engine(

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from annotated.exercises.core import (AUTOGRAD, TORCH_IN_PYTHON, Case, Exercise, Slip, Text,
-                                      randn)
+from annotated.exercises.core import (ATTENTION, AUTOGRAD, BACKWARD_KERNELS, Case, Exercise,
+                                      Slip, Text, randn)
 from reference_numpy import attention as np_attention
 from reference_numpy import layers as np_layers
 
@@ -55,11 +55,6 @@ def weights_first(q, k, v):
     return weights, out
 
 
-# torch's attention, which holds a softmax: forbidden in 1.1 and 1.2 alike
-ATTENTION = ("torch.nn.functional.scaled_dot_product_attention", *TORCH_IN_PYTHON,
-             *(f"torch.ops.aten.{op}" for op in (
-                 "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
-                 "_scaled_dot_product_flash_attention_for_cpu")))
 
 SCALED = Exercise(
     id="1.1", function="scaled_attention",
@@ -124,6 +119,12 @@ def shifted_softmax(shift, dim: int = -1):
     return softmax
 
 
+# torch's functions that take a softmax or log-softmax inside, in C++ where no call is seen
+SOFTMAX_INSIDE = ("torch.nn.functional.cross_entropy", "torch.nn.functional.linear_cross_entropy",
+                  "torch.nn.functional.softmin", "torch.nn.functional.gumbel_softmax",
+                  "torch._C._nn.cross_entropy_loss", "torch.ops.aten.cross_entropy_loss")
+
+
 STABLE = Exercise(
     id="1.2", function="stable_softmax",
     topic=Text("a softmax that does not overflow", "不会溢出的 softmax"),
@@ -142,7 +143,7 @@ STABLE = Exercise(
                                                "_log_softmax", "special_softmax",
                                                "_sparse_softmax", "_sparse_log_softmax",
                                                "_masked_softmax", "_safe_softmax"))
-    + ATTENTION,
+    + SOFTMAX_INSIDE + ATTENTION,
     slips=(
         Slip(Text("Your softmax takes exp() of the raw scores: exp overflows to inf above about "
                   "88 in float32 (11 in float16), and inf / inf is NaN; exp of scores far below "
@@ -206,7 +207,7 @@ BACKWARD = Exercise(
               "axis; the off-diagonal entries matter as much as the diagonal.",
               "每个分数都会牵动它那一行的所有权重：dp_i/ds_j = p_i (delta_ij - p_j)。"
               "把传入的梯度乘以整个雅可比矩阵，沿最后一个轴逐行计算；非对角元素和对角元素同样重要。"),
-    forbidden=AUTOGRAD + ("torch._softmax_backward_data", "torch.ops.aten._softmax_backward_data"),
+    forbidden=AUTOGRAD + BACKWARD_KERNELS,
     slips=(
         Slip(Text("Your gradient keeps only the diagonal of the Jacobian, p (1 - p) dp: each "
                   "score also moves the other weights of its row, by -p_i p_j.",

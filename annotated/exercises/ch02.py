@@ -1,7 +1,7 @@
 """Chapter 2's coding exercises: the causal mask, the padding mask, attention under a mask."""
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, randn, tokens
+from annotated.exercises.core import ATTENTION, Case, Exercise, Slip, Text, randn, tokens
 from reference_numpy import attention as np_attention
 from reference_numpy import masks as np_masks
 
@@ -170,7 +170,7 @@ FINITE = Text("Your code fills the blocked scores with a finite number (such as 
 MASKED = Exercise(
     id="2.3", function="masked_attention",
     topic=Text("attention under a mask", "带掩码的注意力"),
-    cases=masked_cases, answer=masked_answer,
+    cases=masked_cases, answer=masked_answer, forbidden=ATTENTION,
     hint=Text("blocked scores must get exactly zero weight after the softmax, however large or "
               "small the open scores are (§3.2.3); mask the scores, then take the softmax.",
               "无论开放的分数多大或多小，被屏蔽的分数在 softmax 之后都必须恰好得到零权重"

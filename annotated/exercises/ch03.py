@@ -4,6 +4,7 @@ import math
 import numpy as np
 import torch
 
+from annotated.attention import attention
 from annotated.exercises.core import Case, Exercise, Slip, Text, randn
 from reference_numpy import multihead as np_multihead
 
@@ -210,6 +211,7 @@ MULTI_HEAD = Exercise(
     id="3.3", function="multi_head",
     topic=Text("multi-head attention", "多头注意力"),
     cases=multi_head_cases, answer=multi_head_answer,
+    allowed=(attention,),                       # "You may use ... `attention`"
     hint=Text("§3.2.2: project the inputs with W^Q, W^K, W^V (x W^T + b, as nn.Linear does), "
               "split each into h heads, run equation (1) in every head at once, scaled by the "
               "head's own width, Concat the heads, then project with W^O.",

@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, randn, tokens
+from annotated.exercises.core import Case, Exercise, Slip, Text, randn, seeded, tokens
 from reference_numpy import embeddings as np_embeddings
 from reference_numpy import feedforward as np_feedforward
 from reference_numpy import sublayer as np_sublayer
@@ -148,7 +148,7 @@ def layer_norm(d_model: int, seed: int, dtype=torch.float64) -> nn.LayerNorm:
 
 
 def dropout_mask(shape: tuple, P_drop: float, seed: int, dtype=torch.float64) -> torch.Tensor:
-    kept = torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) >= P_drop
+    kept = torch.rand(*shape, generator=seeded(seed)) >= P_drop
     return kept.to(dtype) / (1 - P_drop)
 
 

@@ -7,12 +7,8 @@ import numpy as np
 import torch
 
 from annotated.data.tokenizer import EOS
-from annotated.exercises.core import Case, Exercise, Slip, Text
+from annotated.exercises.core import Case, Exercise, Slip, Text, seeded
 from annotated.inference.search import length_penalty
-
-
-def generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 # ---- 7.1 the length penalty ----
@@ -56,7 +52,7 @@ LP = Exercise(
 # ---- 7.2 one step of beam search ----
 
 def log_softmax(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
-    return torch.randn(*shape, generator=generator(seed), dtype=dtype).mul(2).log_softmax(-1)
+    return torch.randn(*shape, generator=seeded(seed), dtype=dtype).mul(2).log_softmax(-1)
 
 
 def step_cases() -> list[Case]:
@@ -171,7 +167,7 @@ def finished(*pairs) -> list:
 
 
 def finished_cases() -> list[Case]:
-    g = generator(7)
+    g = seeded(7)
     lengths = torch.randint(1, 30, (6,), generator=g).tolist()
     rates = (0.3 + 0.3 * torch.rand(6, generator=g, dtype=torch.float64)).tolist()
     drawn = finished(*[(n, -r * n - 1.0) for n, r in zip(lengths, rates)])

@@ -9,7 +9,9 @@ import numpy as np
 import torch
 from sacrebleu.metrics import BLEU
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, as_array, compare, kind
+from annotated.exercises.core import (Case, Exercise, Slip, Text, as_array, compare, kind,
+                                      seeded)
+from annotated.exercises.messages import MESSAGES
 
 
 def one_number(expected, got, lang: str) -> str | None:
@@ -19,7 +21,17 @@ def one_number(expected, got, lang: str) -> str | None:
     value = as_array(got)
     if value is not None and value.ndim == 0 and kind(value.dtype) in ("int", "float"):
         got = value.astype(np.float64)
-    return compare(expected, got, lang)
+    problem = compare(expected, got, lang)
+    want = as_array(expected)
+    if problem and value is not None and value.dtype == np.float16 and want is not None and \
+            abs(float(got) - float(want)) <= HALF_STEP * abs(float(want)):
+        problem += MESSAGES[lang]["half_rounding"].format(
+            off=f"{abs(float(got) - float(want)):.1g}")
+    return problem
+
+
+# float16 keeps 11 significant bits: rounding to it moves a number by up to 2^-11 of itself
+HALF_STEP = 2.0 ** -11
 
 
 def number(x) -> np.float32:
@@ -194,7 +206,7 @@ BLEU_SCORE = Exercise(
 def log_probs(lengths: list[int], seq: int, seed: int, dtype=torch.float64):
     """(batch, seq) log-probabilities of reference tokens and the (batch, seq) mask of the real
     ones; padding positions hold log-probabilities too, which must be left out."""
-    g = torch.Generator().manual_seed(seed)
+    g = seeded(seed)
     logits = torch.randn(len(lengths), seq, 50, generator=g, dtype=torch.float64)
     target = torch.randint(0, 50, (len(lengths), seq), generator=g)
     logits.scatter_add_(-1, target[..., None], torch.full((len(lengths), seq, 1), 2.0,

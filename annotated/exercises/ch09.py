@@ -9,7 +9,8 @@ NumPy for the unscaled gradients.
 import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, compare, entries, randn
+from annotated.exercises.core import (Case, Exercise, Slip, Text, compare, entries, randn,
+                                      seeded)
 from annotated.exercises.messages import MESSAGES
 from annotated.loss import label_smoothed_loss
 from reference_numpy import layers as np_layers
@@ -142,7 +143,7 @@ def piece_loss(weight, x, y):
 
 def piece(n: int, seed: int, padded: int = 0, dtype=torch.float64, d: int = 6, V: int = 11):
     """n targets (the last `padded` of them padding) and their features."""
-    g = torch.Generator().manual_seed(seed)
+    g = seeded(seed)
     y = torch.randint(1, V, (n,), generator=g)
     y[n - padded:] = PAD
     return torch.randn(n, d, generator=g, dtype=dtype), y

@@ -14,6 +14,7 @@ NotImplementedError), or the failing case, what was expected and what came back,
 if one matches, and the hint. Every text a learner reads is a `Text`, one string per
 language.
 """
+import contextvars
 import copy
 import functools
 import hashlib
@@ -53,9 +54,21 @@ class Case:
     kwargs: dict = field(default_factory=dict)
 
 
+# Added to every case's seed while the check makes its cases again with other numbers, and
+# how far the seeds move then.
+SEED_OFFSET = contextvars.ContextVar("seed_offset", default=0)
+OTHER_SEEDS = 1_000_003
+
+
+def seeded(seed: int) -> torch.Generator:
+    """A case's random generator: the same numbers on every run, from its own seed (moved by
+    SEED_OFFSET when the check makes the cases again with other numbers)."""
+    return torch.Generator().manual_seed(seed + SEED_OFFSET.get())
+
+
 def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
     """A case's random tensor: the same numbers on every run, from its own seed."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    return torch.randn(*shape, generator=seeded(seed), dtype=dtype)
 
 
 def tokens(rows: list[list[int]]) -> torch.Tensor:
@@ -85,18 +98,29 @@ class Exercise:
     compare: Callable | None = None  # (expected, got) -> a problem (Text, values) or None
     forbidden: tuple[str, ...] = ()  # what the exercise says to do without: "torch.softmax"
     rule: Callable | None = None     # (case's args) -> a Text if a right result broke the rule
+    allowed: tuple[Callable, ...] = ()   # the project's functions its text lets the answer call
 
 
 # torch's operators written in Python (its references and decompositions): calling them is
 # calling torch's own version of the step.
 TORCH_IN_PYTHON = ("torch._refs.", "torch._decomp.", "torch._prims.")
+# torch's attention, which holds a softmax: forbidden wherever the answer is equation (1).
+ATTENTION = ("torch.nn.functional.scaled_dot_product_attention", *TORCH_IN_PYTHON,
+             *(f"torch.ops.aten.{op}" for op in (
+                 "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+                 "_scaled_dot_product_flash_attention_for_cpu")))
+# torch's own backward kernels of the softmax and log-softmax: the answer of a "backward".
+BACKWARD_KERNELS = tuple(f"{owner}.{kernel}" for owner in ("torch", "torch.ops.aten")
+                         for kernel in ("_softmax_backward_data", "_log_softmax_backward_data"))
 # Any tensor saved for a backward pass while the answer runs: an autograd graph being built.
 GRAPH = "torch.autograd (a tensor that requires grad)"
 # What an exercise that says "no autograd" forbids: the public ways in, forward mode (autograd
 # too), the engine that every backward pass goes through, any graph at all, and torch's
 # Python versions of its operators.
 AUTOGRAD = ("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad",
-            "torch.func.jvp", "torch.func.jacfwd", "torch.func.linearize",
+            *(f"torch.func.{f}" for f in ("vjp", "grad", "grad_and_value", "jacrev", "hessian",
+                                          "jvp", "jacfwd", "linearize")),
+            *(f"torch.autograd.functional.{f}" for f in ("vjp", "vhp", "hvp", "hessian")),
             "torch.autograd.functional.jacobian", "torch.autograd.functional.jvp",
             "torch.autograd.forward_ad.make_dual",
             "torch.autograd.Variable._execution_engine.run_backward",
@@ -119,7 +143,7 @@ class Result:
 
 #: (rtol, atol) by dtype: what two correct implementations that add up in another order
 #: still share.
-TOLERANCE = {np.dtype(np.float64): (1e-7, 1e-9), np.dtype(np.float32): (1e-4, 1e-5),
+TOLERANCE = {np.dtype(np.float64): (1e-10, 1e-12), np.dtype(np.float32): (1e-4, 1e-5),
              np.dtype(np.float16): (1e-2, 1e-2)}
 
 
@@ -141,9 +165,10 @@ def kind(dtype: np.dtype) -> str:
         "int" if dtype.kind in "iu" else str(dtype)
 
 
-def compare(expected, got, lang: str) -> str | None:
+def compare(expected, got, lang: str, inner: bool = False) -> str | None:
     """What differs between `got` and `expected`, one phrase in `lang`, or None if they agree:
-    the type, the number of values returned, the shape, the dtype, or the first entry off."""
+    the type, the number of values returned, the shape, the dtype, or the first entry off.
+    `inner`: comparing items inside a returned value (named as its items, not values)."""
     if got is None:
         return MESSAGES[lang]["none"]
     if isinstance(got, types.GeneratorType):
@@ -156,9 +181,10 @@ def compare(expected, got, lang: str) -> str | None:
             n = len(got) if isinstance(got, (tuple, list)) else 1
             return MESSAGES[lang]["count"].format(expected=len(expected), got=n)
         for i, (e, g) in enumerate(zip(expected, got)):
-            problem = compare(e, g, lang)
+            problem = compare(e, g, lang, inner=True)
             if problem:
-                return MESSAGES[lang]["returned"].format(i=i + 1, n=len(expected), problem=problem)
+                return MESSAGES[lang]["item" if inner else "returned"].format(
+                    i=i + 1, n=len(expected), problem=problem)
         return None
     if isinstance(expected, torch.Tensor) and expected.ndim and not isinstance(got, torch.Tensor) \
             and as_array(got) is not None:               # a NumPy array or a list
@@ -229,7 +255,8 @@ class Outcome:
     """How the learner's function fared: its status, the cases that ran and, when it failed,
     the case, what it returned (or the error it raised) and what was expected."""
     status: str      # passed, failed, not attempted, not callable, own, changed, forbidden,
-    #                  rule (a right result, reached the way the exercise forbids), tampered
+    #                  rule (a right result, reached the way the exercise forbids), tampered,
+    #                  again (wrong on a case made again with other numbers)
     n: int
     case: Case | None = None
     got: Any = None
@@ -272,7 +299,8 @@ def bits(value) -> list:
 
 
 def outcome(exercise: Exercise, fn) -> Outcome:
-    """Call `fn` on each case in turn; the first wrong case ends the check."""
+    """Call `fn` on each case in turn, then on the cases made again with other numbers; the
+    first wrong case ends the check."""
     if not callable(fn):
         return Outcome("not callable", 0, got=fn)
     if from_the_package(fn) or fn is exercise.answer:
@@ -280,12 +308,36 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     cases = exercise.cases()
     if script := torchscript_in(fn):
         return Outcome("forbidden", 1, cases[0], script)
+    found = outcome_on(exercise, fn, cases)
+    if found.status != "passed":
+        return found
+    again = outcome_on(exercise, fn, other_numbers(exercise, cases))
+    if again.status == "failed":          # right on the fixed numbers only: a kept result?
+        return Outcome("again", again.n, again.case, again.got, again.expected)
+    return again if again.status != "passed" else found
+
+
+def other_numbers(exercise: Exercise, cases: list[Case]) -> list[Case]:
+    """The cases made again from other seeds (the same shapes, other random numbers), those
+    that changed: an answer that gives back a result kept from an earlier call, chosen by the
+    inputs' shapes, is wrong on them."""
+    token = SEED_OFFSET.set(OTHER_SEEDS)
+    try:
+        remade = exercise.cases()
+    finally:
+        SEED_OFFSET.reset(token)
+    return [new for old, new in zip(cases, remade) if fingerprint(new.args) != fingerprint(old.args)]
+
+
+def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
+    """Call `fn` on each of `cases` in turn; the first wrong case ends the check."""
     for n, case in enumerate(cases, start=1):
         sealed = fingerprint(call(exercise.answer, case))   # before the learner's code runs,
         refused: list[str] = []       # what it called that it may not, even if it caught that
         error = None
         try:
-            with forbidding(exercise.forbidden, refused, trusted_code(fn, case)):
+            with forbidding(exercise.forbidden, refused,
+                            trusted_code(fn, case) | {f.__code__ for f in exercise.allowed}):
                 got, changed = call(fn, case)
         except (Exception, SystemExit) as raised:   # the learner's code: a finding, not a crash
             error = raised
@@ -579,6 +631,13 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     if found.status == "forbidden":
         key = "calls_own" if package_module(found.got) else "forbidden"
         return head + say[key].format(name=found.got, hint=exercise.hint(lang))
+    if found.status == "again":
+        problem = (say["raised_in"].format(error=one_line(found.got),
+                                           where=your_line(found.got, lang))
+                   if isinstance(found.got, BaseException) else
+                   (exercise.compare or compare)(found.expected, found.got, lang))
+        return head + say["again"].format(case=label, problem=problem) + say["sep"] + \
+            say["hint"].format(hint=exercise.hint(lang))
     if isinstance(found.got, BaseException):
         what = say["raised"].format(case=label, error=one_line(found.got),
                                     where=your_line(found.got, lang))

@@ -28,6 +28,10 @@ MESSAGES = {
         "calls_own": "your function calls {name}, the package's own code: the exercise is to "
                      "write that step yourself, with torch (your own functions from earlier "
                      "exercises are fine). Hint: {hint}",
+        "again": "case '{case}' made again with other random numbers of the same shapes: "
+                 "{problem}. An answer that gives back a result kept from an earlier call fails "
+                 "here: compute each result from the inputs it is given.",
+        "raised_in": "your function raised {error}{where}",
         "tampered": "case '{case}': your function changed what the check compares its answer "
                     "with; leave the book's code and the check as they are.",
         "changed": "case '{case}': your function changed its argument `{name}` in place; leave "
@@ -46,6 +50,8 @@ MESSAGES = {
         "dtype": "expected dtype {expected}, got {got}",
         "value_at": "at index {where} expected {expected}, got {got}",
         "value": "expected {expected}, got {got}",
+        "half_rounding": " (off by only {off}, the rounding of a float16 result: return the "
+                         "number in float32 or float64)",
         "rounding": " (off by only {off}, float32's rounding: keep the computation in the "
                     "dtype of the inputs, here float64)",
         "hint": "Hint: {hint}",
@@ -131,6 +137,9 @@ MESSAGES = {
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
         "calls_own": "你的函数调用了 {name}，这是软件包里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
+        "again": "用例“{case}”换成形状相同的另一组随机数重新生成后：{problem}。"
+                 "如果答案交回的是之前某次调用时留下的结果，就会在这里出错：每个结果都要由传入的输入算出。",
+        "raised_in": "你的函数抛出了 {error}{where}",
         "tampered": "用例“{case}”：你的函数改动了检查用来比对答案的东西；请让本书的代码和检查保持原样。",
         "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出一个新的张量。",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
@@ -142,6 +151,7 @@ MESSAGES = {
         "dtype": "数据类型应为 {expected}，实际为 {got}",
         "value_at": "下标 {where} 处应为 {expected}，实际为 {got}",
         "value": "应为 {expected}，实际为 {got}",
+        "half_rounding": "（只差 {off}，这是 float16 结果的舍入误差：请用 float32 或 float64 返回这个数）",
         "rounding": "（只差 {off}，这是 float32 的舍入误差：计算应保持输入的数据类型，这里是 "
                     "float64）",
         "hint": "提示：{hint}",
