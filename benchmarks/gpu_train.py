@@ -322,7 +322,7 @@ def check_replaced(out: Path) -> None:
         held = json.loads(out.read_bytes())
         if isinstance(held, dict) and "cases" in held:
             return
-    except (ValueError, OSError):
+    except (ValueError, OSError, RecursionError):
         pass
     raise DataError(f"--out {out} holds another file (not a record of benchmarks.gpu_train), "
                     f"which the measurements would replace; give a new file, such as "

@@ -22,7 +22,8 @@ try:
         import errno
         import time
 
-        from annotated.base.cli import ArgumentParser, command, path, require_stdout
+        from annotated.base.cli import (ArgumentParser, command, path, require_stdout, say_error,
+                                        unwritable_on_stdout)
         from annotated.base.errors import DataError
         from annotated.base.signals import stops_unwind
         from book import chinese, i18n, languages, terms
@@ -31,6 +32,10 @@ except KeyboardInterrupt as stop:                      # Ctrl-C, or SIGTERM/SIGH
     signum = getattr(stop, "signum", None)
     print(f"interrupted by {stop}" if signum else "interrupted", file=sys.stderr)
     sys.exit(128 + signum if signum else 130)
+
+
+# What the reports quote of the Chinese edition is written in this script.
+CHINESE = "中文"
 
 
 def parse_args(argv=None):
@@ -64,6 +69,10 @@ def main(argv=None):
         require_stdout(f"the {args.command} check's report")
     if hasattr(sys.stdout, "reconfigure"):      # reports quote the book's text: on a terminal
         sys.stdout.reconfigure(errors="backslashreplace")    # that cannot show it, escaped
+    if args.command != "build" and unwritable_on_stdout(CHINESE):
+        say_error(f"note: stdout's encoding, {sys.stdout.encoding}, cannot write Chinese: the "
+                  f"report shows the Chinese edition's text escaped ({CHINESE[0]!a}); set "
+                  f"PYTHONIOENCODING=utf-8 (or a UTF-8 locale) to read it")
     if args.command == "translations":
         with stops_unwind():                # --add-missing writes: SIGTERM stops as Ctrl-C
             return translations(args.add_missing)

@@ -164,11 +164,28 @@ def write_units(path: Path, units: list[Unit], lang: str) -> None:
     write_files({path: with_line_ends_of(path, "\n".join(parts))})
 
 
+def restore_advice(path: Path, root: Path) -> str:
+    """How to get back a file of the project in `root` that was damaged: git has it."""
+    return (f"restore it with `git checkout -- {path.relative_to(root)}`"
+            if path.is_relative_to(root) else "restore it")
+
+
+def read_notebook(source: Path):
+    """A notebook as nbformat reads it (each cell's source one string); one that is damaged
+    (cut short, not JSON, not a notebook) is one line naming it and how to restore it."""
+    import nbformat
+    try:
+        return nbformat.read(source, as_version=4)
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, nbformat.ValidationError) as e:
+        why = " ".join(str(e).split())[:160] or type(e).__name__
+        raise DataError(f"{source} is not a readable notebook ({why}); "
+                        f"{restore_advice(source, ROOT)}") from None
+
+
 def source_units(source: Path) -> list[tuple[str, str]]:
     """The English pieces of a chapter or page that need a translation: (key, text)."""
     if source.suffix == ".ipynb":
-        import nbformat
-        nb = nbformat.read(source, as_version=4)
+        nb = read_notebook(source)
         return [(f"cell {c['id']}", c["source"].strip("\n")) for c in nb.cells
                 if c.cell_type == "markdown" and c["source"].strip()]
     return [("block", block) for block in page_blocks(read_page(source))
@@ -534,10 +551,9 @@ def translated_table(text: str, units: dict[str, str]) -> str:
 def book_table_pieces() -> list[tuple[str, str]]:
     """(where, cell) of every table cell of the chapters that needs a unit, where naming the
     chapter, the table's caption number (from the caption cell that follows it) and its cell."""
-    import nbformat
     found = []
     for source in (s for s in sources() if s.suffix == ".ipynb"):
-        cells = nbformat.read(source, as_version=4).cells
+        cells = read_notebook(source).cells
         for i, cell in enumerate(cells):
             tables = [t for o in cell.get("outputs", []) if (t := table_of(o)) is not None]
             after = next((c.source for c in cells[i + 1:] if c.cell_type == "markdown"), "")

@@ -186,12 +186,12 @@ def notebook_problem(nb) -> str | None:
 
 def read_chapter(src: Path) -> dict:
     """The notebook at `src`, checked by notebook_problem; a damaged one is one line."""
-    restore = (f"restore it with `git checkout -- {src.relative_to(ROOT)}`"
-               if src.is_relative_to(ROOT) else "restore it")
+    restore = i18n.restore_advice(src, ROOT)
     try:
         nb = json.loads(src.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataError(f"{src} is not a readable notebook ({e}); {restore}")
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise DataError(f"{src} is not a readable notebook ({e or 'nested too deep'}); "
+                        f"{restore}") from None
     problem = notebook_problem(nb)
     if problem:
         raise DataError(f"{src} is not a chapter the site can show: {problem}; {restore} "

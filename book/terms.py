@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import nbformat
-
 from book import i18n, languages
 
 BOOK = Path(__file__).resolve().parent
@@ -145,7 +143,7 @@ def plural(word: str) -> str:
 
 def cells(path: Path, lang: str) -> list[tuple[str, str]]:
     """A chapter's markdown cells in `lang`: (id, text)."""
-    nb = nbformat.read(path, as_version=4)
+    nb = i18n.read_notebook(path)
     if lang != languages.ENGLISH:
         nb = i18n.translated_notebook(nb, path, lang)
     return [(c["id"], "".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "markdown"]

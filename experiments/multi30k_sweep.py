@@ -217,7 +217,7 @@ def recorded_candidates(sweep_json: Path, runs: dict) -> dict:
                 **recorded.get("other_seed", {})}
         problem = next((f"{name}: {p}" for name in gone if name in kept
                         if (p := entry_problem(kept[name]))), None)
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         kept, problem = {}, f"{type(e).__name__}: {e}"
     if problem and gone:
         raise DataError(f"{sweep_json} is damaged ({problem}) and holds the only scores of runs "

@@ -202,8 +202,9 @@ def read_timings(path: Path) -> dict:
     fix = "run without --reuse-timings to measure the timings again"
     try:
         timings = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise DataError(f"--reuse-timings: {path} is not valid JSON ({e}); {fix}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise DataError(f"--reuse-timings: {path} is not valid JSON "
+                        f"({e or 'nested too deep'}); {fix}") from None
     problem = timings_problem(timings)
     if problem:
         raise DataError(f"--reuse-timings: {path} {problem}, not Table 1's timings as this "

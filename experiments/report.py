@@ -5,13 +5,13 @@ import functools
 
 from annotated.base.settings import at_least
 from experiments.folders import ROOT
-from experiments.results_files import BLEU, Record
+from experiments.results_files import BLEU, Cell, Record
 
 LANGUAGES = {"en": "English", "de": "German", "fr": "French"}
 
 
 # What each published result holds, and how it is checked (Record.get).
-PUBLISHED_ROW = {"system": dict(kind=str), "bleu": dict(rule=BLEU), "metric": dict(kind=str),
+PUBLISHED_ROW = {"system": dict(kind=Cell), "bleu": dict(rule=BLEU), "metric": dict(kind=Cell),
                  "reference_tokens": dict(rule=at_least(1))}
 
 

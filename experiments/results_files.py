@@ -23,8 +23,17 @@ PERPLEXITY = at_least(1)                # exp of a cross-entropy, which is at le
 COUNT = at_least(0)                     # seconds, bytes, minutes
 WHOLE = ((lambda v: v >= 1 and float(v).is_integer()), "a whole number >= 1")   # packages
 BYTES = between(1, 2 ** 44, "bytes")    # a folder of this project: far below 16 TiB
+SECONDS = between(0.001, 7 * 24 * 3600, "seconds")     # one of the README's commands: < a week
 FRACTION = between(0, 1, "fraction")
-KINDS = {dict: "object", list: "list", str: "text", bool: "true or false"}
+
+
+class Cell(str):
+    """The kind of a text that the README or a results page shows in a table cell: one line,
+    with no '|', which would end the cell early (Record.get(..., kind=Cell))."""
+
+
+KINDS = {dict: "object", list: "list", str: "text", bool: "true or false",
+         Cell: "one line of text without '|', which a table cell can show"}
 
 
 class Record:
@@ -36,6 +45,11 @@ class Record:
                    if committed_folder(self.path) is not None else None)
         again = f"write it again ({remake})" if remake else None
         self.fix = " or ".join(filter(None, [restore, again])) or "restore it"
+        page = self.path.with_suffix(".md")          # the results page written beside it
+        self.page_fix = " or ".join(filter(None, [
+            f"restore both (git checkout -- {relative(self.path)} {relative(page)})"
+            if restore else None, f"write both again ({remake})" if remake else None])) \
+            or "restore both"
         if self.path.exists() and not self.path.is_file() and not self.path.is_dir():
             raise DataError(f"{self.path} is not a regular file (a pipe or a device, which "
                             f"reading would wait on); {self.fix}")
@@ -55,6 +69,9 @@ class Record:
                             f"{self.fix}") from None
         except json.JSONDecodeError as e:
             raise DataError(f"{self.path} is not valid JSON ({e}); {self.fix}") from None
+        except RecursionError:
+            raise DataError(f"{self.path} nests arrays or objects deeper than a results "
+                            f"file does (or Python can read); {self.fix}") from None
         except KeyError as e:                        # _no_key_twice: a hand merge, say
             raise DataError(f"{self.path} gives the key {e.args[0]!r} twice in one object, so "
                             f"one value would silently win; {self.fix}") from None
@@ -76,6 +93,9 @@ class Record:
             value = value[key]
         if rule is not None and (problem := out_of_rule(value, rule)):
             raise DataError(f"{self.path}: {_named(keys)} {problem}; {self.fix}")
+        if kind is Cell and isinstance(value, str) and value.strip() and \
+                all(c != "|" and c.isprintable() for c in value):
+            return value
         if kind is not None and (not isinstance(value, kind)
                                  or (kind in (dict, list) and not value)):
             expected = f"a non-empty {KINDS[kind]}" if kind in (dict, list) else KINDS[kind]
@@ -106,7 +126,7 @@ def headline_row(record: "Record", table: str) -> str:
     if not shown:
         raise DataError(f"{record.path}: none of the rows of {table} is on "
                         f"{record.path.with_suffix('.md').name}: one of the two was edited; "
-                        f"{record.fix}")
+                        f"{record.page_fix}")
     return shown[0]
 
 
@@ -127,7 +147,7 @@ def shown_on_its_page(record: "Record", value: float, keys: tuple, column: str) 
         raise DataError(f"{record.path}: {_named(keys)} is {value}, but "
                         f"{record.path.with_suffix('.md').name}, written from the same "
                         f"results, does not show it in {where or 'a row named ' + repr(keys[-2])}"
-                        f": one of the two was edited; {record.fix}")
+                        f": one of the two was edited; {record.page_fix}")
 
 
 def _no_key_twice(pairs: list) -> dict:

@@ -203,7 +203,7 @@ def kept_scores(kept: Path, key: dict) -> dict:
         if old["key"] != key:
             return {}
         problem = entry_problem(old["entry"])
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
         problem = f"{type(e).__name__}: {e}"
     if problem:
         print(f"{relative(kept)} is damaged ({problem}); scoring the run again", flush=True)

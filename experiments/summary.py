@@ -19,7 +19,7 @@ from annotated.base.settings import POSITIVE, between
 from annotated.notebooks.results import run_mode
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
-from experiments.results_files import (BLEU, BYTES, WHOLE, Record, fastest,
+from experiments.results_files import (BLEU, BYTES, SECONDS, WHOLE, Cell, Record, fastest,
                                       gpu_timings, headline_row, shown_on_its_page)
 
 README = ROOT / "README.md"
@@ -144,7 +144,7 @@ def commands_table() -> str:
     for mark, (name, then) in what.items():
         install_s, run_s, size, packages = (
             measured.get("commands", mark, key, rule=rule)
-            for key, rule in (("install_s", POSITIVE), ("run_s", POSITIVE), ("venv_bytes", BYTES),
+            for key, rule in (("install_s", SECONDS), ("run_s", SECONDS), ("venv_bytes", BYTES),
                               ("packages", WHOLE)))
         rows.append([f"{mark} {name}", minutes(install_s), f"{minutes(run_s)}: {then}",
                      f"{size / 2**30:.1f} GB", packages])
@@ -170,7 +170,7 @@ def gpu_table() -> str:
                      f"{case['tokens_per_s']:,}", f"{case['MFU']:.3f}",
                      f"{case['peak_memory_GiB']:g} GiB",
                      f"{steps:,} steps: about {hours:g} h (paper: {paper_hours:g} h on 8 x P100)"])
-    gpu = measured.get("machine", "gpu", kind=str)
+    gpu = measured.get("machine", "gpu", kind=Cell)
     return "\n".join(markdown_table(["model", "tokens a step", f"step, one {gpu}", "tokens/s",
                                      "MFU (bf16)",
                                      "peak memory", "on 8 such GPUs (estimate)"], rows))
@@ -236,6 +236,10 @@ def main(argv=None):
         require_stdout("the tables (or give --write)")
         print("\n\n".join(render() for render in TABLES.values()))
         return
+    if not README.is_file():
+        raise DataError(f"{README} is {'a folder' if README.is_dir() else 'missing'}, not the "
+                        f"project's README, into which --write puts the tables; restore it "
+                        f"(git checkout -- README.md)")
     readme = "\n".join(read_lines(README)) + "\n"        # its lines, whatever ends them
     for name in TABLES:
         readme_table(readme, name)                  # every marker there, before any table

@@ -248,6 +248,29 @@ def test_a_name_the_locale_cannot_decode_is_shown_not_a_traceback(tmp_path):
     says(out.splitlines()[0], "张三 作业.ipynb", "no such file")
 
 
+def test_a_file_nested_deeper_than_python_reads_is_not_a_notebook(tmp_path):
+    from annotated.exercises.grade import notebook_problem
+    from annotated.exercises.messages import MESSAGES
+    deep = tmp_path / "deep.ipynb"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    nb, problem = notebook_problem(deep, MESSAGES["en"])
+    assert nb is None and "JSON" in problem
+
+
+def test_a_link_to_a_missing_notebook_is_named_as_a_link(tmp_path):
+    """A dangling link is not 'no such file': the row names where it points, in both
+    languages."""
+    from annotated.exercises.grade import grade, parse_args
+    link = tmp_path / "alice.ipynb"
+    link.symlink_to(tmp_path / "gone" / "alice.ipynb")
+    for lang, words in (("en", ("a link to", "gone/alice.ipynb", "does not exist")),
+                        ("zh", ("链接", "gone/alice.ipynb"))):
+        row = grade(link, parse_args(["grade", str(link), "--lang", lang]))
+        assert not row["graded"]
+        says(row["note"], *words)
+        assert "check the path" not in row["note"]
+
+
 def test_control_characters_in_a_name_are_shown_escaped_one_row_a_notebook():
     from annotated.exercises.grade import table
     rows = [{"notebook": "evil\x1b[2J\nname.ipynb", "graded": False, "passed": 0, "total": 0,

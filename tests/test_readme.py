@@ -142,6 +142,16 @@ def refused_summary(folder, capsys) -> str:
     return err
 
 
+def test_a_readme_that_is_a_folder_is_named_with_how_to_restore_it(scratch_summary, capsys):
+    readme = scratch_summary / "README.md"
+    readme.unlink()
+    readme.mkdir()
+    with pytest.raises(SystemExit):
+        summary.main(["--write"])
+    says(capsys.readouterr().err, "README.md", "a folder", "git checkout -- README.md")
+    assert readme.is_dir() and not any(readme.iterdir())
+
+
 def edit_json(path, change):
     record = json.loads(path.read_text())
     change(record)
@@ -177,7 +187,8 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     ("multi30k_tiny.json", lambda r: first_test2016(r).update(bleu=99.0),
      ("multi30k_tiny.json", "bleu", "99.0", "lowercased BLEU")),
     ("multi30k_tiny.json", lambda r: first_test2016(r).update(bleu=39.5),
-     ("multi30k_tiny.json", "bleu", "39.5", "multi30k_tiny.md", "edited")),
+     ("multi30k_tiny.json", "bleu", "39.5", "multi30k_tiny.md", "edited",
+      "write both again")),
     ("multi30k_tiny.json", lambda r: first_test2016(r).update(
         signature=first_test2016(r)["signature"].replace("case:mixed", "case:lc")),
      ("multi30k_tiny.json", "signature", "case:mixed")),
@@ -189,6 +200,12 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
       str(BASE_PLAN["share_step_s"]))),
     ("install.json", lambda r: r["commands"]["(1)"].update(venv_bytes=10 ** 30),
      ("install.json", "venv_bytes", "bytes")),
+    ("install.json", lambda r: r["commands"]["(1)"].update(install_s=1e300),
+     ("install.json", "install_s", "seconds")),
+    ("published.json", lambda r: r["multi30k_test2016"]["en-de"][0].update(system="A | B"),
+     ("published.json", "system", "'A | B'", "without '|'")),
+    ("gpu_train.json", lambda r: r["machine"].update(gpu="H200\n# hi"),
+     ("gpu_train.json", "machine.gpu", "one line")),
     ("install.json", lambda r: r["commands"]["(1)"].update(packages=12.5),
      ("install.json", "packages", "12.5", "whole number")),
     ("gpu_train.json", lambda r: [c.update(peak_memory_GiB=500.0) for c in r["cases"]],

@@ -544,6 +544,7 @@ def committed_rows(**change) -> str:
 
 @pytest.mark.parametrize("content,names", [
     ('{"base": ', ["is not valid JSON"]), ("[]", ["holds a JSON list"]),
+    ("[" * 100_000 + "]" * 100_000, ["nests", "deeper"]),
     ('{"base": {}}', ["base", "not a non-empty object"]),
     ('{"base": {"paper_row": "base"}}', ["base.paper_ppl", "missing"]), ("{}", ["holds no rows"]),
     (committed_rows(bleu=float("nan")), ["base.bleu", "nan", "0 <= BLEU <= 100"]),

@@ -120,3 +120,10 @@ def test_a_metrics_line_edited_in_the_middle_is_refused_on_resume_not_dropped(tm
     says(error_line(capsys), "metrics.jsonl", "line 2", "not a metrics line",
          "restore or delete the line")
     assert (run / "metrics.jsonl").read_bytes() == before
+
+
+def test_a_metrics_line_nested_past_pythons_depth_is_no_entry():
+    """A damaged line is skipped as any other that is not the trainer's, not a traceback."""
+    from annotated.training.run_dir import metrics_entry
+    assert metrics_entry("[" * 100_000 + "]" * 100_000) is None
+    assert metrics_entry('{"step": 3, "loss": 2.5}') == {"step": 3, "loss": 2.5}

@@ -171,6 +171,32 @@ def test_the_translations_command_lists_nothing_and_exits_0():
     assert done.stdout.strip() == "every translation is up to date"
 
 
+@pytest.mark.parametrize("content,names", [
+    (lambda text: text[:5000], ("does not appear to be JSON",)),
+    (lambda text: "{}", ("cells",))], ids=["cut short", "no cells"])
+def test_a_damaged_chapter_is_one_line_for_the_translations_and_terms_checks(
+        content, names, tmp_path):
+    """Both checks read every chapter: a damaged one is named with how to restore it, as the
+    build says, not a traceback from nbformat."""
+    from book import terms
+    chapter = tmp_path / "02_masking.ipynb"
+    chapter.write_text(content((i18n.ROOT / "chapters" / "02_masking.ipynb").read_text()))
+    for read in (i18n.source_units, lambda path: terms.cells(path, "en")):
+        with pytest.raises(DataError) as error:
+            read(chapter)
+        says(error, "02_masking.ipynb", "not a readable notebook", *names, "restore it")
+
+
+def test_a_terminal_that_cannot_write_chinese_is_told_how_to_read_the_report():
+    done = subprocess.run([sys.executable, "-m", "book", "translations"], capture_output=True,
+                          cwd=i18n.ROOT, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    says(done.stderr.decode(), "ascii", "cannot write Chinese", "escaped", "PYTHONIOENCODING")
+    done = subprocess.run([sys.executable, "-m", "book", "translations"], capture_output=True,
+                          cwd=i18n.ROOT, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert b"Chinese" not in done.stderr
+
+
 def test_the_translations_command_names_a_terms_variant_and_english_prose(monkeypatch, capsys):
     from book import chinese
     monkeypatch.setattr(chinese, "chinese_texts", lambda: [

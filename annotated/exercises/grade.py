@@ -325,8 +325,9 @@ def grade(notebook: Path, args) -> dict:
     row = {"notebook": str(notebook), "graded": False, "passed": 0, "total": 0,
            "exercises": {}, "errors": [], "note": None}
     if notebook.is_dir() or not notebook.exists():
-        row["note"] = (say["a_folder"].format(path=notebook) if notebook.is_dir()
-                       else say["no_file"])
+        row["note"] = (say["a_folder"].format(path=notebook) if notebook.is_dir() else
+                       say["dangling"].format(target=os.readlink(notebook))
+                       if notebook.is_symlink() else say["no_file"])
         return row
     nb, problem = notebook_problem(notebook, say)
     if problem:

@@ -53,6 +53,8 @@ def read(path) -> nbformat.NotebookNode:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise NotANotebook("not_json", str(e.lineno)) from None
+    except RecursionError:                             # nested deeper than any notebook
+        raise NotANotebook("not_json", "1") from None
     version = data.get("nbformat") if isinstance(data, dict) else None
     if isinstance(version, int) and version < 4:
         raise NotANotebook("old_nbformat", str(version))

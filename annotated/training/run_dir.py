@@ -283,7 +283,7 @@ def metrics_entry(line: str) -> dict | None:
     every number finite: the trainer stops a run before a loss that is not), or None."""
     try:
         entry = json.loads(line, parse_constant=not_a_number)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):          # not JSON, or nested past Python's depth
         return None
     return entry if isinstance(entry, dict) and isinstance(entry.get("step"), int) else None
 
