@@ -305,12 +305,28 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
             f"training; it translates {config.source_lang} into {config.target_lang}: is the "
             f"input in {config.source_lang}?")
         return
+    if not config.lowercase and (capitals := in_capitals(lines[:sample])):
+        log(f"warning: {len(capitals):,} of the first {min(len(lines), sample):,} input lines "
+            f"are written in capitals, line {capitals[0] + 1} first, which the model rarely "
+            f"saw in training: its translations of them are poor; write them as ordinary "
+            f"sentences (only the first letter and names capitalised)")
     source = base_language(config.source_lang)
     read_as = guess_spaced_language(lines[:sample])         # the same script, another language
     if source in WORD_SETS and read_as not in (None, source):
         log(f"warning: the input reads as {read_as} (from its commonest words); this model "
             f"translates {config.source_lang} into {config.target_lang}: is the input in "
             f"{config.source_lang}?")
+
+
+def in_capitals(lines: list[str]) -> list[int]:
+    """The positions of lines written in capitals: most of their cased letters (of 10 or more)
+    upper case."""
+    found = []
+    for i, line in enumerate(lines):
+        cased = [c for c in line if c.isupper() or c.islower()]
+        if len(cased) >= 10 and sum(c.isupper() for c in cased) > 0.8 * len(cased):
+            found.append(i)
+    return found
 
 
 def log(message):

@@ -853,3 +853,23 @@ def test_an_os_error_with_a_file_names_the_fix_and_keeps_a_long_path_short():
     line = describe(OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), long))
     says(line, "too long", "shorter path", "...")
     assert len(line) < 400
+
+
+def test_lines_in_capitals_and_lines_of_many_sentences_are_noted(tmp_path, capsys):
+    """The shipped model writes nonsense for a line in capitals, and stops after the first of
+    forty sentences on one line: each is named, with its line, before or after decoding. An
+    ordinary sentence gets neither note."""
+    (tmp_path / "in.en").write_text("A dog runs on the grass.\nA MAN IS RIDING A BICYCLE.\n"
+                                    + " ".join(["A man rides a bike."] * 40) + "\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
+                    "--out", str(tmp_path / "out.de"), "--greedy"])
+    err = capsys.readouterr().err
+    says(next(line for line in err.splitlines() if "capitals" in line), "1 of the first 3",
+         "line 2", "ordinary sentences")
+    says(next(line for line in err.splitlines() if "a third" in line), "line 3",
+         "several sentences", "split")
+    (tmp_path / "in.en").write_text("A dog runs on the grass.\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
+                    "--out", str(tmp_path / "other.de"), "--greedy"])
+    err = capsys.readouterr().err
+    assert "written in capitals" not in err and "a third" not in err

@@ -147,8 +147,13 @@ def _rewrite(path, **changes):
     ("missing", ("does not exist",)),
     ("garbage", ("corrupt",)),
     ("truncated", ("corrupt",)),
-    ("version", ("format version 999",)),
+    ("version", ("format version 999", "newer", "git pull")),
+    ("old version", ("format version 1", "that wrote it")),
     ("config", ("n_experts", "unknown")),
+    ("missing weight", ("1 weight(s) missing", "W_1.weight", "changed after training")),
+    ("extra weight", ("1 weight(s) the model has no place for", "extra.weight",
+                      "another checkpoint")),
+    ("tokenizer", ("tokenizer cannot be read", "7 bytes", "another checkpoint")),
 ])
 def test_bad_checkpoints_give_a_clear_error(ckpt, tmp_path, monkeypatch, capsys, damage, names):
     target = tmp_path / "bad.pt"
@@ -156,18 +161,22 @@ def test_bad_checkpoints_give_a_clear_error(ckpt, tmp_path, monkeypatch, capsys,
         target.write_bytes(b"not a checkpoint at all" * 10)
     elif damage == "truncated":
         target.write_bytes(ckpt.read_bytes()[:5000])
-    elif damage in ("version", "config"):
+    elif damage != "missing":
         target.write_bytes(ckpt.read_bytes())
-        if damage == "version":
-            _rewrite(target, version=999)
-        else:
-            _rewrite(target, config={**torch.load(ckpt, weights_only=True)["config"],
-                                     "n_experts": 8})
+        saved = torch.load(ckpt, weights_only=True)
+        weights = dict(saved["model"])
+        ffn = next(k for k in weights if k.endswith("W_1.weight"))
+        _rewrite(target, **{
+            "version": dict(version=999), "old version": dict(version=1),
+            "config": dict(config={**saved["config"], "n_experts": 8}),
+            "missing weight": dict(model={k: v for k, v in weights.items() if k != ffn}),
+            "extra weight": dict(model={**weights, "extra.weight": torch.zeros(2)}),
+            "tokenizer": dict(tokenizer={**saved["tokenizer"], "bytes": b"garbage"})}[damage])
     with pytest.raises(SystemExit) as exit_:
         run_translate(monkeypatch, capsys, ["--checkpoint", str(target)], stdin="4 5\n")
     assert exit_.value.code == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "Traceback" not in err
+    assert err.startswith("error: ") and "Traceback" not in err and err.count("\n") == 1, err
     says(err.strip(), "bad.pt", *names)
 
 

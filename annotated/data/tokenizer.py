@@ -73,9 +73,9 @@ class Tokenizer:
             return CopyTokenizer.from_bytes(data)
         try:
             processor = spm.SentencePieceProcessor(model_proto=data)
-        except RuntimeError as e:
+        except RuntimeError:           # sentencepiece's own words name its C++ source lines
             raise ValueError(f"not a tokenizer: {len(data):,} bytes that are neither a "
-                             f"sentencepiece model nor a CopyTokenizer ({e})") from None
+                             f"sentencepiece model nor a CopyTokenizer") from None
         return Tokenizer(processor)
 
     @staticmethod
@@ -300,7 +300,7 @@ def _cached(model_path: Path, record_path: Path, record: dict, log) -> Tokenizer
     else None (a damaged model is removed first, and the log says why)."""
     try:
         saved = json.loads(record_path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(saved, dict) or {k: saved.get(k) for k in record} != record \
             or "model_sha256" not in saved or not model_path.is_file():

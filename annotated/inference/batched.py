@@ -18,6 +18,9 @@ from annotated.inference.search import beam_search, greedy_decode, source_batch
 # no output, and the model has never seen anything like it. Cutting it short instead would drop
 # text from the translation without a word.
 LONGEST_TIMES = 4
+# A translation under 1/SHORT_BY of its line's tokens, for lines of SHORT_FROM tokens or more,
+# is noted: a line of several sentences whose translation stopped after the first.
+SHORT_FROM, SHORT_BY = 30, 3
 
 
 def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
@@ -38,7 +41,7 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
     budget = max(batch_tokens, max(n for n, _ in lengths))
     batches = sorted(make_batches(lengths, budget, seed=0, epoch=0), key=lambda b: lengths[b[0]])
     device = next(model.parameters()).device
-    start, done, cut = time.perf_counter(), 0, []
+    start, done, cut, short = time.perf_counter(), 0, [], []
     for batch in batches:
         rows = [todo[j] for j in batch]
         src = source_batch([ids[i] for i in rows], device)          # (batch, src_len)
@@ -51,10 +54,18 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
             out[i] = tokenizer.decode(hyp.tokens)               # drops EOS
             if hyp.tokens[-1:] != [EOS]:                        # stopped by the length limit
                 cut.append(i)
+            elif len(ids[i]) >= SHORT_FROM and len(hyp.tokens) < len(ids[i]) / SHORT_BY:
+                short.append(i)                                 # several sentences, one read
         done += len(rows)
         if log:
             rate = done / (time.perf_counter() - start)
             log(f"translated {done}/{len(todo)} sentences ({rate:.1f} sentences/s)")
+    if short and log:
+        first = min(short)
+        log(f"note: {len(short)} translation(s) are under a third as long as their line, line "
+            f"{first + 1} first ({len(ids[first])} tokens in, {len(out[first].split())} words "
+            f"out): a line of several sentences? The model translates one sentence a line, "
+            f"and may stop after the first: split such lines into sentences")
     if cut and log:
         log(f"note: {len(cut)} translation(s) reached the maximum length (input + {max_extra} "
             f"tokens) before ending, line {min(cut) + 1} first: they are cut there; give a "

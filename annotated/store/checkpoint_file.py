@@ -354,8 +354,12 @@ def _check_format(payload, path: Path) -> int:
                               f"{held_instead(payload)}, and no format record; {NOT_OURS}")
     version = payload.get("version")
     if version != FORMAT_VERSION:
+        newer = isinstance(version, int) and version > FORMAT_VERSION
         raise CheckpointError(f"checkpoint {path} has format version {version}; this code reads "
-                              f"version {FORMAT_VERSION}")
+                              f"version {FORMAT_VERSION}: " + (
+                                  "a newer version of this project wrote it, so update this one "
+                                  "(git pull)" if newer else "read it with the version of this "
+                                  "project that wrote it, or train the model again"))
     return version
 
 
@@ -439,13 +443,18 @@ def config_from(payload: dict, path="checkpoint"):
         raise CheckpointError(f"{path}: its config is not a dict of settings ({e})") from None
 
 
+#: What to do about a checkpoint whose parts do not fit together though its bytes are whole.
+CHANGED = "it was changed after training saved it; use another checkpoint of its run"
+
+
 def tokenizer_from(payload: dict, path="checkpoint"):
     """The tokenizer a checkpoint carries, restored from its own bytes."""
     record = payload["tokenizer"]
     try:
         return Tokenizer.from_bytes(record["bytes"])
     except (ValueError, TypeError, KeyError) as e:
-        raise CheckpointError(f"{path}: its tokenizer cannot be read ({e})") from None
+        raise CheckpointError(f"{path}: its tokenizer cannot be read ({e}); {CHANGED}") \
+            from None
 
 
 def load_model(path, map_location="cpu"):
@@ -458,9 +467,17 @@ def load_model(path, map_location="cpu"):
     _check_weights(payload["model"], config, tokenizer.vocab_size, path)
     model = EncoderDecoder(config, tokenizer.vocab_size).to(map_location)
     try:
-        model.load_state_dict(payload["model"])
-    except RuntimeError as e:
-        raise CheckpointError(f"checkpoint {path} does not fit its own config: {e}") from e
+        found = model.load_state_dict(payload["model"], strict=False)
+    except RuntimeError as e:                      # a weight of another shape
+        raise CheckpointError(f"checkpoint {path} does not fit its own config: "
+                              f"{' '.join(str(e).split())[:300]}; {CHANGED}") from None
+    if found.missing_keys or found.unexpected_keys:
+        named = [f"{len(keys):,} weight(s) {what} ({', '.join(keys[:3])}"
+                 f"{', ...' if len(keys) > 3 else ''})" for what, keys in (
+                     ("missing", found.missing_keys), ("the model has no place for",
+                                                       found.unexpected_keys)) if keys]
+        raise CheckpointError(f"checkpoint {path} does not fit its own config: "
+                              f"{'; '.join(named)}; {CHANGED}")
     return model.eval(), config, tokenizer
 
 
