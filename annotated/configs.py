@@ -64,7 +64,7 @@ class Config(ModelConfig):
                                                             # target) per optimizer step
     accum_steps: int = setting(1, between(1, 10 ** 4), resumable=True)  # micro-batches a step
     seed: int = setting(1234, ((lambda v: 0 <= v < 2 ** 63), "0 <= seed < 2**63"))
-    amp: str = setting("none", one_of("none", "bf16", "fp16"), resumable=True)   # on a GPU
+    amp: str = setting("none", one_of("none", "bf16", "fp16"), resumable=True)   # bf16: CPU or GPU
     compile: bool = setting(False, ANY, resumable=True)       # torch.compile the model
     cuda_graphs: bool = setting(False, ANY, resumable=True)   # ... and replay it as CUDA graphs
     log_every: int = setting(100, at_least(1), resumable=True)    # steps between metric lines

@@ -91,6 +91,28 @@ def test_causal_attention_without_a_padding_mask_gives_the_loss_and_gradients_of
     assert not torch.allclose(ours[~real], full[~real], rtol=0, atol=1e-3)
 
 
+def test_spelled_out_attention_gives_the_loss_and_gradients_of_the_fused_kernel():
+    """spelled_out (a CPU under bf16 autocast) computes eq. (1) as matrix products with the
+    causal mask as a tensor: in float64 the loss and every gradient are those of the plain
+    forward pass, and no call reaches the fused kernel."""
+    model, _, (src, tgt_in, tgt_out) = model_and_batch()
+    states = DecoderStates(model, spelled_out=True)
+    with torch.profiler.profile() as profile:
+        ours = training_loss_and_grads(model, states, src, tgt_in, tgt_out)
+    assert_same(ours, plain_loss_and_grads(model, src, tgt_in, tgt_out))
+    assert not [e for e in profile.events() if "scaled_dot_product" in e.name]
+
+
+def test_the_engine_spells_attention_out_on_a_cpu_under_bf16_autocast_only():
+    from annotated.multihead import MultiHeadAttention
+    for amp, spelled in (("bf16", True), ("none", False)):
+        model, config, _ = model_and_batch()
+        engine = make_engine(model.float(), config.override(amp=amp), torch.device("cpu"))
+        assert engine.net.spelled_out is spelled
+        assert all(layer.fast is not spelled for layer in model.modules()
+                   if isinstance(layer, MultiHeadAttention))
+
+
 def test_decoder_self_attention_reaches_the_kernel_as_is_causal_with_no_mask():
     """What the profiler sees reach F.scaled_dot_product_attention (its arguments: q, k, v,
     attn_mask, dropout_p, is_causal, ...), layer by layer: the encoder's and the cross

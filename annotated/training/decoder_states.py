@@ -24,6 +24,12 @@ annotated.attention.fast_attention) the masks that let it pick its fastest kerne
 `python -m benchmarks.attention_kernels` names the kernel PyTorch picks for each case and times
 it; results/device_run.json holds its last run on a GPU.
 
+One exception, `spelled_out=True`: on a CPU under bf16 autocast (amp=bf16), PyTorch's fused CPU
+kernel is several times slower than eq. (1) spelled out, whose products run as bf16 matrix
+products (`python -m benchmarks.attention_kernels --device cpu --dtype bfloat16` times both);
+there every attention layer computes eq. (1) literally (MultiHeadAttention.fast = False), with
+the causal mask as a tensor (annotated.masks.subsequent_mask).
+
 Attention as eq. (1) spelled out (`MultiHeadAttention.fast = False`, `record_weights`) takes
 mask tensors only: it is for the chapters and the reference tests, which call the model with
 annotated.masks.batch_masks, not for training.
@@ -32,22 +38,28 @@ from torch import nn
 from torch.nn.attention.bias import causal_upper_left
 
 from annotated.data.tokenizer import PAD
-from annotated.masks import padding_mask
+from annotated.masks import padding_mask, subsequent_mask
+from annotated.multihead import MultiHeadAttention
 
 
 class DecoderStates(nn.Module):
     """The decoder's output for a batch, (batch, tgt_len, d_model): `model`'s forward pass
     without the output projection, with the masks described above."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, spelled_out: bool = False):
         super().__init__()
-        self.model = model
+        self.model, self.spelled_out = model, spelled_out
+        if spelled_out:
+            for layer in model.modules():
+                if isinstance(layer, MultiHeadAttention):
+                    layer.fast = False
 
     def forward(self, src, tgt_in):
         """src: (batch, src_len), tgt_in: (batch, tgt_len) token ids, padded with PAD."""
         # first of all: torch.compile cannot trace the making of a CausalBias, so its one
         # graph starts right after it instead of being cut in two
-        causal = causal_upper_left(tgt_in.size(1), tgt_in.size(1))
+        causal = (subsequent_mask(tgt_in.size(1), tgt_in.device) if self.spelled_out else
+                  causal_upper_left(tgt_in.size(1), tgt_in.size(1)))
         src_mask = padding_mask(src, PAD)                         # (batch, 1, 1, src_len)
         memory = self.model.encode(src, src_mask)
         return self.model.decode(memory, src_mask, tgt_in, causal)

@@ -78,7 +78,7 @@ def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
     if device.type == "cpu" and not config.compile:
         use_drawn_dropout(model)                     # cheaper random draws (training.dropout)
     ddp = None
-    states = DecoderStates(model)
+    states = DecoderStates(model, spelled_out=device.type == "cpu" and amp is not None)
     if distributed.active():
         ddp = DistributedDataParallel(states, device_ids=[device.index] if device.type == "cuda"
                                       else None)
