@@ -127,3 +127,42 @@ def test_a_metrics_line_nested_past_pythons_depth_is_no_entry():
     from annotated.training.run_dir import metrics_entry
     assert metrics_entry("[" * 100_000 + "]" * 100_000) is None
     assert metrics_entry('{"step": 3, "loss": 2.5}') == {"step": 3, "loss": 2.5}
+
+
+@pytest.mark.parametrize("ckpt_every, names", [
+    (5, ("interrupted", "steps 6 to 7", "ckpt_0000005.pt", "lost", "--resume")),
+    (1000, ("interrupted", "no checkpoint was saved", "7 steps are lost", "ckpt_every"))])
+def test_a_stop_between_checkpoints_says_which_steps_are_lost(ckpt_every, names, tmp_path,
+                                                              capsys, monkeypatch):
+    """Ctrl-C (or SIGTERM) at step 8: the stop line says what the newest checkpoint holds and
+    which steps no checkpoint holds."""
+    from annotated.training import loop
+    calls, real = [], loop.train_step
+
+    def stopped_at_step_8(*args):
+        calls.append(1)
+        if len(calls) == 8:
+            raise KeyboardInterrupt
+        return real(*args)
+    monkeypatch.setattr(loop, "train_step", stopped_at_step_8)
+    with pytest.raises(SystemExit) as stopped:
+        train.main(["--run-dir", str(tmp_path / "run"), "--max-steps", "20",
+                    *TINY[:-1], f"ckpt_every={ckpt_every}"])
+    assert stopped.value.code == 130
+    says(error_line(capsys), *names)
+
+
+def test_a_stop_just_after_a_checkpoint_is_written_still_names_it(tmp_path, capsys,
+                                                                 monkeypatch):
+    """The file is whole, the older ones not yet rotated away: the log says it was saved."""
+    from annotated.training import loop
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(loop, "rotate", stopped)
+    with pytest.raises(SystemExit):
+        train.main(["--run-dir", str(tmp_path / "run"), "--max-steps", "20", *TINY[:-1],
+                    "ckpt_every=3"])
+    out = capsys.readouterr().out
+    says(out.strip().splitlines()[-1], "step 3", "saved", "ckpt_0000003.pt", "before stopping")
+    assert (tmp_path / "run" / "ckpt_0000003.pt").is_file()

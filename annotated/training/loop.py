@@ -98,7 +98,12 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
             + (f", {torch.get_num_threads()} thread(s) each (--threads N to change)"
                if device.type == "cpu" else ""))
         folder.rewind_metrics(state.step, fresh=resumed is None)
-        _loop(run, steps, max_minutes)
+        try:
+            _loop(run, steps, max_minutes)
+        except KeyboardInterrupt as stop:            # Ctrl-C, SIGTERM, SIGHUP
+            if folder.active and (lost := unsaved_steps(run)):
+                stop.add_note(lost)
+            raise
         if folder.active:
             try:
                 show_at_work(model, corpus, config, folder.path)
@@ -253,15 +258,29 @@ def _save(run: Run, meter: Meter, watch: LossWatch):
                              training=state.to_dict(run.optimizer, run.scheduler,
                                                     run.engine.scaler),
                              run_id=state.run_id)
+        rotate(run.folder.path, run.config.keep_last, keep=[watch.good] if watch.good else [],
+               run_id=state.run_id)
+        meter.saved()
     except KeyboardInterrupt:        # a stop during the write waits for the file to be whole
         if path.is_file():
             run.say(f"step {state.step}: saved {path} before stopping")
         raise
-    rotate(run.folder.path, run.config.keep_last, keep=[watch.good] if watch.good else [],
-           run_id=state.run_id)
-    meter.saved()
     run.say(f"step {state.step}: saved {path}")
     return path
+
+
+def unsaved_steps(run: Run) -> str | None:
+    """What a stop loses: the steps run since the newest checkpoint (None when it holds them
+    all), named for the line that says the run was interrupted."""
+    found = checkpoint_file.checkpoints(run.folder.path)
+    last = checkpoint_file.step_in_name(found[-1]) if found else 0
+    if run.state.step <= last:
+        return None
+    if not found:
+        return (f"no checkpoint was saved, so its {run.state.step:,} steps are lost (ckpt_every "
+                f"or ckpt_minutes saves sooner)")
+    return (f"steps {last + 1:,} to {run.state.step:,} came after the newest checkpoint, "
+            f"{found[-1].name}, and are lost; --resume continues from it")
 
 
 def show_at_work(model, corpus, config, run_dir, n: int = 3):
