@@ -33,7 +33,6 @@ Multi30k English->German model that ships with the project.
 """
 import atexit
 import contextlib
-import sys
 
 from annotated.base.signals import command_starting, starting_a_command
 

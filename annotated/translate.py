@@ -42,8 +42,8 @@ from annotated.store.checkpoint_file import load_model
 
 # More unknown pieces than this share, and the input is likely not in the model's language.
 UNKNOWN_SHARE = 0.2
-# A beam wider than this many times the paper's does that much more work a step, and a batch
-# goes quiet for long: the command says so before it starts.
+# A beam over 16 times the paper's does that much more work a step, and a batch goes quiet
+# for long: the command says so before it starts.
 PAPER_BEAM = Config().beam_size
 SLOW_BEAM = 16 * PAPER_BEAM
 

@@ -74,7 +74,10 @@ def kernel(q, k, v, kwargs, attend=F.scaled_dot_product_attention) -> str:
     return SDPBackend(choice).name
 
 
-def pass_of(device: str, q, k, v, kwargs, attend=F.scaled_dot_product_attention):
+def pass_of(device: str, case: tuple):
+    """One forward and backward pass of `case` (q, k, v, kwargs[, the attention])."""
+    q, k, v, kwargs, attend = (*case, F.scaled_dot_product_attention)[:5]
+
     def run():
         attend(q, k, v, **kwargs).float().sum().backward()
         if device == "cuda":
@@ -102,7 +105,7 @@ def main(argv=None):
     q = next(iter(found.values()))[0]
     print(f"{args.device}, {threads} thread(s): {q.size(0)} sentences, {q.size(1)} heads of "
           f"{q.size(3)}, {q.size(2)} positions, {q.dtype}; forward and backward")
-    times = interleaved_times({name: pass_of(args.device, *case) for name, case in
+    times = interleaved_times({name: pass_of(args.device, case) for name, case in
                                found.items()}, args.repeats)
     for name, case in found.items():
         print(f"  {name:<44} {kernel(*case):<16} {times[name] * 1000:8.3f} ms")

@@ -196,8 +196,8 @@ def train_second_hour(name: str, runs: dict, max_minutes: float, data_dir):
     if not checkpoints(run):
         found = trained_checkpoints(source, TRAIN_FIRST)
         run.mkdir(parents=True, exist_ok=True)
-        for path in [*found, source / "metrics.jsonl"]:
-            shutil.copy2(path, run / path.name)
+        for file in [*found, source / "metrics.jsonl"]:
+            shutil.copy2(file, run / file.name)
     cmd = resume_command(run, max_minutes=max_minutes, data_dir=data_dir,
                          nproc=spec(name)[2]) + ["--threads", "1"]
     wait_for({name: start(name, run, cmd)}, runs)

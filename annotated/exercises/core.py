@@ -326,7 +326,8 @@ def other_numbers(exercise: Exercise, cases: list[Case]) -> list[Case]:
         remade = exercise.cases()
     finally:
         SEED_OFFSET.reset(token)
-    return [new for old, new in zip(cases, remade) if fingerprint(new.args) != fingerprint(old.args)]
+    return [new for old, new in zip(cases, remade)
+            if fingerprint(new.args) != fingerprint(old.args)]
 
 
 def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:

@@ -2,8 +2,9 @@
 the same bits on every run, and, on a CPU, freed memory kept for the next step.
 
 `check_memory` refuses, before it is built, a model whose training cannot fit in the device's
-free memory (its weights and Adam's state, and the activations of one batch): a clear line instead of a failed allocation, the machine swapping for minutes, or
-the kernel killing the process without a word.
+free memory (its weights and Adam's state, and the activations of one batch): a clear line
+instead of a failed allocation, the machine swapping for minutes, or the kernel killing the
+process without a word.
 
 `use_deterministic_kernels` (--deterministic): on a GPU some default kernels add up in an order
 that varies from run to run (the fused attention kernels' backward passes, for one), so two
