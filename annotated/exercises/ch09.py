@@ -373,6 +373,8 @@ UNSCALE = Exercise(
     id="9.3", function="unscaled_gradients",
     topic=Text("unscaling the gradients", "梯度的反缩放"),
     cases=unscale_cases, answer=unscale_answer, compare=tight,
+    forbidden=tuple(f"{owner}._amp_foreach_non_finite_check_and_unscale_"    # GradScaler's own
+                    for owner in ("torch", "torch.ops.aten")),
     hint=Text("the loss was multiplied by S, so every gradient is S times too large: divide each "
               "by S, in float32 (the dtype of the weights they update), and report whether any "
               "value of any gradient is inf or NaN: then GradScaler skips the step and halves S.",

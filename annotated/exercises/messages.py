@@ -15,7 +15,7 @@ MESSAGES = {
         "not_callable": "`{name}` is not a function (its type is {got}): run the cell that "
                         "defines your `{name}` again (a later cell may have given the name "
                         "another value), then this check.",
-        "own": "`{name}` here is the package's own function (from {module}): the exercise is to "
+        "own": "`{name}` here is the project's own function (from {module}): the exercise is to "
                "write it yourself.",
         "raised": "case '{case}': your function raised {error}{where}.",
         "line": " at line {line} of your code",
@@ -25,7 +25,7 @@ MESSAGES = {
         "generator": "your function is a generator (it uses `yield`): `return` the values instead",
         "forbidden": "your function calls {name}, which this exercise asks you to do "
                      "without: build that step yourself. Hint: {hint}",
-        "calls_own": "your function calls {name}, the package's own code: the exercise is to "
+        "calls_own": "your function calls {name}, the project's own code: the exercise is to "
                      "write that step yourself, with torch (your own functions from earlier "
                      "exercises are fine). Hint: {hint}",
         "again": "case '{case}' made again with other random numbers of the same shapes: "
@@ -128,7 +128,7 @@ MESSAGES = {
         "stub": "尚未作答：请在 `raise NotImplementedError` 处写出 `{name}`，再运行这个单元格。",
         "not_callable": "`{name}` 不是函数（它的类型是 {got}）：请重新运行定义你的 `{name}` "
                         "的单元格（后面的单元格可能给这个名字赋了别的值），再运行这个检查。",
-        "own": "这里的 `{name}` 是软件包里现成的函数（来自 {module}）：这道练习要你自己写。",
+        "own": "这里的 `{name}` 是本项目里现成的函数（来自 {module}）：这道练习要你自己写。",
         "raised": "用例“{case}”：你的函数抛出了 {error}{where}。",
         "line": "，位于你代码的第 {line} 行",
         "line_code": "，位于你代码的第 {line} 行（`{code}`）",
@@ -138,7 +138,7 @@ MESSAGES = {
         "none": "你的函数返回了 None：它还缺一条 `return` 语句",
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
-        "calls_own": "你的函数调用了 {name}，这是软件包里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
+        "calls_own": "你的函数调用了 {name}，这是本项目里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
         "again": "用例“{case}”换成形状相同的另一组随机数重新生成后：{problem}。"
                  "如果答案交回的是之前某次调用时留下的结果，就会在这里出错：每个结果都要由传入的输入算出。",
         "raised_in": "你的函数抛出了 {error}{where}",
