@@ -3,8 +3,9 @@
 One training step is exactly what `python -m annotated.train` does per step: the global batch
 (token-batched by annotated.data.batching) through `annotated.training.step.train_step`
 (forward, label-smoothed loss, backward), then the Adam update of annotated.optim. Timed
-round-robin against the machine's float32 matmul peak, measured in the same run with the same
-threads as the best rate of a large square torch.matmul, so machine noise hits both alike.
+round-robin against the machine's matmul peak (float32's, or bf16's under --amp bf16),
+measured in the same run with the same threads as the best rate of a large square
+torch.matmul, so machine noise hits both alike.
 
     MFU = achieved FLOP/s / peak FLOP/s
     achieved FLOPs of a step = annotated.training.flops.batch_training_flops over the real
@@ -83,9 +84,10 @@ CASES = {   # name: (config, vocab, batch tokens per side, sentence length range
 }
 
 
-def matmul_peak(n: int = 2048):
-    """A zero-argument callable doing one (n x n) @ (n x n) float32 product, and its FLOPs."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_peak(dtype=torch.float32, n: int = 2048):
+    """A zero-argument callable doing one (n x n) @ (n x n) product in `dtype` (that of the
+    steps' matrix products: bfloat16 under amp=bf16), and its FLOPs."""
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     return (lambda: torch.matmul(a, b)), 2 * n ** 3
 
 
@@ -214,7 +216,7 @@ def main(argv=None):
             continue
         step, flops, (src_tokens, tgt_tokens), n = training_step(
             config.override(amp=args.amp), vocab, max_tokens or config.max_tokens, length_range)
-        peak, peak_flops = matmul_peak()
+        peak, peak_flops = matmul_peak(torch.bfloat16 if args.amp == "bf16" else torch.float32)
         t = interleaved_times({"step": step, "peak": peak}, args.repeats)
         achieved, peak_rate = flops / t["step"], peak_flops / t["peak"]
         relative[name] = t["step"] / t["peak"]
@@ -223,7 +225,8 @@ def main(argv=None):
               f"{t['step'] * 1000:.0f} ms/step")
         print(f"{'':<9} {(src_tokens + tgt_tokens) / t['step']:,.0f} tokens/s "
               f"({tgt_tokens / t['step']:,.0f} target tokens/s); {achieved / 1e9:.1f} GFLOP/s of "
-              f"a measured matmul peak of {peak_rate / 1e9:.1f} GFLOP/s: MFU {achieved / peak_rate:.2f}")
+              f"a measured {'bf16' if args.amp == 'bf16' else 'float32'} matmul peak of "
+              f"{peak_rate / 1e9:.1f} GFLOP/s: MFU {achieved / peak_rate:.2f}")
     if "tiny_v10k" in relative and "tiny_v6k" in relative:
         print(f"tiny: a step with V=6,000 takes {relative['tiny_v6k'] / relative['tiny_v10k']:.2f} "
               f"of the time of one with V=10,000 (same batch; each timed against the peak)")

@@ -40,6 +40,7 @@ import difflib
 import os
 import re
 import unicodedata
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,7 @@ HEADER = re.compile(r"^=== (cell [0-9a-zA-Z_-]+|block) ===$")
 # The lines git writes around a conflict it leaves in a file.
 CONFLICT = re.compile(r"^(<{7}|\|{7}|>{7})( |$)|^={7}$")
 EN, TARGET = "--- en ---", "--- {lang} ---"
+MARK = re.compile(r"^--- [a-z]{2}(-[A-Za-z]+)? ---$")        # the line that opens a side
 TABLES = "tables.md"                     # book/<lang>/tables.md: the chapters' table cells
 NUMBER = re.compile(r"(?<![\w.])(?<!\de-)\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")  # 11,152 0.3, not in 5e-03
 WORD = re.compile(r"\b[A-Za-z]{2,}\b")
@@ -172,24 +174,50 @@ def restore_advice(path: Path, root: Path) -> str:
 
 def read_notebook(source: Path):
     """A notebook as nbformat reads it (each cell's source one string); one that is damaged
-    (cut short, not JSON, not a notebook) is one line naming it and how to restore it."""
+    (cut short, not JSON, not a notebook, a folder), or whose cells lack ids or share one
+    (the translations name cells by id), is one line naming it and how to restore it."""
     import nbformat
+    restore = restore_advice(source, ROOT)
     try:
-        return nbformat.read(source, as_version=4)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            nb = nbformat.read(source, as_version=4)
+    except OSError as e:
+        raise DataError(f"{source}: {e.strerror or e}; {restore}") from None
     except (ValueError, UnicodeDecodeError, KeyError, TypeError, nbformat.ValidationError) as e:
         why = " ".join(str(e).split())[:160] or type(e).__name__
-        raise DataError(f"{source} is not a readable notebook ({why}); "
-                        f"{restore_advice(source, ROOT)}") from None
+        raise DataError(f"{source} is not a readable notebook ({why}); {restore}") from None
+    if twice := next((str(w.message).split(".")[0] for w in seen
+                      if "Non-unique cell id" in str(w.message)), None):
+        raise DataError(f"{source}: {twice}, and the translations name cells by id; give the "
+                        f"cell an id of its own (or {restore})")
+    if any("id" not in cell for cell in nb.cells):
+        raise DataError(f"{source} has cells without ids (a notebook of nbformat "
+                        f"4.{nb.nbformat_minor}, an older Jupyter's), and the translations name "
+                        f"cells by id; open and save it in a current Jupyter (or {restore})")
+    return nb
 
 
 def source_units(source: Path) -> list[tuple[str, str]]:
     """The English pieces of a chapter or page that need a translation: (key, text)."""
     if source.suffix == ".ipynb":
         nb = read_notebook(source)
-        return [(f"cell {c['id']}", c["source"].strip("\n")) for c in nb.cells
-                if c.cell_type == "markdown" and c["source"].strip()]
-    return [("block", block) for block in page_blocks(read_page(source))
-            if translatable(block)]
+        units = [(f"cell {c['id']}", c["source"].strip("\n")) for c in nb.cells
+                 if c.cell_type == "markdown" and c["source"].strip()]
+    else:
+        units = [("block", block) for block in page_blocks(read_page(source))
+                 if translatable(block)]
+    for key, text in units:
+        if not HEADER.match(f"=== {key} ==="):
+            raise DataError(f"{source}: the cell id {key.removeprefix('cell ')!r} is not one "
+                            f"the translation files can name (letters, digits, - and _ only); "
+                            f"give the cell another id")
+        if mark := next((line for line in text.split("\n") if HEADER.match(line.rstrip())
+                         or MARK.match(line.rstrip())), None):
+            raise DataError(f"{source}, {key}: its line {mark!r} reads as a mark of the "
+                            f"translation files, which would cut its unit in two; indent it "
+                            f"or reword it")
+    return units
 
 
 def read_page(source: Path) -> str:

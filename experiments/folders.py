@@ -41,7 +41,10 @@ def add_training_arguments(parser, overrides_help: str):
 
 def committed_folder(path) -> Path | None:
     """The committed folder (results/, annotated/) that `path` is in or is, if any."""
-    resolved = Path(path).resolve()
+    try:
+        resolved = Path(path).resolve()
+    except (RuntimeError, OSError):             # a link that leads to itself: no folder at all
+        resolved = Path(os.path.abspath(path))
     return next((c for c in COMMITTED if resolved.is_relative_to(c)), None)
 
 

@@ -11,11 +11,12 @@ and experiments.gpu_schedule publish from.
 """
 import json
 import math
+import sys
 from pathlib import Path
 
 from annotated.base.errors import DataError
 from annotated.base.settings import POSITIVE, at_least, between, shown
-from annotated.configs import get
+from annotated.configs import PRESETS, get
 from experiments.folders import committed_folder, relative
 
 BLEU = between(0, 100, "BLEU")
@@ -69,6 +70,9 @@ class Record:
                             f"{self.fix}") from None
         except json.JSONDecodeError as e:
             raise DataError(f"{self.path} is not valid JSON ({e}); {self.fix}") from None
+        except ValueError:                       # an integer of thousands of digits
+            raise DataError(f"{self.path} holds a number of more digits than Python reads "
+                            f"({sys.get_int_max_str_digits():,}); {self.fix}") from None
         except RecursionError:
             raise DataError(f"{self.path} nests arrays or objects deeper than a results "
                             f"file does (or Python can read); {self.fix}") from None
@@ -108,6 +112,9 @@ def results_page(record: "Record") -> list[str]:
     """The lines of the results page written from the same JSON (the .md beside it); a page
     that is missing is refused: the numbers published from the JSON are checked against it."""
     page = record.path.with_suffix(".md")
+    if page.is_dir():
+        raise DataError(f"{page}, written beside {record.path.name} from the same results, is "
+                        f"a folder: move it away, then {record.page_fix}")
     if not page.is_file():
         restore = (f"restore it (git checkout -- {relative(page)})"
                    if committed_folder(page) is not None else record.fix)
@@ -141,8 +148,9 @@ def shown_on_its_page(record: "Record", value: float, keys: tuple, column: str) 
     cells = [c.strip() for c in header.strip().strip("|").split("|")] if header else []
     where = (f"its row {keys[-2]!r}, column {column!r}" if row is not None and column in cells
              else None)
-    shown = (lines[row].strip().strip("|").split("|")[cells.index(column)].strip()
-             if where else None)
+    row_cells = lines[row].strip().strip("|").split("|") if where else []
+    shown = (row_cells[cells.index(column)].strip()
+             if where and cells.index(column) < len(row_cells) else None)
     if shown not in {f"{value:.2f}", f"{value}", f"{value:g}"}:
         raise DataError(f"{record.path}: {_named(keys)} is {value}, but "
                         f"{record.path.with_suffix('.md').name}, written from the same "
@@ -165,8 +173,11 @@ def out_of_rule(value, rule) -> str | None:
     rule's (test, what is allowed in words); None if it is one."""
     test, allowed = rule
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if number and math.isfinite(value) and test(value):
-        return None
+    try:
+        if number and math.isfinite(value) and test(value):
+            return None
+    except OverflowError:                        # an int past any float: out of every rule
+        return f"is a number of {len(str(value)):,} digits, not {allowed}"
     wanted = allowed if allowed.startswith("a ") else f"a number {allowed}"
     return f"is {shown(value)}, not {wanted}"
 
@@ -198,6 +209,8 @@ def gpu_timings(path) -> Record:
                         f"{record.fix}")
     seen = {}
     for i, case in enumerate(record.get("cases", kind=list)):
+        if isinstance(case, dict):
+            record.get("cases", i, "case", kind=str)       # a name, not a list or a number
         key = (case.get("case"), case.get("compile"), case.get("cuda_graphs")) \
             if isinstance(case, dict) else i
         if key in seen:
@@ -225,7 +238,10 @@ def fastest(record: Record, name: str) -> dict:
     record.get("cases", best, "MFU", rule=FRACTION)
     record.get("cases", best, "compile", kind=bool)
     case = record.data["cases"][best]
-    model = get(name.split()[0])                        # "base 1/8" is the base model's case
+    if name.split()[0] not in PRESETS:                  # "base 1/8" is the base model's case
+        raise DataError(f"{record.path}: its case {name!r} names no model of this project "
+                        f"(a preset: base, big, ...); {record.fix}")
+    model = get(name.split()[0])
     for key in ("N", "d_model"):
         if case.get(key) != getattr(model, key):
             raise DataError(f"{record.path}: cases[{best}] is named {name!r} but has "

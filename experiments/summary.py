@@ -15,7 +15,7 @@ from annotated import configs
 from annotated.base.cli import ArgumentParser, command, require_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, with_line_ends_of, write_files
-from annotated.base.settings import POSITIVE, between
+from annotated.base.settings import POSITIVE, between, shown
 from annotated.notebooks.results import run_mode
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
@@ -97,8 +97,8 @@ def check_run(record: Record, preset: str, settings: dict) -> None:
                                             if k != "lowercase"})
     expected = {"preset": preset, **{key: getattr(shape, key) for key in configs.SHAPE},
                 **settings}
-    found |= {key: bool(config.get(key)) if key == "lowercase" else config.get(key)
-              for key in expected if key != "preset"}
+    found |= {key: config.get(key, False) if key == "lowercase" else config.get(key)
+              for key in expected if key != "preset"}     # runs before lowercase had none
     differ = [f"{key}={found[key]!r} where the row shows {key}={value!r}"
               for key, value in expected.items() if found[key] != value]
     if differ:
@@ -113,11 +113,17 @@ def check_shipped(record: Record, lower: float, bleu: float) -> None:
     shipped = Record(PRETRAINED, "python -m experiments.pretrained CHECKPOINT --out-dir "
                                  "annotated/pretrained")
     sources = record.get("average", "checkpoints", kind=list)
+    averaged = shipped.get("averaged_from", kind=list)
+    for where, names, keys in ((record, sources, "average.checkpoints"),
+                               (shipped, averaged, "averaged_from")):
+        if not all(isinstance(name, str) for name in names):
+            raise DataError(f"{where.path}: {keys} is {shown(names)}, not a list of checkpoint "
+                            f"file names; {where.fix}")
     scores = [shipped.get("float32", key, rule=BLEU) for key in ("lowercase_bleu", "bleu")]
-    if shipped.get("averaged_from", kind=list) != sources or scores != [lower, bleu]:
+    if averaged != sources or scores != [lower, bleu]:
         raise DataError(f"{PRETRAINED} describes another model than its README row: it scores "
                         f"{scores[0]:.2f} / {scores[1]:.2f} (averaged from "
-                        f"{', '.join(shipped.get('averaged_from', kind=list))}), the row's "
+                        f"{', '.join(averaged)}), the row's "
                         f"{record.path.name} {lower:.2f} / {bleu:.2f} (from "
                         f"{', '.join(sources)}): ship the model the row scores, or score the "
                         f"shipped one's run into {record.path.name}; {shipped.fix}")
@@ -147,7 +153,7 @@ def commands_table() -> str:
             for key, rule in (("install_s", SECONDS), ("run_s", SECONDS), ("venv_bytes", BYTES),
                               ("packages", WHOLE)))
         rows.append([f"{mark} {name}", minutes(install_s), f"{minutes(run_s)}: {then}",
-                     f"{size / 2**30:.1f} GB", packages])
+                     f"{size / 2**30:.1f} GB", int(packages)])      # WHOLE: 122.0 is 122
     return "\n".join(markdown_table(["command", "install", "then", "size of `.venv/`",
                                      "packages"], rows))
 

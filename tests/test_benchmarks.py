@@ -240,6 +240,17 @@ def test_the_throughput_comparison_steps_two_copies_in_turn(capfd):
     says(err, "note", "this copy of the project itself", "noise")     # said, not hidden
 
 
+@pytest.mark.slow
+def test_under_amp_bf16_the_mfu_is_against_the_bf16_peak(capsys):
+    """bf16 products run several times faster than float32's here: against float32's peak a
+    bf16 step could read as an MFU above 1."""
+    train_throughput.main(["--threads", "1", "--repeats", "1", "--only", "tiny_v6k", "--amp",
+                           "bf16"])
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    says(line, "bf16 matmul peak", "MFU")
+    assert float(line.rsplit("MFU ", 1)[1]) <= 1.0, line
+
+
 def test_a_copy_whose_benchmark_fails_is_named_and_the_comparison_stops(tmp_path, capsys):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "__init__.py").write_text("")

@@ -142,6 +142,44 @@ def refused_summary(folder, capsys) -> str:
     return err
 
 
+def test_a_damaged_results_page_or_file_is_one_line(scratch_summary, capsys):
+    """A row of the results page cut short, the page replaced by a folder, a number of 5,000
+    digits (past what Python reads), a results file that is a link to itself."""
+    results = scratch_summary / "results"
+    page = results / "multi30k_tiny.md"
+    text = page.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| beam 4, alpha 1.4, "))
+    page.write_text(text.replace(row, "|".join(row.split("|")[:3]) + "|"))
+    says(refused_summary(scratch_summary, capsys), "multi30k_tiny.md", "edited", "both")
+    page.write_text(text)
+    (results / "multi30k.md").unlink()
+    (results / "multi30k.md").mkdir()
+    says(refused_summary(scratch_summary, capsys), "multi30k.md", "a folder", "move it away")
+    (results / "multi30k.md").rmdir()
+    shutil.copy(RESULTS / "multi30k.md", results / "multi30k.md")
+    install = results / "install.json"
+    saved = install.read_text()
+    install.write_text(saved.replace('"packages": ', '"packages": ' + "1" * 5000, 1))
+    says(refused_summary(scratch_summary, capsys), "install.json", "number", "digits",
+         "write it again")
+    install.write_text(saved)
+    schedule = results / "gpu_schedule.json"
+    schedule.unlink()
+    schedule.symlink_to("gpu_schedule.json")
+    says(refused_summary(scratch_summary, capsys), "gpu_schedule.json")
+
+
+def test_a_gpu_case_renamed_in_both_gpu_files_names_the_file(scratch_summary, capsys):
+    """Not "unknown config", which reads as a --config of the user's."""
+    edit_json(scratch_summary / "results" / "gpu_train.json", lambda r: [
+        c.update(case=c["case"].replace("base", "tiny")) for c in r["cases"]])
+    edit_json(scratch_summary / "results" / "gpu_schedule.json", lambda r: r.update(
+        models={k.replace("base", "tiny"): v for k, v in r["models"].items()}))
+    err = refused_summary(scratch_summary, capsys)
+    says(err, "gpu_", "'tiny", "names no model")
+    assert "unknown config" not in err
+
+
 def test_a_readme_that_is_a_folder_is_named_with_how_to_restore_it(scratch_summary, capsys):
     readme = scratch_summary / "README.md"
     readme.unlink()
@@ -229,6 +267,16 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
      ("multi30k_tiny_en_fr.json", "target_lang='de'", "target_lang='fr'")),
     ("install.json", lambda r: r["commands"]["(2)"].update(packages=0),
      ("install.json", "packages", "0", "whole number >= 1")),
+    ("install.json", lambda r: r["commands"]["(2)"].update(packages=10 ** 400),
+     ("install.json", "packages", "401 digits")),
+    ("gpu_train.json", lambda r: [c.update(case=c["case"].replace("base", "tiny"))
+                                  for c in r["cases"]], ("gpu_train.json", "base")),
+    ("multi30k_tiny_lowercase.json", lambda r: r["config"].update(lowercase="false"),
+     ("multi30k_tiny_lowercase.json", "lowercase='false'", "lowercase=True")),
+    ("multi30k_tiny.json", lambda r: r["average"].update(checkpoints=[1, 2, 3]),
+     ("multi30k_tiny.json", "average.checkpoints", "[1, 2, 3]", "checkpoint file names")),
+    ("gpu_train.json", lambda r: r["cases"][0].update(case=["base"]),
+     ("gpu_train.json", "cases[0].case", "['base']", "text")),
     ("install.json", lambda r: r["commands"]["(2)"].update(venv_bytes=0),
      ("install.json", "venv_bytes", "0", "bytes")),
     ("gpu_train.json", lambda r: [c.update(case={"base": "big", "big": "base"}.get(

@@ -187,6 +187,35 @@ def test_a_damaged_chapter_is_one_line_for_the_translations_and_terms_checks(
         says(error, "02_masking.ipynb", "not a readable notebook", *names, "restore it")
 
 
+def notebook_of(tmp_path, *cells, minor=5):
+    """A notebook file of markdown cells given as (id, text), id None for none."""
+    nb = nbformat.v4.new_notebook()
+    nb.nbformat_minor = minor
+    for cell_id, text in cells:
+        cell = nbformat.v4.new_markdown_cell(text)
+        cell.pop("id") if cell_id is None else cell.update(id=cell_id)
+        nb.cells.append(cell)
+    path = tmp_path / "01_chapter.ipynb"
+    path.write_text(json.dumps(nb))
+    return path
+
+
+@pytest.mark.parametrize("cells,minor,names", [
+    ([(None, "# A title"), (None, "Prose.")], 4, ("without ids", "4.4", "Jupyter")),
+    ([("a1", "# A title"), ("a1", "Prose.")], 5, ("Non-unique cell id 'a1'", "an id of its own")),
+    ([("odd id ===", "# A title")], 5, ("'odd id ==='", "letters, digits", "another id")),
+    ([("a1", "# A title\n\n--- zh ---\nquoted")], 5, ("cell a1", "'--- zh ---'", "indent")),
+    ([("a1", "# A title\n=== block ===")], 5, ("cell a1", "'=== block ==='", "indent"))],
+    ids=["no ids", "an id twice", "an odd id", "a side's mark", "a unit header"])
+def test_a_chapter_the_translation_files_cannot_name_is_refused_before_any_write(
+        cells, minor, names, tmp_path):
+    """--add-missing would write units that the next reading refuses: each cause is named
+    first, with its fix."""
+    with pytest.raises(DataError) as error:
+        i18n.source_units(notebook_of(tmp_path, *cells, minor=minor))
+    says(error, "01_chapter.ipynb", *names)
+
+
 def test_a_terminal_that_cannot_write_chinese_is_told_how_to_read_the_report():
     done = subprocess.run([sys.executable, "-m", "book", "translations"], capture_output=True,
                           cwd=i18n.ROOT, env={**os.environ, "PYTHONIOENCODING": "ascii"})
