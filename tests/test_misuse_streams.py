@@ -259,6 +259,11 @@ def test_a_checkpoint_with_weights_that_are_not_finite_is_refused_by_every_reade
     checkpoint_file.atomic_save(payload, tmp_path / "nan.pt")
     exits_with_error(translate.main, ["--checkpoint", str(tmp_path / "nan.pt")])
     says(error_line(capsys), "not finite")                          # tied: 3 names
+    for argv, purpose in ((["average", str(tmp_path / "nan.pt"), str(path)], "be averaged"),
+                          (["half", str(tmp_path / "nan.pt")], "be shared")):
+        exits_with_error(checkpoint_command.main, [*argv, "--out", str(tmp_path / "out.pt")])
+        says(error_line(capsys), "nan.pt", "not finite", purpose, "before the run diverged")
+        assert not (tmp_path / "out.pt").exists()
 
 
 def test_halving_refuses_a_weight_beyond_float16(tmp_path, capsys):
@@ -692,6 +697,10 @@ def test_lowercase_translations_against_cased_references_point_to_the_lowercased
     (tmp_path / "ref.de").write_text("ein hund läuft über die wiese.\nzwei katzen schlafen.\n")
     evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
     assert "all lowercase" not in capsys.readouterr().err
+    (tmp_path / "hyp.de").write_text("EIN HUND LÄUFT ÜBER DIE WIESE.\nZWEI KATZEN SCHLAFEN.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    note = next(line for line in capsys.readouterr().err.splitlines() if "capitals" in line)
+    says(note, "hyp.de", "all in capitals", "lowercase letters", "lowercased BLEU")
 
 
 def test_a_model_writing_too_little_is_not_told_its_lines_are_good(tmp_path, capsys):

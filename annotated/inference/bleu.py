@@ -167,19 +167,22 @@ def too_short_note(hyps: list[str], refs: list[str], lang: str | None = None) ->
             "however good they are: it scores sentences of 4 tokens or more")
 
 
-def lowercase_note(hyps: list[str], refs: list[str], source) -> str | None:
-    """A note when the translations from `source` hold no capital letter and the references
-    do: cased sacreBLEU counts every capital as a miss, so only the lowercased line compares
-    them (a model trained with lowercase=true writes lowercase)."""
-    if any(c.isupper() for hyp in hyps for c in hyp) or not any(c.islower() for hyp in hyps
-                                                                for c in hyp):
-        return None                             # capitals, or a script without case (Chinese)
-    capitals = sum(any(c.isupper() for c in ref) for ref in refs)
-    if capitals < len(refs) / 2:
+def case_note(hyps: list[str], refs: list[str], source) -> str | None:
+    """A note when the translations from `source` are all in one case (all lowercase, as a
+    model trained with lowercase=true writes, or all capitals) and the references are not:
+    cased sacreBLEU counts every letter in the other case as a miss, so only the lowercased
+    line compares them."""
+    letters = [c for hyp in hyps for c in hyp if c.isupper() or c.islower()]
+    if not letters or (any(c.isupper() for c in letters) and any(c.islower() for c in letters)):
+        return None                    # mixed case, or a script without case (Chinese)
+    lower = letters[0].islower()
+    other = sum(any(c.isupper() if lower else c.islower() for c in ref) for ref in refs)
+    if other < len(refs) / 2:
         return None
-    return (f"note: the translations in {source} are all lowercase, and {capitals:,} of the "
-            f"{len(refs):,} references hold capitals: cased sacreBLEU counts each capital as a "
-            f"miss, so read the lowercased BLEU line")
+    return (f"note: the translations in {source} are all "
+            f"{'lowercase' if lower else 'in capitals'}, and {other:,} of the {len(refs):,} "
+            f"references hold {'capitals' if lower else 'lowercase letters'}: cased sacreBLEU "
+            f"counts each such letter as a miss, so read the lowercased BLEU line")
 
 
 def tokenized_note(hyps: list[str], source) -> str | None:

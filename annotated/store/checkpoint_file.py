@@ -489,11 +489,17 @@ def _check_weights(state: dict, config, vocab_size: int, path) -> None:
         raise CheckpointError(f"checkpoint {path} does not fit its own config: its output layer "
                               f"is {tuple(getattr(rows, 'shape', ()))}, its tokenizer and "
                               f"config need ({vocab_size:,}, {config.d_model})")
+    refuse_not_finite(state, path, "translate")
+
+
+def refuse_not_finite(state: dict, path, purpose: str) -> None:
+    """Refuse weights that hold inf or NaN (a run that diverged, float16 that overflowed):
+    nothing made from them can `purpose` (translate, be averaged, be shared)."""
     bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(f"checkpoint {path} holds weights that are not finite "
                               f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}): it "
-                              f"cannot translate; use a checkpoint from before the run diverged")
+                              f"cannot {purpose}; use a checkpoint from before the run diverged")
 
 
 # ---------------------------------------------------------------------------- averaging
@@ -567,6 +573,8 @@ def average(paths, allow_different_runs: bool = False) -> dict:
     if not paths:
         raise CheckpointError("no checkpoints to average")
     payloads = [load(p, purpose="average") for p in paths]
+    for path, payload in zip(paths, payloads):
+        refuse_not_finite(payload["model"], path, "be averaged")
     _check_compatible(paths, payloads, allow_different_runs)
     newest = max(payloads, key=lambda p: p.get("step") or 0)   # whatever order they came in
 
@@ -605,6 +613,7 @@ def half(path, **decoding) -> dict:
     become infinite. `decoding` (beam_size, alpha, max_extra) become the file's defaults, so
     that translating with it needs no options to decode as its results were scored."""
     payload = load(path)
+    refuse_not_finite(payload["model"], path, "be shared")
     limit = torch.finfo(torch.float16).max
     for k, v in payload["model"].items():
         if v.is_floating_point() and v.numel() and v.abs().max() > limit:
