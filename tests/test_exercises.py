@@ -18,7 +18,7 @@ import torch
 from conftest import says
 
 from annotated.exercises import CHECKED, checker, exercises, graded_ids, result_of
-from annotated.exercises.core import Case, Exercise, Slip, Text, run
+from annotated.exercises.core import Case, Exercise, Slip, Text, fingerprint, run
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import KINDS, checks, listed, source
 from reference_numpy import masks as np_masks
@@ -307,6 +307,30 @@ def test_an_answer_that_keeps_results_by_shape_fails_on_the_cases_made_again():
     says(result.message(), "made again with other random numbers", "kept from an earlier call")
     says(result.message("zh"), "另一组随机数", "之前")
     assert run(EXERCISES["1.2"], kept_by_value).status == "passed"
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES.values()), ids=ids)
+def test_an_answer_that_looks_up_results_computed_before_the_check_fails(exercise):
+    """Every check holds a case whose numbers change when the check makes its cases again:
+    results computed beforehand for the book's cases, and looked up by the inputs' values, are
+    wrong there. The lookup gives back the last result it holds for inputs it has not seen."""
+    solution = solved_functions(chapter_of(exercise))[exercise.function]
+
+    def key(args):          # the values among the arguments, not the functions some are given
+        return fingerprint([a for a in args if not callable(a)])
+    kept = {}
+    for case in exercise.cases():
+        with torch.enable_grad():
+            kept[key(case.args)] = solution(*case.args, **case.kwargs)
+    last = list(kept.values())[-1]
+
+    def looked_up(*args, **kwargs):
+        found = kept.get(key(args), last)
+        return found.clone() if isinstance(found, torch.Tensor) else found
+    result = run(exercise, looked_up)
+    assert result.status == "failed", result.message()
+    if exercise.rule is None:           # else the rule may refuse the lookup first
+        says(result.message(), "made again with other random numbers")
 
 
 def test_a_number_rounded_to_float16_on_return_is_named_as_such():

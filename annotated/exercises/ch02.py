@@ -1,7 +1,8 @@
 """Chapter 2's coding exercises: the causal mask, the padding mask, attention under a mask."""
 import torch
 
-from annotated.exercises.core import ATTENTION, Case, Exercise, Slip, Text, randn, tokens
+from annotated.exercises.core import (ATTENTION, Case, Exercise, Slip, Text, draw, randn,
+                                      seeded, tokens)
 from reference_numpy import attention as np_attention
 from reference_numpy import masks as np_masks
 
@@ -9,7 +10,9 @@ from reference_numpy import masks as np_masks
 # ---- 2.1 the causal mask ----
 
 def causal_cases() -> list[Case]:
-    return [Case(Text(f"size {n}", f"长度 {n}"), (n,)) for n in (4, 1, 7, 12)]
+    size = draw(2, 200, seed=2101)
+    return [*(Case(Text(f"size {n}", f"长度 {n}"), (n,)) for n in (4, 1, 7, 12)),
+            Case(Text(f"a size drawn at random, {size}", f"随机抽取的长度 {size}"), (size,))]
 
 
 def causal_answer(size):
@@ -63,7 +66,18 @@ def padding_cases() -> list[Case]:
         Case(Text("padding id 1, and a real token with id 0",
                   "填充的编号为 1，还有一个编号为 0 的真实词元"),
              (tokens([[0, 5, 2, 1], [4, 0, 2, 1]]), 1)),
+        drawn_batch(seed=2201),
     ]
+
+
+def drawn_batch(seed: int) -> Case:
+    """A batch whose size, lengths, token ids and padding id are drawn at random."""
+    pad, rows, seq = draw(0, 3, seed), draw(2, 6, seed + 1), draw(2, 12, seed + 2)
+    ids = torch.randint(4, 100, (rows, seq), generator=seeded(seed + 3))
+    lengths = torch.randint(1, seq + 1, (rows, 1), generator=seeded(seed + 4))
+    batch = ids.masked_fill(torch.arange(seq) >= lengths, pad)
+    return Case(Text(f"a batch drawn at random, {rows} x {seq}, padding id {pad}",
+                     f"随机抽取的批次，{rows} x {seq}，填充的编号为 {pad}"), (batch, pad))
 
 
 def padding_answer(batch, pad):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, randn
+from annotated.exercises.core import Case, Exercise, Slip, Text, draw, randn
 from reference_numpy import positional as np_positional
 
 
@@ -19,6 +19,7 @@ def interleaved(angle: torch.Tensor) -> torch.Tensor:
 # ---- 4.1 the sinusoid table ----
 
 def table_cases() -> list[Case]:
+    length, d_model = draw(1, 400, seed=4101), 2 * draw(1, 128, seed=4102)
     return [
         Case(Text("8 positions, d_model 16", "8 个位置，d_model 16"), (8, 16)),
         Case(Text("a single position", "只有一个位置"), (1, 16)),
@@ -28,6 +29,8 @@ def table_cases() -> list[Case]:
         Case(Text("50 positions, d_model 512", "50 个位置，d_model 512"), (50, 512)),
         Case(Text("positions 0 to 10,000, d_model 16", "位置 0 到 10,000，d_model 16"),
              (10_001, 16)),
+        Case(Text(f"drawn at random, {length} positions, d_model {d_model}",
+                  f"随机抽取：{length} 个位置，d_model {d_model}"), (length, d_model)),
     ]
 
 
@@ -117,6 +120,7 @@ TABLE = Exercise(
 # ---- 4.4 the rotation from PE(pos) to PE(pos + k) ----
 
 def rotation_cases() -> list[Case]:
+    k, d_model = draw(-2000, 2000, seed=4401), 2 * draw(1, 40, seed=4402)
     return [
         Case(Text("k = 1, d_model 8", "k = 1，d_model 8"), (1, 8)),
         Case(Text("k = 3, d_model 16", "k = 3，d_model 16"), (3, 16)),
@@ -124,6 +128,8 @@ def rotation_cases() -> list[Case]:
         Case(Text("k = 0, d_model 6", "k = 0，d_model 6"), (0, 6)),
         Case(Text("d_model 2: one pair, k = 5", "d_model 2：只有一对，k = 5"), (5, 2)),
         Case(Text("k = 5,000, d_model 64", "k = 5,000，d_model 64"), (5_000, 64)),
+        Case(Text(f"drawn at random, k = {k}, d_model {d_model}",
+                  f"随机抽取：k = {k}，d_model {d_model}"), (k, d_model)),
     ]
 
 

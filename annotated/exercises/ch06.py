@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from annotated.exercises.core import (AUTOGRAD, BACKWARD_KERNELS, Case, Exercise, Slip, Text,
-                                      randn, seeded, tokens)
+                                      draw, randn, seeded, tokens)
 from reference_numpy import loss as np_loss
 from reference_numpy import optim as np_optim
 
@@ -12,6 +12,8 @@ from reference_numpy import optim as np_optim
 # ---- 6.1 the learning-rate schedule ----
 
 def lrate_cases() -> list[Case]:
+    step, d_model = draw(1, 2_000_000, seed=6101), draw(1, 4096, seed=6102)
+    warmup_steps = draw(1, 16_000, seed=6103)
     return [
         Case(Text("base, step 10 (warming up)", "base，第 10 步（预热中）"), (10, 512, 4000)),
         Case(Text("base, step 4,000 (the peak)", "base，第 4,000 步（峰值）"), (4000, 512, 4000)),
@@ -20,6 +22,9 @@ def lrate_cases() -> list[Case]:
         Case(Text("the first step, step 1", "第一步，即第 1 步"), (1, 512, 4000)),
         Case(Text("a huge step, 3 billion", "极大的步数：30 亿"), (3_000_000_000, 512, 4000)),
         Case(Text("warmup_steps 1, step 7", "warmup_steps 为 1，第 7 步"), (7, 512, 1)),
+        Case(Text(f"drawn at random, step {step:,}, d_model {d_model}, warmup_steps "
+                  f"{warmup_steps:,}", f"随机抽取：第 {step:,} 步，d_model {d_model}，"
+                  f"warmup_steps 为 {warmup_steps:,}"), (step, d_model, warmup_steps)),
     ]
 
 

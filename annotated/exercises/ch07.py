@@ -7,13 +7,14 @@ import numpy as np
 import torch
 
 from annotated.data.tokenizer import EOS
-from annotated.exercises.core import Case, Exercise, Slip, Text, seeded
+from annotated.exercises.core import Case, Exercise, Slip, Text, draw, seeded
 from annotated.inference.search import length_penalty
 
 
 # ---- 7.1 the length penalty ----
 
 def lp_cases() -> list[Case]:
+    length, alpha = draw(1, 1000, seed=7101), draw(0, 200, seed=7102) / 100
     return [
         Case(Text("|Y| = 10, alpha 0.6", "|Y| = 10，alpha 0.6"), (10, 0.6)),
         Case(Text("|Y| = 1 (EOS alone), alpha 0.6", "|Y| = 1（只有 EOS），alpha 0.6"), (1, 0.6)),
@@ -22,6 +23,8 @@ def lp_cases() -> list[Case]:
         Case(Text("|Y| = 301, alpha 0.3 (parsing)", "|Y| = 301，alpha 0.3（句法分析）"), (301, 0.3)),
         Case(Text("a tensor of lengths, float64", "一个长度张量，float64"),
              (torch.tensor([1.0, 4.0, 9.0, 30.0], dtype=torch.float64), 0.6)),
+        Case(Text(f"drawn at random, |Y| = {length}, alpha {alpha}",
+                  f"随机抽取：|Y| = {length}，alpha {alpha}"), (length, alpha)),
     ]
 
 

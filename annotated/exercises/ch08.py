@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from sacrebleu.metrics import BLEU
 
-from annotated.exercises.core import (Case, Exercise, Slip, Text, as_array, compare, kind,
-                                      seeded)
+from annotated.exercises.core import (Case, Exercise, Slip, Text, as_array, compare, draw,
+                                      kind, seeded)
 from annotated.exercises.messages import MESSAGES
 
 
@@ -41,6 +41,8 @@ def number(x) -> np.float32:
 # ---- 8.1 the brevity penalty ----
 
 def penalty_cases() -> list[Case]:
+    r = draw(1, 30_000, seed=8101)
+    c = draw(max(1, r * 4 // 5), r * 5 // 4, seed=8102)        # within a quarter of r
     return [
         Case(Text("an output shorter than the reference, c = 18, r = 20",
                   "输出比参考译文短，c = 18，r = 20"), (18, 20)),
@@ -52,6 +54,8 @@ def penalty_cases() -> list[Case]:
         Case(Text("one word against thirty, c = 1, r = 30", "一个词对三十个词，c = 1，r = 30"),
              (1, 30)),
         Case(Text("an empty output, c = 0, r = 12", "空输出，c = 0，r = 12"), (0, 12)),
+        Case(Text(f"drawn at random, c = {c:,}, r = {r:,}", f"随机抽取：c = {c:,}，r = {r:,}"),
+             (c, r)),
     ]
 
 
@@ -110,7 +114,24 @@ def bleu_cases() -> list[Case]:
         Case(Text("a three-word output: no 4-gram at all", "三个词的输出：根本没有 4 元组"),
              ([3, 2, 1, 0], [3, 2, 1, 0], 3, 3)),
         Case(Text("an empty output", "空输出"), ([0, 0, 0, 0], [0, 0, 0, 0], 0, 9)),
+        drawn_counts(seed=8201),
     ]
+
+
+def drawn_counts(seed: int) -> Case:
+    """A test set's statistics drawn at random: `sentences` sentences of c words in all, so
+    c - (n - 1) * sentences n-grams of each order n, each order matching at most as many
+    n-grams as the order below it."""
+    sentences = draw(1, 500, seed)
+    c = draw(4 * sentences, 30 * sentences, seed + 1)
+    totals = [c - n * sentences for n in range(4)]
+    matches = [draw(1, totals[0], seed + 2)]
+    for n in range(1, 4):
+        matches.append(draw(0, min(matches[-1], totals[n]), seed + 2 + n))
+    r = draw(max(1, c * 4 // 5), c * 5 // 4, seed + 6)
+    return Case(Text(f"drawn at random, {sentences} sentences, c = {c:,}, r = {r:,}",
+                     f"随机抽取：{sentences} 个句子，c = {c:,}，r = {r:,}"),
+                (matches, totals, c, r))
 
 
 def bleu_answer(matches, totals, c, r):

@@ -66,6 +66,13 @@ def seeded(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed + SEED_OFFSET.get())
 
 
+def draw(low: int, high: int, seed: int) -> int:
+    """A case's random whole number from low to high: the same on every run, from its own seed.
+    A check whose arguments are numbers, not tensors, draws one case's numbers this way, so
+    that the cases made again with other numbers hold that case with new ones."""
+    return int(torch.randint(low, high + 1, (), generator=seeded(seed)))
+
+
 def randn(*shape, seed: int, dtype=torch.float64) -> torch.Tensor:
     """A case's random tensor: the same numbers on every run, from its own seed."""
     return torch.randn(*shape, generator=seeded(seed), dtype=dtype)
@@ -318,9 +325,9 @@ def outcome(exercise: Exercise, fn) -> Outcome:
 
 
 def other_numbers(exercise: Exercise, cases: list[Case]) -> list[Case]:
-    """The cases made again from other seeds (the same shapes, other random numbers), those
-    that changed: an answer that gives back a result kept from an earlier call, chosen by the
-    inputs' shapes, is wrong on them."""
+    """The cases made again from other seeds (other random numbers; the drawn cases with other
+    sizes too), those that changed: an answer that gives back a result kept from an earlier
+    call, chosen by the inputs' shapes or looked up by their values, is wrong on them."""
     token = SEED_OFFSET.set(OTHER_SEEDS)
     try:
         remade = exercise.cases()

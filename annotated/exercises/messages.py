@@ -28,7 +28,7 @@ MESSAGES = {
         "calls_own": "your function calls {name}, the project's own code: the exercise is to "
                      "write that step yourself, with torch (your own functions from earlier "
                      "exercises are fine). Hint: {hint}",
-        "again": "case '{case}' made again with other random numbers of the same shapes: "
+        "again": "case '{case}' made again with other random numbers: "
                  "{problem}. An answer that gives back a result kept from an earlier call fails "
                  "here: compute each result from the inputs it is given.",
         "raised_in": "your function raised {error}{where}",
@@ -139,7 +139,7 @@ MESSAGES = {
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
         "calls_own": "你的函数调用了 {name}，这是本项目里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
-        "again": "用例“{case}”换成形状相同的另一组随机数重新生成后：{problem}。"
+        "again": "用例“{case}”换成另一组随机数重新生成后：{problem}。"
                  "如果答案交回的是之前某次调用时留下的结果，就会在这里出错：每个结果都要由传入的输入算出。",
         "raised_in": "你的函数抛出了 {error}{where}",
         "tampered": "用例“{case}”：你的函数改动了检查用来比对答案的东西；请让本书的代码和检查保持原样。",
