@@ -75,11 +75,14 @@ def kernel(q, k, v, kwargs, attend=F.scaled_dot_product_attention) -> str:
 
 
 def pass_of(device: str, case: tuple):
-    """One forward and backward pass of `case` (q, k, v, kwargs[, the attention])."""
+    """One forward and backward pass of `case` (q, k, v, kwargs[, the attention]), the output's
+    gradient a tensor of its own, as in training (a sum's is one number broadcast, which slows
+    some kernels' products)."""
     q, k, v, kwargs, attend = (*case, F.scaled_dot_product_attention)[:5]
+    d_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(1)).to(q)
 
     def run():
-        attend(q, k, v, **kwargs).float().sum().backward()
+        attend(q, k, v, **kwargs).backward(d_out)
         if device == "cuda":
             torch.cuda.synchronize()
     return run

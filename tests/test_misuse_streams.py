@@ -866,8 +866,9 @@ def test_an_os_error_with_a_file_names_the_fix_and_keeps_a_long_path_short():
 
 def test_lines_in_capitals_and_lines_of_many_sentences_are_noted(tmp_path, capsys):
     """The shipped model writes nonsense for a line in capitals, and stops after the first of
-    forty sentences on one line: each is named, with its line, before or after decoding. An
-    ordinary sentence gets neither note."""
+    forty sentences on one line: each is named, with its line, before or after decoding. So is
+    a line of three short sentences translated as one. An ordinary sentence (an abbreviation
+    in it) gets neither note."""
     (tmp_path / "in.en").write_text("A dog runs on the grass.\nA MAN IS RIDING A BICYCLE.\n"
                                     + " ".join(["A man rides a bike."] * 40) + "\n")
     translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
@@ -875,10 +876,25 @@ def test_lines_in_capitals_and_lines_of_many_sentences_are_noted(tmp_path, capsy
     err = capsys.readouterr().err
     says(next(line for line in err.splitlines() if "capitals" in line), "1 of the first 3",
          "line 2", "ordinary sentences")
-    says(next(line for line in err.splitlines() if "a third" in line), "line 3",
-         "several sentences", "split")
-    (tmp_path / "in.en").write_text("A dog runs on the grass.\n")
+    says(next(line for line in err.splitlines() if "part of their line" in line), "line 3",
+         "40 sentence(s)", "one sentence a line", "split")
+    (tmp_path / "in.en").write_text("A dog runs on the grass.\nA dog runs. A man sits. A girl "
+                                    "sings.\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
+                    "--out", str(tmp_path / "three.de"), "--greedy"])
+    says(next(line for line in capsys.readouterr().err.splitlines()
+              if "part of their line" in line), "line 2", "3 sentence(s)", "split")
+    (tmp_path / "in.en").write_text("A dog runs on the grass.\nMr. Smith rides a bike.\n")
     translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
                     "--out", str(tmp_path / "other.de"), "--greedy"])
     err = capsys.readouterr().err
-    assert "written in capitals" not in err and "a third" not in err
+    assert "written in capitals" not in err and "part of their line" not in err
+
+
+@pytest.mark.parametrize("text, count", [
+    ("A man rides a bike.", 1), ("Hi. How are you? I'm fine.", 3), ("Mr. Smith walks.", 1),
+    ("J. K. Rowling writes. She wins.", 2), ('"Stop!" he said.', 1), ("3.5 m tall.", 1),
+    ("Er kam. „Hallo“, sagte er.", 2), ("他来了。她走了。", 2), ("Ein Mann.  ", 1)])
+def test_sentences_are_counted_by_their_ends_not_by_abbreviations_or_quotes(text, count):
+    from annotated.inference.batched import sentence_count
+    assert sentence_count(text) == count

@@ -6,6 +6,7 @@ decodes each batch with beam search (or greedy search), and puts the translation
 input's order; an empty line gives an empty translation. The command around it is
 `python -m annotated.translate` (annotated/translate.py).
 """
+import re
 import time
 
 from annotated.base.errors import DataError
@@ -18,9 +19,34 @@ from annotated.inference.search import beam_search, greedy_decode, source_batch
 # no output, and the model has never seen anything like it. Cutting it short instead would drop
 # text from the translation without a word.
 LONGEST_TIMES = 4
-# A translation under 1/SHORT_BY of its line's tokens, for lines of SHORT_FROM tokens or more,
-# is noted: a line of several sentences whose translation stopped after the first.
+# A line of several sentences whose translation stopped after the first is noted: one whose
+# translation holds fewer sentences than it, or, for lines of SHORT_FROM tokens or more, is
+# under 1/SHORT_BY of its tokens (sentences the punctuation does not show).
 SHORT_FROM, SHORT_BY = 30, 3
+# The end of a sentence that another one follows: a full stop, question or exclamation mark
+# and any closing quotes, then (in Latin script) space and a capital letter or an opening quote,
+# or (in CJK script) anything. The word before a full stop must not be an initial or one of
+# ABBREVIATIONS ("Mr. Smith" is one sentence).
+SENTENCE_END = re.compile(r"(\w*)(?:[.!?]+[\"'»”’“)]*\s+(?=[A-Z\u00c0-\u00de\"'«„“‘(\d])"
+                          r"|[。！？]+[”’」』）]*\s*(?=\S))")
+ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "no", "nr", "ca",
+                 "bzw", "usw", "vgl", "mme", "mlle", "m"}
+
+
+def sentence_count(text: str) -> int:
+    """How many sentences `text` holds, by its punctuation: one more than its inner ends."""
+    ends = [m for m in SENTENCE_END.finditer(text.strip())
+            if not (text.strip()[m.end(1)] == "." and (len(m.group(1)) == 1
+                                                       or m.group(1).lower() in ABBREVIATIONS))]
+    return len(ends) + 1
+
+
+def dropped_sentences(line: str, n_in: int, translation: str, n_out: int) -> bool:
+    """Whether `translation` (n_out tokens) looks like the first of several sentences of `line`
+    (n_in tokens) only."""
+    if sentence_count(translation) < sentence_count(line):
+        return True
+    return n_in >= SHORT_FROM and n_out < n_in / SHORT_BY
 
 
 def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
@@ -54,7 +80,7 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
             out[i] = tokenizer.decode(hyp.tokens)               # drops EOS
             if hyp.tokens[-1:] != [EOS]:                        # stopped by the length limit
                 cut.append(i)
-            elif len(ids[i]) >= SHORT_FROM and len(hyp.tokens) < len(ids[i]) / SHORT_BY:
+            elif dropped_sentences(lines[i], len(ids[i]), out[i], len(hyp.tokens)):
                 short.append(i)                                 # several sentences, one read
         done += len(rows)
         if log:
@@ -62,9 +88,10 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
             log(f"translated {done}/{len(todo)} sentences ({rate:.1f} sentences/s)")
     if short and log:
         first = min(short)
-        log(f"note: {len(short)} translation(s) are under a third as long as their line, line "
-            f"{first + 1} first ({len(ids[first])} tokens in, {len(out[first].split())} words "
-            f"out): a line of several sentences? The model translates one sentence a line, "
+        log(f"note: {len(short)} translation(s) may hold only part of their line, line "
+            f"{first + 1} first ({sentence_count(lines[first])} sentence(s) and "
+            f"{len(ids[first])} tokens in, {sentence_count(out[first])} sentence(s) and "
+            f"{len(out[first].split())} words out): the model translates one sentence a line, "
             f"and may stop after the first: split such lines into sentences")
     if cut and log:
         log(f"note: {len(cut)} translation(s) reached the maximum length (input + {max_extra} "
