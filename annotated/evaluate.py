@@ -24,8 +24,8 @@ from annotated.base.files import check_aligned, read_lines
 from annotated.data.corpus import MIN_LENGTH_CORRELATION, in_line_correlation
 from annotated.data.languages import guess_language, guess_spaced_language
 from annotated.data.tokenizer import is_language
-from annotated.inference.bleu import (case_note, describe_paired, paired_bootstrap, report,
-                                     tokenized_note, tokenizer_for, too_short_note)
+from annotated.inference.bleu import (case_note, describe_paired, escaped_note, paired_bootstrap,
+                                      report, tokenized_note, tokenizer_for, too_short_note)
 
 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
@@ -88,7 +88,8 @@ def main(argv=None):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
                                                   tokenize=tok), metric))
     for note in (too_short_note(hyps, refs, args.lang), tokenized_note(hyps, args.hyp),
-                 case_note(hyps, refs, args.hyp)):
+                 case_note(hyps, refs, args.hyp), escaped_note(hyps, args.hyp),
+                 escaped_note(refs, args.ref)):
         if note:
             say_error(note)
 

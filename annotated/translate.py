@@ -35,7 +35,7 @@ from annotated.data.languages import (LANGUAGE_NAMES, THREE_LETTER_CODES, WORD_S
                                       guess_spaced_language)
 from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
-from annotated.inference.bleu import report, too_short_note
+from annotated.inference.bleu import escaped_note, report, too_short_note
 from annotated.model import count_parameters
 from annotated.store.checkpoint_file import load_model
 
@@ -108,6 +108,8 @@ def main(argv=None):
     check_replaceable(out_path, lines)
     try:
         note_foreign_input(lines, tokenizer, config)
+        if note := escaped_note(lines, source or "stdin"):
+            log(note)
         out = decoded(args, model, config, tokenizer, lines)
     except DataError as e:                         # a line that cannot be translated
         raise DataError(f"{source or 'stdin'}, {e}") from None

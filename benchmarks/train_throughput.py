@@ -162,8 +162,14 @@ class Worker:
         if not line:
             raise DataError(f"the step's process for {self.root} ended (exit code "
                             f"{self.process.wait()}); its error is above")
-        wall, cpu = line.split()
-        return float(wall), float(cpu)
+        try:
+            wall, cpu = line.split()
+            return float(wall), float(cpu)
+        except ValueError:                       # its code printed something of its own
+            raise DataError(f"the step's process for {self.root} wrote {line.strip()[:200]!r} "
+                            f"where the seconds of a step were expected: its code prints to "
+                            f"standard output while it steps; give a copy of this project "
+                            f"that does not (git worktree add DIR REV)") from None
 
     def close(self):
         try:

@@ -263,6 +263,22 @@ def test_a_copy_whose_benchmark_fails_is_named_and_the_comparison_stops(tmp_path
          "its error is above")
 
 
+def test_a_copy_that_prints_while_it_steps_is_named_with_what_it_printed(tmp_path, capsys):
+    """The other copy's step writes its own line where the seconds of a step belong."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "train_throughput.py").write_text(
+        'class Config:\n    max_tokens = 0\n    def override(self, **kw):\n        return self\n'
+        'CASES = {"tiny_v6k": (Config(), 0, 0, None)}\n'
+        'def training_step(*args):\n    return (lambda: print("stepping"),)\n')
+    with pytest.raises(SystemExit) as exit_:
+        train_throughput.main(["--against", str(tmp_path), "--only", "tiny_v6k", "--repeats",
+                               "1", "--threads", "1"])
+    assert exit_.value.code == 1
+    says(capsys.readouterr().err.strip().splitlines()[-1], str(tmp_path), "'stepping'",
+         "standard output", "git worktree add")
+
+
 @pytest.mark.parametrize("out", [None, RESULTS])
 def test_the_device_script_on_a_cpu_never_writes_into_results(out, capsys):
     before = {p.name: p.read_bytes() for p in RESULTS.iterdir()}

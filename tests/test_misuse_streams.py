@@ -687,6 +687,25 @@ def test_sentences_too_short_for_a_4_gram_say_why_bleu_is_0(tmp_path, capsys):
     assert "4 tokens" not in capsys.readouterr().err
 
 
+def test_text_escaped_for_the_web_is_named_with_its_line_and_the_fix(tmp_path, capsys):
+    """&apos; and &amp; in the input of translate, or in the translations or references of
+    evaluate, read as other words: each file is named with its first such line; plain text
+    (an ampersand alone, "AT&T") gets no note."""
+    (tmp_path / "in.en").write_text("A dog runs.\nIt&apos;s a dog &amp; a cat.\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
+                    "--out", str(tmp_path / "out.de"), "--greedy"])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "HTML" in line),
+         "1 of the 2 lines", "in.en", "line 2", "&apos;", "html.unescape")
+    (tmp_path / "ref.de").write_text("Ein Hund läuft.\nEin Hund &#39;und&#39; eine Katze.\n")
+    (tmp_path / "hyp.de").write_text("Ein Hund läuft.\nEin Hund und eine Katze.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "HTML" in line),
+         "ref.de", "line 2", "&#39;", "unescape")
+    (tmp_path / "ref.de").write_text("Ein Hund läuft.\nEin Hund & eine Katze bei AT&T.\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de")])
+    assert "HTML" not in capsys.readouterr().err
+
+
 def test_lowercase_translations_against_cased_references_point_to_the_lowercased_score(
         tmp_path, capsys):
     (tmp_path / "ref.de").write_text("Ein Hund läuft über die Wiese.\nZwei Katzen schlafen.\n")

@@ -303,19 +303,33 @@ def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, 
     says(refused_summary(scratch_summary, capsys), *names)
 
 
-@pytest.mark.parametrize("change", [
-    lambda r: r["float32"].update(bleu=0.0, lowercase_bleu=0.0),
-    lambda r: r.update(averaged_from=["ckpt_0000010.pt", "ckpt_0000020.pt"])])
-def test_a_shipped_model_other_than_its_readme_row_s_is_refused(change, scratch_summary,
-                                                               monkeypatch, capsys):
+def test_a_shipped_model_other_than_its_readme_row_s_is_refused(scratch_summary, monkeypatch,
+                                                               capsys):
     """experiments.pretrained replaced the shipped model with another run's: the row that
     says it ships would show the old model's scores."""
     shipped = scratch_summary / "multi30k_en_de.json"
     shutil.copy(summary.PRETRAINED, shipped)
     monkeypatch.setattr(summary, "PRETRAINED", shipped)
-    edit_json(shipped, change)
+    edit_json(shipped, lambda r: r.update(averaged_from=["ckpt_0000010.pt", "ckpt_0000020.pt"]))
     says(refused_summary(scratch_summary, capsys), str(shipped), "another model",
          "multi30k_tiny.json", "ship the model the row scores")
+
+
+@pytest.mark.parametrize("edited", ["shipped record", "results file"])
+def test_one_model_with_two_scores_names_both_files_as_edited(edited, scratch_summary,
+                                                              monkeypatch, capsys):
+    """The shipped model's record and its row's results file average the same checkpoints
+    but disagree on the score: one was changed by hand, and the line cannot tell which."""
+    shipped = scratch_summary / "multi30k_en_de.json"
+    shutil.copy(summary.PRETRAINED, shipped)
+    monkeypatch.setattr(summary, "PRETRAINED", shipped)
+    if edited == "shipped record":
+        edit_json(shipped, lambda r: r["float32"].update(bleu=0.0, lowercase_bleu=0.0))
+    else:                   # by less than its page's two decimals show: the page agrees
+        edit_json(scratch_summary / "results" / "multi30k_tiny.json", lambda r: first_test2016(
+            r).update(lowercase_bleu=first_test2016(r)["lowercase_bleu"] + 0.001))
+    says(refused_summary(scratch_summary, capsys), str(shipped), "multi30k_tiny.json",
+         "same model", "by hand", "git checkout")
 
 
 def test_a_folder_in_place_of_a_results_file_says_to_move_it_and_restore_the_file(

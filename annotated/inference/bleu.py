@@ -185,6 +185,24 @@ def case_note(hyps: list[str], refs: list[str], source) -> str | None:
             f"counts each such letter as a miss, so read the lowercased BLEU line")
 
 
+# An HTML (or XML) character reference: what text escaped for the web, or by Moses' tokenizer,
+# holds in place of ' " & < > and other characters.
+ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,7}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+
+def escaped_note(lines: list[str], source) -> str | None:
+    """A note when lines of `source` hold HTML character references (&apos;, &quot;, &#39;):
+    the tokenizer and sacreBLEU read them as other words than the characters they stand for."""
+    found = [i for i, line in enumerate(lines, 1) if ENTITY.search(line)]
+    if not found:
+        return None
+    example = ENTITY.search(lines[found[0] - 1]).group()
+    return (f"note: {len(found):,} of the {len(lines):,} lines of {source} hold HTML "
+            f"character references, line {found[0]} first ({example}): they read as other "
+            f"words than the characters they stand for, to the model and to BLEU; unescape "
+            f"the file first (html.unescape in Python)")
+
+
 def tokenized_note(hyps: list[str], source) -> str | None:
     """A note when the translations from `source` look tokenized (a line ending in " .", or
     holding the paper's ##AT## compound marks): sacreBLEU scores detokenized text, as a model
