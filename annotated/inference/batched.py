@@ -27,18 +27,25 @@ SHORT_FROM, SHORT_BY = 30, 3
 # and any closing quotes, then (in Latin script) space and a capital letter or an opening quote,
 # or (in CJK script) anything. The word before a full stop must not be an initial or one of
 # ABBREVIATIONS ("Mr. Smith" is one sentence).
-SENTENCE_END = re.compile(r"(\w*)(?:[.!?]+[\"'»”’“)]*\s+(?=[A-Z\u00c0-\u00de\"'«„“‘(\d])"
-                          r"|[。！？]+[”’」』）]*\s*(?=\S))")
+SENTENCE_END = re.compile(r"[.!?]+[\"'»”’“)]*\s+(?=[A-Z\u00c0-\u00de\"'«„“‘(\d])"
+                          r"|[。！？]+[”’」』）]*\s*(?=\S)")
 ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "no", "nr", "ca",
                  "bzw", "usw", "vgl", "mme", "mlle", "m"}
 
 
 def sentence_count(text: str) -> int:
     """How many sentences `text` holds, by its punctuation: one more than its inner ends."""
-    ends = [m for m in SENTENCE_END.finditer(text.strip())
-            if not (text.strip()[m.end(1)] == "." and (len(m.group(1)) == 1
-                                                       or m.group(1).lower() in ABBREVIATIONS))]
-    return len(ends) + 1
+    text = text.strip()
+    return 1 + sum(not (text[end.start()] == "." and abbreviated(text, end.start()))
+                   for end in SENTENCE_END.finditer(text))
+
+
+def abbreviated(text: str, stop: int) -> bool:
+    """Whether the full stop at `stop` ends an initial or one of ABBREVIATIONS."""
+    start = stop
+    while start > 0 and text[start - 1].isalnum():
+        start -= 1
+    return stop - start == 1 or text[start:stop].lower() in ABBREVIATIONS
 
 
 def dropped_sentences(line: str, n_in: int, translation: str, n_out: int) -> bool:
