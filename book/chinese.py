@@ -7,6 +7,7 @@ import ast
 import re
 
 from annotated.base.errors import DataError
+from annotated.base.settings import shown
 from book import i18n
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -15,17 +16,20 @@ TERMS = i18n.BOOK / "zh" / "terms.md"
 # link and reference targets, labels, directive options, HTML, addresses, the build's
 # placeholders, quoted or italic examples written without Chinese (a German sentence, a
 # paper's title), bold Latin names (a reference's authors) and the Latin text of a
-# cross-reference (a citation).
+# cross-reference (a citation). Each stops at its next opening mark, or after so many
+# characters, so that unclosed ones cost time in proportion to the line, not to its square.
 QUOTED = [r"```.*?```", r"^```[^\n]*$", r"\$\$.+?\$\$", r"`[^`\n]+`", r"\$[^$]+\$",
-          r"^\([\w-]+\)=$", r"^:[\w-]+:.*$", r"<[A-Za-z/!][^>\n]*>", r"\]\([^)\n]*\)",
+          r"^\([\w-]+\)=$", r"^:[\w-]+:.*$", r"<[A-Za-z/!][^<>\n]*>", r"\]\([^()\n]{0,2000}\)",
           r"https?://\S+", r"\{\{\s*\w+\s*\}\}", r"\{[\w\[\].]*(?:[:!][^{}]*)?\}",
-          r"[\w.-]*/[\w./-]+", r"\b[\w-]+(?:\.[\w-]+)+\b", r"(?<![\w-])--?[a-z][\w-]*",
-          r"“[^”\u3400-\u9fff]*”", r"\"[^\"\n\u3400-\u9fff]*\"", r"‘[^’\u3400-\u9fff]*’",
+          r"(?<![\w.-])[\w.-]*/[\w./-]+", r"(?<![\w-])[\w-]+(?:\.[\w-]+)+\b", r"(?<![\w-])--?[a-z][\w-]*",
+          r"“[^“”\u3400-\u9fff]*”", r"\"[^\"\n\u3400-\u9fff]*\"", r"‘[^‘’\u3400-\u9fff]*’",
           r"\*\*[^*\n\u3400-\u9fff]+\*\*", r"\*[^*\n\u3400-\u9fff]+\*",
           r"(?<!\w)_[^_\n\u3400-\u9fff]+_(?!\w)"]
-# A formula or a call written in plain text (a check message's `sqrt(d_k)`, `x W^T + b`).
-FORMULA = re.compile(r"[\w.,'|·²√∞ -]*[()\[\]=+*/^<>][\w.,'()\[\]=+*/^<>|·²√∞ -]*",
-                     re.ASCII)
+# A formula or a call written in plain text (a check message's `sqrt(d_k)`, `x W^T + b`): a
+# run of these characters with an OPERATOR in it. (One pattern asking for the operator would
+# take time growing with the square of a long run without one.)
+FORMULA = re.compile(r"[\w.,'()\[\]=+*/^<>|·²√∞ -]+", re.ASCII)
+OPERATOR = set("()[]=+*/^<>")
 LATIN = r"(?<![\w\u0370-\u03ff]_)[A-Za-z\u00c0-\u024f][A-Za-z0-9_'\u00c0-\u024f-]*"
 # Latin words a Chinese sentence may use besides names (capitalised) and the renderings the
 # term list writes in Latin letters: a citation's "et al.", a surname's particles, names that
@@ -44,6 +48,11 @@ def chinese_prose(text: str) -> str:
 
 def blank(found: re.Match) -> str:
     return re.sub(r"[^\n]", " ", found.group(0))
+
+
+def blank_formula(found: re.Match) -> str:
+    """A run of FORMULA's characters blanked out if it holds an OPERATOR, else kept."""
+    return blank(found) if OPERATOR.intersection(found.group()) else found.group()
 
 
 def chinese_of_units(path) -> list[tuple[int, str]]:
@@ -184,11 +193,12 @@ def english_left_in(texts) -> list[str]:
     texts, slips = english_glosses(texts)
     allowed = LATIN_WORDS | {word for _, zh, _ in term_list() for word in re.findall(LATIN, zh)}
     for where, n, text in texts:
-        words = [w for w in re.findall(LATIN, FORMULA.sub(blank, text))
+        words = [w for w in re.findall(LATIN, FORMULA.sub(blank_formula, text))
                  if w[0].islower() and len(w) > 1 and not re.search(r"[\d_]", w)
                  and w not in allowed]
         if words:
-            slips.append(f"{where}:{n}: English in Chinese prose: {' '.join(words)}; translate "
+            slips.append(f"{where}:{n}: English in Chinese prose: "
+                         f"{shown(' '.join(words), 100, quote=False)}; translate "
                          f"it (code, names and identifiers may stay as they are)")
     return slips
 

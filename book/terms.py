@@ -27,7 +27,7 @@ BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 GLOSSARY = BOOK / "glossary.md"
 #: A chapter's link to a glossary entry, as the chapters write it.
-LINK = re.compile(r"\[([^\]]*)\]\(\.\./book/glossary\.md#(glossary-[\w-]+)\)")
+LINK = re.compile(r"\[([^\[\]]*)\]\(\.\./book/glossary\.md#(glossary-[\w-]+)\)")
 #: Forms of a term that its bold words and their plurals do not give, by language: regular
 #: expressions, each matched as a whole word.
 MORE = {
@@ -151,14 +151,14 @@ def cells(path: Path, lang: str) -> list[tuple[str, str]]:
 
 #: What is not prose, blanked out before the terms are looked for: code, math, roles, HTML,
 #: headings and images.
-NOT_PROSE = re.compile(r"```.*?```|\$\$.*?\$\$|`[^`]*`|\{\w+\}`[^`]*`|\$[^$]*\$|<[^>]*>"
+NOT_PROSE = re.compile(r"```.*?```|\$\$.*?\$\$|`[^`]*`|\{\w+\}`[^`]*`|\$[^$]*\$|<[^<>]*>"
                        r"|^#[^\n]*|!\[[^\]]*\]\([^)]*\)", re.S | re.M)
 BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 #: A bold lead-in that reads like a heading: bold words that open a paragraph or an item of a
 #: list and end with a full stop or a colon (`**Mixed precision.** ...`).
 LEAD = re.compile(r"(?:\A|(?<=\n\n)|(?<=\n)(?=[ \t]*(?:[*-]|\d+\.) ))[ \t]*(?:(?:[*-]|\d+\.) +)?"
                   r"\*\*[^*]+?[.:?。：？]\*\*")
-ANY_LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
+ANY_LINK = re.compile(r"\[([^\[\]]*)\]\(([^()]{0,2000})\)")
 
 
 def blank(text: str, pattern: re.Pattern) -> str:

@@ -387,6 +387,18 @@ def test_an_unclosed_code_fence_is_not_also_english_prose():
     assert chinese.english_left_in([("book/zh/x.md", 1, text)]) == []
 
 
+def test_a_formula_or_a_path_in_chinese_prose_is_not_english_and_a_long_word_is_cut():
+    """Formulas and paths are quoted, not prose; English left in is named, and a pasted run of
+    100,000 letters is named by its start, not printed whole."""
+    from book import chinese
+    text = chinese.chinese_prose("注意 sqrt(d_k) 和 x W^T + b，见 annotated/train.py。")
+    assert chinese.english_left_in([("book/zh/x.md", 1, text)]) == []
+    slips = chinese.english_left_in([("book/zh/x.md", 2, "中文 hello world 中文")])
+    assert len(slips) == 1 and "hello world" in slips[0]
+    slips = chinese.english_left_in([("book/zh/x.md", 3, "中文 " + "x" * 100_000)])
+    assert len(slips) == 1 and "book/zh/x.md:3" in slips[0] and len(slips[0]) < 300
+
+
 @pytest.mark.parametrize("kept,changed", [
     ("](../book/glossary.md#glossary-query)", "](../book/术语表.md#glossary-查询)"),
     ("`--input f`", "`--输入 f`"), ("$d_k$", "$d_模型$"),
