@@ -537,6 +537,17 @@ def test_missing_archive_member_lists_the_archive(tmp_path, toy_sizes):
     says(error, "dev.tgz", "newstest2013.en, newstest2013.de", "dev/newstest2012.en")
 
 
+def test_a_segment_runs_to_its_line_s_last_closing_tag_and_an_unclosed_one_is_skipped(
+        tmp_path):
+    """A line of many opening tags and no closing one (70,000 of them) is read in one pass
+    and gives no segment; entities are unescaped."""
+    (tmp_path / "src.sgm").write_text(
+        '<doc docid="d1">\n<seg id="1">A &amp; B</seg>\n' + '<seg id="2">x' * 70_000 +
+        '\n<seg id=3>C </seg> D</seg>\n</doc>\n', encoding="utf-8")
+    assert read_sgml(tmp_path / "src.sgm") == (["A & B", "C </seg> D"],
+                                               [("d1", "1"), ("d1", "3")])
+
+
 def test_sgml_round_trip_on_real_newstest2014(tmp_path):
     path = full_corpus("wmt14", "newstest2014.en") / "wmt14" / "newstest2014.en"
     lines = list(read_lines(path))

@@ -913,7 +913,8 @@ def test_lines_in_capitals_and_lines_of_many_sentences_are_noted(tmp_path, capsy
 @pytest.mark.parametrize("text, count", [
     ("A man rides a bike.", 1), ("Hi. How are you? I'm fine.", 3), ("Mr. Smith walks.", 1),
     ("J. K. Rowling writes. She wins.", 2), ('"Stop!" he said.', 1), ("3.5 m tall.", 1),
-    ("Er kam. „Hallo“, sagte er.", 2), ("他来了。她走了。", 2), ("Ein Mann.  ", 1)])
+    ("Er kam. „Hallo“, sagte er.", 2), ("他来了。她走了。", 2), ("Ein Mann.  ", 1),
+    ("Wait... What?! No.", 3), ("." * 100_000, 1)])
 def test_sentences_are_counted_by_their_ends_not_by_abbreviations_or_quotes(text, count):
     from annotated.inference.batched import sentence_count
     assert sentence_count(text) == count

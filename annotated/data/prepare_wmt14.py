@@ -92,8 +92,10 @@ def refetch(archive: Path) -> str:
             f"downloads it again")
 
 
-_DOC = re.compile(r'<doc\b[^>]*\bdocid="([^"]*)"', re.IGNORECASE)
-_SEG = re.compile(r'<seg\b[^>]*\bid="?([^">\s]*)"?[^>]*>(.*)</seg>', re.IGNORECASE)
+_DOC = re.compile(r'<doc\b[^<>]*\bdocid="([^"]*)"', re.IGNORECASE)
+# A segment's opening tag. Its text runs to the line's last </seg>, found with rfind: a pattern
+# asking for it would try again from every <seg of a line that has none.
+_SEG = re.compile(r'<seg\b[^<>]*\bid="?([^">\s]*)"?[^<>]*>', re.IGNORECASE)
 
 
 def read_sgml(path) -> tuple[list[str], list[tuple[str, str]]]:
@@ -103,9 +105,10 @@ def read_sgml(path) -> tuple[list[str], list[tuple[str, str]]]:
     for line in read_lines(path):
         if m := _DOC.search(line):
             doc = m.group(1)
-        if m := _SEG.search(line):
+        m = _SEG.search(line)
+        if m and (end := line.lower().rfind("</seg>")) >= m.end():
             ids.append((doc, m.group(1)))
-            texts.append(html.unescape(m.group(2)).strip())
+            texts.append(html.unescape(line[m.end():end]).strip())
     return texts, ids
 
 

@@ -27,8 +27,8 @@ SHORT_FROM, SHORT_BY = 30, 3
 # and any closing quotes, then (in Latin script) space and a capital letter or an opening quote,
 # or (in CJK script) anything. The word before a full stop must not be an initial or one of
 # ABBREVIATIONS ("Mr. Smith" is one sentence).
-SENTENCE_END = re.compile(r"[.!?]+[\"'»”’“)]*\s+(?=[A-Z\u00c0-\u00de\"'«„“‘(\d])"
-                          r"|[。！？]+[”’」』）]*\s*(?=\S)")
+SENTENCE_END = re.compile(r"(?<![.!?])[.!?]+[\"'»”’“)]*\s+(?=[A-Z\u00c0-\u00de\"'«„“‘(\d])"
+                          r"|(?<![。！？])[。！？]+[”’」』）]*\s*(?=\S)")
 ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "no", "nr", "ca",
                  "bzw", "usw", "vgl", "mme", "mlle", "m"}
 
