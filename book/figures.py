@@ -86,7 +86,7 @@ def plain_text(markdown: str) -> str:
     """Markdown (a caption) as plain text, for an image's alt text: math by plain_math, links
     as their text, no emphasis or code marks."""
     text = re.sub(r"\$\$?(.+?)\$\$?", lambda m: plain_math(m[1]), markdown, flags=re.S)
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"\[([^\[\]]*)\]\([^()]*\)", r"\1", text)
     return " ".join(re.sub(r"[*`]", "", text).split())
 
 

@@ -324,8 +324,8 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
     (not directives, whose captions are translated), inline code, and the target of each
     cross-reference role and each markdown link (their link text is translated); and the text
     with all of those blanked out, the prose a translation translates."""
-    found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`>]+)>`", text)]
-    found += [f"]({t})" for t in re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", text)]
+    found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`<>]+)>`", text)]
+    found += [f"]({t})" for t in re.findall(r"(?<!!)\[[^\[\]]*\]\(([^()\s]+)\)", text)]
     text = re.sub(r"\]\([^)\s]+\)", "] ", re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text))
     for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
                     r"\$[^$]+\$"):
