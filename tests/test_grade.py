@@ -218,6 +218,23 @@ def test_checks_called_in_a_loop_or_under_another_name_are_graded(tmp_path):
     says(never["note"], "no exercise")
 
 
+def test_a_check_called_with_its_number_unquoted_fails_that_exercise_with_the_call_s_line(
+        tmp_path):
+    """check(2.2, key_mask) prints how to call it and checks nothing: the row fails 2.2 with
+    that line, where it said the check never ran. A wrong call after a right one of the same
+    exercise leaves the right one's result."""
+    key = KEY.rsplit("\n", 1)[0]
+    write(tmp_path, "unquoted.ipynb", [SETUP, MASK, key, "check(2.2, key_mask)",
+                                       "check(2.1, causal_mask)"])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "unquoted.ipynb"), "--json"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
+    row = json.loads(done.stdout)[0]
+    assert statuses(row) == {"2.1": "passed", "2.2": "failed", "2.3": "not run"}
+    says(row["exercises"]["2.2"]["en"], "check(2.2, ...)", "in quotes", 'check("2.2", ...)')
+    says(row["exercises"]["2.2"]["zh"], 'check("2.2", ...)', "引号")
+
+
 @pytest.mark.parametrize("lang, typo, names", [
     ("en", "2.9", ('check("2.9", ...)', "no exercise", "2.1, 2.2, 2.3", "correct the number")),
     ("zh", "2.9", ('check("2.9", ...)', "2.1, 2.2, 2.3")),

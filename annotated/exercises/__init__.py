@@ -96,6 +96,7 @@ def checker(lang: str = "en"):
         misuse = misused(exercise_id, fn, lang, more)
         if misuse:
             print(escaped_for_stdout(misuse))
+            keep_misuse(exercise_id, fn, more)
             return
         result = result_of(exercise_id, fn)
         CHECKED[exercise_id] = result
@@ -119,6 +120,16 @@ def misused(exercise_id, fn, lang: str, more=()) -> str | None:
     if fn is None:
         return say["needs_fn"].format(id=exercise_id)
     return None
+
+
+def keep_misuse(exercise_id, fn, more) -> None:
+    """For the grader: a wrong call of check (a number not in quotes, the arguments swapped)
+    fails the exercise it most likely meant, with the call's own line, unless a check of that
+    exercise has run already."""
+    meant = likely_id(exercise_id, fn)
+    if meant in exercises() and meant not in CHECKED:
+        CHECKED[meant] = Result(meant, "failed", {lang: misused(exercise_id, fn, lang, more)
+                                                  for lang in MESSAGES}, 0)
 
 
 def likely_id(given, fn) -> str:
