@@ -152,7 +152,7 @@ def cells(path: Path, lang: str) -> list[tuple[str, str]]:
 #: What is not prose, blanked out before the terms are looked for: code, math, roles, HTML,
 #: headings and images.
 NOT_PROSE = re.compile(r"```.*?```|\$\$.*?\$\$|`[^`]*`|\{\w+\}`[^`]*`|\$[^$]*\$|<[^<>]*>"
-                       r"|^#[^\n]*|!\[[^\]]*\]\([^)]*\)", re.S | re.M)
+                       r"|^#[^\n]*|!\[[^\[\]]*\]\([^()]*\)", re.S | re.M)
 BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 #: A bold lead-in that reads like a heading: bold words that open a paragraph or an item of a
 #: list and end with a full stop or a colon (`**Mixed precision.** ...`).

@@ -122,10 +122,11 @@ def check_shipped(record: Record, lower: float, bleu: float) -> None:
     scores = [shipped.get("float32", key, rule=BLEU) for key in ("lowercase_bleu", "bleu")]
     if averaged == sources and scores != [lower, bleu]:      # one model, two sets of scores
         raise DataError(f"{record.path} and {PRETRAINED} describe the same model (averaged from "
-                        f"the same checkpoints) with other scores: {lower:.2f} / {bleu:.2f} "
-                        f"there, {scores[0]:.2f} / {scores[1]:.2f} here; one of them was changed "
-                        f"by hand: restore it (git checkout FILE); else, for "
-                        f"{record.path.name}, {record.fix}; for {PRETRAINED.name}, {shipped.fix}")
+                        f"the same checkpoints) with other scores: {lower:.2f} / {bleu:.2f} in "
+                        f"{record.path.name}, {scores[0]:.2f} / {scores[1]:.2f} in "
+                        f"{PRETRAINED.name}; one of them was changed by hand: restore it (git "
+                        f"checkout FILE); else, for {record.path.name}, {record.fix}; for "
+                        f"{PRETRAINED.name}, {shipped.fix}")
     if averaged != sources:
         raise DataError(f"{PRETRAINED} describes another model than its README row: it scores "
                         f"{scores[0]:.2f} / {scores[1]:.2f} (averaged from "
