@@ -333,6 +333,21 @@ def test_an_answer_that_looks_up_results_computed_before_the_check_fails(exercis
         says(result.message(), "made again with other random numbers")
 
 
+def test_smoothed_targets_that_zero_padding_rows_only_for_a_batch_fail():
+    """6.2's target may have any shape: an answer that zeroes the padding positions only for
+    (batch, seq) targets is wrong on an unbatched sentence with padding, and on three axes."""
+    def zeroes_2d_only(target, V, pad, eps_ls):
+        q = torch.full((*target.shape, V), eps_ls / (V - 2))
+        q.scatter_(-1, target[..., None], 1 - eps_ls)
+        q[..., pad] = 0
+        if target.dim() == 2:
+            q[target == pad] = 0
+        return q
+    result = run(EXERCISES["6.2"], zeroes_2d_only)
+    assert result.status == "failed"
+    says(result.message(), "without a batch axis")
+
+
 def test_a_number_rounded_to_float16_on_return_is_named_as_such():
     """Added up in float64, then given back in the float16 of the inputs: the value is off by
     float16's rounding alone, and the message says so."""
