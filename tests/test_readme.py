@@ -303,13 +303,19 @@ def test_a_results_file_without_what_the_readme_shows_is_one_line(name, change, 
     says(refused_summary(scratch_summary, capsys), *names)
 
 
-def test_a_shipped_model_other_than_its_readme_row_s_is_refused(scratch_summary, monkeypatch,
+@pytest.fixture
+def shipped(scratch_summary, monkeypatch):
+    """A copy of the shipped model's record, which the summary reads in its place."""
+    path = scratch_summary / "multi30k_en_de.json"
+    shutil.copy(summary.PRETRAINED, path)
+    monkeypatch.setattr(summary, "PRETRAINED", path)
+    return path
+
+
+def test_a_shipped_model_other_than_its_readme_row_s_is_refused(scratch_summary, shipped,
                                                                capsys):
     """experiments.pretrained replaced the shipped model with another run's: the row that
     says it ships would show the old model's scores."""
-    shipped = scratch_summary / "multi30k_en_de.json"
-    shutil.copy(summary.PRETRAINED, shipped)
-    monkeypatch.setattr(summary, "PRETRAINED", shipped)
     edit_json(shipped, lambda r: r.update(averaged_from=["ckpt_0000010.pt", "ckpt_0000020.pt"]))
     says(refused_summary(scratch_summary, capsys), str(shipped), "another model",
          "multi30k_tiny.json", "ship the model the row scores")
@@ -317,12 +323,9 @@ def test_a_shipped_model_other_than_its_readme_row_s_is_refused(scratch_summary,
 
 @pytest.mark.parametrize("edited", ["shipped record", "results file"])
 def test_one_model_with_two_scores_names_both_files_as_edited(edited, scratch_summary,
-                                                              monkeypatch, capsys):
+                                                              shipped, capsys):
     """The shipped model's record and its row's results file average the same checkpoints
     but disagree on the score: one was changed by hand, and the line cannot tell which."""
-    shipped = scratch_summary / "multi30k_en_de.json"
-    shutil.copy(summary.PRETRAINED, shipped)
-    monkeypatch.setattr(summary, "PRETRAINED", shipped)
     if edited == "shipped record":
         edit_json(shipped, lambda r: r["float32"].update(bleu=0.0, lowercase_bleu=0.0))
     else:                   # by less than its page's two decimals show: the page agrees
