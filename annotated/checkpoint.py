@@ -19,7 +19,7 @@ from annotated.base.errors import CheckpointError
 from annotated.base.files import check_output, folder_claimed
 from annotated.base.settings import at_least
 from annotated.configs import option
-from annotated.store.checkpoint_file import (FORMAT, NAME, atomic_save, average, checkpoints,
+from annotated.store.checkpoint_file import (NAME, NotOurs, atomic_save, average, checkpoints,
                                              half, header, not_a_checkpoint, step_in_name,
                                              verify)
 from annotated.training.run_dir import check_one_run, misnamed
@@ -133,11 +133,11 @@ def _training_step_in(path: Path) -> int | None:
 def foreign(path: Path) -> str | None:
     """What a zip archive holds when it is not one of this project's checkpoints, or None."""
     try:
-        saved = header(path)
+        header(path)
+    except NotOurs:
+        return "holds what other code saved with torch.save"
     except Exception:
         return "holds a zip archive torch cannot read (NumPy's .npz is one)"
-    if not isinstance(saved, dict) or saved.get("format") != FORMAT:
-        return "holds what other code saved with torch.save"
     return None
 
 

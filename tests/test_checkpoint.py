@@ -287,7 +287,7 @@ def test_ctrl_c_during_a_checkpoint_write_waits_for_the_whole_file(tmp_path, mon
     with pytest.raises(KeyboardInterrupt):
         checkpoint_file.atomic_save({"step": 1, "w": torch.ones(3)}, path)
     monkeypatch.undo()
-    assert checkpoint_file.header(path)["step"] == 1      # whole and in place
+    assert torch.load(path, weights_only=True)["step"] == 1      # whole and in place
     assert checkpoint_file.SEAL in path.read_bytes()[-200:]     # sealed
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
 

@@ -153,6 +153,29 @@ def test_a_checkpoint_of_another_run_in_a_run_folder_is_refused_and_nothing_is_d
         assert snapshot(tmp_path / "mine") == before
 
 
+@pytest.mark.parametrize("foreign", [[1, 2, 3], {"w": torch.zeros(2)}],
+                         ids=["a-list", "weights-alone"])
+def test_a_torch_file_that_is_no_checkpoint_in_a_run_folder_is_one_line_everywhere(
+        tmp_path, capsys, foreign):
+    """Another program's torch file under a checkpoint's name, newer than the run's own: each
+    command that scans the folder names it and what to do, and nothing is deleted."""
+    run(tmp_path, "--config", "copy", "--max-steps", 2, *TINY_RUN)
+    torch.save(foreign, tmp_path / "ckpt_0009999.pt")
+    before = snapshot(tmp_path)
+    commands = [(run_fails, [tmp_path, "--max-steps", 9, "--resume"]),
+                (run_fails, [tmp_path, "--max-steps", 9, "--config", "copy", *TINY_RUN])]
+    for command, argv in commands:
+        command(*argv)
+        says(error_line(capsys), "ckpt_0009999.pt", "not an annotated-transformer checkpoint",
+             "move it out", "ckpt_0000002.pt")
+    for argv in (["average", "--last", "2", str(tmp_path), "--out", str(tmp_path / "a.pt")],
+                 ["verify", str(tmp_path)]):
+        exits_with_error(checkpoint_command.main, argv)
+        says(error_line(capsys, alone=False), "ckpt_0009999.pt",
+             "not an annotated-transformer checkpoint", "ckpt_0000002.pt")
+    assert snapshot(tmp_path) == before
+
+
 def test_rotation_never_deletes_a_checkpoint_of_another_run(tmp_path):
     ours = [save(tmp_path / checkpoint_file.checkpoint_name(s), step=s, run_id="a" * 16)
             for s in (1, 2, 3)]

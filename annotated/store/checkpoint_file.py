@@ -74,6 +74,10 @@ class _Damaged(CheckpointError):
     """A checkpoint whose bytes are not those written: load and verify add what to use instead."""
 
 
+class NotOurs(CheckpointError):
+    """A torch file that is whole but holds what other code saved, not a checkpoint."""
+
+
 def checkpoint_name(step: int) -> str:
     return f"ckpt_{step:07d}.pt"
 
@@ -140,10 +144,11 @@ def new_run_id() -> str:
 
 def header(path: Path) -> dict:
     """A checkpoint's dict, memory-mapped: its run id, step and config without reading the
-    weights. A file torch cannot read is one CheckpointError saying what it holds."""
+    weights. A file torch cannot read, or one that holds anything but a checkpoint (a list, a
+    model's weights alone), is one CheckpointError saying what it holds."""
     _check_a_file(Path(path))
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except OSError:
         raise
     except Exception as e:               # torch raises whatever its reader met
@@ -152,6 +157,8 @@ def header(path: Path) -> dict:
                                   f"archive torch.save writes; give a checkpoint that "
                                   f"annotated.train or annotated.checkpoint wrote") from None
         raise CheckpointError(unreadable(path, e)) from None
+    _check_ours(payload, path)
+    return payload
 
 
 def run_id_of(path: Path) -> str | None:
@@ -341,17 +348,23 @@ def held_instead(payload) -> str:
     if not isinstance(payload, dict) or not payload:
         return f"a {type(payload).__name__}"
     if all(isinstance(v, torch.Tensor) for v in payload.values()):
-        return (f"{len(payload):,} tensors alone, such as {shown(str(next(iter(payload))), 60)} "
+        return (f"{len(payload):,} tensor{'s' * (len(payload) != 1)} alone, such as {shown(str(next(iter(payload))), 60)} "
                 f"(a model's weights, without the settings and tokenizer a checkpoint carries)")
     return (f"a dict of {', '.join(shown(str(k), 30) for k in list(payload)[:4])}"
             + (", ..." if len(payload) > 4 else ""))
 
 
+def _check_ours(payload, path: Path) -> None:
+    """Refuse what torch loaded from `path` unless it is a dict with this project's format."""
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        fix = "" if step_in_name(path) is not None else f"; {NOT_OURS}"   # _instead: what to do
+        raise NotOurs(f"{path} is not an annotated-transformer checkpoint: it holds "
+                      f"{held_instead(payload)}, and no format record{fix}")
+
+
 def _check_format(payload, path: Path) -> int:
     """The format version of a loaded checkpoint, after checking that it is one."""
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint: it holds "
-                              f"{held_instead(payload)}, and no format record; {NOT_OURS}")
+    _check_ours(payload, path)
     version = payload.get("version")
     if version != FORMAT_VERSION:
         newer = isinstance(version, int) and version > FORMAT_VERSION
@@ -405,13 +418,7 @@ def _verify(path: Path) -> None:
     """verify() without the advice on what to use instead of a damaged file."""
     if not _sealed(path):
         _read(path, "cpu")             # no seal: says whether it is cut short or not ours
-    try:
-        payload = header(path)
-    except Exception as e:             # a pickle that is not plain data: never unpickled
-        raise CheckpointError(f"{path} is not an annotated-transformer checkpoint (it holds "
-                              f"objects that are not plain data: {type(e).__name__}); "
-                              f"{NOT_OURS}") from None
-    _check_format(payload, path)
+    _check_format(header(path), path)
 
 
 def verify(path) -> None:
@@ -419,7 +426,7 @@ def verify(path) -> None:
     and a memory-mapped look its format (no weights are read)."""
     try:
         _verify(Path(path))
-    except _Damaged as e:
+    except (_Damaged, NotOurs) as e:
         raise _instead(e, Path(path)) from None
 
 
@@ -429,7 +436,7 @@ def load(path, map_location="cpu", purpose: str = "use") -> dict:
     device = check_device(map_location)
     try:
         return _read(Path(path), device)
-    except _Damaged as e:
+    except (_Damaged, NotOurs) as e:
         raise _instead(e, Path(path), purpose) from None
 
 
