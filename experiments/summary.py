@@ -235,6 +235,22 @@ def readme_table(text: str, name: str = "results") -> str:
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
 
 
+def check_tables_apart(text: str) -> None:
+    """Refuse markers of one table inside another's: writing one table would replace the
+    other's markers with it, and later writes would go astray."""
+    def line_of(at: int) -> int:
+        return text.count("\n", 0, at) + 1
+    spans = sorted((text.index(begin), text.index(end), name)
+                   for name, (begin, end) in MARKERS.items())
+    for (start, stop, name), (other_start, other_stop, other) in zip(spans, spans[1:]):
+        if other_start < stop:
+            raise DataError(f"{README}: the {other} table's markers (lines "
+                            f"{line_of(other_start)}-{line_of(other_stop)}) are inside the "
+                            f"{name} table's (lines {line_of(start)}-{line_of(stop)}); put each "
+                            f"pair of markers around its own table, apart (git checkout -- "
+                            f"README.md restores them)")
+
+
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m experiments.summary",
                             description=__doc__.split("\n\n")[0])
@@ -256,6 +272,7 @@ def main(argv=None):
     readme = "\n".join(read_lines(README)) + "\n"        # its lines, whatever ends them
     for name in TABLES:
         readme_table(readme, name)                  # every marker there, before any table
+    check_tables_apart(readme)
     was = readme
     for name, render in TABLES.items():
         begin, end = MARKERS[name]

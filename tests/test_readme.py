@@ -417,6 +417,20 @@ def test_readme_markers_out_of_place_are_one_line_naming_them(edit, scratch_summ
     says(err, "README.md", begin if edit != "missing" else end, "git checkout -- README.md")
 
 
+def test_markers_of_one_table_inside_another_are_refused_before_writing(scratch_summary,
+                                                                        capsys):
+    """Both results markers moved into the commands table: writing the commands table would
+    replace them and the results table with it."""
+    readme = scratch_summary / "README.md"
+    begin, end = summary.MARKERS["results"]
+    inner = f"{begin}\nold results\n{end}\n"
+    text = readme.read_text().replace(begin, "").replace(end, "")
+    commands = summary.MARKERS["commands"][0]
+    readme.write_text(text.replace(commands, f"{commands}\n{inner}"))
+    says(refused_summary(scratch_summary, capsys), "README.md", "results",
+         "inside the commands table", "apart", "git checkout -- README.md")
+
+
 def test_the_summary_writes_the_readme_it_checks_against(scratch_summary):
     summary.main(["--write"])
     assert (scratch_summary / "README.md").read_text() == (ROOT / "README.md").read_text()
