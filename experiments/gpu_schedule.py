@@ -20,7 +20,7 @@ import json
 
 from annotated.base.cli import ArgumentParser, command, path
 from annotated.base.errors import DataError
-from annotated.base.files import write_files
+from annotated.base.files import check_output, write_files
 from experiments.commands import invocation
 from experiments.folders import ROOT, add_out_dir, check_out_dir, committed_folder, relative
 from experiments.results_files import Record, fastest, gpu_timings
@@ -80,19 +80,21 @@ def main(argv=None):
     if (folder := committed_folder(out_dir)) not in (None, ROOT / "results"):
         raise DataError(f"--out-dir {args.out_dir} is inside {relative(folder)}/, the "
                         f"package's own files; give results/ or a folder outside the package")
+    outputs = [out_dir / "gpu_schedule.json", out_dir / "gpu_schedule.md"]
+    for out in outputs if out_dir.is_dir() else ():     # made later if missing
+        check_output(out, reads=[args.timings])     # the timings copied in under its name
     timings = gpu_timings(args.timings)
     record = {"command": invocation("experiments.gpu_schedule", argv),
               "timings": relative(args.timings),
               "timings_command": timings.get("command", kind=str),
               "machine": timings.get("machine", kind=dict), "gpus": GPUS,
               "models": estimate(timings)}
-    write_files({out_dir / "gpu_schedule.json": json.dumps(record, indent=1) + "\n",
-                 out_dir / "gpu_schedule.md": render(record)})
+    write_files(dict(zip(outputs, [json.dumps(record, indent=1) + "\n", render(record)])))
     for name, r in record["models"].items():
         print(f"{name}: {r['paper_steps']:,} steps, about {r['hours']['per_gpu_share']:g} h "
               f"(perfect scaling {r['hours']['perfect_scaling']:g} h) on 8 x "
               f"{record['machine']['gpu']}; the paper: {r['paper_hours']:g} h on 8 x P100")
-    print(f"wrote {relative(out_dir / 'gpu_schedule.json')}, {relative(out_dir / 'gpu_schedule.md')}")
+    print(f"wrote {', '.join(map(relative, outputs))}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 benchmark; this checks what it computes and writes), and the schedule estimate made from it."""
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,16 @@ def test_the_schedule_estimate_names_a_results_file_of_another_kind(tmp_path, ca
     line = says(capsys.readouterr().err.strip(), "multi30k.json", "not a record of "
                 "benchmarks.gpu_train", "results/gpu_train.json")
     assert "git checkout" not in line
+
+
+def test_the_schedule_estimate_never_writes_over_the_timings_it_reads(tmp_path, capsys):
+    timings = tmp_path / "gpu_schedule.json"
+    shutil.copy(RESULTS / "gpu_train.json", timings)
+    with pytest.raises(SystemExit):
+        gpu_schedule.main(["--timings", str(timings), "--out-dir", str(tmp_path)])
+    says(capsys.readouterr().err.strip(), str(timings), "reads it", "another")
+    assert timings.read_bytes() == (RESULTS / "gpu_train.json").read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == [timings.name]
 
 
 @pytest.mark.parametrize("record,names", [
