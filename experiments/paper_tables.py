@@ -237,6 +237,22 @@ def timings_problem(timings) -> str | None:
                 return f"has a row {i + 1} without {key}"
             if not good(row[key]):
                 return f"has rows[{i}].{key} = {shown(row[key])}, not {what}"
+    return grid_problem([(row["n"], row["d"]) for row in rows])
+
+
+def grid_problem(pairs: list) -> str | None:
+    """What keeps the rows' (n, d) from being a grid, every length timed once at every width
+    (a crossover "> n" claims every shorter length was timed), or None."""
+    seen = {}
+    for i, pair in enumerate(pairs):
+        if pair in seen:
+            return f"times n={pair[0]}, d={pair[1]} twice (rows[{seen[pair]}] and rows[{i}])"
+        seen[pair] = i
+    lengths, widths = sorted({n for n, _ in pairs}), sorted({d for _, d in pairs})
+    for n, d in ((n, d) for d in widths for n in lengths):
+        if (n, d) not in seen:
+            return (f"has no row for n={n}, d={d}, though it times n={n} at another width "
+                    f"(each length is timed at every width)")
     return None
 
 

@@ -60,6 +60,22 @@ def test_paper_tables_reuse_without_timings_is_a_clear_error(tmp_path, capsys):
     says(err, str(tmp_path / "table1_timings.json"), "--reuse-timings")
 
 
+@pytest.mark.parametrize("edit,names", [
+    (lambda rows: [r for r in rows if not (r["d"] == 1024 and r["n"] == 2048)],
+     ["no row for n=2048, d=1024"]),
+    (lambda rows: rows + rows[:1], ["n=16, d=128 twice", "rows[0]"])], ids=["ragged", "twice"])
+def test_paper_tables_refuse_reused_timings_that_are_not_a_grid(edit, names, tmp_path, capsys):
+    """A crossover "> 2048" claims every length up to 2048 was timed at that width."""
+    timings = json.loads((RESULTS / "table1_timings.json").read_text())
+    timings["rows"] = edit(timings["rows"])
+    (tmp_path / "table1_timings.json").write_text(json.dumps(timings))
+    with pytest.raises(SystemExit):
+        run(paper_tables, "--reuse-timings", "--out-dir", tmp_path)
+    says(one_error_line(capsys), str(tmp_path / "table1_timings.json"), *names,
+         "without --reuse-timings")
+    assert [p.name for p in tmp_path.iterdir()] == ["table1_timings.json"]
+
+
 # Tiny models on the shipped Multi30k sample: the scripts' whole path in seconds, offline.
 TINY = ["dataset=multi30k_sample", "vocab_size=500", "N=1", "d_model=32", "d_ff=64", "h=2",
         "d_k=16", "d_v=16", "max_tokens=500"]
