@@ -610,6 +610,11 @@ def test_a_users_own_corpus_is_read_by_naming_the_folder_and_the_languages(tmp_p
         (folder / "test.fr").unlink()
         load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
     says(error, "has test.en.gz", "no test.fr", "add test.fr")    # the side that is missing
+    (folder / "test.FR").write_text("Un homme.\n")                  # there, but for case
+    with pytest.raises(data.DataError) as error:
+        load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "no test.fr", "test.FR", "case-sensitive", "rename it test.fr")
+    (folder / "test.FR").unlink()
     (folder / "test.en.gz").unlink()
     with pytest.raises(data.DataError) as error:
         load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)

@@ -458,13 +458,30 @@ def _user_files(data_dir, langs) -> dict:
             if here or there:
                 have, lack = (here[0].name, f"{stem}.{langs[1]}") if here else \
                     (there[0].name, f"{stem}.{langs[0]}")
+                fix = _case_fix(data_dir, lack) or f"add {lack}"
                 raise DataError(f"{data_dir} has {have} but no {lack} (plain or .gz): each "
-                                f"split needs both sides, line for line; add {lack}")
+                                f"split needs both sides, line for line; {fix}")
         missing.append(f"{'/'.join(stems)}.{{{','.join(langs)}}}")
     if missing:
+        fix = next(filter(None, (_case_fix(data_dir, f"{stem}.{lang}") for stems in
+                                 USER_SPLITS.values() for stem in stems for lang in langs)),
+                   "add them")
         raise DataError(f"{data_dir} has no {', '.join(missing)} (plain or .gz): dataset=files "
-                        f"needs train, valid and test files of source_lang and target_lang")
+                        f"needs train, valid and test files of source_lang and target_lang; "
+                        f"{fix}")
     return files
+
+
+def _case_fix(data_dir, name: str) -> str | None:
+    """How to rename a file of `data_dir` whose name is `name` (or name.gz) but for letter
+    case, such as train.EN for train.en: file names are case-sensitive; None if none is."""
+    wanted = {name.lower(), f"{name}.gz".lower()}
+    for other in sorted(p.name for p in Path(data_dir).iterdir()) if Path(data_dir).is_dir() \
+            else ():
+        if other.lower() in wanted and other not in (name, f"{name}.gz"):
+            right = name + other[len(name):]
+            return f"it holds {other}: file names are case-sensitive, so rename it {right}"
+    return None
 
 
 def _copy_corpus(config, log) -> Corpus:
