@@ -31,8 +31,8 @@ from annotated.base.files import (atomic_open, check_aligned, check_output, not_
 from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import Config, option
-from annotated.data.languages import (LANGUAGE_NAMES, THREE_LETTER_CODES, WORD_SETS,
-                                      guess_spaced_language)
+from annotated.data.languages import (LANGUAGE_NAMES, SCRIPTS, THREE_LETTER_CODES, WORD_SETS,
+                                      guess_language, guess_spaced_language)
 from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import escaped_note, report, too_short_note
@@ -201,6 +201,15 @@ def check_references(lines: list[str], refs: list[str], source, ref, config) -> 
     if refs == lines and config.dataset != "copy":
         log(f"note: --ref {ref} holds the same text as {source}, the input: the scores measure "
             f"copying; the references are the input's translations, in {config.target_lang}")
+        return
+    target = base_language(config.target_lang)
+    read_as = guess_language(refs) or guess_spaced_language(refs)
+    if read_as not in (None, target) and (target in WORD_SETS or target in SCRIPTS.values()):
+        log(f"note: --ref {ref} reads as {read_as}; this model translates into "
+            f"{config.target_lang}, and BLEU compares one language with itself: give "
+            f"references in {config.target_lang}")
+    if note := escaped_note(refs, ref):
+        log(note)
 
 
 def refuse_other_side(source, out_path) -> None:

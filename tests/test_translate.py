@@ -14,6 +14,7 @@ from conftest import says
 
 from annotated import checkpoint as checkpoint_command
 from annotated import configs
+from annotated.base.files import read_lines
 from annotated.data.tokenizer import EOS, CopyTokenizer
 from annotated.evaluate import main as evaluate_main
 from annotated.inference.batched import translate_lines
@@ -101,6 +102,26 @@ def test_translations_that_are_all_empty_are_noted_before_their_scores(ckpt, tmp
         str(tmp_path / "out.txt"), "--ref", str(tmp_path / "in.txt")])
     note = next(line for line in captured.err.splitlines() if "every translation" in line)
     says(note, "empty", "</s>", "trained too briefly", "score nothing")
+
+
+@pytest.mark.parametrize("refs,names", [
+    ("fr", ["ref.fr", "reads as fr", "translates into de", "references in de"]),
+    ("zh", ["ref.fr", "reads as zh", "translates into de"]),
+    ("escaped", ["ref.fr", "HTML character references", "line 1", "&quot;", "unescape"])])
+def test_references_in_another_language_or_escaped_are_noted_before_decoding(refs, names,
+                                                                             capsys):
+    """As annotated.evaluate notes them: a score against such references means nothing."""
+    from annotated.translate import check_references
+    sample = Path(__file__).parents[1] / "annotated" / "data" / "sample" / "multi30k"
+    lines = list(read_lines(sample / "test_2016_flickr_sample.en.gz"))[:30]
+    given = {"fr": list(read_lines(sample / "test_2016_flickr_sample.fr.gz"))[:30],
+             "zh": ["一个男人在街上走路。"] * 30,
+             "escaped": ["Ein &quot;Mann&quot; geht."] * 30}[refs]
+    check_references(lines, given, "src.en", "ref.fr", configs.get("multi30k"))
+    says(capsys.readouterr().err, *names)
+    check_references(lines, list(read_lines(sample / "test_2016_flickr_sample.de.gz"))[:30],
+                     "src.en", "ref.de", configs.get("multi30k"))
+    assert capsys.readouterr().err == ""                  # references in the target language
 
 
 def test_blank_input_is_named_and_the_model_not_blamed(ckpt, monkeypatch, capsys):

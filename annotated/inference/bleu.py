@@ -199,7 +199,7 @@ def escaped_note(lines: list[str], source) -> str | None:
     example = ENTITY.search(lines[found[0] - 1]).group()
     return (f"note: {len(found):,} of the {len(lines):,} lines of {source} hold HTML "
             f"character references, line {found[0]} first ({example}): they read as other "
-            f"words than the characters they stand for, to the model and to BLEU; unescape "
+            f"words than the characters they stand for, to a tokenizer and to BLEU; unescape "
             f"the file first (html.unescape in Python)")
 
 
