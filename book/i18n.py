@@ -349,7 +349,7 @@ def translation_problem(unit: Unit) -> str | None:
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
                 f"(the page would show English)")
-    if broken := open_block(unit):             # first: an open code block hides the rest
+    if broken := open_block(unit) or open_math(unit):    # first: they hide the rest
         return broken
     lacking = Counter(kept_pieces(unit.en)) - Counter(kept_pieces(unit.text))
     if lacking:                     # each one as often as the English has it: `True` twice
@@ -367,6 +367,21 @@ def open_block(unit: Unit) -> str | None:
         return ("its translation opens a code block (```) that it never closes: add the "
                 "closing ``` line, or remove the opening one")
     return None
+
+
+def open_math(unit: Unit) -> str | None:
+    """A `$` the translation opens and never closes (outside code, not escaped), which would
+    show the rest of the paragraph as a formula, or the formula as text."""
+    def outside_code(text: str) -> str:
+        return re.sub(r"```.*?```|`[^`\n]*`", " ", text, flags=re.S).replace("\\$", "  ")
+    text = outside_code(unit.text)
+    if not text.count("$") % 2 or outside_code(unit.en).count("$") % 2:
+        return None
+    line = next((line for line in text.split("\n") if line.count("$") % 2), text)
+    at = line.rindex("$")                  # paired from the left, the last one is left open
+    return (f"its translation opens math ($) that it never closes, at "
+            f"{short(line[max(0, at - 20):at + 30])}: add the closing $, or remove the opening "
+            f"one")
 
 
 def unpublishable(unit: Unit) -> str | None:

@@ -442,6 +442,17 @@ def test_a_code_block_left_open_is_named_before_what_it_hides():
     says(i18n.translation_problem(unit), "never closes")
 
 
+def test_math_left_open_is_named_with_where_it_opens():
+    """An unclosed $ shows the rest of the paragraph as a formula: name the $, not the formula
+    it breaks; a $ in code or escaped is no math."""
+    english = "Why divide by $\\sqrt{d_k}$? It costs `$5`, or \\$5."
+    unit = i18n.Unit("math", english, "为什么要除以 $\\sqrt{d_k}？它要 `$5`，或 \\$5。", 3)
+    says(i18n.translation_problem(unit), "opens math ($)", "never closes", "sqrt{d_k}",
+         "closing $")
+    closed = i18n.Unit("math", english, "为什么要除以 $\\sqrt{d_k}$？它要 `$5`，或 \\$5。", 3)
+    assert i18n.translation_problem(closed) is None
+
+
 def test_a_missing_term_list_says_to_restore_it(tmp_path, monkeypatch):
     from book import chinese
     monkeypatch.setattr(chinese, "TERMS", tmp_path / "zh" / "terms.md")
