@@ -758,6 +758,29 @@ def test_traced_project_code_is_refused_and_an_import_alone_is_not():
     assert run(EXERCISES["2.1"], importing).status == "passed"
 
 
+def test_a_first_import_inside_an_answer_is_not_a_call_and_exec_in_a_module_is(monkeypatch):
+    """A project module imported for the first time inside an answer runs its class bodies
+    and module-level calls (a dataclass built): importing, not the learner's call. Code the
+    learner runs in a project module's namespace is no import."""
+    import annotated.data
+    from annotated.data import datasets
+    monkeypatch.delitem(sys.modules, "annotated.data.datasets")
+    monkeypatch.setattr(annotated.data, "datasets", datasets)     # put back after the test
+
+    def importing(size):
+        import annotated.data.datasets  # noqa: F401
+        return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+    assert run(EXERCISES["2.1"], importing).status == "passed"
+    assert sys.modules["annotated.data.datasets"] is not datasets        # imported in the check
+
+    def in_its_namespace(size):
+        found = {}
+        exec("out = subsequent_mask(size)", vars(masks) | {"size": size}, found)
+        return found["out"]
+    from annotated import masks
+    says(run(EXERCISES["2.1"], in_its_namespace).message(), "annotated.masks", "own code")
+
+
 @pytest.mark.parametrize("exercise, call", [
     ("1.2", lambda x: torch.ops.aten._softmax(x, -1, False)),
     ("1.2", lambda x: torch.ops.aten.softmax.int(x, -1)),

@@ -525,13 +525,27 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
         if name is not None:                  # imported under another name before the check
             refused.append(name)
             raise Forbidden(name)
-        module = frame.f_globals.get("__name__") or ""
-        if event == "call" and (package_code(module, frame.f_code)
-                                or f"{module}.".startswith(found.libraries)) \
-                and frame.f_code.co_qualname not in ("<module>", "__getattr__") \
-                and called_by_the_learner(frame, trusted):   # an import: no project code run
-            refused.append(f"{module}.{frame.f_code.co_qualname}")
+        if event == "call" and watched(frame) and not importing(frame) \
+                and frame.f_code.co_qualname != "__getattr__" \
+                and called_by_the_learner(frame, trusted):
+            refused.append(f"{frame.f_globals.get('__name__')}.{frame.f_code.co_qualname}")
             raise Forbidden(refused[-1])
+
+    def watched(frame) -> bool:               # the project's code, or a forbidden library's
+        module = frame.f_globals.get("__name__") or ""
+        return package_code(module, frame.f_code) or f"{module}.".startswith(found.libraries)
+
+    def importing(frame) -> bool:
+        """Whether `frame` runs as part of importing a watched module: importlib's loader led
+        to a watched module's or class's body (no function's: CO_OPTIMIZED) that led to it.
+        An import defines what the learner may not call; it computes nothing for them."""
+        body = False
+        while frame is not None and frame.f_code is not call.__code__:
+            body = body or watched(frame) and not frame.f_code.co_flags & inspect.CO_OPTIMIZED
+            if body and frame.f_globals.get("__name__") == "importlib._bootstrap":
+                return True
+            frame = frame.f_back
+        return False
     profiler, threads_profiler, hook = sys.getprofile(), threading.getprofile(), \
         threading.excepthook
     sys.setprofile(watch)
