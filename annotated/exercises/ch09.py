@@ -312,6 +312,8 @@ def unscale_cases() -> list[Case]:
         Case(Text("three float32 gradients, S = 2^16, all finite",
                   "三个 float32 梯度，S = 2^16，全都有限"),
              (gradients(5, 3, 4, seed=0, scale=S), S)),
+        Case(Text("an inf in the first of two gradients", "两个梯度中的第一个含有 inf"),
+             (with_value(gradients(3, 4, seed=1, scale=S), 0, 0, float("-inf")), S)),
         Case(Text("an inf in the second of three gradients", "三个梯度中的第二个含有 inf"),
              (with_value(gradients(4, 6, 2, seed=3, scale=S), 1, 2, float("inf")), S)),
         Case(Text("a NaN in the first gradient, S = 2^10", "第一个梯度含有 NaN，S = 2^10"),
@@ -395,6 +397,10 @@ UNSCALE = Exercise(
                   "step just as unusable.",
                   "你的代码只查找 inf：NaN（来自 inf - inf 或 0 x inf）同样会让这一步不能用。"),
              unscaled_with(check=lambda vs: any(torch.isinf(v).any() for v in vs))),
+        Slip(Text("Your code looks for NaN only: an inf (the scaled loss overflowed) makes the "
+                  "step just as unusable.",
+                  "你的代码只查找 NaN：inf（缩放后的损失溢出了）同样会让这一步不能用。"),
+             unscaled_with(check=lambda vs: any(torch.isnan(v).any() for v in vs))),
         Slip(Text("Your flag is True when every gradient is finite: it must say whether any value "
                   "is inf or NaN.",
                   "所有梯度都有限时，你的标志却是 True：它应当表示是否有任何值是 inf 或 NaN。"),
