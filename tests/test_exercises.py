@@ -383,6 +383,34 @@ def test_a_value_inside_a_returned_value_is_named_once_each_level():
     assert result.message().count("returned") == 1 and result.message("zh").count("返回") == 1
 
 
+def test_a_float32_number_and_an_approximated_gradient_are_told_apart_from_float32_work():
+    """Both are off by as little as float32's rounding: a float32 tensor given back is named
+    as such; a float64 gradient from finite differences is told it must be exact."""
+    def lrate_in_float32(step, d_model, warmup_steps):
+        rate = d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+        return torch.tensor(rate, dtype=torch.float32)
+    says(run(EXERCISES["6.1"], lrate_in_float32).message(), "your answer is float32", "float64")
+
+    def by_finite_differences(logits, target, pad, eps_ls):
+        def loss(logits, target, pad, eps_ls):
+            log_p = logits.log_softmax(-1)
+            q = torch.full_like(log_p, eps_ls / (logits.size(-1) - 2))
+            q.scatter_(-1, target.unsqueeze(-1), 1 - eps_ls)
+            q[..., pad] = 0
+            keep = target != pad
+            return -(q * log_p).sum(-1)[keep].sum() / keep.sum()
+        grad, h = torch.zeros_like(logits), 1e-5
+        for i in range(logits.numel()):
+            step = torch.zeros_like(logits).view(-1)
+            step[i] = h
+            step = step.view_as(logits)
+            grad.view(-1)[i] = (loss(logits + step, target, pad, eps_ls)
+                                - loss(logits - step, target, pad, eps_ls)) / (2 * h)
+        return grad
+    says(run(EXERCISES["6.4"], by_finite_differences).message(), "off by only",
+         "finite differences")
+
+
 def test_a_slip_that_is_right_on_the_failing_case_is_not_named():
     """A loss computed in float32 is off by rounding alone; log(softmax), right in float64 on
     that case, is not the reason."""

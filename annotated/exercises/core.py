@@ -226,7 +226,7 @@ def first_difference(want: np.ndarray, have: np.ndarray, lang: str) -> str | Non
     expected, got = entries(want[where], have[where])
     said = MESSAGES[lang]["value_at" if where else "value"].format(where=list(where),
                                                                    expected=expected, got=got)
-    return said + float32_rounding(want, have, lang)
+    return said + small_error_note(want, have, lang)
 
 
 def entries(want, have) -> tuple[str, str]:
@@ -243,16 +243,17 @@ def entries(want, have) -> tuple[str, str]:
     return shown
 
 
-def float32_rounding(want: np.ndarray, have: np.ndarray, lang: str) -> str:
+def small_error_note(want: np.ndarray, have: np.ndarray, lang: str) -> str:
     """A note for a float64 answer whose every entry is off by no more than float32's rounding
-    (a few parts in a million): it was computed in float32 somewhere (a .float(), a
-    torch.tensor of Python floats)."""
+    (a few parts in a million): given back in float32, or computed in float32 somewhere (a
+    .float(), a torch.tensor of Python floats), or approximated (finite differences)."""
     if want.dtype != np.float64 or not (np.isfinite(want).all() and np.isfinite(have).all()):
         return ""
     off = np.abs(have.astype(np.float64) - want)
     if not off.any() or (off > 4e-6 * np.abs(want) + 1e-7 * np.abs(want).max()).any():
         return ""
-    return MESSAGES[lang]["rounding"].format(off=f"{off.max():.1g}")
+    said = "float32_result" if have.dtype == np.float32 else "rounding"
+    return MESSAGES[lang][said].format(off=f"{off.max():.1g}")
 
 
 # ---- running a check ----

@@ -52,8 +52,11 @@ MESSAGES = {
         "value": "expected {expected}, got {got}",
         "half_rounding": " (off by only {off}, the rounding of a float16 result: return the "
                          "number in float32 or float64)",
-        "rounding": " (off by only {off}, float32's rounding: keep the computation in the "
-                    "dtype of the inputs, here float64)",
+        "rounding": " (off by only {off}, as little as float32's rounding: keep the "
+                    "computation in the dtype of the inputs, here float64, and exact, not "
+                    "approximated as by finite differences)",
+        "float32_result": " (off by only {off}: your answer is float32; give it back in "
+                          "float64, as the check expects)",
         "hint": "Hint: {hint}",
         "page": "(see the book's page Common slips)",
         # the grader's table
@@ -154,8 +157,9 @@ MESSAGES = {
         "value_at": "下标 {where} 处应为 {expected}，实际为 {got}",
         "value": "应为 {expected}，实际为 {got}",
         "half_rounding": "（只差 {off}，这是 float16 结果的舍入误差：请用 float32 或 float64 返回这个数）",
-        "rounding": "（只差 {off}，这是 float32 的舍入误差：计算应保持输入的数据类型，这里是 "
-                    "float64）",
+        "rounding": "（只差 {off}，与 float32 的舍入误差相当：计算应保持输入的数据类型，这里是 "
+                    "float64，并且要精确计算，不要用有限差分之类的近似）",
+        "float32_result": "（只差 {off}：你的答案是 float32；请按检查的要求以 float64 返回）",
         "hint": "提示：{hint}",
         "page": "（见本书的“常见错误”一页）",
         "graded": "通过 {passed} / {total}",
