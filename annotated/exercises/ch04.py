@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from annotated.exercises.core import Case, Exercise, Slip, Text, draw, randn
+from annotated.exercises.core import AUTOGRAD, Case, Exercise, Slip, Text, draw, randn
 from reference_numpy import positional as np_positional
 
 
@@ -234,7 +234,7 @@ def padded_rows(rows: torch.Tensor, max_len: int) -> torch.Tensor:
 LEARNED = Exercise(
     id="4.5", function="learned_table_grad",
     topic=Text("the gradient of a learned table", "可学习表的梯度"),
-    cases=learned_cases, answer=learned_answer,
+    cases=learned_cases, answer=learned_answer, forbidden=AUTOGRAD,
     hint=Text("position t of every sentence adds row t of the table, so row t collects the "
               "output gradient at position t from every sentence of the batch; rows no sentence "
               "reaches collect nothing. The gradient has the table's shape, (max_len, d_model).",
