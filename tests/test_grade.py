@@ -233,6 +233,7 @@ def test_a_check_called_with_its_number_unquoted_fails_that_exercise_with_the_ca
     assert statuses(row) == {"2.1": "passed", "2.2": "failed", "2.3": "not run"}
     says(row["exercises"]["2.2"]["en"], "check(2.2, ...)", "in quotes", 'check("2.2", ...)')
     says(row["exercises"]["2.2"]["zh"], 'check("2.2", ...)', "引号")
+    says(row["note"], 'check("2.2", ...)', "in quotes")        # the table shows it too
 
 
 @pytest.mark.parametrize("lang, typo, names", [

@@ -129,7 +129,7 @@ def keep_misuse(exercise_id, fn, more) -> None:
     meant = likely_id(exercise_id, fn)
     if meant in exercises() and meant not in CHECKED:
         CHECKED[meant] = Result(meant, "failed", {lang: misused(exercise_id, fn, lang, more)
-                                                  for lang in MESSAGES}, 0)
+                                                  for lang in MESSAGES}, 0, wrong_call=True)
 
 
 def likely_id(given, fn) -> str:
@@ -184,7 +184,8 @@ def grading_report(ids: list[str]) -> dict[str, dict]:
     notebook's text) and of the chapters of every check this process ran (in a loop, under
     another name), its status and its line in every language; "not run" for one that no check
     reached."""
-    return {i: {"status": CHECKED[i].status, **CHECKED[i].messages} if i in CHECKED
+    return {i: {"status": CHECKED[i].status, **CHECKED[i].messages,
+                **({"wrong_call": True} if CHECKED[i].wrong_call else {})} if i in CHECKED
             else {"status": "not run"} for i in graded_ids([*ids, *CHECKED])}
 
 

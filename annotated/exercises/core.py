@@ -141,6 +141,7 @@ class Result:
     status: str                      # "passed", "failed" or "not attempted"
     messages: dict[str, str]         # the one line the learner reads, in every language
     cases: int                       # the cases that ran (all of them when passed)
+    wrong_call: bool = False         # failed by a wrong call of check, which ran no case
 
     def message(self, lang: str = "en") -> str:
         return self.messages[lang]
