@@ -5,7 +5,9 @@ imports the solutions; every exercise has a worked solution kept apart from the 
 import ast
 import importlib
 import json
+import os
 import re
+import subprocess
 import sys
 import types
 import warnings
@@ -411,6 +413,62 @@ def test_a_float32_number_and_an_approximated_gradient_are_told_apart_from_float
          "finite differences")
 
 
+def test_a_list_argument_changed_in_place_fails_as_a_tensor_does():
+    """Cleared, or a token appended to each hypothesis (then its length taken minus one):
+    right results, but the caller's lists are changed."""
+    def lp(n, alpha):
+        return ((5 + n) / 6) ** alpha
+
+    def best_then_cleared(hypotheses, alpha):
+        scores = [log_p / lp(len(tokens), alpha) for tokens, log_p in hypotheses]
+        i = max(range(len(scores)), key=scores.__getitem__)
+        hypotheses.clear()
+        return i, scores[i]
+
+    def appending(hypotheses, alpha):
+        for tokens, _ in hypotheses:
+            tokens.append(2)
+        scores = [log_p / lp(len(tokens) - 1, alpha) for tokens, log_p in hypotheses]
+        i = max(range(len(scores)), key=scores.__getitem__)
+        return i, scores[i]
+    for answer in (best_then_cleared, appending):
+        says(run(EXERCISES["7.3"], answer).message(), "changed its argument `hypotheses`",
+             "in place")
+
+
+@pytest.mark.parametrize("exercise, returned", [
+    ("2.1", lambda size: torch.nested.nested_tensor([torch.ones(size, size).tril()])),
+    ("2.1", lambda size: torch.quantize_per_tensor(torch.ones(1, 1, size, size).tril(), 1.0, 0,
+                                                   torch.qint8)),
+    ("1.1", lambda q, k, v, mask=None: type("Odd", (tuple,), {"__len__": lambda self: 1 // 0})(
+        (v, v)))], ids=["nested", "quantized", "len-raises"])
+def test_a_value_the_check_cannot_read_fails_in_one_line(exercise, returned):
+    with warnings.catch_warnings():                 # both kinds of tensor warn they are new
+        warnings.simplefilter("ignore")
+        result = run(EXERCISES[exercise], returned)
+    assert result.status == "failed"
+    for lang in LANGS:
+        assert "\n" not in result.message(lang)
+    says(result.message(), "cannot be read", "raised", "plain tensors")
+
+
+def test_a_bfloat16_result_is_named_as_the_wrong_dtype():
+    def in_bfloat16(target, V, pad, eps_ls):
+        q = torch.full((*target.shape, V), eps_ls / (V - 2))
+        q.scatter_(-1, target.unsqueeze(-1), 1 - eps_ls)
+        q[..., pad] = 0
+        q[target == pad] = 0
+        return q.bfloat16()
+    message = run(EXERCISES["6.2"], in_bfloat16).message()
+    says(message, "expected dtype float32", "got bfloat16")
+
+
+def test_a_warm_up_slope_fixed_at_4000_steps_fails():
+    says(run(EXERCISES["6.1"], lambda step, d_model, warmup_steps: d_model ** -0.5 * (
+        step * 4000 ** -1.5 if step < warmup_steps else step ** -0.5)).message(),
+         "warming up")
+
+
 def test_a_slip_that_is_right_on_the_failing_case_is_not_named():
     """A loss computed in float32 is off by rounding alone; log(softmax), right in float64 on
     that case, is not the reason."""
@@ -807,6 +865,29 @@ def test_a_first_import_inside_an_answer_is_not_a_call_and_exec_in_a_module_is(m
         return found["out"]
     from annotated import masks
     says(run(EXERCISES["2.1"], in_its_namespace).message(), "annotated.masks", "own code")
+
+
+def causal(size):
+    return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+
+
+@pytest.mark.parametrize("answer, names", [
+    (torch.compile(causal, backend="eager"), ["torch.compile", "plain Python"]),
+    (lambda size: torch.compile(causal, backend="eager")(size), ["torch.compile"]),
+    (lambda size: torch.tensor(json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, annotated.masks as m; "
+         f"print(json.dumps(m.subsequent_mask({size}).tolist()))"],
+        capture_output=True, text=True).stdout)), ["another process", "fork_exec"]),
+    (lambda size: (os.system("true"), causal(size))[1], ["another process", "os.system"])],
+    ids=["compiled", "compiling", "subprocess", "os.system"])
+def test_code_the_check_cannot_follow_is_refused_in_one_line(answer, names):
+    """A compiled answer, or the project's code run in a process the answer starts: right
+    numbers, reached out of the check's sight. Plain, the same answer passes."""
+    result = run(EXERCISES["2.1"], answer)
+    assert result.status == "failed"
+    says(result.message(), *names)
+    assert run(EXERCISES["2.1"], causal).status == "passed"
+    assert subprocess.run(["true"]).returncode == 0                  # put back after the check
 
 
 @pytest.mark.parametrize("exercise, call", [

@@ -14,6 +14,7 @@ from reference_numpy import optim as np_optim
 def lrate_cases() -> list[Case]:
     step, d_model = draw(1, 2_000_000, seed=6101), draw(1, 4096, seed=6102)
     warmup_steps = draw(1, 16_000, seed=6103)
+    early = draw(1, warmup_steps, seed=6104)              # a step of that warm-up
     return [
         Case(Text("base, step 10 (warming up)", "base，第 10 步（预热中）"), (10, 512, 4000)),
         Case(Text("base, step 4,000 (the peak)", "base，第 4,000 步（峰值）"), (4000, 512, 4000)),
@@ -22,9 +23,14 @@ def lrate_cases() -> list[Case]:
         Case(Text("the first step, step 1", "第一步，即第 1 步"), (1, 512, 4000)),
         Case(Text("a huge step, 3 billion", "极大的步数：30 亿"), (3_000_000_000, 512, 4000)),
         Case(Text("warmup_steps 1, step 7", "warmup_steps 为 1，第 7 步"), (7, 512, 1)),
+        Case(Text("warmup_steps 8,000, step 100 (warming up)",
+                  "warmup_steps 为 8,000，第 100 步（预热中）"), (100, 256, 8000)),
         Case(Text(f"drawn at random, step {step:,}, d_model {d_model}, warmup_steps "
                   f"{warmup_steps:,}", f"随机抽取：第 {step:,} 步，d_model {d_model}，"
                   f"warmup_steps 为 {warmup_steps:,}"), (step, d_model, warmup_steps)),
+        Case(Text(f"drawn at random in the warm-up, step {early:,} of {warmup_steps:,}",
+                  f"在预热中随机抽取：第 {early:,} 步（共 {warmup_steps:,} 步预热）"),
+             (early, d_model, warmup_steps)),
     ]
 
 

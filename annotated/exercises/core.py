@@ -116,6 +116,24 @@ ATTENTION = ("torch.nn.functional.scaled_dot_product_attention", *TORCH_IN_PYTHO
              *(f"torch.ops.aten.{op}" for op in (
                  "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
                  "_scaled_dot_product_flash_attention_for_cpu")))
+# What runs code out of the check's sight, refused in every exercise: another process (the
+# ways in of subprocess, multiprocessing, os.system and os.fork; the project's code could run
+# there) and torch.compile, whose compiled code the check cannot follow.
+PROCESSES = ("_posixsubprocess.fork_exec", "os.fork", "os.posix_spawn", "os.posix_spawnp",
+             "os.system")
+COMPILED = "torch.compile"
+
+
+def present(name: str) -> bool:
+    """Whether this platform has the function `name` ("os.fork": not on Windows)."""
+    module, _, attribute = name.rpartition(".")
+    try:
+        return hasattr(importlib.import_module(module), attribute)
+    except ImportError:
+        return False
+
+
+OUT_OF_SIGHT = tuple(filter(present, PROCESSES)) + (COMPILED,)
 # torch's own backward kernels of the softmax and log-softmax: the answer of a "backward".
 BACKWARD_KERNELS = tuple(f"{owner}.{kernel}" for owner in ("torch", "torch.ops.aten")
                          for kernel in ("_softmax_backward_data", "_log_softmax_backward_data"))
@@ -206,6 +224,10 @@ def compare(expected, got, lang: str, inner: bool = False) -> str | None:
         return MESSAGES[lang]["type"].format(got=type(got).__name__)
     if want.shape != have.shape:
         return MESSAGES[lang]["shape"].format(expected=tuple(want.shape), got=tuple(have.shape))
+    if isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16 and want.ndim and not (
+            isinstance(expected, torch.Tensor) and expected.dtype == torch.bfloat16):
+        # as_array gave it as float32 (NumPy has no bfloat16): name the dtype returned
+        return MESSAGES[lang]["dtype"].format(expected=want.dtype, got="bfloat16")
     if kind(want.dtype) != kind(have.dtype) or (kind(want.dtype) == "float" and want.ndim and
                                                 want.dtype != have.dtype):
         return MESSAGES[lang]["dtype"].format(expected=want.dtype, got=have.dtype)
@@ -293,17 +315,20 @@ def parameter_names(fn, n: int) -> list[str]:
 
 
 def bits(value) -> list:
-    """The bytes of every tensor and array in `value` (nested in lists, tuples and dicts): what
-    a function that changes its argument in place changes."""
+    """The bytes of every tensor and array in `value`, and its numbers, strings and the
+    lengths and keys of its lists and dicts (nested in lists, tuples and dicts): what a
+    function that changes its argument in place changes (a list cleared or appended to)."""
     if isinstance(value, torch.Tensor):
         return [value.detach().cpu().numpy().tobytes()] if value.layout == torch.strided \
             and not value.is_meta else []
     if isinstance(value, np.ndarray):
         return [value.tobytes()]
     if isinstance(value, dict):
-        return [b for v in value.values() for b in bits(v)]
+        return [("keys", *map(repr, value))] + [b for v in value.values() for b in bits(v)]
     if isinstance(value, (list, tuple)):
-        return [b for v in value for b in bits(v)]
+        return [(type(value).__name__, len(value))] + [b for v in value for b in bits(v)]
+    if value is None or isinstance(value, (int, float, complex, str, bytes)):
+        return [repr(value)]
     return []
 
 
@@ -315,8 +340,8 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     if from_the_package(fn) or fn is exercise.answer:
         return Outcome("own", 0, got=fn)
     cases = exercise.cases()
-    if script := torchscript_in(fn):
-        return Outcome("forbidden", 1, cases[0], script)
+    if unseen := compiled_code_in(fn):
+        return Outcome("forbidden", 1, cases[0], unseen)
     found = outcome_on(exercise, fn, cases)
     if found.status != "passed":
         return found
@@ -362,7 +387,7 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
             return Outcome("failed", n, case, error)
         if changed and not meant_to_change:
             return Outcome("changed", n, case, changed)
-        if (exercise.compare or compare)(expected, got, "en"):
+        if difference(exercise, expected, got, "en"):
             return Outcome("failed", n, case, got, expected)
         broken = exercise.rule and exercise.rule(*case.args, **case.kwargs)
         if broken:                    # the right result, reached the way the exercise forbids
@@ -398,10 +423,11 @@ def fingerprint(value) -> str:
 SCRIPTED = (torch.jit.ScriptFunction, torch.jit.ScriptModule, torch._C.ScriptMethod)
 
 
-def torchscript_in(fn, depth: int = 3) -> str | None:
-    """"torch.jit (TorchScript)" if `fn` reaches a traced or scripted function (through its
-    closure, the globals its code names, or the lists and dicts they hold): its code runs out
-    of the check's sight, so the project's functions could hide in it."""
+def compiled_code_in(fn, depth: int = 3) -> str | None:
+    """"torch.jit (TorchScript)" if `fn` reaches a traced or scripted function, "torch.compile"
+    if it is or reaches a compiled one (through its closure, the globals its code names, or
+    the lists and dicts they hold): their code runs out of the check's sight, so the
+    project's functions could hide in it."""
     seen, todo = set(), [(fn, depth)]
     while todo:
         value, left = todo.pop()
@@ -410,6 +436,8 @@ def torchscript_in(fn, depth: int = 3) -> str | None:
         seen.add(id(value))
         if isinstance(value, SCRIPTED):
             return "torch.jit (TorchScript)"
+        if compiled(value):
+            return COMPILED
         if isinstance(value, functools.partial):
             todo += [(v, left) for v in (value.func, *value.args, *value.keywords.values())]
         elif inspect.isfunction(value):
@@ -424,6 +452,15 @@ def torchscript_in(fn, depth: int = 3) -> str | None:
         elif isinstance(value, (list, tuple)):
             todo += [(v, left - 1) for v in value]
     return None
+
+
+def compiled(value) -> bool:
+    """Whether `value` is a function or module that torch.compile made."""
+    try:
+        return isinstance(value, torch.nn.Module) and hasattr(value, "_orig_mod") or \
+            inspect.isfunction(value) and hasattr(value, "_torchdynamo_orig_callable")
+    except Exception:                         # an object whose attributes cannot be read
+        return False
 
 
 def cell_filled(cell) -> bool:
@@ -519,7 +556,7 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
         raise Forbidden(GRAPH)
     graph = torch.autograd.graph.saved_tensors_hooks(built_a_graph, lambda saved: saved) \
         if GRAPH in names else nullcontext()
-    found = refusals(names, refused)
+    found = refusals(names + OUT_OF_SIGHT, refused)
 
     def watch(frame, event, arg):             # raising here also ends the watch
         name = (found.originals.get(id(arg)) or found.method_named(arg)) if event == "c_call" \
@@ -631,6 +668,16 @@ def run(exercise: Exercise, fn) -> Result:
                                         for lang in MESSAGES}, found.n)
 
 
+def difference(exercise: Exercise, expected, got, lang: str) -> str | None:
+    """What differs between what the learner's function returned and what was expected (the
+    exercise's compare), or, when reading what it returned raises (an object of its own whose
+    len() fails, a tensor NumPy cannot take), that it could not be read."""
+    try:
+        return (exercise.compare or compare)(expected, got, lang)
+    except Exception as error:
+        return MESSAGES[lang]["unreadable"].format(error=one_line(error))
+
+
 def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     """The one line that says how the check went, in `lang`."""
     say = MESSAGES[lang]
@@ -653,22 +700,26 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
         return head + say["case"].format(case=label, problem=found.got(lang)) + say["sep"] + \
             say["hint"].format(hint=exercise.hint(lang))
     if found.status == "forbidden":
-        key = "calls_own" if package_module(found.got) else "forbidden"
+        key = ("calls_own" if package_module(found.got) else "compiled" if found.got == COMPILED
+               else "process" if found.got in PROCESSES else "forbidden")
         return head + say[key].format(name=found.got, hint=exercise.hint(lang))
     if found.status == "again":
         problem = (say["raised_in"].format(error=one_line(found.got),
                                            where=your_line(found.got, lang))
                    if isinstance(found.got, BaseException) else
-                   (exercise.compare or compare)(found.expected, found.got, lang))
+                   difference(exercise, found.expected, found.got, lang))
         return head + say["again"].format(case=label, problem=problem) + say["sep"] + \
             say["hint"].format(hint=exercise.hint(lang))
     if isinstance(found.got, BaseException):
         what = say["raised"].format(case=label, error=one_line(found.got),
                                     where=your_line(found.got, lang))
     else:
-        problem = (exercise.compare or compare)(found.expected, found.got, lang)
+        problem = difference(exercise, found.expected, found.got, lang)
         what = say["case"].format(case=label, problem=problem)
-    slip = matching_slip(exercise, found, lang)
+    try:
+        slip = matching_slip(exercise, found, lang)
+    except Exception:                 # what the learner returned cannot be read: no slip
+        slip = None
     hint = say["hint"].format(hint=exercise.hint(lang))
     return head + what + (say["sep"] + slip if slip else "") + say["sep"] + hint
 

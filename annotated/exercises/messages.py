@@ -25,6 +25,11 @@ MESSAGES = {
         "generator": "your function is a generator (it uses `yield`): `return` the values instead",
         "forbidden": "your function calls {name}, which this exercise asks you to do "
                      "without: build that step yourself. Hint: {hint}",
+        "compiled": "your function goes through {name}, whose compiled code runs out of the "
+                    "check's sight: check it as plain Python, and compile it once it passes. "
+                    "Hint: {hint}",
+        "process": "your function starts another process ({name}), whose code runs out of the "
+                   "check's sight: compute the result in your function itself. Hint: {hint}",
         "calls_own": "your function calls {name}, the project's own code: the exercise is to "
                      "write that step yourself, with torch (your own functions from earlier "
                      "exercises are fine). Hint: {hint}",
@@ -35,13 +40,15 @@ MESSAGES = {
         "tampered": "case '{case}': your function changed what the check compares its answer "
                     "with; leave the book's code and the check as they are.",
         "changed": "case '{case}': your function changed its argument `{name}` in place; leave "
-                   "its inputs as they were and compute a new tensor.",
+                   "its inputs as they were and compute a new result.",
         "count": "expected {expected} values returned, got {got}",
         "not_tuple": "expected {expected} values returned, as a tuple (return a, b, c), got a "
                      "{got}",
         "returned": "value {i} of the {n} returned: {problem}",
         "item": "its item {i} of {n}: {problem}",
         "type": "expected a tensor or a number, got a {got}",
+        "unreadable": "what your function returned cannot be read: reading it raised {error}; "
+                      "return plain tensors and numbers",
         "not_tensor": "expected a torch tensor, got a {got}: keep the result a tensor (the "
                       "chapter's code goes on with torch operations on it)",
         "meta": "got a tensor on the meta device, which holds shapes but no values: compute "
@@ -141,15 +148,18 @@ MESSAGES = {
         "none": "你的函数返回了 None：它还缺一条 `return` 语句",
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
+        "compiled": "你的函数经过了 {name}，编译后的代码在检查看不到的地方运行：请以普通 Python 函数来检查，通过之后再编译。提示：{hint}",
+        "process": "你的函数启动了另一个进程（{name}），其代码在检查看不到的地方运行：请在你的函数里直接算出结果。提示：{hint}",
         "calls_own": "你的函数调用了 {name}，这是本项目里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
         "again": "用例“{case}”换成另一组随机数重新生成后：{problem}。"
                  "如果答案交回的是之前某次调用时留下的结果，就会在这里出错：每个结果都要由传入的输入算出。",
         "raised_in": "你的函数抛出了 {error}{where}",
         "tampered": "用例“{case}”：你的函数改动了检查用来比对答案的东西；请让本书的代码和检查保持原样。",
-        "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出一个新的张量。",
+        "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出新的结果。",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "item": "其中 {n} 项里的第 {i} 项：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
+        "unreadable": "无法读取你的函数返回的值：读取时引发了 {error}；请返回普通的张量和数值",
         "not_tensor": "应当返回 PyTorch 张量，实际得到的是 {got}：请让结果保持为张量（本章后面的代码还要用 PyTorch 对它运算）",
         "meta": "得到的张量只有形状、没有数值：请在 CPU 上计算它",
         "shape": "形状应为 {expected}，实际为 {got}",
