@@ -111,6 +111,21 @@ def test_an_option_given_twice_is_refused_not_the_last_one_kept(main, argv, name
     says(capsys.readouterr().err.splitlines()[-1], named, "given twice", "once")
 
 
+@pytest.mark.parametrize("main,argv,named", [
+    (train.main, ["--bogus"], "--bogus"),
+    (checkpoint_command.main, ["average", "run"], "--out"),
+    (evaluate.main, ["--hyp", "h"], "--ref")])
+def test_a_mistake_in_the_command_line_is_one_line_with_where_to_read_the_usage(
+        main, argv, named, capsys):
+    """No usage block above it: the mistake is the one line, with --help named."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    says(err, named, "error:", "--help")
+
+
 @pytest.mark.parametrize("item", ["P_drop=nan", "lr_factor=inf", "alpha=inf", "N=1000000",
                                   "seed=" + HUGE, "max_extra=1000000000", "beam_size=0",
                                   "d_model=" + HUGE, "P_drop=0.1 P_drop=0.2",
