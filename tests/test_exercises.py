@@ -463,6 +463,26 @@ def test_a_bfloat16_result_is_named_as_the_wrong_dtype():
     says(message, "expected dtype float32", "got bfloat16")
 
 
+def test_a_helper_still_a_stub_is_named_where_it_raises_not_called_not_attempted():
+    def split_heads(x):
+        raise NotImplementedError
+
+    def multi_head(*args, **kwargs):
+        return split_heads(args[0])
+    result = run(EXERCISES["3.3"], multi_head)
+    assert result.status == "failed"
+    says(result.message(), "raised NotImplementedError", "raise NotImplementedError")
+
+
+def test_a_whole_number_given_as_an_int_is_compared_by_its_value():
+    """lp = 1 for alpha 0, written as the int 1: right; the int 0 there is wrong by its value."""
+    def penalty(length, alpha):
+        return 1 if alpha == 0 else ((5 + length) / 6) ** alpha
+    assert run(EXERCISES["7.1"], penalty).status == "passed"
+    says(run(EXERCISES["7.1"], lambda length, alpha: 0 if alpha == 0 else penalty(
+        length, alpha)).message(), "alpha 0", "expected 1", "got 0")
+
+
 def test_a_warm_up_slope_fixed_at_4000_steps_fails():
     says(run(EXERCISES["6.1"], lambda step, d_model, warmup_steps: d_model ** -0.5 * (
         step * 4000 ** -1.5 if step < warmup_steps else step ** -0.5)).message(),

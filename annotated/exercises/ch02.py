@@ -63,6 +63,9 @@ def padding_cases() -> list[Case]:
              (tokens([[4, 5, 6, 7, 2], [4, 2, 1, 1, 1]]), 1)),
         Case(Text("a row that is all padding", "一整行都是填充"),
              (tokens([[4, 5, 2], [0, 0, 0]]), PAD)),
+        Case(Text("padding id 3, and real tokens with ids 1 and 2",
+                  "填充的编号为 3，还有编号为 1 和 2 的真实词元"),
+             (tokens([[1, 5, 2, 3], [4, 2, 3, 3]]), 3)),
         Case(Text("padding id 1, and a real token with id 0",
                   "填充的编号为 1，还有一个编号为 0 的真实词元"),
              (tokens([[0, 5, 2, 1], [4, 0, 2, 1]]), 1)),
@@ -107,6 +110,10 @@ PADDING = Exercise(
                   "你的掩码保留的是编号大于 `pad` 的词元：真实词元的编号也可能更小（比如 0）；"
                   "只有编号正好等于 `pad` 的才是填充。"),
              lambda t, pad: (t > pad)[:, None, None, :]),
+        Slip(Text("Your mask also blocks the id 0: only the id `pad` itself is padding, and a "
+                  "real token may have the id 0.",
+                  "你的掩码把编号 0 也屏蔽了：只有编号正好等于 `pad` 的才是填充，真实词元的编号也可能是 0。"),
+             lambda t, pad: ((t != pad) & (t != 0))[:, None, None, :]),
         Slip(Text("Your mask compares the tokens with 0, not with `pad`.",
                   "你的掩码把词元与 0 比较，而不是与 `pad` 比较。"),
              lambda t, pad: (t != 0)[:, None, None, :]),
