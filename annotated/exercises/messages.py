@@ -94,7 +94,7 @@ MESSAGES = {
                     "from Jupyter, or restore it from a copy",
         "empty_file": "an empty file: it may not have been saved; save the notebook in "
                       "Jupyter and hand it in again",
-        "no_cells": "JSON without the 'cells' and 'nbformat' that a notebook has",
+        "no_cells": "JSON without the {detail} that a notebook has",
         "old_nbformat": "a notebook of format {detail}, older than the format 4 this book "
                         "reads: open it in Jupyter and save it, or convert it (jupyter "
                         "nbconvert --to notebook --nbformat 4 FILE)",
@@ -189,7 +189,7 @@ MESSAGES = {
         "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
         "not_json": "不是 JSON（在第 {detail} 行中断或出错）：请在 Jupyter 里重新保存，或从备份恢复",
         "empty_file": "这是一个空文件：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
-        "no_cells": "是 JSON，但没有笔记本应有的 `cells` 和 `nbformat`",
+        "no_cells": "是 JSON，但没有笔记本应有的 {detail}",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
                         "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",
         "other_nbformat": "这个笔记本的格式是 {detail}，而本书读取第 4 版格式：请在 Jupyter 中打开并保存",

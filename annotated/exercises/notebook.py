@@ -58,8 +58,10 @@ def read(path) -> nbformat.NotebookNode:
     version = data.get("nbformat") if isinstance(data, dict) else None
     if isinstance(version, int) and version < 4:
         raise NotANotebook("old_nbformat", str(version))
-    if not isinstance(data, dict) or not {"cells", "nbformat"} <= set(data):
-        raise NotANotebook("no_cells")
+    lacking = [key for key in ("cells", "nbformat") if not isinstance(data, dict)
+               or key not in data]
+    if lacking:
+        raise NotANotebook("no_cells", ", ".join(f"'{key}'" for key in lacking))
     if version != 4:
         raise NotANotebook("other_nbformat", repr(version))
     with warnings.catch_warnings():           # cells without ids, or sharing one: graded
