@@ -39,9 +39,10 @@ from annotated.base.settings import POSITIVE
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, with two rules more: a mistake in the command line is one line, and
     an option given twice is an error. argparse keeps the last of `--max-steps 2 --max-steps
-    3` without a word; options meant to repeat (action="append", such as --system) still may. A stop while it parses (Ctrl-C, SIGTERM)
-    takes effect once parsing ends: parse_intermixed_args changes the parser's actions and
-    puts them back in a `finally`, which a stop in between breaks with a second traceback."""
+    3` without a word; options meant to repeat (action="append", such as --system) still may.
+    A stop while it parses (Ctrl-C, SIGTERM) takes effect once parsing ends:
+    parse_intermixed_args changes the parser's actions and puts them back in a `finally`,
+    which a stop in between breaks with a second traceback."""
 
     def error(self, message):
         """One line naming the mistake and where to read the usage (argparse prints its usage
