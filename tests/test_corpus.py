@@ -568,7 +568,9 @@ def bad_corpus(tmp_path, train_en: bytes):
     (gzip.compress("A dog.\n".encode() * 400, mtime=0)[:-30],
      ("train.en.gz", "after line", "cut short")),
     (gzip.compress(b"\n" * 400, mtime=0), ("train.en.gz", "train.de", "no sentence pair")),
-], ids=["not UTF-8", "cut short", "no pairs"])
+    (gzip.compress("A dog.\n".encode("utf-16") * 400, mtime=0),
+     ("train.en.gz", "line 1", "UTF-16", "convert", "iconv -f utf-16")),
+], ids=["not UTF-8", "cut short", "no pairs", "UTF-16"])
 def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, content, names):
     location = bad_corpus(tmp_path, content)
     config = get("multi30k").override(dataset="files", vocab_size=500)

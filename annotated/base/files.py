@@ -130,8 +130,11 @@ def _lines(path, f, gzipped):
                 if gzipped and _damaged(f):
                     raise DataError(f"{path}, line {number}: the gzip data is broken (it fails "
                                     f"its checksum); download or copy the file again") from None
-                raise DataError(f"{path}, line {number}: not UTF-8 ({e.reason} at byte "
-                                f"{e.start}); convert the file to UTF-8") from None
+                bom = number == 1 and line[:2] in (b"\xff\xfe", b"\xfe\xff")
+                raise DataError(f"{path}, line {number}: not UTF-8 (" + (
+                    "UTF-16: it begins with UTF-16's byte-order mark" if bom else
+                    f"{e.reason} at byte {e.start}") + "); convert the file to UTF-8" + (
+                    ", e.g. with iconv -f utf-16 -t utf-8" if bom else "")) from None
             if "\0" in text:
                 raise DataError(f"{path}, line {number}: holds NUL bytes, which text never "
                                 f"does (a crash can leave them), so it is not a text file; "
