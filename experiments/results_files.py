@@ -126,10 +126,15 @@ def results_page(record: "Record") -> list[str]:
 
 def headline_row(record: "Record", table: str) -> str:
     """The key of `table` (an object of rows) that the results page shows first: the row a
-    summary quotes, whatever order the JSON's keys are in."""
+    summary quotes, whatever order the JSON's keys are in. Every row must be on the page: a
+    row renamed or deleted in one of the two files would make another row the first."""
     rows = record.get(table, kind=dict)
-    shown = [line.split("|")[1].strip() for line in results_page(record)
-             if line.startswith("| ") and line.split("|")[1].strip() in rows]
+    cells = [line.split("|")[1].strip() for line in results_page(record) if line.startswith("| ")]
+    if missing := [key for key in rows if key not in cells]:   # a row renamed, or deleted
+        raise DataError(f"{record.path}: its row {missing[0]!r} of {table} is not on "
+                        f"{record.path.with_suffix('.md').name}: one of the two was edited; "
+                        f"{record.page_fix}")
+    shown = [cell for cell in cells if cell in rows]
     if not shown:
         raise DataError(f"{record.path}: none of the rows of {table} is on "
                         f"{record.path.with_suffix('.md').name}: one of the two was edited; "
