@@ -65,6 +65,7 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    languages.check()                         # a translation's words the build would fail on
     if args.command != "build":
         require_stdout(f"the {args.command} check's report")
     if hasattr(sys.stdout, "reconfigure"):      # reports quote the book's text: on a terminal

@@ -781,3 +781,36 @@ def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_pa
         chinese.term_list()
     line = text.split("| Mask | 掩码 |  |")[0].count("\n") + 1
     says(str(refused.value), f"terms.md:{line}", *names)
+
+
+@pytest.mark.parametrize("edit, names", [
+    (lambda words: words.WORDS.pop("reference"), ["WORDS", "lacks the key 'reference'"]),
+    (lambda words: words.WORDS.update(api_title="{modul} 参考"), ["'api_title'", "{modul}",
+                                                                  "{module}"]),
+    (lambda words: words.SCRIPTS.update(head="头 {h"), ["'head'", "no format string", "{{"]),
+    (lambda words: words.SCRIPTS.update(heda="头"), ["'heda'", "typo"])],
+    ids=["key missing", "field mistyped", "lone brace", "key unknown"])
+def test_a_language_module_the_build_would_fail_on_is_one_line_before_any_work(
+        edit, names, monkeypatch, capsys):
+    """A word missing or a field mistyped in a translation's words: the build stopped half-way
+    with a KeyError. Every command of the book checks the modules first."""
+    import types
+    from book import languages
+    chinese = types.SimpleNamespace(**{part: getattr(languages.ALL["zh"], part)
+                                       for part in languages.PARTS})
+    chinese.WORDS, chinese.SCRIPTS = dict(chinese.WORDS), dict(chinese.SCRIPTS)
+    edit(chinese)
+    monkeypatch.setitem(languages._FOUND, "zh", chinese)
+    with pytest.raises(SystemExit):
+        book_main(["translations"])
+    says(capsys.readouterr().err.strip(), "book/languages/zh.py", *names, "book/languages/en.py")
+
+
+def test_a_language_module_that_does_not_import_is_named_with_its_line(monkeypatch):
+    from book import languages
+
+    def broken(name):
+        raise SyntaxError("invalid syntax", ("zh.py", 18, 5, "x"))
+    monkeypatch.setattr(languages.importlib, "import_module", broken)
+    says(languages._imported("zh"), "book/languages/zh.py, line 18", "SyntaxError",
+         "git checkout -- book/languages/zh.py")
