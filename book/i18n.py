@@ -319,13 +319,18 @@ def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> No
 
 #: A line that opens or closes a fenced code block in markdown.
 FENCE = re.compile(r"^\s*(```|~~~)")
+#: Where raw HTML in a page links or loads from: the value of an href or src attribute.
+HTML_TARGET = re.compile(r"""\b(?:href|src)\s*=\s*["']?([^"'\s<>]+)""", re.I)
+
+
 def kept_and_prose(text: str) -> tuple[list[str], str]:
     """What a translation keeps as it is, whitespace normalised: display and inline math, code
     (not directives, whose captions are translated), inline code, and the target of each
-    cross-reference role and each markdown link (their link text is translated); and the text
-    with all of those blanked out, the prose a translation translates."""
+    cross-reference role, markdown link or image (their text is translated) and raw HTML href
+    or src; and the text with all of those blanked out, the prose a translation translates."""
     found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`<>]+)>`", text)]
-    found += [f"]({t})" for t in re.findall(r"(?<!!)\[[^\[\]]*\]\(([^()\s]+)\)", text)]
+    found += [f"]({t})" for t in re.findall(r"\[[^\[\]]*\]\(([^()\s]+)\)", text)]  # images too
+    found += [f"]({t})" for t in HTML_TARGET.findall(text)]         # <a href>, <img src>
     text = re.sub(r"\]\([^)\s]+\)", "] ", re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text))
     for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
                     r"\$[^$]+\$"):

@@ -814,3 +814,15 @@ def test_a_language_module_that_does_not_import_is_named_with_its_line(monkeypat
     monkeypatch.setattr(languages.importlib, "import_module", broken)
     says(languages._imported("zh"), "book/languages/zh.py, line 18", "SyntaxError",
          "git checkout -- book/languages/zh.py")
+
+
+@pytest.mark.parametrize("added", ["![图](https://example.com/track.png)",
+                                   '<a href="https://example.com">这里</a>',
+                                   "<img src='https://example.com/x.png'>"],
+                         ids=["markdown image", "html link", "html image"])
+def test_a_translation_that_adds_a_link_or_an_image_is_not_published(added):
+    """Only the English's links and images are published: a remote image added in a
+    translation would load from another site on every reader's visit."""
+    english = "Masks hold `True` where a query may attend, and `False` elsewhere."
+    unit = i18n.Unit("image", english, f"掩码在查询可以关注的位置为 `True`，其他位置为 `False`。{added}", 3)
+    says(i18n.translation_problem(unit), "links to", "example.com", "keep the English's links")
