@@ -106,9 +106,10 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
 
 def check_edition(lang: str) -> None:
     """Before any work: read every translation file of `lang` (a damaged one is a DataError
-    naming its line) and note a missing file, and a unit that would break its page, which the
-    build publishes in English (i18n.unpublishable)."""
-    missing = []
+    naming its line) and note a missing file, a unit that would break its page, which the
+    build publishes in English (i18n.unpublishable), and units whose English has changed
+    since they were translated, which it publishes as they are."""
+    missing, stale = [], []
     for source in i18n.sources():
         if not (where := i18n.translation_file(source, lang)).exists():
             missing.append(where)
@@ -117,6 +118,13 @@ def check_edition(lang: str) -> None:
             say_error(f"note: {where.relative_to(i18n.ROOT)}:{unit.line}: {unit.key}: "
                       f"{i18n.unpublishable(unit)}; published in English there (python "
                       f"-m book translations lists every such unit)")
+        stale += i18n.check(source, lang).stale
+    if stale:
+        say_error(f"note: {stale[0].split(': ')[0]}" + (f" and {len(stale) - 1} more unit(s)"
+                                                         if len(stale) > 1 else "")
+                  + f" of the {lang} edition translate English that has changed since: they "
+                  "are published as they are; python -m book translations shows each with "
+                  "the difference")
     if missing:
         say_error(f"note: the {lang} edition has no {missing[0]}"
                   + (f" (nor {len(missing) - 1} more pages)" if len(missing) > 1 else "")

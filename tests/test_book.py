@@ -397,6 +397,26 @@ def test_a_unit_unfit_to_publish_is_noted_before_the_build_and_left_in_english(
     assert "bogusdirective" not in i18n.translated_page(book / "slips.md", "zh")
 
 
+def test_translations_whose_english_changed_are_noted_before_the_build(tmp_path, monkeypatch,
+                                                                       capsys):
+    """They are published as they are: the build says so, and where to see the changes."""
+    from book import build, i18n
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
+    english = (i18n.BOOK / "slips.md").read_text(encoding="utf-8")
+    unit = next(u for u in i18n.read_units(book / "zh" / "slips.md", "zh")
+                if len(u.en.split()) > 10)
+    (book / "slips.md").write_text(english.replace(unit.en, unit.en + " Changed."),
+                                   encoding="utf-8")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    build.check_edition("zh")
+    says(capsys.readouterr().err, "note", "book/zh/slips.md:", "changed since",
+         "published as they are", "python -m book translations")
+
+
 def test_a_missing_translation_file_is_noted_before_the_build(tmp_path, fake_sphinx,
                                                               monkeypatch, capsys):
     """A Chinese page deleted (or not yet begun): its chapter is published in English in the
