@@ -309,13 +309,22 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
         log(f"warning: {tabbed:,} of the first {min(len(lines), sample):,} input lines hold a "
             f"tab, as a file of pairs (sentence, tab, translation) does; each whole line is "
             f"translated, tab and all. Give the {config.source_lang} column alone (cut -f1 FILE)")
-    ids = [i for piece in tokenizer.encode_all(lines[:sample]) for i in piece]
+    pieces = tokenizer.encode_all(lines[:sample])
+    ids = [i for piece in pieces for i in piece]
     share = sum(i == UNK for i in ids) / max(len(ids), 1)
     if share > UNKNOWN_SHARE:
         log(f"warning: {share:.0%} of the input's pieces are characters this model never saw in "
             f"training; it translates {config.source_lang} into {config.target_lang}: is the "
             f"input in {config.source_lang}?")
         return
+    unknown = [n for n, piece in enumerate(pieces, 1)     # one such line among the others
+               if 0 < 3 * sum(i == UNK for i in piece) >= len(piece)]   # (a run of unknown
+    #                                                                     characters: one piece)
+    if unknown:
+        log(f"warning: input line {unknown[0]}" + (f" ({len(unknown)} such lines in all)"
+                                                   if len(unknown) > 1 else "")
+            + f" is mostly characters this model never saw in training: is it in "
+            f"{config.source_lang}? Its translation will mean nothing")
     if not config.lowercase and (capitals := in_capitals(lines[:sample])):
         log(f"warning: {len(capitals):,} of the first {min(len(lines), sample):,} input lines "
             f"are written in capitals, line {capitals[0] + 1} first, which the model rarely "

@@ -543,6 +543,19 @@ def test_input_in_another_language_of_the_same_script_is_warned_about(tmp_path, 
     says(warnings["de"][0], "reads as de", "en into de", "is the input in en")
 
 
+def test_one_line_in_another_script_among_the_input_is_named(tmp_path, capsys):
+    """Too few of the input's pieces for the whole input's warning: the line is named."""
+    import gzip
+    sample = ROOT / "annotated" / "data" / "sample" / "multi30k"
+    lines = gzip.open(sample / "test_2016_flickr_sample.en.gz", "rt").read().splitlines()[:8]
+    (tmp_path / "in.txt").write_text("\n".join(lines + ["我们今天去公园散步吧，天气很好。"]) + "\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
+                    str(tmp_path / "out.txt"), "--greedy"])
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warned) == 1, warned
+    says(warned[0], "input line 9", "never saw", "is it in en")
+
+
 def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, capsys):
     """A file of pairs (English, tab, German) given as input: each whole line would be
     translated, the German half too; the warning names the tab and the column to give."""
