@@ -362,6 +362,11 @@ def translation_problem(unit: Unit) -> str | None:
         return (f"its translation lacks {short(changed)} (or has it fewer times) as the English "
                 f"has it: code, math and link targets stay exactly as they are (only link "
                 f"text is translated)")
+    added = [piece for piece in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
+             if piece.startswith(("$$", "```"))]      # a symbol or a name may be repeated
+    if added:
+        return (f"its translation has {short(added[0])}, a formula or a code block the English "
+                f"has not: keep the English's, and only those")
     return unpublishable(unit)
 
 

@@ -125,21 +125,33 @@ def results_page(record: "Record") -> list[str]:
 
 
 def headline_row(record: "Record", table: str) -> str:
-    """The key of `table` (an object of rows) that the results page shows first: the row a
-    summary quotes, whatever order the JSON's keys are in. Every row must be on the page: a
-    row renamed or deleted in one of the two files would make another row the first."""
+    """The key of `table` (an object of rows) that a summary quotes: the decoding the scoring
+    chose (chosen_decoding), which the results page shows first. Every row must be on the
+    page, that one first: a row renamed, deleted or moved in one of the two files would put
+    another decoding's score in its place."""
     rows = record.get(table, kind=dict)
+    page = record.path.with_suffix(".md").name
     cells = [line.split("|")[1].strip() for line in results_page(record) if line.startswith("| ")]
     if missing := [key for key in rows if key not in cells]:   # a row renamed, or deleted
-        raise DataError(f"{record.path}: its row {missing[0]!r} of {table} is not on "
-                        f"{record.path.with_suffix('.md').name}: one of the two was edited; "
-                        f"{record.page_fix}")
-    shown = [cell for cell in cells if cell in rows]
-    if not shown:
-        raise DataError(f"{record.path}: none of the rows of {table} is on "
-                        f"{record.path.with_suffix('.md').name}: one of the two was edited; "
-                        f"{record.page_fix}")
-    return shown[0]
+        raise DataError(f"{record.path}: its row {missing[0]!r} of {table} is not on {page}: "
+                        f"one of the two was edited; {record.page_fix}")
+    chosen, first = chosen_decoding(rows), next((cell for cell in cells if cell in rows), None)
+    if chosen is None or first != chosen:
+        raise DataError(f"{record.path}: {page} shows {first!r} first among the rows of {table}, "
+                        f"not the decoding that was chosen"
+                        + (f", {chosen!r}" if chosen else " (no row names it)")
+                        + f": one of the two was edited; {record.page_fix}")
+    return chosen
+
+
+def chosen_decoding(keys) -> str | None:
+    """The row that experiments.scoring names after the decoding it chose (chosen_label):
+    with an average, the only row on one ("average of N"); without, the only row that names
+    its checkpoint ("last checkpoint (ckpt_...)"). None if no row, or several, are."""
+    for mark in ("average of ", "checkpoint ("):
+        if found := [key for key in keys if mark in key]:
+            return found[0] if len(found) == 1 else None
+    return None
 
 
 def shown_on_its_page(record: "Record", value: float, keys: tuple, column: str) -> None:

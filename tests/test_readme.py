@@ -378,21 +378,25 @@ def test_a_results_page_that_is_missing_is_named_not_skipped(scratch_summary, ca
          "write it again")
 
 
-@pytest.mark.parametrize("edit", ["row renamed in the .json", "first row deleted from the .md"])
+@pytest.mark.parametrize("edit", ["row renamed in the .json", "first row deleted from the .md",
+                                  "first two rows swapped in the .md"])
 def test_a_row_missing_from_either_results_file_is_refused_not_another_quoted(
         edit, scratch_summary, capsys):
     """Either edit would make the greedy row the first one both files share, and the README
     would quote it as the model's score under the paper's setting."""
     path = scratch_summary / "results" / "multi30k.json"
     first = next(iter(json.loads(path.read_text())["test2016"]))
+    page = path.with_suffix(".md")
+    lines = page.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"| {first} |"))
     if edit.endswith(".json"):
         path.write_text(path.read_text().replace(f'"{first}"', '"renamed"'))
+    elif edit.startswith("first row deleted"):
+        page.write_text("".join(lines[:at] + lines[at + 1:]))
     else:
-        page = path.with_suffix(".md")
-        page.write_text("".join(line for line in page.read_text().splitlines(keepends=True)
-                                if not line.startswith(f"| {first} |")))
-    says(refused_summary(scratch_summary, capsys), "multi30k.json", "not on multi30k.md",
-         "edited")
+        page.write_text("".join(lines[:at] + [lines[at + 1], lines[at]] + lines[at + 2:]))
+    says(refused_summary(scratch_summary, capsys), "multi30k.json", "multi30k.md", "edited",
+         "not on" if "swapped" not in edit else "not the decoding that was chosen")
 
 
 def test_a_key_given_twice_in_a_results_file_is_one_line(scratch_summary, capsys):

@@ -826,3 +826,10 @@ def test_a_translation_that_adds_a_link_or_an_image_is_not_published(added):
     english = "Masks hold `True` where a query may attend, and `False` elsewhere."
     unit = i18n.Unit("image", english, f"掩码在查询可以关注的位置为 `True`，其他位置为 `False`。{added}", 3)
     says(i18n.translation_problem(unit), "links to", "example.com", "keep the English's links")
+
+
+def test_a_formula_or_a_code_block_a_translation_adds_is_named():
+    english = "Masks hold `True` where a query may attend."
+    for added in ("$$x^2$$", "```python\nprint(1)\n```"):
+        unit = i18n.Unit("math", english, f"掩码在查询可以关注的位置为 `True`。\n\n{added}", 3)
+        says(i18n.translation_problem(unit), "formula or a code block", "the English has not")
