@@ -483,6 +483,64 @@ def test_a_whole_number_given_as_an_int_is_compared_by_its_value():
         length, alpha)).message(), "alpha 0", "expected 1", "got 0")
 
 
+def test_a_project_module_built_before_the_check_is_refused_when_called_in_it():
+    """Called through torch.nn.Module's __call__, which the case's own modules (the norm, the
+    dropout) also go through: only their classes' methods may call the project."""
+    from annotated.sublayer import SublayerConnection
+    built = SublayerConnection(8, 0.1)
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = [inner]
+
+        def forward(self, t):
+            return self.inner[0](t)
+
+    def post_ln(x, fx, norm, drop):
+        built.norm, built.dropout = norm, Wrapped(drop)
+        return built(x, lambda _: fx)
+    says(run(EXERCISES["5.3"], post_ln).message(), "SublayerConnection.forward", "own code")
+
+
+def test_results_squeezed_of_their_axes_of_size_one_fail():
+    def smoothed_squeezed(target, V, pad, eps_ls):
+        q = torch.full((*target.shape, V), eps_ls / (V - 2))
+        q.scatter_(-1, target.unsqueeze(-1), 1 - eps_ls)
+        q[..., pad] = 0
+        q[target == pad] = 0
+        return q.squeeze()
+    says(run(EXERCISES["6.2"], smoothed_squeezed).message(), "a batch of one sentence",
+         "expected shape (1, 3, 8)")
+
+    def step_squeezed(scores, log_probs, k):
+        top, i = (scores[:, None] + log_probs).reshape(-1).topk(k)
+        V = log_probs.size(-1)
+        return top.squeeze(), (i // V).squeeze(), (i % V).squeeze()
+    says(run(EXERCISES["7.2"], step_squeezed).message(), "k = 1", "expected shape (1,)")
+
+
+def test_a_default_device_or_dtype_the_notebook_set_does_not_break_a_check():
+    """The check's cases and its own answer are made on the CPU in float32 by default, and the
+    notebook's settings are back afterwards."""
+    def causal(size):
+        return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+    try:
+        torch.set_default_device("cpu")               # a mode, as any default device
+        assert run(EXERCISES["1.3"], lambda dp, p: p * (dp - (dp * p).sum(-1, keepdim=True))
+                   ).status == "passed"
+        torch.set_default_device("meta")
+        torch.set_default_dtype(torch.float64)
+        assert run(EXERCISES["2.1"], causal).status == "passed"
+        assert run(EXERCISES["6.1"], lambda step, d_model, warmup_steps: d_model ** -0.5 * min(
+            step ** -0.5, step * warmup_steps ** -1.5)).status == "passed"
+        assert torch.get_default_dtype() == torch.float64
+        assert torch.empty(1).device.type == "meta"
+    finally:
+        torch.set_default_device(None)                # no default device mode left behind
+        torch.set_default_dtype(torch.float32)
+
+
 def test_a_warm_up_slope_fixed_at_4000_steps_fails():
     says(run(EXERCISES["6.1"], lambda step, d_model, warmup_steps: d_model ** -0.5 * (
         step * 4000 ** -1.5 if step < warmup_steps else step ** -0.5)).message(),

@@ -103,6 +103,8 @@ def targets_cases() -> list[Case]:
         Case(Text("one padded sentence without a batch axis (V = 6)",
                   "一个有填充、没有批次轴的句子（V = 6）"),
              (torch.tensor([3, 4, 0, 0]), 6, 0, 0.2)),
+        Case(Text("a batch of one sentence, (1, 3) (V = 8)", "只有一个句子的批次 (1, 3)（V = 8）"),
+             (tokens([[3, 4, 0]]), 8, 0, 0.1)),
         Case(Text("three axes, (2, 2, 3), with padding (V = 7)",
                   "三个轴 (2, 2, 3)，有填充（V = 7）"),
              (tokens([[[4, 5, 3], [6, 3, 0]], [[5, 0, 0], [4, 6, 5]]]), 7, 0, 0.1)),

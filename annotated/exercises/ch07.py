@@ -73,6 +73,8 @@ def step_cases() -> list[Case]:
         Case(Text("one hypothesis far ahead of the others", "一个假设远远领先于其他假设"),
              (torch.tensor([-0.5, -9.0, -9.5, -10.0], dtype=torch.float64),
               log_softmax(4, 10, seed=4), 4)),
+        Case(Text("greedy: one hypothesis, k = 1", "贪心：只有一个假设，k = 1"),
+             (torch.tensor([-2.0], dtype=torch.float64), log_softmax(1, 9, seed=6), 1)),
         Case(Text("two hypotheses, V = 1,000, k = 2", "两个假设，V = 1,000，k = 2"),
              (torch.tensor([-4.0, -4.5], dtype=torch.float64), log_softmax(2, 1000, seed=5), 2)),
     ]

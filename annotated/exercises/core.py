@@ -628,8 +628,9 @@ def called_by_the_learner(frame, trusted: set) -> bool:
 
 def trusted_code(fn, case: Case) -> set:
     """The code that may call the project's functions while `fn` runs on `case`: the functions
-    and objects the case hands in (a loss to call, a dropout to apply), and fn itself where it
-    is one of the exercises' own (a slip, run by the tests)."""
+    and objects the case hands in (a loss to call, a dropout to apply: their classes' methods,
+    but not torch.nn.Module's __call__, through which any module could be called), and fn
+    itself where it is one of the exercises' own (a slip, run by the tests)."""
     values = [*case.args, *case.kwargs.values()]
     found = set()
     while values:
@@ -640,9 +641,9 @@ def trusted_code(fn, case: Case) -> set:
             values += value.values()
         elif inspect.isfunction(value) or inspect.ismethod(value):
             found.add(getattr(value, "__func__", value).__code__)
-        elif callable(value):                             # an object: its class's methods
+        elif callable(value):      # an object: its own classes' methods, not torch's
             found.update(f.__code__ for kind in type(value).__mro__ for f in vars(kind).values()
-                         if inspect.isfunction(f))
+                         if inspect.isfunction(f) and not kind.__module__.startswith("torch"))
     if (getattr(fn, "__module__", None) or "").startswith("annotated.exercises.") \
             and hasattr(fn, "__code__"):
         found.add(fn.__code__)
@@ -673,12 +674,32 @@ def from_the_package(fn) -> bool:
 
 def run(exercise: Exercise, fn) -> Result:
     """Check `fn` as `exercise`: the result, with its one-line message in every language. The
-    cases are made and run with gradients on, whatever the notebook turned off before."""
-    with torch.inference_mode(False), torch.enable_grad():
+    cases are made and run with gradients on, on the CPU in float32 by default, whatever the
+    notebook set before (torch.set_default_device, torch.set_default_dtype)."""
+    with torch.inference_mode(False), torch.enable_grad(), torch_defaults():
         found = outcome(exercise, fn)
     status = found.status if found.status in ("passed", "not attempted") else "failed"
     return Result(exercise.id, status, {lang: describe(exercise, found, lang)
                                         for lang in MESSAGES}, found.n)
+
+
+@contextmanager
+def torch_defaults():
+    """torch's defaults for the block (tensors made on the CPU, in float32), then the
+    notebook's put back. A default device the notebook set, even the CPU, is a mode that sees
+    every torch call (and calls into autograd's hooks, which some checks forbid): it is
+    taken off for the block."""
+    mode = getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
+    dtype = torch.get_default_dtype()
+    if mode is not None:
+        torch.set_default_device(None)
+    torch.set_default_dtype(torch.float32)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(dtype)
+        if mode is not None:
+            torch.set_default_device(mode.device)
 
 
 def difference(exercise: Exercise, expected, got, lang: str) -> str | None:
