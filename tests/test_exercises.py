@@ -541,6 +541,24 @@ def test_a_default_device_or_dtype_the_notebook_set_does_not_break_a_check():
         torch.set_default_dtype(torch.float32)
 
 
+def test_logsumexp_doing_the_stabilising_step_is_refused_in_the_softmax():
+    says(run(EXERCISES["1.2"], lambda x: torch.exp(x - torch.logsumexp(x, -1, keepdim=True))
+             ).message(), "torch.logsumexp", "do without")
+
+
+def test_the_answer_rebuilt_from_its_code_is_the_projects_own():
+    answer = EXERCISES["1.2"].answer
+    copy = types.FunctionType(answer.__code__, dict(answer.__globals__), "mine")
+    says(run(EXERCISES["1.2"], copy).message(), "the project's own function")
+
+
+def test_an_exit_in_an_answer_is_named_at_the_learners_line():
+    def causal_mask(size):
+        exit()
+    message = run(EXERCISES["2.1"], causal_mask).message()
+    says(message, "SystemExit", "`exit()`")
+
+
 def test_a_warm_up_slope_fixed_at_4000_steps_fails():
     says(run(EXERCISES["6.1"], lambda step, d_model, warmup_steps: d_model ** -0.5 * (
         step * 4000 ** -1.5 if step < warmup_steps else step ** -0.5)).message(),

@@ -138,7 +138,8 @@ STABLE = Exercise(
                                                     "torch.nn.functional", "torch.special")
                     for kind in ("softmax", "log_softmax"))
     + ("torch._softmax", "torch._log_softmax", "torch._masked_softmax", "torch.sparse.softmax",
-       "torch.sparse.log_softmax")
+       "torch.sparse.log_softmax", "torch.logsumexp", "torch.Tensor.logsumexp",
+       "torch.special.logsumexp")
     + tuple(f"torch.ops.aten.{op}" for op in ("softmax", "_softmax", "log_softmax",
                                                "_log_softmax", "special_softmax",
                                                "_sparse_softmax", "_sparse_log_softmax",

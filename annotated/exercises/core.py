@@ -22,6 +22,7 @@ import importlib
 import inspect
 import os
 import sys
+import sysconfig
 import threading
 import traceback
 import types
@@ -340,8 +341,9 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     first wrong case ends the check."""
     if not callable(fn):
         return Outcome("not callable", 0, got=fn)
-    if from_the_package(fn) or fn is exercise.answer:
-        return Outcome("own", 0, got=fn)
+    if from_the_package(fn) or fn is exercise.answer or \
+            getattr(fn, "__code__", None) is getattr(exercise.answer, "__code__", False):
+        return Outcome("own", 0, got=fn)                # the answer itself, or rebuilt from it
     cases = exercise.cases()
     if unseen := compiled_code_in(fn):
         return Outcome("forbidden", 1, cases[0], unseen)
@@ -804,11 +806,16 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[:160]}" if text else type(error).__name__
 
 
+#: Where Python's own library lives: its frames (exit()'s, say) are not the learner's code.
+PYTHONS_OWN = sysconfig.get_paths()["stdlib"]
+
+
 def your_line(error: BaseException, lang: str) -> str:
     """Where in the learner's code the error came from: the last frame outside this package
     and outside torch and NumPy, if any."""
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not any(part in f.filename for part in ("/torch/", "/numpy/", "annotated/"))]
+              if not any(part in f.filename for part in ("/torch/", "/numpy/", "annotated/"))
+              and not f.filename.startswith((PYTHONS_OWN, "<frozen"))]     # exit(), input()
     if not frames:
         return ""
     code = (frames[-1].line or "").strip()[:60]

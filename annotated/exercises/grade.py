@@ -363,10 +363,10 @@ def grade(notebook: Path, args) -> dict:
                          if not (e["stopped"] and str(e["cell"]) == str(died[1]))]
     typos = [i for i in called if i not in exercises()]     # their checks print, not raise
     wrong_calls = [e[args.lang] for e in row["exercises"].values() if e.get("wrong_call")]
-    row["note"] = say["notes_sep"].join(filter(None, [
+    row["note"] = say["notes_sep"].join(dict.fromkeys(filter(None, [    # each note once
         died and say[died[0]].format(detail=died[1]), cell_note(row["errors"], args, say),
         typos and say["unknown_id"].format(id=typos[0], known=nearest_ids(typos[0])),
-        *wrong_calls])) or None
+        *wrong_calls]))) or None
     return row
 
 
