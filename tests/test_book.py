@@ -377,41 +377,43 @@ def test_a_damaged_translation_file_stops_the_build_before_any_work(tmp_path, fa
     assert not calls and not (tmp_path / "site").exists()
 
 
+def slips_page_alone(tmp_path, monkeypatch, en: str | None = None, zh: str | None = None):
+    """A book of one page, the Common slips page, in tmp_path/book (its English and its
+    translation as given, or as they are), which book.i18n reads instead of the real one."""
+    from book import i18n
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    for where, text in ((book / "slips.md", en), (book / "zh" / "slips.md", zh)):
+        source = i18n.BOOK / where.relative_to(book)
+        where.write_text(text if text is not None else source.read_text(encoding="utf-8"),
+                         encoding="utf-8")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    return book
+
+
 def test_a_unit_unfit_to_publish_is_noted_before_the_build_and_left_in_english(
         tmp_path, monkeypatch, capsys):
     """A directive the translation adds would fail the build on a temporary file's line."""
     from book import build, i18n
-    book = tmp_path / "book"
-    (book / "zh").mkdir(parents=True)
-    shutil.copy(i18n.BOOK / "slips.md", book / "slips.md")
     zh = (i18n.BOOK / "zh" / "slips.md").read_text(encoding="utf-8")
-    (book / "zh" / "slips.md").write_text(
-        zh.replace("--- zh ---\n", "--- zh ---\n```{bogusdirective}\nhello\n```\n", 1),
-        encoding="utf-8")
-    monkeypatch.setattr(i18n, "BOOK", book)
-    monkeypatch.setattr(i18n, "ROOT", tmp_path)
-    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    slips_page_alone(tmp_path, monkeypatch, zh=zh.replace(
+        "--- zh ---\n", "--- zh ---\n```{bogusdirective}\nhello\n```\n", 1))
     build.check_edition("zh")
     says(capsys.readouterr().err, "note", "book/zh/slips.md:", "bogusdirective",
          "published in English")
-    assert "bogusdirective" not in i18n.translated_page(book / "slips.md", "zh")
+    assert "bogusdirective" not in i18n.translated_page(i18n.BOOK / "slips.md", "zh")
 
 
 def test_translations_whose_english_changed_are_noted_before_the_build(tmp_path, monkeypatch,
                                                                        capsys):
     """They are published as they are: the build says so, and where to see the changes."""
     from book import build, i18n
-    book = tmp_path / "book"
-    (book / "zh").mkdir(parents=True)
-    shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
     english = (i18n.BOOK / "slips.md").read_text(encoding="utf-8")
-    unit = next(u for u in i18n.read_units(book / "zh" / "slips.md", "zh")
+    unit = next(u for u in i18n.read_units(i18n.BOOK / "zh" / "slips.md", "zh")
                 if len(u.en.split()) > 10)
-    (book / "slips.md").write_text(english.replace(unit.en, unit.en + " Changed."),
-                                   encoding="utf-8")
-    monkeypatch.setattr(i18n, "BOOK", book)
-    monkeypatch.setattr(i18n, "ROOT", tmp_path)
-    monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md"])
+    slips_page_alone(tmp_path, monkeypatch, en=english.replace(unit.en, unit.en + " Changed."))
     build.check_edition("zh")
     says(capsys.readouterr().err, "note", "book/zh/slips.md:", "changed since",
          "published as they are", "python -m book translations")
@@ -429,6 +431,7 @@ def test_a_missing_translation_file_is_noted_before_the_build(tmp_path, fake_sph
         shutil.copy(i18n.BOOK / name, book / name)
     shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
     monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
     monkeypatch.setattr(i18n, "sources", lambda: [book / "slips.md", book / "glossary.md"])
     monkeypatch.setattr(languages, "TRANSLATIONS", {"zh": languages.ALL["zh"]})
     monkeypatch.setattr(run_sphinx, "build_main", lambda args: 1)     # stop at the first render
