@@ -19,7 +19,9 @@ import socket
 import subprocess
 import sys
 
+import pytest
 import torch
+from conftest import says
 
 from annotated import configs
 from annotated.configs import apply_overrides
@@ -88,3 +90,27 @@ def test_two_nodes_of_one_process_rendezvous_on_localhost_and_train_like_one(tmp
     two, one = weights(out), weights(tmp_path / "one")
     for name, p in one.items():
         assert (two[name] - p).abs().max().item() <= 1e-6 * p.abs().max().item(), name
+
+
+@pytest.mark.parametrize("environment, names", [
+    ({"RANK": "0"}, ["RANK, MASTER_ADDR set", "not WORLD_SIZE", "unset RANK", "torchrun"]),
+    ({"RANK": "abc", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+      "MASTER_PORT": "29500"}, ["RANK='abc'", "no process number"]),
+    ({"RANK": "3", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+      "MASTER_PORT": "29500"}, ["RANK=3", "WORLD_SIZE=2"])], ids=["rank alone", "not a number",
+                                                              "rank past the world"])
+def test_torchruns_variables_left_or_wrong_are_one_line_before_any_rendezvous(
+        environment, names, monkeypatch):
+    """Not a rendezvous traceback, nor a wait for peers that never come. A MASTER_ADDR alone,
+    exported for other tools, is no torchrun run."""
+    from annotated.base.errors import DataError
+    from annotated.training.distributed import TORCHRUN, torchrun_environment
+    for name in TORCHRUN:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    assert torchrun_environment() is False
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(DataError) as error:
+        torchrun_environment()
+    says(str(error.value), *names)

@@ -12,13 +12,41 @@ import os
 import torch
 import torch.distributed as dist
 
-from annotated.base.errors import DeviceError
+from annotated.base.errors import DataError, DeviceError
+
+
+#: What torchrun sets for each process, all of them: a few alone are left from another job.
+TORCHRUN = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def torchrun_environment() -> bool:
+    """Whether this process was started by torchrun, after checking that its variables are
+    whole: some of them alone (RANK left exported by another job), or a rank that is no
+    number, would end in a rendezvous traceback or a wait for peers that never come."""
+    if "RANK" not in os.environ and "WORLD_SIZE" not in os.environ:
+        return False                  # (a MASTER_ADDR exported for other tools means nothing)
+    given = [name for name in TORCHRUN if name in os.environ]
+    if missing := [name for name in TORCHRUN if name not in os.environ]:
+        raise DataError(f"{', '.join(given)} set in the environment, but not "
+                        f"{', '.join(missing)}: torchrun sets all of them; to train as one "
+                        f"process unset {' '.join(given)} (left from another job?), or start "
+                        f"the run with torchrun")
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        if not os.environ[name].strip().isdigit():
+            raise DataError(f"{name}={os.environ[name]!r} in the environment is no process "
+                            f"number; torchrun sets it: unset it, or start the run with "
+                            f"torchrun")
+    if int(os.environ["RANK"]) >= int(os.environ["WORLD_SIZE"]):
+        raise DataError(f"RANK={os.environ['RANK']} is not below WORLD_SIZE="
+                        f"{os.environ['WORLD_SIZE']}; torchrun sets both: start the run with "
+                        f"torchrun")
+    return True
 
 
 def init_distributed():
     """(rank, world_size, device): torchrun's environment, or one process."""
+    under_torchrun = torchrun_environment()
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    under_torchrun = "RANK" in os.environ
     if torch.cuda.is_available():
         local = int(os.environ.get("LOCAL_RANK", 0))
         if local >= torch.cuda.device_count():
