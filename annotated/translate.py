@@ -317,12 +317,14 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
             f"training; it translates {config.source_lang} into {config.target_lang}: is the "
             f"input in {config.source_lang}?")
         return
-    unknown = [n for n, piece in enumerate(pieces, 1)     # one such line among the others
-               if 0 < 3 * sum(i == UNK for i in piece) >= len(piece)]   # (a run of unknown
-    #                                                                     characters: one piece)
+    # one such line among the others: a third of its pieces unknown (a run of unknown
+    # characters is one piece)
+    unknown = [n for n, piece in enumerate(pieces, 1)
+               if 0 < 3 * sum(i == UNK for i in piece) >= len(piece)]
     if unknown:
-        log(f"warning: input line {unknown[0]}" + (f" ({len(unknown)} such lines in all)"
-                                                   if len(unknown) > 1 else "")
+        log(f"warning: input line {unknown[0]}" + (
+            f" ({len(unknown)} such lines among the first {len(pieces):,})"
+            if len(unknown) > 1 else "")
             + f" is mostly characters this model never saw in training: is it in "
             f"{config.source_lang}? Its translation will mean nothing")
     if not config.lowercase and (capitals := in_capitals(lines[:sample])):

@@ -146,10 +146,9 @@ def chosen_label(beam: dict, n_average: int, last: Path) -> str:
     return f"beam {k}, alpha {alpha}, {chosen}{paper}"
 
 
-def decode_test(averaged: Path, n_average: int, last: Path, src, ref, beam: dict) -> dict:
-    """The averaged model decoded with `beam` (first), then greedy, alpha 0 and the last
-    checkpoint (with n_average 1 the last checkpoint is the model, and that row is not
-    repeated): each one's scores, mean output length and hypotheses."""
+def scored_decodings(averaged: Path, n_average: int, last: Path, beam: dict) -> dict:
+    """The rows decode_test scores, by name: (checkpoint, decoding settings) each, the chosen
+    decoding first (chosen_label; results_files.chosen_decoding finds it again by name)."""
     k, alpha = beam["beam_size"], beam["alpha"]
     which = "averaged" if n_average > 1 else "last checkpoint"
     runs = {
@@ -159,8 +158,15 @@ def decode_test(averaged: Path, n_average: int, last: Path, src, ref, beam: dict
     }
     if n_average > 1:                     # what averaging (§6.1) added on test2016
         runs[f"beam {k}, alpha {alpha}, last checkpoint ({last.name})"] = (last, beam)
+    return runs
+
+
+def decode_test(averaged: Path, n_average: int, last: Path, src, ref, beam: dict) -> dict:
+    """The averaged model decoded with `beam` (first), then greedy, alpha 0 and the last
+    checkpoint (with n_average 1 the last checkpoint is the model, and that row is not
+    repeated): each one's scores, mean output length and hypotheses."""
     scores = {}
-    for name, (ckpt, decode) in runs.items():
+    for name, (ckpt, decode) in scored_decodings(averaged, n_average, last, beam).items():
         s = score(ckpt, src, ref, **decode)
         s["mean_output_words"] = mean_words(s["hypotheses"])
         scores[name] = s

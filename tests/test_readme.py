@@ -481,3 +481,15 @@ def test_the_tables_into_a_full_device_say_what_is_full():
                               stdout=full, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     says(done.stderr.strip(), "no space left", "stdout", "write elsewhere")
+
+
+@pytest.mark.parametrize("n_average, alpha", [(5, 0.6), (1, 0.6), (5, 0.0), (1, 0.0)])
+def test_the_row_the_summary_quotes_is_the_decoding_the_scoring_chose(n_average, alpha):
+    """results_files.chosen_decoding finds by name the row that experiments.scoring names
+    after its chosen decoding, with or without an average, whatever the alpha."""
+    from pathlib import Path
+    from experiments.results_files import chosen_decoding
+    from experiments.scoring import scored_decodings
+    rows = scored_decodings(Path("average.pt"), n_average, Path("ckpt_0004408.pt"),
+                            {"beam_size": 4, "alpha": alpha})
+    assert chosen_decoding(list(reversed(rows))) == next(iter(rows))

@@ -475,9 +475,10 @@ def _user_files(data_dir, langs) -> dict:
 def _case_fix(data_dir, name: str) -> str | None:
     """How to rename a file of `data_dir` whose name is `name` (or name.gz) but for letter
     case, such as train.EN for train.en: file names are case-sensitive; None if none is."""
+    if not Path(data_dir).is_dir():
+        return None
     wanted = {name.lower(), f"{name}.gz".lower()}
-    for other in sorted(p.name for p in Path(data_dir).iterdir()) if Path(data_dir).is_dir() \
-            else ():
+    for other in sorted(p.name for p in Path(data_dir).iterdir()):
         if other.lower() in wanted and other not in (name, f"{name}.gz"):
             right = name + other[len(name):]
             return f"it holds {other}: file names are case-sensitive, so rename it {right}"

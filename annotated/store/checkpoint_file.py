@@ -348,8 +348,9 @@ def held_instead(payload) -> str:
     if not isinstance(payload, dict) or not payload:
         return f"a {type(payload).__name__}"
     if all(isinstance(v, torch.Tensor) for v in payload.values()):
-        return (f"{len(payload):,} tensor{'s' * (len(payload) != 1)} alone, such as {shown(str(next(iter(payload))), 60)} "
-                f"(a model's weights, without the settings and tokenizer a checkpoint carries)")
+        return (f"{len(payload):,} tensor{'s' * (len(payload) != 1)} alone, such as "
+                f"{shown(str(next(iter(payload))), 60)} (a model's weights, without the "
+                f"settings and tokenizer a checkpoint carries)")
     return (f"a dict of {', '.join(shown(str(k), 30) for k in list(payload)[:4])}"
             + (", ..." if len(payload) > 4 else ""))
 
