@@ -1,5 +1,9 @@
 """One optimizer step (annotated.training.step): the global-token normalisation, and mixed
 precision and torch.compile on a CPU, the code paths the 8-GPU recipe uses on GPUs."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from conftest import says
@@ -96,3 +100,19 @@ def test_the_training_command_compiles_the_model_on_cpu(tmp_path):
     for name in a:
         if not name.endswith("W_K.bias"):
             assert torch.allclose(a[name], b[name], rtol=1e-4, atol=1e-6), name
+
+
+@pytest.mark.slow
+def test_compile_without_a_cpp_compiler_is_one_line_before_training(tmp_path):
+    """Inductor builds C++ on a CPU: with no compiler the run stops before it reads any data,
+    naming compile=true and both ways out, instead of a traceback at step 1."""
+    env = dict(os.environ, CXX=str(tmp_path / "no-such-g++"))
+    done = subprocess.run([sys.executable, "-m", "annotated.train", "--config", "copy",
+                           "--run-dir", str(tmp_path / "run"), "--max-steps", "1", "--threads",
+                           "1", *TINY, "compile=true"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    for named in ("compile=true", "C++ compiler", "compile=false", "no-such-g++"):
+        assert named in done.stderr, done.stderr
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()

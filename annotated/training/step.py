@@ -19,6 +19,7 @@ shapes (training.buckets), so that the GPU no longer waits for the CPU to launch
 On a CPU without compile, dropout draws its random numbers four elements at a time
 (training.dropout).
 """
+import functools
 import math
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -68,6 +69,24 @@ def check_device(config, device: torch.device) -> None:
     if config.cuda_graphs and device.type != "cuda":
         raise ConfigError("cuda_graphs=true needs a GPU (the graphs are CUDA's); on a CPU "
                           "leave it false")
+    if config.compile:
+        check_compiler(device)
+
+
+@functools.cache
+def check_compiler(device: torch.device) -> None:
+    """Compile a one-line function on `device`, so that a machine where torch.compile cannot
+    build code (no C++ compiler for a CPU, no Triton for a GPU) is told before any data is read,
+    not at the first step."""
+    try:
+        torch.compile(lambda x: 2 * x + 1)(torch.ones(4, device=device))
+    except Exception as error:                      # whatever stopped the build, in its words
+        cause = (str(error).strip() or type(error).__name__).splitlines()[0]
+        needs = "a C++ compiler (g++, or the one named by $CXX)" if device.type == "cpu" \
+            else "Triton and a C compiler"
+        raise ConfigError(f"compile=true: torch.compile cannot build code on this {device.type} "
+                          f"({cause}); it needs {needs}: install it, or set compile=false") \
+            from None
 
 
 def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
