@@ -15,9 +15,11 @@ about 1e-10, which Adam divides by its own size and turns into steps of the full
 Those biases then differ by ~1e-3 while every other weight agrees to ~1e-8.
 """
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -114,3 +116,48 @@ def test_torchruns_variables_left_or_wrong_are_one_line_before_any_rendezvous(
     with pytest.raises(DataError) as error:
         torchrun_environment()
     says(str(error.value), *names)
+
+
+def by_hand(rank: int, port: int) -> dict:
+    """The environment of process `rank` of two started without torchrun (by hand)."""
+    return {**CPU_ONLY, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def test_a_stop_while_waiting_for_the_other_processes_ends_at_once(tmp_path, signum):
+    """Torch waits for a job's processes in C++, where Python's signal handlers do not run:
+    without the watcher a stop waited for torch's half-hour limit. Process 0 of two, started by
+    hand, waits for a process 1 that never comes; the stop comes once it listens."""
+    port = free_port()
+    waiting = subprocess.Popen([sys.executable, "-m", "annotated.train", "--config", "copy",
+                                "--run-dir", str(tmp_path / "run"), *OVERRIDES],
+                               env=by_hand(0, port), stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):                             # until it holds the meeting point
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert waiting.poll() is None, waiting.stderr.read()
+                time.sleep(0.1)
+        waiting.send_signal(signum)
+        err = waiting.communicate(timeout=60)[1]
+    finally:
+        waiting.kill()
+    assert waiting.returncode == 128 + signum and err.strip().startswith("interrupted"), err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists(), err
+
+
+@pytest.mark.parametrize("rank, names", [
+    (1, ["process 1 of 2", "nothing answers", "127.0.0.1", "MASTER_ADDR", "process 0"]),
+    (0, ["process 0 of 2", "not all 2"])], ids=["no process 0", "no process 1"])
+def test_processes_that_never_all_come_are_one_line_naming_the_missing(rank, names):
+    """After RENDEZVOUS_S seconds (shortened here) the wait ends with what is missing and the
+    two ways out, not torch's timeout traceback half an hour later."""
+    code = ("import annotated.training.distributed as d; d.RENDEZVOUS_S = 2; "
+            "d.init_distributed()")
+    done = subprocess.run([sys.executable, "-c", code], env=by_hand(rank, free_port()),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    says(done.stderr, *names, "torchrun", "unset RANK")

@@ -9,6 +9,8 @@ service manager, a cancelled job) and SIGHUP (a closed terminal).
   `annotated.base.cli.command` then exits with the signal's own status, 128 + its number.
 - `StopTold`: a stop a child command has already told (its status is one of STOP_CODES), which
   its parent ends of without a second line.
+- `stops_while_blocked`: a stop during a wait inside a library (torch's rendezvous) ends the
+  process at once, with the same one line, and a wait past its limit ends it with an error.
 - `stop_group`: ends a child started in a process group of its own (a notebook and its
   kernel), politely first.
 - `command_starting`: a stop while a command is still starting (importing torch takes
@@ -16,10 +18,13 @@ service manager, a cancelled job) and SIGHUP (a closed terminal).
   line, not a traceback of the imports or a library left half-loaded.
 """
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -111,6 +116,54 @@ def signals_held(signals=STOPS):
             signal.signal(s, handler)
         for number in dict.fromkeys(caught):
             signal.raise_signal(number)
+
+
+@contextmanager
+def stops_while_blocked(limit_s: float, overdue: Callable[[], str]):
+    """Around a call that waits inside a library without coming back to Python (torch's
+    rendezvous waits for its peers in C++, up to half an hour). Python runs a signal's handler
+    only when the call returns, so a stop would wait as long. Here a watcher thread learns of
+    the signal from signal.set_wakeup_fd, prints the stop's one line, `interrupted` or
+    `interrupted by SIGTERM`, and ends the process with the signal's status; after `limit_s`
+    seconds it ends it with `error: ` + overdue() and status 1. Only for a wait before the
+    command has written anything: the process ends where it stands."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    previous = signal.set_wakeup_fd(write)
+    ending, over = threading.Lock(), threading.Event()
+
+    def end(line: str, status: int):
+        with ending:
+            if not over.is_set():     # (once the call has returned, Python's handler acts)
+                print(line, file=sys.stderr, flush=True)
+                os._exit(status)
+
+    def watch():
+        deadline = time.monotonic() + limit_s
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([read], [], [], left)[0]:
+                break
+            got = os.read(read, 64)
+            if not got:                                  # the wait is over: the pipe closed
+                return
+            if stops := [s for s in got if s in STOPS]:
+                end("interrupted" if stops[0] == signal.SIGINT
+                    else f"interrupted by {signal.Signals(stops[0]).name}", 128 + stops[0])
+        end(f"error: {overdue()}", 1)
+    watcher = threading.Thread(target=watch, daemon=True, name="stops_while_blocked")
+    watcher.start()
+    try:
+        yield
+    finally:
+        with ending:
+            over.set()
+            signal.set_wakeup_fd(previous)
+            os.close(write)
+        watcher.join()
+        os.close(read)
 
 
 def stop_group(process: subprocess.Popen, grace: float) -> None:

@@ -8,12 +8,17 @@ single-process "nodes", under torchrun with gloo; on a GPU, one process with NCC
 process group every helper here is a no-op, so the loop reads the same either way.
 """
 import os
+import socket
 
 import torch
 import torch.distributed as dist
 
 from annotated.base.errors import DataError, DeviceError
+from annotated.base.signals import stops_while_blocked
 
+
+#: How long the processes of a job may take to meet (torch's own limit is half an hour).
+RENDEZVOUS_S = 180
 
 #: What torchrun sets for each process, all of them: a few alone are left from another job.
 TORCHRUN = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -58,11 +63,28 @@ def init_distributed():
     else:
         device = torch.device("cpu")
     if under_torchrun:                  # NCCL bound to this process's GPU from the start
-        if device.type == "cuda":
-            dist.init_process_group("nccl", device_id=device)
-        else:
-            dist.init_process_group("gloo")
+        with stops_while_blocked(RENDEZVOUS_S, lambda: peers_missing(rank, world)):
+            if device.type == "cuda":
+                dist.init_process_group("nccl", device_id=device)
+            else:
+                dist.init_process_group("gloo")
     return rank, world, device
+
+
+def peers_missing(rank: int, world: int) -> str:
+    """What to say when the processes have not all met after RENDEZVOUS_S seconds: torchrun
+    starts them together, so one is missing (started by hand, or failed as it started)."""
+    where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+    try:
+        socket.create_connection((os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])),
+                                 timeout=5).close()
+        who = f"not all {world} of them have come to {where} (MASTER_ADDR:MASTER_PORT)"
+    except (OSError, ValueError):
+        who = (f"nothing answers at {where} (MASTER_ADDR:MASTER_PORT), where process 0 holds "
+               f"the meeting point: it has not started")
+    return (f"process {rank} of {world} waited {RENDEZVOUS_S} s for the others: {who}; start "
+            f"all of them with torchrun (torchrun --nproc_per_node={world} -m annotated.train "
+            f"...), or unset {' '.join(TORCHRUN)} to train as one process")
 
 
 def active() -> bool:
