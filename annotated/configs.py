@@ -211,6 +211,9 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
     """Config with `key=value` items applied, each parsed by its field's type; an unknown key
     is an error listing the valid ones, and so is a key that the config's dataset does not read
     (copy_len on a text corpus); the result is validated like every Config."""
+    if isinstance(items, str):
+        raise ConfigError(f"the overrides are one string, {items!r}, not a list of them; "
+                          f"give a list: [{items!r}]")
     raw = {}
     for item in items:
         key, sep, text = item.partition("=")

@@ -56,6 +56,9 @@ def test_overrides_are_parsed_by_field_type():
     with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("copy"), ["N"])
     says(error, "key=value", "'N'")
+    with pytest.raises(configs.ConfigError) as error:               # not read letter by letter
+        configs.apply_overrides(configs.get("copy"), "N=2")
+    says(error, "one string", "'N=2'", "['N=2']")
 
 
 @pytest.mark.parametrize("item,names", [

@@ -129,19 +129,21 @@ def test_a_metrics_line_nested_past_pythons_depth_is_no_entry():
     assert metrics_entry('{"step": 3, "loss": 2.5}') == {"step": 3, "loss": 2.5}
 
 
-@pytest.mark.parametrize("ckpt_every, names", [
-    (5, ("interrupted", "steps 6 to 7", "ckpt_0000005.pt", "lost", "--resume")),
-    (1000, ("interrupted", "no checkpoint was saved", "7 steps are lost", "ckpt_every"))])
-def test_a_stop_between_checkpoints_says_which_steps_are_lost(ckpt_every, names, tmp_path,
-                                                              capsys, monkeypatch):
-    """Ctrl-C (or SIGTERM) at step 8: the stop line says what the newest checkpoint holds and
-    which steps no checkpoint holds."""
+@pytest.mark.parametrize("ckpt_every, stop_at, names", [
+    (5, 8, ("interrupted", "steps 6 to 7", "ckpt_0000005.pt", "are lost", "--resume")),
+    (6, 8, ("interrupted", "step 7 came", "ckpt_0000006.pt", "is lost", "--resume")),
+    (1000, 8, ("interrupted", "no checkpoint was saved", "7 steps are lost", "ckpt_every")),
+    (1000, 2, ("interrupted", "no checkpoint was saved", "one step is lost", "ckpt_every"))])
+def test_a_stop_between_checkpoints_says_which_steps_are_lost(ckpt_every, stop_at, names,
+                                                              tmp_path, capsys, monkeypatch):
+    """Ctrl-C (or SIGTERM) at step `stop_at`: the stop line says what the newest checkpoint
+    holds and which steps no checkpoint holds, one of them in the singular."""
     from annotated.training import loop
     calls, real = [], loop.train_step
 
     def stopped_at_step_8(*args):
         calls.append(1)
-        if len(calls) == 8:
+        if len(calls) == stop_at:
             raise KeyboardInterrupt
         return real(*args)
     monkeypatch.setattr(loop, "train_step", stopped_at_step_8)

@@ -277,10 +277,13 @@ def unsaved_steps(run: Run) -> str | None:
     if run.state.step <= last:
         return None
     if not found:
-        return (f"no checkpoint was saved, so its {run.state.step:,} steps are lost (ckpt_every "
-                f"or ckpt_minutes saves sooner)")
-    return (f"steps {last + 1:,} to {run.state.step:,} came after the newest checkpoint, "
-            f"{found[-1].name}, and are lost; --resume continues from it")
+        lost = "its one step is" if run.state.step == 1 else f"its {run.state.step:,} steps are"
+        return (f"no checkpoint was saved, so {lost} lost (ckpt_every or ckpt_minutes saves "
+                f"sooner)")
+    lost = (f"step {last + 1:,} came after the newest checkpoint, {found[-1].name}, and is"
+            if run.state.step == last + 1 else f"steps {last + 1:,} to {run.state.step:,} came "
+            f"after the newest checkpoint, {found[-1].name}, and are")
+    return f"{lost} lost; --resume continues from it"
 
 
 def show_at_work(model, corpus, config, run_dir, n: int = 3):
