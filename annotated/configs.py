@@ -103,13 +103,13 @@ class Config(ModelConfig):
                               f"= 1 (here compile = {str(self.compile).lower()}, accum_steps = "
                               f"{self.accum_steps}): the graphs are the compiled step's, one "
                               f"micro-batch a step; set those, or cuda_graphs=false")
-        if self.max_tokens < self.max_sentence_len:
-            raise ConfigError(f"config: max_tokens = {self.max_tokens} is below max_sentence_len "
-                              f"= {self.max_sentence_len}; a batch must hold the longest "
-                              f"sentence kept")
+        bound = (f"copy_len + 1 = {self.copy_len + 1}" if self.longest_sentence()
+                 < self.max_sentence_len else f"max_sentence_len = {self.max_sentence_len}")
+        if self.max_tokens < self.longest_sentence():
+            raise ConfigError(f"config: max_tokens = {self.max_tokens} is below {bound}, the "
+                              f"longest sentence training keeps: a batch must hold it; raise "
+                              f"max_tokens or lower {bound.split(' ')[0]}")
         if self.positional == "learned" and self.max_len < self.longest_sentence():
-            bound = (f"copy_len + 1 = {self.copy_len + 1}" if self.longest_sentence()
-                     == self.copy_len + 1 else f"max_sentence_len = {self.max_sentence_len}")
             raise ConfigError(f"config: max_len = {self.max_len} is below {bound}, the longest "
                               f"sentence training keeps: learned positions (Table 3 row E) cover "
                               f"only max_len positions; raise max_len or lower "

@@ -108,10 +108,14 @@ def test_every_invalid_setting_is_one_line_naming_field_value_and_what_is_allowe
     says(error, *names)
 
 
-def test_learned_positions_of_the_copy_task_are_measured_by_its_own_longest_sentence():
+def test_the_copy_tasks_batch_and_positions_are_measured_by_its_own_longest_sentence():
     """copy_len + 1 tokens, or max_sentence_len where that is fewer: not max_sentence_len
     alone, which the copy task never reaches."""
     copy = configs.get("copy")
+    assert copy.override(max_tokens=copy.copy_len + 1).max_tokens == 11
+    with pytest.raises(configs.ConfigError) as error:
+        copy.override(max_tokens=copy.copy_len)
+    says(error, f"max_tokens = {copy.copy_len}", "copy_len + 1 = 11", "raise max_tokens")
     assert copy.override(positional="learned", max_len=copy.copy_len + 1).max_len == 11
     with pytest.raises(configs.ConfigError) as error:
         copy.override(positional="learned", max_len=copy.copy_len)
