@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import (ArgumentParser, command, first_line, number, out_file,
-                                out_of_memory, path, say_error, unwritable_on_stdout)
+from annotated.base.cli import (ArgumentParser, allocation_failed, command, number,
+                                out_file, out_of_memory, path, say_error, unwritable_on_stdout)
 from annotated.base.errors import DataError
 from annotated.base.files import (atomic_open, check_aligned, check_output, not_lines_of_text,
                                   not_text_to_replace, read_lines, std_stream)
@@ -172,8 +172,8 @@ def decoded(args, model, config, tokenizer, lines: list[str]) -> list[str]:
     except (MemoryError, RuntimeError) as e:
         if isinstance(e, RuntimeError) and not out_of_memory(e):
             raise
-        raise MemoryError(f"{first_line(e) or 'an allocation failed'}; lower --batch-tokens "
-                          f"or --beam-size, or split the longest lines") from None
+        raise MemoryError(f"{allocation_failed(e) or 'an allocation failed'}; lower "
+                          f"--batch-tokens or --beam-size, or split the longest lines") from None
 
 
 def slow_settings_note(beam: int, max_extra: int | None, config) -> str | None:

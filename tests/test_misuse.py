@@ -564,10 +564,48 @@ def test_a_temporary_file_of_another_machine_is_named_and_kept(tmp_path, capsys)
 
 def test_not_enough_memory_for_the_model_is_one_line_before_it_is_built(tmp_path, capsys,
                                                                        monkeypatch):
-    monkeypatch.setattr(machine, "available_memory", lambda device: 1000)        # bytes free
+    monkeypatch.setattr(machine, "available_memory", lambda device: (1000, "this machine"))
     run_fails(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     says(error_line(capsys, alone=False), "out of memory", "this machine", "0.0 GiB free",
          "d_model")
+
+
+def test_a_memory_limit_on_the_process_counts_as_the_memory_free(monkeypatch):
+    """`ulimit -v` (or a container's limit) leaves the process less than the machine's free
+    memory: the check counts from the limit, and names it."""
+    mapped = machine._kib("/proc/self/status", "VmSize")
+    limit = mapped + 2**20
+    monkeypatch.setattr(machine.resource, "getrlimit", lambda kind: (limit, limit))
+    free, where = machine.available_memory(torch.device("cpu"))
+    assert 0 < free <= 2**20 and "ulimit -v" in where
+    unlimited = machine.resource.RLIM_INFINITY
+    monkeypatch.setattr(machine.resource, "getrlimit", lambda kind: (unlimited, unlimited))
+    assert machine.available_memory(torch.device("cpu"))[0] > 2**20
+
+
+def test_a_model_too_large_for_its_vocabulary_names_vocab_size_first(monkeypatch):
+    config = configs.get("copy").override(vocab_size=10 ** 7)
+    monkeypatch.setattr(machine, "available_memory", lambda device: (2**30, "this machine"))
+    with pytest.raises(MemoryError) as error:
+        machine.check_memory(config, 10 ** 7, torch.device("cpu"), corpus_tokens=10)
+    says(error, "lower vocab_size", "% of the parameters", "1.0 GiB free")
+
+
+def test_memory_running_out_during_training_is_one_line_naming_every_size(tmp_path, capsys,
+                                                                         monkeypatch):
+    """The estimate passed, but an allocation failed (another process took the memory): the
+    CPU allocator's words are cut to the size it wanted, and the fix names vocab_size too."""
+    from annotated.training import loop
+
+    def allocation_fails(*args):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 2560000000 bytes. "
+                           "Error code 12 (Cannot allocate memory)")
+    monkeypatch.setattr(loop, "train_step", allocation_fails)
+    run_fails(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
+    line = says(error_line(capsys, alone=False), "out of memory", "2.38 GiB", "max_tokens",
+                "accum_steps", "d_model", "vocab_size")
+    assert "err ==" not in line and "enforce" not in line
 
 
 def test_a_batch_too_large_for_memory_names_max_tokens_and_counts_only_the_corpus(
@@ -576,7 +614,7 @@ def test_a_batch_too_large_for_memory_names_max_tokens_and_counts_only_the_corpu
     max_tokens. A batch never holds more tokens than the corpus has."""
     config = configs.get("copy").override(max_tokens=10 ** 8)
     weights = 16 * config.parameter_count(14)
-    monkeypatch.setattr(machine, "available_memory", lambda device: weights + 10 ** 6)
+    monkeypatch.setattr(machine, "available_memory", lambda device: (weights + 10 ** 6, "x"))
     with pytest.raises(MemoryError) as error:
         machine.check_memory(config, 14, torch.device("cpu"), corpus_tokens=10 ** 7)
     says(error, "activations", "10,000,000 tokens", "max_tokens", "accum_steps")

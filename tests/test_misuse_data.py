@@ -255,7 +255,7 @@ def test_a_batch_whose_activations_alone_fill_the_memory_is_refused(tmp_path, ca
     do not, and the kernel would kill the run without a word. The fix named first is the
     batch's size. (The output layer's scores are computed a chunk at a time: with a huge
     vocabulary they are not what fills memory.)"""
-    monkeypatch.setattr(machine, "available_memory", lambda device: 400_000)         # bytes
+    monkeypatch.setattr(machine, "available_memory", lambda device: (400_000, "this machine"))
     run_fails(tmp_path, "--config", "copy", "--max-steps", 1, *TINY_RUN)
     says(error_line(capsys, alone=False), "activations", "300 tokens", "lower max_tokens")
 

@@ -504,14 +504,15 @@ def test_greedy_search_with_a_beam_size_or_alpha_is_refused(capsys):
 def test_running_out_of_memory_while_translating_names_translates_own_settings(
         tmp_path, capsys, monkeypatch):
     def allocation_fails(*args, **kwargs):
-        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
-                           "92262400 bytes")
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 92262400 bytes")
     monkeypatch.setattr(translate, "translate_lines", allocation_fails)
     (tmp_path / "in.en").write_text("A dog runs.\n")
     exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
                                       str(tmp_path / "in.en"), "--out", str(tmp_path / "o.de")])
-    line = says(error_line(capsys, alone=False), "out of memory", "--batch-tokens", "--beam-size")
-    assert "max_tokens" not in line and not (tmp_path / "o.de").exists()
+    line = says(error_line(capsys, alone=False), "out of memory", "--batch-tokens", "--beam-size",
+                "0.09 GiB")
+    assert "max_tokens" not in line and "err ==" not in line and not (tmp_path / "o.de").exists()
 
 
 def test_input_in_another_script_than_the_models_is_warned_about(tmp_path, capsys):

@@ -24,6 +24,7 @@ import errno
 import functools
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -106,6 +107,15 @@ def out_of_memory(error: RuntimeError) -> bool:
         words in str(error) for words in ("not enough memory", "can't allocate memory"))
 
 
+def allocation_failed(error: RuntimeError) -> str:
+    """The failed allocation of an out-of-memory error in a few words: the CPU allocator's
+    message carries an assertion ("err == 0.") and a byte count; the GPU's is readable."""
+    found = re.search(r"tried to allocate (\d+) bytes", str(error))
+    if found and not isinstance(error, torch.OutOfMemoryError):
+        return f"a block of {int(found[1]) / 2**30:,.2f} GiB could not be allocated"
+    return first_line(error)
+
+
 # What gloo and NCCL say when another process of the group has gone away.
 PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Connection refused",
              "NCCL communicator was aborted", "Broken pipe")
@@ -157,8 +167,8 @@ def command(main):
                       f"checkpoint")
             if not out_of_memory(e):
                 raise
-            _fail("out of memory: " + first_line(e) + "; lower "
-                  "max_tokens (or use accum_steps) or the model's size (d_model, d_ff, N)")
+            _fail(f"out of memory: {allocation_failed(e)}; lower max_tokens (or use "
+                  f"accum_steps) or the model's size (d_model, d_ff, N, vocab_size)")
         finally:
             _running.pop()
             if not _running:

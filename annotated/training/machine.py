@@ -24,6 +24,7 @@ until it ends, which a training process does anyway. Other C libraries are left 
 import ctypes
 import os
 import platform
+import resource
 
 import torch
 
@@ -34,17 +35,46 @@ M_MMAP_MAX = -4
 NEVER_TRIM = 2**31 - 1    # the largest value the int parameter takes
 
 
-def available_memory(device) -> int | None:
-    """Bytes free on `device`: the GPU's free memory, or the CPU's available RAM (Linux's
-    MemAvailable); None where it cannot be told."""
+def available_memory(device) -> tuple[int, str] | None:
+    """(bytes free, where) on `device`: the GPU's free memory, or what this process may still
+    take on a CPU: the machine's available RAM (Linux's MemAvailable), or less where a limit is
+    set on the process (its container's memory.max, or `ulimit -v`); None where none can be
+    told."""
     if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
+        return torch.cuda.mem_get_info(device)[0], f"the GPU {device}"
+    rooms = [(_kib("/proc/meminfo", "MemAvailable"), "this machine"),
+             (_container_room(), "this process's container (its memory.max)"),
+             (_address_space_room(), "this process, under its limit (ulimit -v),")]
+    known = [(room, where) for room, where in rooms if room is not None]
+    return min(known) if known else None
+
+
+def _kib(path: str, key: str) -> int | None:
+    """Bytes of a `key:  N kB` line of a /proc file."""
     try:
-        with open("/proc/meminfo") as f:
-            info = dict(line.split(":", 1) for line in f)
-        return int(info["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
+        with open(path) as f:
+            info = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(info[key].split()[0]) * 1024
+    except (OSError, KeyError, ValueError, IndexError):
         return None
+
+
+def _container_room() -> int | None:
+    """memory.max - memory.current of this process's cgroup (version 2), if it has a limit."""
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit, \
+                open("/sys/fs/cgroup/memory.current") as used:
+            most = limit.read().strip()
+            return None if most == "max" else int(most) - int(used.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _address_space_room() -> int | None:
+    """RLIMIT_AS (`ulimit -v`) less the address space this process already maps."""
+    most = resource.getrlimit(resource.RLIMIT_AS)[0]
+    mapped = _kib("/proc/self/status", "VmSize")
+    return None if most == resource.RLIM_INFINITY or mapped is None else most - mapped
 
 
 def check_memory(config, vocab: int, device, corpus_tokens: int) -> None:
@@ -56,12 +86,14 @@ def check_memory(config, vocab: int, device, corpus_tokens: int) -> None:
     rows = min(-(-config.max_tokens // (config.accum_steps * distributed.world_size())),
                corpus_tokens)
     weights, batch = 16 * n, rows * activation_bytes(config)
-    need, free = weights + batch, available_memory(device)
-    if free is None or need <= free:
+    need, room = weights + batch, available_memory(device)
+    if room is None or need <= room[0]:
         return
-    where = f"the GPU {device}" if device.type == "cuda" else "this machine"
+    free, where = room
+    by_vocab = n - config.parameter_count(1)       # the embeddings' and the output layer's rows
     fix = ("lower max_tokens (or raise accum_steps), or d_model, d_ff or N" if batch > weights
-           else "lower d_model, d_ff, N or vocab_size")
+           else f"lower vocab_size (its rows hold {by_vocab / n:.0%} of the parameters) or "
+           f"d_model" if 2 * by_vocab > n else "lower d_model, d_ff, N or vocab_size")
     raise MemoryError(f"the model has {n:,} parameters: training it needs at least "
                       f"{need / 2**30:,.1f} GiB ({weights / 2**30:,.1f} GiB for weights, "
                       f"gradients and Adam's moments, {batch / 2**30:,.1f} GiB for the "
