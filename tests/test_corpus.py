@@ -1,4 +1,5 @@
 """Reading parallel text, the three datasets, downloads with checksums, WMT14 preparation."""
+import bz2
 import gzip
 import html
 import io
@@ -570,7 +571,11 @@ def bad_corpus(tmp_path, train_en: bytes):
     (gzip.compress(b"\n" * 400, mtime=0), ("train.en.gz", "train.de", "no sentence pair")),
     (gzip.compress("A dog.\n".encode("utf-16") * 400, mtime=0),
      ("train.en.gz", "line 1", "UTF-16", "convert", "iconv -f utf-16")),
-], ids=["not UTF-8", "cut short", "no pairs", "UTF-16"])
+    (gzip.compress(gzip.compress("A dog.\n".encode() * 400, mtime=0), mtime=0),
+     ("train.en.gz", "gzip-compressed again", "decompress it twice")),
+    (gzip.compress(bz2.compress("A dog.\n".encode() * 400), mtime=0),
+     ("train.en.gz", "bzip2-compressed again", "bzip2 -dc")),
+], ids=["not UTF-8", "cut short", "no pairs", "UTF-16", "gzip twice", "bzip2 in gzip"])
 def test_a_bad_input_file_is_one_error_naming_the_file_and_the_line(tmp_path, content, names):
     location = bad_corpus(tmp_path, content)
     config = get("multi30k").override(dataset="files", vocab_size=500)

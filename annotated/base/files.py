@@ -130,11 +130,7 @@ def _lines(path, f, gzipped):
                 if gzipped and _damaged(f):
                     raise DataError(f"{path}, line {number}: the gzip data is broken (it fails "
                                     f"its checksum); download or copy the file again") from None
-                bom = number == 1 and line[:2] in (b"\xff\xfe", b"\xfe\xff")
-                raise DataError(f"{path}, line {number}: not UTF-8 (" + (
-                    "UTF-16: it begins with UTF-16's byte-order mark" if bom else
-                    f"{e.reason} at byte {e.start}") + "); convert the file to UTF-8" + (
-                    ", e.g. with iconv -f utf-16 -t utf-8" if bom else "")) from None
+                raise DataError(_not_utf8(path, number, line, e, gzipped)) from None
             if "\0" in text:
                 raise DataError(f"{path}, line {number}: holds NUL bytes, which text never "
                                 f"does (a crash can leave them), so it is not a text file; "
@@ -143,6 +139,22 @@ def _lines(path, f, gzipped):
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise DataError(f"{path}, after line {number}: the gzip data is broken or cut short "
                         f"({e}); download or copy the file again") from None
+
+
+def _not_utf8(path, number: int, line: bytes, error: UnicodeDecodeError, gzipped: bool) -> str:
+    """What to say of line `number` that is not UTF-8: a file compressed again inside its gzip
+    (the inner data begins with a compressor's mark), UTF-16, or another encoding."""
+    inner = {b"\x1f\x8b": "gzip", **COMPRESSED}
+    if number == 1 and gzipped and (tool := next((tool for magic, tool in inner.items()
+                                                  if line.startswith(magic)), None)):
+        return (f"{path}: what its gzip holds is {tool}-compressed again, not text; decompress "
+                f"it twice (e.g. gunzip -c FILE | {'gunzip' if tool == 'gzip' else tool} -dc > "
+                f"TEXT) and give the text")
+    if number == 1 and line[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return (f"{path}, line 1: not UTF-8 (UTF-16: it begins with UTF-16's byte-order mark); "
+                f"convert the file to UTF-8, e.g. with iconv -f utf-16 -t utf-8")
+    return (f"{path}, line {number}: not UTF-8 ({error.reason} at byte {error.start}); convert "
+            f"the file to UTF-8")
 
 
 def _damaged(f) -> bool:
