@@ -8,6 +8,7 @@ write); and what a run folder, an output path or a site folder may hold that is 
 command's own.
 """
 import errno
+import json
 import os
 import re
 import resource
@@ -237,10 +238,16 @@ def test_a_metrics_line_holding_a_number_that_is_not_finite_is_not_read(tmp_path
     says(error, "metrics.jsonl", "line 2", "restore or delete")
 
 
+@pytest.mark.parametrize("ckpt_every, names", [
+    (2, ["moved to", "run.moved", "--run-dir " + "{moved}", "--resume"]),
+    (1000, ["moved to", "run.moved", "before any checkpoint", "nothing to resume",
+            "start the run again"])], ids=["after a checkpoint", "before any checkpoint"])
 def test_a_run_folder_moved_while_training_is_named_with_how_to_go_on(tmp_path, capsys,
-                                                                      monkeypatch):
-    """`mv run run.moved` after step 2's checkpoint: the next write finds the folder gone, and
-    no second folder is begun in its place."""
+                                                                      monkeypatch, ckpt_every,
+                                                                      names):
+    """`mv run run.moved` after step 2: the next write finds the folder gone, and no second
+    folder is begun in its place. The line names where it went (found through the lock file
+    it holds open), and --resume only if it holds a checkpoint."""
     from annotated.store import checkpoint_file as files
     from annotated.training.run_dir import RunDir
     record = RunDir.record
@@ -251,10 +258,31 @@ def test_a_run_folder_moved_while_training_is_named_with_how_to_go_on(tmp_path, 
         return record(folder, entry)
     monkeypatch.setattr(RunDir, "record", moved_after_step_2)
     run_fails(tmp_path / "run", "--config", "copy", "--max-steps", 4, *TINY_RUN[:-1],
-              "ckpt_every=2")
-    says(error_line(capsys), str(tmp_path / "run"), "moved or deleted", "--resume")
+              f"ckpt_every={ckpt_every}")
+    line = says(error_line(capsys), str(tmp_path / "run"),
+                *[name.format(moved=tmp_path / "run.moved") for name in names])
+    assert ("--resume" in line) == (ckpt_every == 2)
     assert not (tmp_path / "run").exists()
-    assert [p.name for p in files.checkpoints(tmp_path / "run.moved")] == ["ckpt_0000002.pt"]
+    assert len(files.checkpoints(tmp_path / "run.moved")) == (ckpt_every == 2)
+
+
+def test_a_lock_file_deleted_while_training_stops_the_run_before_a_second_can_mix_in(
+        tmp_path, capsys, monkeypatch):
+    """`rm run/.lock` lets a second trainer lock the folder with a file of its own: the first
+    finds its lock gone at its next write and stops, naming the file."""
+    from annotated.training.run_dir import RunDir
+    record = RunDir.record
+
+    def lock_deleted_after_step_2(folder, entry):
+        if entry.get("step") == 3 and (tmp_path / "run" / ".lock").exists():
+            (tmp_path / "run" / ".lock").unlink()
+        return record(folder, entry)
+    monkeypatch.setattr(RunDir, "record", lock_deleted_after_step_2)
+    run_fails(tmp_path / "run", "--config", "copy", "--max-steps", 4, *TINY_RUN[:-1])
+    says(error_line(capsys), str(tmp_path / "run" / ".lock"), "deleted or replaced",
+         "another training process", "--resume")
+    assert max(entry["step"] for entry in map(json.loads, (tmp_path / "run" / "metrics.jsonl")
+                                              .read_text().splitlines())) < 3
 
 
 def test_a_run_stopped_before_its_first_metrics_line_is_told_to_resume(tmp_path):

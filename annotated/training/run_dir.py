@@ -104,10 +104,45 @@ class RunDir:
             same = (found.st_dev, found.st_ino) == self._identity
         except OSError:
             same = False
-        if not same:
+        if same:
+            return self._check_lock_is_ours()
+        now = self._where_now()
+        if now is None:
             raise RunDirError(f"the run folder {self.path} was moved or deleted while the run "
-                              f"trained; its checkpoints went with it: continue where they are "
-                              f"now, with --run-dir NEW_PLACE --resume")
+                              f"trained; if it was moved and holds checkpoints, continue there, "
+                              f"with --run-dir NEW_PLACE --resume; otherwise start again")
+        if checkpoint_file.checkpoints(now):
+            raise RunDirError(f"the run folder {self.path} was moved to {now} while the run "
+                              f"trained; its checkpoints went with it: continue there, with "
+                              f"--run-dir {now} --resume")
+        raise RunDirError(f"the run folder {self.path} was moved to {now} while the run trained, "
+                          f"before any checkpoint was saved, so there is nothing to resume: "
+                          f"start the run again")
+
+    def _check_lock_is_ours(self) -> None:
+        """Refuse to write on once the lock file was deleted or replaced: a second trainer may
+        have made its own and be writing here too, and checkpoints of both would mix."""
+        mine = os.fstat(self._lock.fileno())
+        try:
+            found = os.stat(self.path / ".lock")
+            same = (found.st_dev, found.st_ino) == (mine.st_dev, mine.st_ino)
+        except OSError:
+            same = False
+        if not same:
+            raise RunDirError(f"the lock file {self.path / '.lock'} was deleted or replaced "
+                              f"while the run trained, so another training process may be "
+                              f"writing in {self.path} too; this run stops so that the two do "
+                              f"not mix. If none is, continue with --resume, which locks the "
+                              f"folder again")
+
+    def _where_now(self) -> Path | None:
+        """Where the folder is now, found through its open lock file (Linux's /proc), or None
+        where that cannot be told (deleted, moved to another disk, no /proc)."""
+        try:
+            target = os.readlink(f"/proc/self/fd/{self._lock.fileno()}")
+        except (OSError, AttributeError, ValueError):
+            return None
+        return None if target.endswith(" (deleted)") else Path(target).parent
 
     def _check_kind(self):
         """Refuse a run folder that is a file or a broken link, and a metrics log that is a
