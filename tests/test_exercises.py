@@ -335,6 +335,24 @@ def test_an_answer_that_looks_up_results_computed_before_the_check_fails(exercis
         says(result.message(), "made again with other random numbers")
 
 
+def test_a_naive_softmax_that_looks_up_only_the_books_large_scores_fails():
+    """1.2's scores near +-1000 are drawn too: a softmax without the shift, with results
+    computed beforehand for the book's large scores alone, meets new large scores."""
+    solution = solved_functions(chapter_of(EXERCISES["1.2"]))["stable_softmax"]
+    large = [case.args[0] for case in EXERCISES["1.2"].cases() if case.args[0].abs().max() > 500]
+    kept = [(x, solution(x)) for x in large]
+
+    def partly_looked_up(x):
+        for seen, result in kept:
+            if x.shape == seen.shape and torch.equal(x, seen):
+                return result.clone()
+        e = x.double().exp()
+        return (e / e.sum(-1, keepdim=True)).to(x.dtype)
+    result = run(EXERCISES["1.2"], partly_looked_up)
+    assert result.status == "failed", result.message()
+    says(result.message(), "made again with other random numbers")
+
+
 def test_smoothed_targets_that_zero_padding_rows_only_for_a_batch_fail():
     """6.2's target may have any shape: an answer that zeroes the padding positions only for
     (batch, seq) targets is wrong on an unbatched sentence with padding, and on three axes."""
@@ -880,6 +898,10 @@ def attention_weights_by_sdpa(q, k, v, mask):
     ("1.3", lambda dp, p: torch._log_softmax_backward_data(dp * p, p.log(), -1, p.dtype),
      "torch._log_softmax_backward_data"),
     ("1.2", softmax_in_cross_entropy, "torch.nn.functional.cross_entropy"),
+    ("1.2", lambda x: (x - torch.logcumsumexp(x, -1)[..., -1:]).exp(), "torch.logcumsumexp"),
+    ("4.5", lambda dy, max_len: torch.ops.aten.embedding_dense_backward(
+        dy, torch.arange(dy.size(1)).expand(dy.shape[:2]), max_len, -1, False),
+     "torch.ops.aten.embedding_dense_backward"),
     ("9.3", unscaled_by_grad_scalers_kernel, "_amp_foreach_non_finite_check_and_unscale_"),
     ("1.3", lambda dp, p: torch.func.vjp(lambda s: s.softmax(-1), p.log())[1](dp)[0],
      "torch.func.vjp"),                                  # the call made, not one inside it

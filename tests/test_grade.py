@@ -47,6 +47,8 @@ def graded(tmp_path_factory):
     write(folder, "f_no_network.ipynb", [
         SETUP, 'import urllib.request\nurllib.request.urlopen("http://example.com")', MASK])
     (folder / "g_not_json.ipynb").write_text("{ this is not JSON", encoding="utf-8")
+    write(folder, "h_silenced.ipynb", [SETUP, "print = lambda *a, **k: None", MASK,
+                                       "import io, sys\nsys.stdout = io.StringIO()", KEY])
     notebooks = sorted(str(p) for p in folder.iterdir())
     command = [sys.executable, "-m", "annotated.exercises", "grade", *notebooks,
                "--cell-timeout", "30", "--timeout", "300"]
@@ -54,7 +56,8 @@ def graded(tmp_path_factory):
                              stdin=subprocess.DEVNULL)
     rows = {row["notebook"].rsplit("/", 1)[-1].split("_")[0]: row
             for row in json.loads(as_json.stdout)}
-    as_table = subprocess.run(command[:4] + [notebooks[-1], str(folder / "missing.ipynb")],
+    as_table = subprocess.run(command[:4] + [str(folder / "g_not_json.ipynb"),
+                                             str(folder / "missing.ipynb")],
                               capture_output=True, text=True, stdin=subprocess.DEVNULL)
     return as_json.returncode, rows, as_table
 
@@ -98,6 +101,14 @@ def test_a_correct_notebook_passes_every_exercise(graded):
     _, rows, _ = graded
     assert rows["a"]["graded"] and (rows["a"]["passed"], rows["a"]["total"]) == (3, 3)
     assert rows["a"]["note"] is None
+
+
+def test_a_notebook_that_silences_its_own_output_is_graded_all_the_same(graded):
+    """`print = ...` or sys.stdout replaced, to quieten debug output: the grader's reports
+    do not go through either."""
+    _, rows, _ = graded
+    assert statuses(rows["h"]) == {"2.1": "passed", "2.2": "passed", "2.3": "not run"}
+    assert rows["h"]["note"] is None
 
 
 def test_a_half_done_notebook_gets_its_stubs_and_its_wrong_answers_told_apart(graded):
@@ -449,13 +460,13 @@ def test_a_run_stopped_after_its_last_cell_names_no_cell_past_the_end():
     """Stopped (by --timeout) once every cell has run and been reported, as a kernel slow to
     shut down may be: nothing was left unfinished, so the report names no cell; stopped
     before, it names the first cell not reported."""
-    from annotated.exercises.run_notebook import MARKER, prepared, stopped_in
+    from annotated.exercises.run_notebook import REPORT_TYPE, prepared, stopped_in
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in (SETUP, MASK, "while True:\n    pass")]
     nb = prepared(nb, ["2.1"])
     reports = [c for c in nb.cells if c.get("metadata", {}).get("grader") == "report"]
     for done, cell in enumerate(reports, start=1):
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=MARKER + "{}")]
+        cell.outputs = [nbformat.v4.new_output("display_data", data={REPORT_TYPE: {}})]
         assert stopped_in(nb) == (None if done == 3 else ["stopped_in_cell", str(done + 1)])
 
 

@@ -129,12 +129,13 @@ def masked_cases() -> list[Case]:
     causal = torch.ones(5, 5, dtype=torch.bool).tril()[None, None]
     padded = torch.tensor([True, True, True, False, False])[None, None, None]
     q, k, v = randn(2, 2, 5, 4, seed=1), randn(2, 2, 5, 4, seed=2), randn(2, 2, 5, 3, seed=3)
-    # Open scores of about -12,000 and -2e10, below the common fills -1e4 and -1e9: only
-    # -inf keeps the blocked keys at zero weight.
+    # Open scores of about -12,000 and -2e10, below the common fills -1e4 and -1e9, and a
+    # blocked score of 1e12, far above what adding those numbers takes away: only -inf keeps
+    # the blocked keys at zero weight.
     one_q = torch.ones(1, 1, 1, 4, dtype=torch.float64)
     near_k = -6000 + randn(1, 1, 5, 4, seed=4)                     # scores q.k/2 ~ -12,000
     far_k = torch.full((1, 1, 5, 4), -1e10, dtype=torch.float64)   # scores -2e10
-    loud_k = randn(1, 1, 5, 4, seed=5).index_fill(2, torch.tensor([3]), 1000.0)  # blocked: 2,000
+    loud_k = randn(1, 1, 5, 4, seed=5).index_fill(2, torch.tensor([3]), 5e11)    # blocked: 1e12
     return [
         Case(Text("the causal mask, float64", "因果掩码，float64"), (q, k, v, causal)),
         Case(Text("a padding mask, float32", "填充掩码，float32"),
@@ -145,8 +146,8 @@ def masked_cases() -> list[Case]:
              (one_q, near_k, v[:1, :1], padded)),
         Case(Text("open scores far below -1e9", "开放的分数远低于 -1e9"),
              (one_q, far_k, v[:1, :1], padded)),
-        Case(Text("a blocked key scoring 2,000, far above the open ones",
-                  "一个被屏蔽的键的分数为 2,000，远高于开放的分数"),
+        Case(Text("a blocked key scoring 1e12, far above the open ones",
+                  "一个被屏蔽的键的分数为 1e12，远高于开放的分数"),
              (one_q, loud_k, v[:1, :1], padded)),
         Case(Text("float16", "float16"), (q.half(), k.half(), v.half(), causal)),
     ]
@@ -169,6 +170,15 @@ def filled(fill: float, scale=lambda d_k: d_k ** 0.5, inverted: bool = False):
     return attend
 
 
+def added(fill: float):
+    """Attention with `fill` added to the blocked scores (an additive mask), not -inf put there."""
+    def attend(q, k, v, mask):
+        scores = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5
+        weights = (scores + (~mask).to(scores.dtype) * fill).softmax(-1)
+        return weights @ v, weights
+    return attend
+
+
 def shifted_by_every_score(q, k, v, mask):
     scores = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5
     weights = (scores - scores.amax(-1, keepdim=True)).exp() * mask
@@ -181,11 +191,13 @@ def masked_after_softmax(q, k, v, mask):
     return weights @ v, weights
 
 
-FINITE = Text("Your code fills the blocked scores with a finite number (such as -1e9 or -1e4): a "
-              "blocked key keeps some weight whenever the open scores come near it, and in "
-              "float16 the number may not even be stored. Fill with -inf.",
-              "你的代码用有限数（例如 -1e9 或 -1e4）填充被屏蔽的分数：只要开放的分数接近它，"
-              "被屏蔽的键就会留下一些权重；在 float16 中这个数甚至可能无法表示。请用 -inf 填充。")
+FINITE = Text("Your code fills the blocked scores with a finite number, or adds one to them (such "
+              "as -1e9 or -1e4): a blocked key keeps some weight whenever the open scores come "
+              "near it, or it scores far above them, and in float16 the number may not even be "
+              "stored. Fill with -inf.",
+              "你的代码用有限数（例如 -1e9 或 -1e4）填充被屏蔽的分数，或把这样的数加到分数上："
+              "只要开放的分数接近它，或被屏蔽的键分数远高于开放的键，被屏蔽的键就会留下一些权重；"
+              "在 float16 中这个数甚至可能无法表示。请用 -inf 填充。")
 
 
 MASKED = Exercise(
@@ -199,6 +211,8 @@ MASKED = Exercise(
     slips=(
         Slip(FINITE, filled(-1e9), "slip-finite-mask"),
         Slip(FINITE, filled(-1e4), "slip-finite-mask"),
+        Slip(FINITE, added(-1e9), "slip-finite-mask"),
+        Slip(FINITE, added(-1e4), "slip-finite-mask"),
         Slip(Text("Your code fills the keys the mask opens: in this book True means attend, so "
                   "fill where the mask is False (~mask).",
                   "你的代码填充的是掩码开放的键：本书中 True 表示可以关注，所以应在掩码为 False "

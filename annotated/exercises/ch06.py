@@ -3,7 +3,7 @@ distribution, the loss over the non-padding tokens and its gradient with respect
 import numpy as np
 import torch
 
-from annotated.exercises.core import (AUTOGRAD, BACKWARD_KERNELS, Case, Exercise, Slip, Text,
+from annotated.exercises.core import (AUTOGRAD, Case, Exercise, Slip, Text,
                                       draw, randn, seeded, tokens)
 from reference_numpy import loss as np_loss
 from reference_numpy import optim as np_optim
@@ -342,7 +342,7 @@ GRAD = Exercise(
               "练习 6.3 的损失是 n 个非填充位置上交叉熵的平均，交叉熵是 softmax 相对 q 的，"
               "它对 logits 的梯度是 softmax 减去目标；填充位置根本不在损失之中。"
               "结果的形状与 logits 相同。"),
-    forbidden=AUTOGRAD + BACKWARD_KERNELS,
+    forbidden=AUTOGRAD,
     slips=(
         Slip(Text("Your gradient is not divided by n: the loss is a mean over the n non-padding "
                   "positions, so each position's softmax - q is divided by n.",

@@ -20,12 +20,12 @@ from reference_numpy import loss as np_loss
 # ---- 9.1 averaging checkpoints (§6.1) ----
 
 def checkpoints(k: int, seed: int) -> list[dict]:
-    """k state dicts of one small model, as a run writes them: weights of several dtypes, a
-    buffer and a step counter."""
+    """k state dicts of one small model, as a run writes them: weights of several dtypes, an
+    integer buffer that differs from one checkpoint to the next, and a step counter."""
     return [{"encoder.weight": randn(4, 6, seed=seed + i, dtype=torch.float32),
              "decoder.bias": randn(7, seed=seed + 10 + i, dtype=torch.float64),
              "generator.scale": 40_000 + 1_000 * randn(3, seed=seed + 20 + i, dtype=torch.float32).half(),
-             "positions": torch.arange(5),
+             "tokens_seen": torch.randint(0, 10**6, (5,), generator=seeded(seed + 30 + i)),
              "step": torch.tensor(100 * (i + 1))} for i in range(k)]
 
 
@@ -41,7 +41,8 @@ def average_cases() -> list[Case]:
                   "接近 40,000 的 float16 权重：它们的和超过 65,504"),
              (three, "generator.scale")),
         Case(Text("the step counter, int64", "步数计数器，int64"), (five, "step")),
-        Case(Text("an integer buffer", "一个整数缓冲区"), (three, "positions")),
+        Case(Text("an integer buffer that differs from checkpoint to checkpoint",
+                  "一个各检查点取值不同的整数缓冲区"), (three, "tokens_seen")),
     ]
 
 
@@ -60,6 +61,13 @@ def integers(rule):
             return average_answer(state_dicts, key)
         return rule(values)
     return average
+
+
+def by_name_step(state_dicts, key):
+    values = [sd[key] for sd in state_dicts]
+    if key == "step":
+        return values[-1]
+    return (sum(v.double() for v in values) / len(values)).to(values[-1].dtype)
 
 
 def summed_in_place(state_dicts, key):
@@ -107,6 +115,13 @@ AVERAGE = Exercise(
                   "你的代码让 `torch.mean` 对整数条目求平均，而 PyTorch 拒绝这样做：不是浮点数的条目不参与平均，"
                   "应保留最新检查点的值。"),
              integers(lambda vs: torch.stack(vs).mean(0))),
+        Slip(Text("Your code keeps the newest value only of the entry named step: every entry "
+                  "that is not floating point (a counter or an integer buffer, whatever its "
+                  "name) is not a weight. Tell them by their dtype, and keep the newest "
+                  "checkpoint's value.",
+                  "你的代码只对名为 step 的条目保留最新值：凡不是浮点数的条目（计数器或整数缓冲区，"
+                  "不论叫什么名字）都不是权重。应按数据类型来区分，保留最新检查点的值。"),
+             by_name_step),
         Slip(Text("Your code keeps the first checkpoint's value of an integer entry: keep the "
                   "newest one's, the last of the list.",
                   "对整数条目，你的代码保留了第一个检查点的值：应保留最新检查点（列表中最后一个）的值。"),
@@ -323,9 +338,10 @@ def unscale_cases() -> list[Case]:
              (gradients(6, seed=8, scale=1.0), 1.0)),
         Case(Text("float16 gradients near 1e-6 once unscaled", "float16 梯度，还原后约为 1e-6"),
              (gradients(8, 5, seed=9, scale=S, dtype=torch.float16, size=1e-6), S)),
-        Case(Text("float16 at its largest, 65,504: finite", "float16 的最大值 65,504：有限"),
-             (with_value(gradients(4, seed=11, scale=S, dtype=torch.float16), 0, 1, 65_504.0),
-              S)),
+        Case(Text("float16 at its largest, 65,504, beside 60,000: finite",
+                  "float16 的最大值 65,504，旁边是 60,000：有限"),
+             (with_value(with_value(gradients(4, seed=11, scale=S, dtype=torch.float16), 0, 1,
+                                    65_504.0), 0, 2, 60_000.0), S)),
     ]
 
 
@@ -371,6 +387,12 @@ IN_FLOAT16 = Text("Your code divides in float16: a gradient near 1e-6 loses its 
                   "（低于 6e-5 时 float16 的有效数字很少），而缩放本来就是为了避免这一点。"
                   "应先转成 float32，再除以 S。")
 
+OVERFLOWED = Text("Your check overflows by itself: the norm or the sum of finite float16 values "
+                  "near 65,504 is inf, so a good step is reported as bad. Look at each value "
+                  "(torch.isfinite), not at a norm or a sum of them.",
+                  "你的检查本身溢出了：接近 65,504 的有限 float16 值，它们的范数或和是 inf，"
+                  "于是好的一步被报告成坏的。应逐个检查每个值（torch.isfinite），而不是检查它们的范数或和。")
+
 UNSCALE = Exercise(
     id="9.3", function="unscaled_gradients",
     topic=Text("unscaling the gradients", "梯度的反缩放"),
@@ -401,6 +423,10 @@ UNSCALE = Exercise(
                   "step just as unusable.",
                   "你的代码只查找 NaN：inf（缩放后的损失溢出了）同样会让这一步不能用。"),
              unscaled_with(check=lambda vs: any(torch.isnan(v).any() for v in vs))),
+        Slip(OVERFLOWED, unscaled_with(check=lambda vs: any(not torch.isfinite(v.norm())
+                                                            for v in vs))),
+        Slip(OVERFLOWED, unscaled_with(check=lambda vs: any(not torch.isfinite(v.sum())
+                                                            for v in vs))),
         Slip(Text("Your flag is True when every gradient is finite: it must say whether any value "
                   "is inf or NaN.",
                   "所有梯度都有限时，你的标志却是 True：它应当表示是否有任何值是 inf 或 NaN。"),

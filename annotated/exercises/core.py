@@ -135,14 +135,19 @@ def present(name: str) -> bool:
 
 
 OUT_OF_SIGHT = tuple(filter(present, PROCESSES)) + (COMPILED,)
-# torch's own backward kernels of the softmax and log-softmax: the answer of a "backward".
-BACKWARD_KERNELS = tuple(f"{owner}.{kernel}" for owner in ("torch", "torch.ops.aten")
-                         for kernel in ("_softmax_backward_data", "_log_softmax_backward_data"))
+
+ATEN = "torch.ops.aten."      # a forbidden name under it: the operator, called through torch.ops
+# torch's own backward kernels (the softmax's, the embedding's, ...): the answer of a
+# "backward", each under its public name and as an operator.
+BACKWARD_KERNELS = tuple(f"torch.{name}" for name in dir(torch) if "backward" in name) + tuple(
+    f"{ATEN}{name}" for name in sorted({op.split("::")[1].split(".")[0]
+                                        for op in torch._C._dispatch_get_all_op_names()
+                                        if op.startswith("aten::") and "backward" in op}))
 # Any tensor saved for a backward pass while the answer runs: an autograd graph being built.
 GRAPH = "torch.autograd (a tensor that requires grad)"
 # What an exercise that says "no autograd" forbids: the public ways in, forward mode (autograd
-# too), the engine that every backward pass goes through, any graph at all, and torch's
-# Python versions of its operators.
+# too), the engine that every backward pass goes through, any graph at all, torch's Python
+# versions of its operators, and its backward kernels.
 AUTOGRAD = ("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad",
             *(f"torch.func.{f}" for f in ("vjp", "grad", "grad_and_value", "jacrev", "hessian",
                                           "jvp", "jacfwd", "linearize")),
@@ -151,7 +156,8 @@ AUTOGRAD = ("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.
             "torch.autograd.forward_ad.make_dual",
             "torch.autograd.Variable._execution_engine.run_backward",
             "torch.autograd.graph.saved_tensors_hooks",
-            "torch.autograd.graph.disable_saved_tensors_hooks", GRAPH, *TORCH_IN_PYTHON)
+            "torch.autograd.graph.disable_saved_tensors_hooks", GRAPH, *TORCH_IN_PYTHON,
+            *BACKWARD_KERNELS)
 
 
 @dataclass(frozen=True)
@@ -498,7 +504,6 @@ class Forbidden(Exception):
     it; its one argument is the function's name."""
 
 
-ATEN = "torch.ops.aten."      # a forbidden name under it: the operator, called through torch.ops
 # Where the project's code lives, as its code objects name their files, and the checker's own
 # files there (package_module's aside).
 _ROOT = Path(__file__).parents[2]

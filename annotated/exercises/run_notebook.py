@@ -43,11 +43,13 @@ def _getaddrinfo(host, *rest, _getaddrinfo=_socket.getaddrinfo, _local=_local, _
     return _getaddrinfo(host, *rest)
 _socket.socket.connect, _socket.getaddrinfo = _connect, _getaddrinfo
 del _socket, _local, _refuse, _connect, _getaddrinfo'''
+# The report goes out as display data of its own type, not through print or sys.stdout, which
+# a student's notebook may replace (`print = ...` to silence debug output).
 REPORT = '''\
-import json as _json
+from IPython.display import publish_display_data as _publish
 from annotated.exercises import grading_report as _grading_report
-print({marker!r} + _json.dumps(_grading_report({ids!r})))'''
-MARKER = "@@annotated-exercises@@"
+_publish({{{kind!r}: _grading_report({ids!r})}})'''
+REPORT_TYPE = "application/vnd.annotated-exercises.report+json"
 TIMED_OUT = "CellTimeoutError"
 
 
@@ -58,7 +60,7 @@ def prepared(nb, ids: list[str]):
     first = nbformat.v4.new_code_cell(NO_NETWORK, metadata={"grader": "setup"})
     cells = [first]
     for cell in nb.cells or [nbformat.v4.new_markdown_cell("")]:
-        cells += [cell, nbformat.v4.new_code_cell(REPORT.format(marker=MARKER, ids=ids),
+        cells += [cell, nbformat.v4.new_code_cell(REPORT.format(kind=REPORT_TYPE, ids=ids),
                                                   metadata={"grader": "report"})]
     nb.cells = cells
     return nb
@@ -90,8 +92,8 @@ def results(nb) -> tuple[dict | None, int]:
     reports = [cell for cell in nb.cells if cell.get("metadata", {}).get("grader") == "report"]
     for done, cell in reversed(list(enumerate(reports, start=1))):
         for output in cell.get("outputs", []):
-            if MARKER in output.get("text", ""):
-                return json.loads(output["text"].split(MARKER, 1)[1]), done
+            if REPORT_TYPE in output.get("data", {}):
+                return output["data"][REPORT_TYPE], done
     return None, 0
 
 
