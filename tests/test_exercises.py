@@ -626,6 +626,16 @@ def test_a_stub_says_not_attempted_and_a_non_function_says_what_it_is():
     says(result.message("zh"), "int", "重新运行")
 
 
+def test_a_function_passed_quoted_or_called_is_told_to_pass_the_function_itself():
+    for given, en, zh in (("causal_mask", ["text 'causal_mask'", "without quotes"], ["不要加引号"]),
+                          (torch.ones(1, 1, 4, 4, dtype=torch.bool), ["Tensor", "without calling"],
+                           ["不要调用"])):
+        result = run(EXERCISES["2.1"], given)
+        assert result.status == "failed"
+        says(result.message(), *en, 'check("2.1", causal_mask)')
+        says(result.message("zh"), *zh, 'check("2.1", causal_mask)')
+
+
 def test_a_forgotten_return_and_an_id_given_as_a_number_are_named():
     result = result_of("2.1", lambda size: None)
     assert result.status == "failed"
@@ -1047,6 +1057,16 @@ def test_the_expected_answer_is_made_before_the_learners_code_runs(monkeypatch):
         masks.subsequent_mask = lambda n: np.triu(np.ones((n, n), dtype=bool))[None, None]
         return torch.ones(size, size, dtype=torch.bool).triu()[None, None]
     assert run(EXERCISES["2.1"], leaks).status == "failed"
+
+
+@pytest.mark.parametrize("typed", ["\uff12.\uff11", "\uff12\uff0e\uff11", "2,1", "2\u30021",
+                                   " 2.1 "])
+def test_an_exercise_number_typed_with_full_width_digits_or_a_comma_is_recognised(typed,
+                                                                                 capsys):
+    """A Chinese input method types full-width digits and dots; a comma or an ideographic
+    full stop is a slip of the dot."""
+    checker("zh")(typed, stub)
+    assert "尚未作答" in capsys.readouterr().out and CHECKED["2.1"].status == "not attempted"
 
 
 def test_check_prints_one_line_in_its_language_and_remembers_the_function(capsys):

@@ -2,12 +2,15 @@
 and grades every exercise each one checks. A notebook that raises, loops, kills its kernel or
 is not a notebook at all gets a clear line in the table, never a traceback, and never stops
 the others from being graded."""
+import gzip
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -62,6 +65,14 @@ def graded(tmp_path_factory):
     return as_json.returncode, rows, as_table
 
 
+def zip_of(content: bytes) -> bytes:
+    """A zip archive holding one notebook, as handed in by mistake."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("hw.ipynb", content)
+    return archive.getvalue()
+
+
 FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1", "save it again"],
                       ["不是 JSON", "第 1 行", "重新保存"]),
          "empty": (b" \n", ["empty", "save"], ["空文件", "保存"]),
@@ -74,7 +85,11 @@ FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1", "save it again"],
          "a JSON list": (b'[1, 2]', ["'cells', 'nbformat'"], ["'cells', 'nbformat'"]),
          "not UTF-8": ('{\n"cells": ["Café"]}'.encode("latin-1"),
                        ["not UTF-8", "line 2", "save it", "utf-8"], ["不是 UTF-8", "第 2 行", "保存"]),
-         "UTF-16": ('{"cells": []}'.encode("utf-16"), ["not UTF-8", "-f utf-16"], ["utf-16"])}
+         "UTF-16": ('{"cells": []}'.encode("utf-16"), ["not UTF-8", "-f utf-16"], ["utf-16"]),
+         "gzipped": (gzip.compress(b'{"cells": []}', mtime=0), ["gzip-compressed", "unpack it"],
+                     ["gzip 压缩", "解压"]),
+         "a zip archive": (zip_of(b'{"cells": []}'), ["zip-compressed", "unpack it", ".ipynb"],
+                           ["zip 压缩", "解压"])}
 
 
 @pytest.mark.parametrize("content, en, zh", FILES.values(), ids=FILES.keys())
@@ -322,6 +337,16 @@ def test_grades_as_json_escape_what_stdout_cannot_write(tmp_path):
     assert done.returncode == 1, done.stderr
     row = json.loads(done.stdout)[0]
     assert row["notebook"] == "缺.ipynb" and row["note"] and not row["graded"]
+
+
+def test_a_notebook_too_large_to_read_is_told_how_to_make_it_smaller(tmp_path):
+    from annotated.exercises.grade import MAX_BYTES, notebook_problem
+    from annotated.exercises.messages import MESSAGES
+    with open(tmp_path / "big.ipynb", "wb") as f:
+        f.truncate(MAX_BYTES + 1)                   # sparse: nothing written, nothing read
+    for lang, names in (("en", ["MB", "Clear Outputs", "hand it in again"]),
+                        ("zh", ["MB", "清除所有输出", "重新提交"])):
+        says(notebook_problem(tmp_path / "big.ipynb", MESSAGES[lang])[1], *names)
 
 
 def test_a_pipe_a_device_or_a_huge_file_is_no_notebook_and_never_read(tmp_path):

@@ -47,6 +47,8 @@ MAX_LINE = 1 << 20      # bytes; a longer "line" is not a sentence (a binary fil
 # The first bytes of compressed formats this project does not read, and the tool that reads them.
 COMPRESSED = {b"\xfd7zXZ\x00": "xz", b"BZh": "bzip2", b"PK\x03\x04": "zip",
               b"\x28\xb5\x2f\xfd": "zstd"}
+# ... and with gzip: every compressor whose data a file may hold, by its first bytes.
+COMPRESSORS = {b"\x1f\x8b": "gzip", **COMPRESSED}
 
 
 class _Rejoined(io.RawIOBase):
@@ -141,12 +143,15 @@ def _lines(path, f, gzipped):
                         f"({e}); download or copy the file again") from None
 
 
+def compressed_by(head: bytes) -> str | None:
+    """The compressor ("gzip", "zip", ...) whose data begins with the bytes `head`, or None."""
+    return next((tool for magic, tool in COMPRESSORS.items() if head.startswith(magic)), None)
+
+
 def _not_utf8(path, number: int, line: bytes, error: UnicodeDecodeError, gzipped: bool) -> str:
     """What to say of line `number` that is not UTF-8: a file compressed again inside its gzip
     (the inner data begins with a compressor's mark), UTF-16, or another encoding."""
-    inner = {b"\x1f\x8b": "gzip", **COMPRESSED}
-    if number == 1 and gzipped and (tool := next((tool for magic, tool in inner.items()
-                                                  if line.startswith(magic)), None)):
+    if number == 1 and gzipped and (tool := compressed_by(line)):
         return (f"{path}: what its gzip holds is {tool}-compressed again, not text; decompress "
                 f"it twice (e.g. gunzip -c FILE | {'gunzip' if tool == 'gzip' else tool} -dc > "
                 f"TEXT) and give the text")

@@ -33,6 +33,7 @@ import importlib
 from annotated.base.cli import escaped_for_stdout
 from annotated.exercises.core import Exercise, Result, run
 from annotated.exercises.messages import MESSAGES
+from annotated.exercises.notebook import typed
 
 CHAPTERS = [f"ch{n:02d}" for n in range(1, 10)]
 #: The last result of each exercise checked in this process, by exercise id: what the grader
@@ -92,7 +93,7 @@ def checker(lang: str = "en"):
     def check(exercise_id: str | None = None, fn=None, *more) -> None:
         """Check `fn` as exercise `exercise_id` and show one line saying how it went (or how
         the call itself is wrong: no function, a number not in quotes, no such exercise)."""
-        exercise_id = exercise_id.strip() if isinstance(exercise_id, str) else exercise_id
+        exercise_id = typed(exercise_id) if isinstance(exercise_id, str) else exercise_id
         misuse = misused(exercise_id, fn, lang, more)
         if misuse:
             print(escaped_for_stdout(misuse))

@@ -219,8 +219,8 @@ def compare(expected, got, lang: str, inner: bool = False) -> str | None:
                 return MESSAGES[lang]["item" if inner else "returned"].format(
                     i=i + 1, n=len(expected), problem=problem)
         return None
-    if isinstance(expected, torch.Tensor) and expected.ndim and not isinstance(got, torch.Tensor) \
-            and as_array(got) is not None:               # a NumPy array or a list
+    if isinstance(expected, torch.Tensor) and not isinstance(got, torch.Tensor) \
+            and as_array(got) is not None:      # a NumPy array, a list, a number (loss.item())
         owner = type(got).__module__
         return MESSAGES[lang]["not_tensor"].format(
             got=type(got).__name__ if owner == "builtins" else f"{owner}.{type(got).__name__}")
@@ -735,8 +735,12 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     if found.status == "not attempted":
         return head + say["stub"].format(name=exercise.function)
     if found.status == "not callable":
-        return head + say["not_callable"].format(name=exercise.function,
-                                                 got=type(found.got).__name__)
+        kind = ("quoted" if isinstance(found.got, str) else
+                "called" if isinstance(found.got, (torch.Tensor, tuple)) else
+                "not_callable")
+        return head + say[kind].format(name=exercise.function, id=exercise.id,
+                                       got=found.got if kind == "quoted"
+                                       else type(found.got).__name__)
     if found.status == "own":
         return head + say["own"].format(name=exercise.function, module=found.got.__module__)
     label = found.case.label(lang)

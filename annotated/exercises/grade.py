@@ -35,7 +35,7 @@ from pathlib import Path
 from annotated.base.cli import (ArgumentParser, command, number, path, require_stdout, say_error,
                                 show, unwritable_on_stdout)
 from annotated.base.errors import DataError
-from annotated.base.files import write_files
+from annotated.base.files import compressed_by, write_files
 from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
 from annotated.exercises import exercises, graded_ids, nearest_ids
@@ -290,14 +290,19 @@ def free_name(file: Path, suffix: str) -> Path:
 
 
 def unreadable(notebook: Path, say: dict) -> str | None:
-    """Why `notebook` is no file to read as a notebook (a device, a pipe, one too large), in
-    the table's language, or None."""
+    """Why `notebook` is no file to read as a notebook (a device, a pipe, one too large, an
+    archive), in the table's language, or None."""
     if not notebook.is_file():
         return say["not_regular"]
     if notebook.stat().st_size > MAX_BYTES:
         return say["too_large"].format(size=f"{notebook.stat().st_size / 2 ** 20:,.0f}",
                                        limit=MAX_BYTES // 2 ** 20)
-    return None
+    try:
+        with open(notebook, "rb") as f:
+            tool = compressed_by(f.read(8))
+    except OSError:
+        return None                               # (said when the notebook is read)
+    return say["archive"].format(tool=tool) if tool else None
 
 
 def notebook_problem(notebook: Path, say: dict) -> tuple[dict | None, str | None]:

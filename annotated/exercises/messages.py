@@ -15,6 +15,11 @@ MESSAGES = {
         "not_callable": "`{name}` is not a function (its type is {got}): run the cell that "
                         "defines your `{name}` again (a later cell may have given the name "
                         "another value), then this check.",
+        "quoted": "you gave the check the text {got!r}, not the function: pass the function "
+                  "itself, without quotes: check(\"{id}\", {name}).",
+        "called": "you gave the check a {got}, which looks like what your function returns, "
+                  "not the function: pass the function itself, without calling it: "
+                  "check(\"{id}\", {name}).",
         "own": "`{name}` here is the project's own function (from {module}): the exercise is to "
                "write it yourself.",
         "raised": "case '{case}': your function raised {error}{where}.",
@@ -87,7 +92,11 @@ MESSAGES = {
         "cell_raised": "{n} cell(s) raised an error, the first cell {cell} ({error})",
         "not_notebook": "not a notebook: {problem}",
         "not_regular": "not a regular file (a device, a pipe or a socket)",
-        "too_large": "{size} MB, more than a notebook of this book holds (at most {limit} MB)",
+        "too_large": "{size} MB, more than a notebook of this book holds (at most {limit} MB): "
+                     "clear its outputs in Jupyter (Edit > Clear Outputs of All Cells), save it "
+                     "and hand it in again",
+        "archive": "{tool}-compressed data, not a notebook: unpack it and hand in the .ipynb "
+                   "inside",
         "not_utf8": "not UTF-8 text (line {line}), as a notebook is: open it in Jupyter and "
                     "save it, or convert it (iconv -f {encoding} -t utf-8 FILE > NEW.ipynb)",
         "not_json": "not JSON (it breaks off or goes wrong at line {detail}): save it again "
@@ -139,6 +148,10 @@ MESSAGES = {
         "stub": "尚未作答：请在 `raise NotImplementedError` 处写出 `{name}`，再运行这个单元格。",
         "not_callable": "`{name}` 不是函数（它的类型是 {got}）：请重新运行定义你的 `{name}` "
                         "的单元格（后面的单元格可能给这个名字赋了别的值），再运行这个检查。",
+        "quoted": "你交给检查的是文本 {got!r}，而不是函数：请直接传入函数本身，不要加引号："
+                  "check(\"{id}\", {name})。",
+        "called": "你交给检查的是一个 {got}，看起来像是函数的返回值，而不是函数：请直接传入函数本身，"
+                  "不要调用它：check(\"{id}\", {name})。",
         "own": "这里的 `{name}` 是本项目里现成的函数（来自 {module}）：这道练习要你自己写。",
         "raised": "用例“{case}”：你的函数抛出了 {error}{where}。",
         "line": "，位于你代码的第 {line} 行",
@@ -186,7 +199,9 @@ MESSAGES = {
         "cell_raised": "{n} 个单元格出错，第一个是第 {cell} 个单元格（{error}）",
         "not_notebook": "不是笔记本：{problem}",
         "not_regular": "不是普通文件（而是设备、管道或套接字）",
-        "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）",
+        "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）：请在 Jupyter 中清除所有输出"
+                     "（Edit > Clear Outputs of All Cells），保存后重新提交",
+        "archive": "这是 {tool} 压缩的数据，不是笔记本：请先解压，提交里面的 .ipynb 文件",
         "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
         "not_json": "不是 JSON（在第 {detail} 行中断或出错）：请在 Jupyter 里重新保存，或从备份恢复",
         "empty_file": "这是一个空文件：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",

@@ -11,6 +11,7 @@ The grader, the website and the tests read the notebooks through these functions
 """
 import json
 import re
+import unicodedata
 import warnings
 from dataclasses import dataclass
 
@@ -98,8 +99,15 @@ def mentions_check(nb: dict) -> bool:
                for cell in nb["cells"])
 
 
+def typed(exercise_id: str) -> str:
+    """The exercise number as meant, however it was typed: full-width digits and dots (a
+    Chinese input method), or a comma or an ideographic full stop for the dot."""
+    normal = unicodedata.normalize("NFKC", exercise_id).strip()
+    return normal.translate(str.maketrans({",": ".", "\u3002": ".", "\u3001": "."}))
+
+
 def checks(nb: dict) -> dict[str, str]:
     """{exercise id: the name of the function checked, None for an expression such as a lambda}
     for every `check(...)` call of the notebook's code cells, ids the book has not included."""
-    return {m[1].strip(): m[2] for cell in nb["cells"] if cell["cell_type"] == "code"
+    return {typed(m[1]): m[2] for cell in nb["cells"] if cell["cell_type"] == "code"
             for m in CHECK.finditer(source(cell))}
