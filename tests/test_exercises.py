@@ -626,6 +626,27 @@ def test_a_stub_says_not_attempted_and_a_non_function_says_what_it_is():
     says(result.message("zh"), "int", "重新运行")
 
 
+@pytest.mark.parametrize("decimals", [1, 2])
+def test_a_result_rounded_for_printing_is_named_as_rounded(decimals):
+    """8.2 asks for BLEU as sacreBLEU gives it; sacreBLEU prints it with 2 decimals."""
+    exercise = EXERCISES["8.2"]
+    solution = solved_functions(chapter_of(exercise))[exercise.function]
+    result = run(exercise, lambda *args: round(float(solution(*args)), decimals))
+    assert result.status == "failed"
+    says(result.message(), f"rounded to {decimals} decimal")
+    says(result.message("zh"), f"舍入到了 {decimals} 位小数")
+
+
+def test_an_async_function_is_one_line_saying_so_without_a_warning(recwarn):
+    async def causal_mask(size):
+        return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+    result = run(EXERCISES["2.1"], causal_mask)
+    assert result.status == "failed" and not [w for w in recwarn if "never awaited" in
+                                              str(w.message)]
+    says(result.message(), "async def", "plain `def`")
+    says(result.message("zh"), "async def", "普通的 `def`")
+
+
 def test_a_function_passed_quoted_or_called_is_told_to_pass_the_function_itself():
     for given, en, zh in (("causal_mask", ["text 'causal_mask'", "without quotes"], ["不要加引号"]),
                           (torch.ones(1, 1, 4, 4, dtype=torch.bool), ["Tensor", "without calling"],

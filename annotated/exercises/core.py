@@ -279,8 +279,14 @@ def entries(want, have) -> tuple[str, str]:
 def small_error_note(want: np.ndarray, have: np.ndarray, lang: str) -> str:
     """A note for a float64 answer whose every entry is off by no more than float32's rounding
     (a few parts in a million): given back in float32, or computed in float32 somewhere (a
-    .float(), a torch.tensor of Python floats), or approximated (finite differences)."""
-    if want.dtype != np.float64 or not (np.isfinite(want).all() and np.isfinite(have).all()):
+    .float(), a torch.tensor of Python floats), or approximated (finite differences). Also a
+    result rounded to a few decimals, as for printing it."""
+    if not (np.isfinite(want).all() and np.isfinite(have).all()):
+        return ""
+    for decimals in range(4, -1, -1):
+        if np.array_equal(np.round(want.astype(np.float64), decimals), have.astype(np.float64)):
+            return MESSAGES[lang]["rounded"].format(decimals=decimals)
+    if want.dtype != np.float64:
         return ""
     off = np.abs(have.astype(np.float64) - want)
     if not off.any() or (off > 4e-6 * np.abs(want) + 1e-7 * np.abs(want).max()).any():
@@ -347,6 +353,8 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     first wrong case ends the check."""
     if not callable(fn):
         return Outcome("not callable", 0, got=fn)
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return Outcome("async", 0, got=fn)          # (calling it would only make a coroutine)
     if from_the_package(fn) or fn is exercise.answer or rebuilt(fn, exercise.answer):
         return Outcome("own", 0, got=fn)
     cases = exercise.cases()
@@ -741,6 +749,8 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
         return head + say[kind].format(name=exercise.function, id=exercise.id,
                                        got=found.got if kind == "quoted"
                                        else type(found.got).__name__)
+    if found.status == "async":
+        return head + say["async"].format(name=exercise.function)
     if found.status == "own":
         return head + say["own"].format(name=exercise.function, module=found.got.__module__)
     label = found.case.label(lang)

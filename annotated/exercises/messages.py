@@ -28,6 +28,8 @@ MESSAGES = {
         "case": "case '{case}': {problem}.",
         "none": "your function returned None: it needs a `return`",
         "generator": "your function is a generator (it uses `yield`): `return` the values instead",
+        "async": "`{name}` is written with `async def`, and calling it only makes a coroutine: "
+                 "write it with a plain `def`.",
         "forbidden": "your function calls {name}, which this exercise asks you to do "
                      "without: build that step yourself. Hint: {hint}",
         "compiled": "your function goes through {name}, whose compiled code runs out of the "
@@ -69,6 +71,8 @@ MESSAGES = {
                     "approximated as by finite differences)",
         "float32_result": " (off by only {off}: your answer is float32; give it back in "
                           "float64, as the check expects)",
+        "rounded": " (your result is rounded to {decimals} decimal(s): give back the full "
+                   "value; round only where a number is shown)",
         "hint": "Hint: {hint}",
         "page": "(see the book's page Common slips)",
         # the grader's table
@@ -161,6 +165,7 @@ MESSAGES = {
         "not_tuple": "应当以元组的形式返回 {expected} 个值（return a, b, c），实际返回的是一个 {got}",
         "none": "你的函数返回了 None：它还缺一条 `return` 语句",
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
+        "async": "`{name}` 是用 `async def` 写的，调用它只会得到一个协程（coroutine）：请改用普通的 `def` 来写。",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
         "compiled": "你的函数经过了 {name}，编译后的代码在检查看不到的地方运行：请以普通 Python 函数来检查，通过之后再编译。提示：{hint}",
         "process": "你的函数启动了另一个进程（{name}），其代码在检查看不到的地方运行：请在你的函数里直接算出结果。提示：{hint}",
@@ -184,6 +189,7 @@ MESSAGES = {
         "rounding": "（只差 {off}，与 float32 的舍入误差相当：计算应保持输入的数据类型，这里是 "
                     "float64，并且要精确计算，不要用有限差分之类的近似）",
         "float32_result": "（只差 {off}：你的答案是 float32；请按检查的要求以 float64 返回）",
+        "rounded": "（你的结果舍入到了 {decimals} 位小数：请返回完整的值；只在显示数字时才舍入）",
         "hint": "提示：{hint}",
         "page": "（见本书的“常见错误”一页）",
         "graded": "通过 {passed} / {total}",
