@@ -637,6 +637,22 @@ def test_a_result_rounded_for_printing_is_named_as_rounded(decimals):
     says(result.message("zh"), f"舍入到了 {decimals} 位小数")
 
 
+@pytest.mark.parametrize("wrap, en, zh", [
+    (lambda grads: torch.cat(grads), ["tuple of 3 items", "got a Tensor", "not stacked"],
+     ["含 3 项的元组", "不要堆叠"]),
+    (lambda grads: (g for g in grads), ["generator expression", "tuple(x for ...)"],
+     ["生成器表达式", "tuple(x for ...)"])], ids=["stacked", "generator expression"])
+def test_items_returned_stacked_or_as_a_generator_expression_are_named_so(wrap, en, zh):
+    """9.3 returns a tuple of gradients: one tensor of them all is no "1 value of 1", and a
+    generator expression holds no `yield`."""
+    def unscaled(grads, scale):
+        return wrap([g.float() / scale for g in grads]), False
+    result = run(EXERCISES["9.3"], unscaled)
+    says(result.message(), "value 1 of the 2 returned", *en)
+    says(result.message("zh"), *zh)
+    assert "yield" not in result.message() and "got 1" not in result.message()
+
+
 def test_an_async_function_is_one_line_saying_so_without_a_warning(recwarn):
     async def causal_mask(size):
         return torch.ones(size, size, dtype=torch.bool).tril()[None, None]

@@ -205,14 +205,15 @@ def compare(expected, got, lang: str, inner: bool = False) -> str | None:
     if got is None:
         return MESSAGES[lang]["none"]
     if isinstance(got, types.GeneratorType):
-        return MESSAGES[lang]["generator"]
+        lazy = got.gi_code.co_name == "<genexpr>"           # (x for ...), not a def with yield
+        return MESSAGES[lang]["genexpr" if lazy else "generator"]
     if isinstance(expected, tuple):
-        if isinstance(got, (dict, set)):          # several values, but not in order
-            return MESSAGES[lang]["not_tuple"].format(expected=len(expected),
-                                                       got=type(got).__name__)
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            n = len(got) if isinstance(got, (tuple, list)) else 1
-            return MESSAGES[lang]["count"].format(expected=len(expected), got=n)
+        if not isinstance(got, (tuple, list)):     # one value, or several but not in order
+            return MESSAGES[lang]["not_tuple_inner" if inner else "not_tuple"].format(
+                expected=len(expected), got=type(got).__name__)
+        if len(got) != len(expected):
+            return MESSAGES[lang]["count_inner" if inner else "count"].format(
+                expected=len(expected), got=len(got))
         for i, (e, g) in enumerate(zip(expected, got)):
             problem = compare(e, g, lang, inner=True)
             if problem:

@@ -51,6 +51,11 @@ MESSAGES = {
         "count": "expected {expected} values returned, got {got}",
         "not_tuple": "expected {expected} values returned, as a tuple (return a, b, c), got a "
                      "{got}",
+        "not_tuple_inner": "expected a tuple of {expected} items, got a {got}: keep them apart, "
+                           "one item each, not stacked into one",
+        "count_inner": "expected {expected} items, got {got}",
+        "genexpr": "expected a tuple, got a generator expression (x for ...), which gives its "
+                   "values only once, as they are asked for: make it a tuple, tuple(x for ...)",
         "returned": "value {i} of the {n} returned: {problem}",
         "item": "its item {i} of {n}: {problem}",
         "type": "expected a tensor or a number, got a {got}",
@@ -163,6 +168,9 @@ MESSAGES = {
         "case": "用例“{case}”：{problem}。",
         "count": "应当返回 {expected} 个值，实际返回了 {got} 个",
         "not_tuple": "应当以元组的形式返回 {expected} 个值（return a, b, c），实际返回的是一个 {got}",
+        "not_tuple_inner": "应当是含 {expected} 项的元组，实际得到的是一个 {got}：各项要分开放，每项一个，不要堆叠成一个",
+        "count_inner": "应当有 {expected} 项，实际有 {got} 项",
+        "genexpr": "应当是元组，实际得到的是生成器表达式 (x for ...)，它只在被取用时给出一次值：请把它变成元组，tuple(x for ...)",
         "none": "你的函数返回了 None：它还缺一条 `return` 语句",
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "async": "`{name}` 是用 `async def` 写的，调用它只会得到一个协程（coroutine）：请改用普通的 `def` 来写。",
