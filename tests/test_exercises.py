@@ -335,6 +335,22 @@ def test_an_answer_that_looks_up_results_computed_before_the_check_fails(exercis
         says(result.message(), "made again with other random numbers")
 
 
+def test_an_answer_wrong_only_on_new_numbers_is_not_told_it_kept_a_result():
+    """Wrong on the cases made again, with results of its own (an overflow that only the new
+    numbers reach, say): the line says the case was made again, without the sentence about
+    results kept from an earlier call, which it did not give back."""
+    solution = solved_functions(chapter_of(EXERCISES["1.2"]))["stable_softmax"]
+    book = [case.args[0] for case in EXERCISES["1.2"].cases()]
+
+    def right_on_the_books_numbers(x):
+        mine = solution(x)
+        return mine if any(x.shape == b.shape and torch.equal(x, b) for b in book) else mine / 2
+    result = run(EXERCISES["1.2"], right_on_the_books_numbers)
+    says(result.message(), "made again with other random numbers")
+    assert "kept from an earlier call" not in result.message()
+    assert "之前某次调用" not in result.message("zh")
+
+
 def test_a_naive_softmax_that_looks_up_only_the_books_large_scores_fails():
     """1.2's scores near +-1000 are drawn too: a softmax without the shift, with results
     computed beforehand for the book's large scores alone, meets new large scores."""

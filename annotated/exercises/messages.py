@@ -43,6 +43,7 @@ MESSAGES = {
         "again": "case '{case}' made again with other random numbers: "
                  "{problem}. An answer that gives back a result kept from an earlier call fails "
                  "here: compute each result from the inputs it is given.",
+        "redrawn": "case '{case}' made again with other random numbers: {problem}.",
         "raised_in": "your function raised {error}{where}",
         "tampered": "case '{case}': your function changed what the check compares its answer "
                     "with; leave the book's code and the check as they are.",
@@ -180,6 +181,7 @@ MESSAGES = {
         "calls_own": "你的函数调用了 {name}，这是本项目里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
         "again": "用例“{case}”换成另一组随机数重新生成后：{problem}。"
                  "如果答案交回的是之前某次调用时留下的结果，就会在这里出错：每个结果都要由传入的输入算出。",
+        "redrawn": "用例“{case}”换成另一组随机数重新生成后：{problem}。",
         "raised_in": "你的函数抛出了 {error}{where}",
         "tampered": "用例“{case}”：你的函数改动了检查用来比对答案的东西；请让本书的代码和检查保持原样。",
         "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出新的结果。",
