@@ -669,6 +669,12 @@ def test_items_returned_stacked_or_as_a_generator_expression_are_named_so(wrap, 
     assert "yield" not in result.message() and "got 1" not in result.message()
 
 
+def test_a_bool_where_a_number_is_expected_is_named_as_a_bool_not_a_dtype():
+    result = run(EXERCISES["8.1"], lambda c, r: c < r)
+    says(result.message(), "a tensor or a number", "bool (True)")
+    assert "dtype" not in result.message()
+
+
 def test_an_async_function_is_one_line_saying_so_without_a_warning(recwarn):
     async def causal_mask(size):
         return torch.ones(size, size, dtype=torch.bool).tril()[None, None]

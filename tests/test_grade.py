@@ -317,6 +317,17 @@ def test_a_link_to_a_missing_notebook_is_named_as_a_link(tmp_path):
         assert "check the path" not in row["note"]
 
 
+def test_a_link_to_itself_is_named_as_a_loop_not_as_missing(tmp_path):
+    from annotated.exercises.grade import grade, parse_args
+    link = tmp_path / "self.ipynb"
+    link.symlink_to(link)
+    for lang, words in (("en", ("leads back to itself", "loop")), ("zh", ("绕回自身", "成环"))):
+        row = grade(link, parse_args(["grade", str(link), "--lang", lang]))
+        assert not row["graded"]
+        says(row["note"], *words)
+        assert "does not exist" not in row["note"]
+
+
 def test_control_characters_in_a_name_are_shown_escaped_one_row_a_notebook():
     from annotated.exercises.grade import table
     rows = [{"notebook": "evil\x1b[2J\nname.ipynb", "graded": False, "passed": 0, "total": 0,

@@ -226,6 +226,8 @@ def compare(expected, got, lang: str, inner: bool = False) -> str | None:
         return MESSAGES[lang]["not_tensor"].format(
             got=type(got).__name__ if owner == "builtins" else f"{owner}.{type(got).__name__}")
     want, have = as_array(expected), as_array(got)
+    if isinstance(got, (bool, np.bool_)) and want is not None and want.dtype != np.bool_:
+        return MESSAGES[lang]["type"].format(got=f"bool ({got})")    # a test, not a number
     if isinstance(got, int) and not isinstance(got, bool) and want is not None \
             and want.ndim == 0 and kind(want.dtype) == "float":
         have = have.astype(want.dtype)          # a whole number as a Python int: 1 for 1.0
