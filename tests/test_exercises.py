@@ -7,8 +7,10 @@ import importlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import types
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +21,7 @@ import pytest
 import torch
 from conftest import says
 
-from annotated.exercises import CHECKED, checker, exercises, graded_ids, result_of
+from annotated.exercises import CHECKED, checker, core, exercises, graded_ids, result_of
 from annotated.exercises.core import Case, Exercise, Slip, Text, fingerprint, run
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import KINDS, checks, listed, source
@@ -667,6 +669,24 @@ def test_items_returned_stacked_or_as_a_generator_expression_are_named_so(wrap, 
     says(result.message(), "value 1 of the 2 returned", *en)
     says(result.message("zh"), *zh)
     assert "yield" not in result.message() and "got 1" not in result.message()
+
+
+def test_an_answer_that_never_ends_is_stopped_after_the_cases_time_limit(monkeypatch):
+    """A loop that never ends, even one inside `try: ... except Exception`, is stopped and
+    named; the notebook's own SIGALRM handler is left as it was."""
+    monkeypatch.setattr(core, "CASE_SECONDS", 0.5)
+
+    def loops(*args):
+        while True:
+            try:
+                time.sleep(10)
+            except Exception:
+                pass
+    before = signal.getsignal(signal.SIGALRM)
+    result = run(EXERCISES["6.1"], loops)
+    assert result.status == "failed" and signal.getsignal(signal.SIGALRM) is before
+    says(result.message(), "more than 0.5 s", "loop")
+    says(result.message("zh"), "超过 0.5 秒")
 
 
 def test_a_bool_where_a_number_is_expected_is_named_as_a_bool_not_a_dtype():

@@ -23,6 +23,7 @@ import inspect
 import os
 import sys
 import sysconfig
+import signal
 import threading
 import traceback
 import types
@@ -418,9 +419,12 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
         refused: list[str] = []       # what it called that it may not, even if it caught that
         error = None
         try:
-            with forbidding(exercise.forbidden, refused,
-                            trusted_code(fn, case) | {f.__code__ for f in exercise.allowed}):
+            with time_limit(CASE_SECONDS), forbidding(
+                    exercise.forbidden, refused,
+                    trusted_code(fn, case) | {f.__code__ for f in exercise.allowed}):
                 got, changed = call(fn, case)
+        except TooSlow:
+            return Outcome("slow", n, case)
         except (Exception, SystemExit) as raised:   # the learner's code: a finding, not a crash
             error = raised
         if refused:
@@ -526,6 +530,36 @@ def cell_filled(cell) -> bool:
         return True
     except ValueError:                        # a name bound later in the enclosing function
         return False
+
+
+#: How long the learner's function may take on one case (the book's answers take a moment).
+CASE_SECONDS = 60
+
+
+class TooSlow(BaseException):
+    """Raised inside the learner's function when a case has run CASE_SECONDS: a BaseException,
+    so that an answer's own `except Exception` does not swallow it."""
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """For the block, in the main thread (where signals arrive): TooSlow after `seconds`. The
+    notebook's own SIGALRM handler and timer, if it set any, are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TooSlow
+    previous = signal.signal(signal.SIGALRM, expired)
+    left = signal.setitimer(signal.ITIMER_REAL, seconds)[0]
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if left:
+            signal.setitimer(signal.ITIMER_REAL, left)
 
 
 class Forbidden(Exception):
@@ -775,6 +809,9 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
     if found.status == "own":
         return head + say["own"].format(name=exercise.function, module=found.got.__module__)
     label = found.case.label(lang)
+    if found.status == "slow":
+        return head + say["slow"].format(case=label, seconds=CASE_SECONDS) + say["sep"] + \
+            say["hint"].format(hint=exercise.hint(lang))
     if found.status == "changed":
         return head + say["changed"].format(case=label, name=found.got)
     if found.status == "tampered":

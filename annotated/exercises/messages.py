@@ -44,6 +44,10 @@ MESSAGES = {
                  "{problem}. An answer that gives back a result kept from an earlier call fails "
                  "here: compute each result from the inputs it is given.",
         "redrawn": "case '{case}' made again with other random numbers: {problem}.",
+        "slow": "case '{case}': your function ran for more than {seconds} s and was stopped, "
+                "where the book's answer takes a moment: look for a loop that never ends, or "
+                "one that goes step by step where a formula (or one tensor operation) does it "
+                "at once.",
         "raised_in": "your function raised {error}{where}",
         "tampered": "case '{case}': your function changed what the check compares its answer "
                     "with; leave the book's code and the check as they are.",
@@ -184,6 +188,9 @@ MESSAGES = {
         "again": "用例“{case}”换成另一组随机数重新生成后：{problem}。"
                  "如果答案交回的是之前某次调用时留下的结果，就会在这里出错：每个结果都要由传入的输入算出。",
         "redrawn": "用例“{case}”换成另一组随机数重新生成后：{problem}。",
+        "slow": "用例“{case}”：你的函数运行超过 {seconds} 秒，已被停下，而本书的答案只需片刻："
+                "请检查是否有永不结束的循环，或者逐步循环去做本可以用一个公式（或一次张量运算）"
+                "完成的事。",
         "raised_in": "你的函数抛出了 {error}{where}",
         "tampered": "用例“{case}”：你的函数改动了检查用来比对答案的东西；请让本书的代码和检查保持原样。",
         "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出新的结果。",
