@@ -492,6 +492,21 @@ def test_a_notebook_stopped_in_a_cell_keeps_the_checks_before_and_names_the_cell
     says(signals, "cell 3", "not by the grader", "signal")
 
 
+def test_a_cell_that_ignores_its_interrupt_is_named_and_the_cells_after_it_did_not_run():
+    """At --cell-timeout the kernel is interrupted; a cell that ignores it runs on, and every
+    cell after it then "times out" without having started. The note names that cell alone."""
+    from annotated.exercises.grade import ignored_interrupt
+    from annotated.exercises.messages import MESSAGES
+    row = {"errors": [{"cell": 2, "stopped": False, "error": "ValueError"},
+                      {"cell": 3, "stopped": True, "error": "CellTimeoutError"},
+                      {"cell": 4, "stopped": True, "error": "CellTimeoutError"}]}
+    died = ignored_interrupt(row, ["unfinished_at", "3"])
+    assert died == ["ignored_interrupt", "3"] and [e["cell"] for e in row["errors"]] == [2]
+    says(MESSAGES["en"][died[0]].format(detail=died[1]), "cell 3", "did not stop",
+         "did not run")
+    says(MESSAGES["zh"][died[0]].format(detail=died[1]), "第 3 个单元格", "没有运行")
+
+
 def test_a_run_stopped_after_its_last_cell_names_no_cell_past_the_end():
     """Stopped (by --timeout) once every cell has run and been reported, as a kernel slow to
     shut down may be: nothing was left unfinished, so the report names no cell; stopped

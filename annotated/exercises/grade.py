@@ -373,10 +373,8 @@ def grade(notebook: Path, args) -> dict:
     row["passed"] = sum(r["status"] == "passed" for r in row["exercises"].values())
     row["graded"] = True
     died = report.get("problem")              # the kernel died: the checks before it count
-    if died and died[0] in ("stopped_in_cell", "unfinished_at"):   # the cell that ignored its
-        # interrupt is named by that note, not as a cell the interrupt stopped
-        row["errors"] = [e for e in row["errors"]
-                         if not (e["stopped"] and str(e["cell"]) == str(died[1]))]
+    if died and died[0] in ("stopped_in_cell", "unfinished_at"):
+        died = ignored_interrupt(row, died)
     typos = [i for i in called if i not in exercises()]     # their checks print, not raise
     wrong_calls = [e[args.lang] for e in row["exercises"].values() if e.get("wrong_call")]
     row["note"] = say["notes_sep"].join(dict.fromkeys(filter(None, [    # each note once
@@ -384,6 +382,16 @@ def grade(notebook: Path, args) -> dict:
         typos and say["unknown_id"].format(id=typos[0], known=nearest_ids(typos[0])),
         *wrong_calls]))) or None
     return row
+
+
+def ignored_interrupt(row: dict, died: list) -> list:
+    """The note of a run that ended in a cell: that cell, if it was interrupted at
+    --cell-timeout and ran on, is named by that note, not as a cell the interrupt stopped; the
+    cells after it never ran (the kernel was still busy), so none of them ran past the time."""
+    cell = int(died[1])
+    ran_on = any(e["stopped"] and e["cell"] == cell for e in row["errors"])
+    row["errors"] = [e for e in row["errors"] if not (e["stopped"] and e["cell"] >= cell)]
+    return ["ignored_interrupt", died[1]] if ran_on and died[0] == "unfinished_at" else died
 
 
 def cell_note(errors: list[dict], args, say: dict) -> str:

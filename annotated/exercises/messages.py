@@ -101,6 +101,10 @@ MESSAGES = {
         "unfinished": "the notebook did not run to its end",
         "unfinished_at": "the notebook did not run to its end: it stopped in cell {detail} (the "
                          "checks before it count)",
+        "ignored_interrupt": "cell {detail} ran past --cell-timeout and did not stop when "
+                             "interrupted (code that ignores Ctrl-C, or waits inside a "
+                             "library), so the cells after it did not run (the checks before it "
+                             "count)",
         "crashed": "the notebook could not be run ({detail})",
         "cell_stopped": "cell(s) {cells} ran past {seconds:g} s and were stopped",
         "cell_raised": "{n} cell(s) raised an error, the first cell {cell} ({error})",
@@ -219,6 +223,7 @@ MESSAGES = {
         "report_failed": "笔记本之后的评分单元格出错：{detail}",
         "unfinished": "笔记本没有运行到最后",
         "unfinished_at": "笔记本没有运行到最后：它停在第 {detail} 个单元格（之前的检查照常计分）",
+        "ignored_interrupt": "第 {detail} 个单元格运行超过 --cell-timeout，被中断后仍没有停下（代码忽略了 Ctrl-C，或在某个库内部等待），所以它之后的单元格都没有运行（之前的检查照常计分）",
         "crashed": "无法运行这个笔记本（{detail}）",
         "cell_stopped": "第 {cells} 个单元格运行超过 {seconds:g} 秒，已被停止",
         "cell_raised": "{n} 个单元格出错，第一个是第 {cell} 个单元格（{error}）",
