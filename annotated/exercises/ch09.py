@@ -119,7 +119,7 @@ AVERAGE = Exercise(
                   "that is not floating point (a counter or an integer buffer, whatever its "
                   "name) is not a weight. Tell them by their dtype, and keep the newest "
                   "checkpoint's value.",
-                  "你的代码只对名为 step 的条目保留最新值：凡不是浮点数的条目（计数器或整数缓冲区，"
+                  "你的代码只对名为 `step` 的条目保留最新值：凡不是浮点数的条目（计数器或整数缓冲区，"
                   "不论叫什么名字）都不是权重。应按数据类型来区分，保留最新检查点的值。"),
              by_name_step),
         Slip(Text("Your code keeps the first checkpoint's value of an integer entry: keep the "

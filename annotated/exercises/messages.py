@@ -231,7 +231,7 @@ MESSAGES = {
         "not_regular": "不是普通文件（而是设备、管道或套接字）",
         "too_large": "{size} MB，超过了本书笔记本的大小（最多 {limit} MB）：请在 Jupyter 中清除所有输出"
                      "（Edit > Clear Outputs of All Cells），保存后重新提交",
-        "archive": "这是 {tool} 压缩的数据，不是笔记本：请先解压，提交里面的 .ipynb 文件",
+        "archive": "这是 {tool} 压缩的数据，不是笔记本：请先解压，提交里面的 `.ipynb` 文件",
         "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
         "not_json": "不是 JSON（在第 {detail} 行中断或出错）：请在 Jupyter 里重新保存，或从备份恢复",
         "empty_file": "这是一个空文件：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
