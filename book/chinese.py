@@ -31,6 +31,7 @@ QUOTED = [r"```.*?```", r"^```[^\n]*$", r"\$\$.+?\$\$", r"`[^`\n]+`", r"\$[^$]+\
 # take time growing with the square of a long run without one.)
 FORMULA = re.compile(r"[\w.,'()\[\]=+*/^<>|·²√∞ -]+", re.ASCII)
 OPERATOR = set("()[]=+*/^<>")
+PROSE = re.compile(r"\b[a-z]{2,}(?: [a-z]{2,}){2}\b")
 LATIN = r"(?<![\w\u0370-\u03ff]_)[A-Za-z\u00c0-\u024f][A-Za-z0-9_'\u00c0-\u024f-]*"
 # Latin words a Chinese sentence may use besides names (capitalised) and the renderings the
 # term list writes in Latin letters: a citation's "et al.", a surname's particles, names that
@@ -52,8 +53,11 @@ def blank(found: re.Match) -> str:
 
 
 def blank_formula(found: re.Match) -> str:
-    """A run of FORMULA's characters blanked out if it holds an OPERATOR, else kept."""
-    return blank(found) if OPERATOR.intersection(found.group()) else found.group()
+    """A run of FORMULA's characters blanked out if it holds an OPERATOR, else kept; kept too
+    if it holds three lowercase words in a row (English prose beside a link or a formula, which
+    the run takes in with it)."""
+    run = found.group()
+    return blank(found) if OPERATOR.intersection(run) and not PROSE.search(run) else run
 
 
 def chinese_of_units(path) -> list[tuple[int, str]]:

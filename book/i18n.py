@@ -199,14 +199,23 @@ def read_notebook(source: Path):
 
 
 def source_units(source: Path) -> list[tuple[str, str]]:
-    """The English pieces of a chapter or page that need a translation: (key, text)."""
+    """The English pieces of a chapter or page that need a translation: (key, text). A git
+    conflict marker anywhere in the page (a cell of code too) is a DataError naming it."""
     if source.suffix == ".ipynb":
         nb = read_notebook(source)
+        for cell in nb.cells:
+            marker = next((line for line in cell["source"].split("\n") if CONFLICT.match(line)),
+                          None)
+            if marker is not None:
+                raise conflict_marker(f"{source}, cell {cell.get('id')}", marker)
         units = [(f"cell {c['id']}", c["source"].strip("\n")) for c in nb.cells
                  if c.cell_type == "markdown" and c["source"].strip()]
     else:
-        units = [("block", block) for block in page_blocks(read_page(source))
-                 if translatable(block)]
+        text = read_page(source)
+        for number, line in enumerate(text.split("\n"), start=1):
+            if CONFLICT.match(line):
+                raise conflict_marker(f"{source}:{number}", line)
+        units = [("block", block) for block in page_blocks(text) if translatable(block)]
     for key, text in units:
         if not HEADER.match(f"=== {key} ==="):
             raise DataError(f"{source}: the cell id {key.removeprefix('cell ')!r} is not one "

@@ -346,6 +346,27 @@ def translations_error(book, monkeypatch, capsys) -> str:
     return capsys.readouterr().err.strip()
 
 
+def test_a_conflict_left_in_an_english_page_or_notebook_is_refused_before_any_build(
+        tmp_path, monkeypatch, capsys):
+    """The English is checked as its translations are (the build reads both before its work):
+    a marker in a page names its line, one in a chapter's cell (markdown or code) its cell."""
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "zh" / "slips.md", book / "zh" / "slips.md")
+    text = (i18n.BOOK / "slips.md").read_text(encoding="utf-8").split("\n")
+    (book / "slips.md").write_text("\n".join(text[:4] + ["<<<<<<< HEAD"] + text[4:]),
+                                   encoding="utf-8")
+    says(translations_error(book, monkeypatch, capsys), "slips.md:5", "conflict marker",
+         "<<<<<<< HEAD")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Words.", id="a1"),
+                nbformat.v4.new_code_cell("x = 1\n=======\nx = 2", id="b2")]
+    nbformat.write(nb, tmp_path / "02_masking.ipynb")
+    with pytest.raises(DataError) as error:
+        i18n.source_units(tmp_path / "02_masking.ipynb")
+    says(error, "02_masking.ipynb", "cell b2", "conflict marker", "=======")
+
+
 def test_the_translations_command_says_a_conflict_in_one_line(tmp_path, monkeypatch, capsys):
     book = tmp_path / "book"
     (book / "zh").mkdir(parents=True)
@@ -397,6 +418,19 @@ def test_a_formula_or_a_path_in_chinese_prose_is_not_english_and_a_long_word_is_
     assert len(slips) == 1 and "hello world" in slips[0]
     slips = chinese.english_left_in([("book/zh/x.md", 3, "中文 " + "x" * 100_000)])
     assert len(slips) == 1 and "book/zh/x.md:3" in slips[0] and len(slips[0]) < 300
+
+
+@pytest.mark.parametrize("line", [
+    "设为 $-\\infty$，使其权重为零。The weights of blocked pairs are exactly zero, so nothing "
+    "flows from them.本章展示这些[掩码](../book/glossary.md#glossary-mask)（mask）。",
+    "见 [softmax](../book/glossary.md#glossary-softmax)。This is left in English prose for the "
+    "reader here.[掩码](../book/glossary.md#glossary-mask)"])
+def test_english_prose_beside_a_formula_or_a_link_is_still_english(line):
+    """A formula or a link joins the English sentence next to it into one run of the
+    characters a formula uses; the sentence must not be blanked with the formula."""
+    from book import chinese
+    slips = chinese.english_left_in([("book/zh/x.md", 1, chinese.chinese_prose(line))])
+    assert len(slips) == 1 and "English in Chinese prose" in slips[0]
 
 
 @pytest.mark.parametrize("kept,changed", [
