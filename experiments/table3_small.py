@@ -34,7 +34,7 @@ from pathlib import Path
 from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, write_files
-from annotated.base.settings import at_least
+from annotated.base.settings import at_least, between
 from annotated.configs import PAPER, apply_overrides, get
 from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoint_name, checkpoints, config_from, load
@@ -170,15 +170,30 @@ def read_records(kept: Path) -> dict:
                           "start afresh")
     for name, row in record.data.items():
         record.get(name, kind=dict)
+        if (paper := paper_row_of(name)) is None:
+            raise DataError(f"{kept}: row {name!r} is none of this script's rows ({', '.join(ROWS)}"
+                            f", and 'base, seed N' for the base row's further seeds); "
+                            f"{record.fix}")
         for key, check in RECORDED.items():
             record.get(name, key, **({"kind": check} if isinstance(check, type) else
                                      {"rule": check}))
-        if "lowercase_bleu" in row:
-            record.get(name, "lowercase_bleu", rule=BLEU)
+        if row["paper_row"] != paper:
+            raise DataError(f"{kept}: row {name!r} says paper_row {row['paper_row']!r}, where "
+                            f"that row is the paper's {paper!r}; {record.fix}")
+        if "lowercase_bleu" in row:      # lowercasing only adds matches: never the lower one
+            lower = record.get(name, "lowercase_bleu", rule=BLEU)
+            record.get(name, "bleu", rule=between(0, lower, "lowercased BLEU"))
         if steps_of(row) is None:
             raise DataError(f"{kept}: row {name!r} has no --max-steps in its command; "
                             f"{record.fix}")
     return record.data
+
+
+def paper_row_of(name: str) -> str | None:
+    """The paper's row of one of this script's rows, by its name (None for no such row)."""
+    if re.fullmatch(r"base, seed \d+", name):
+        return "base"
+    return ROWS[name][0] if name in ROWS else None
 
 
 def note_clashes(user: list[str], chosen: list[tuple]) -> None:

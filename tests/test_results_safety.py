@@ -542,6 +542,13 @@ def committed_rows(**change) -> str:
     return json.dumps(rows)
 
 
+def added_row(name: str) -> str:
+    """results/table3_small.json with a copy of its first row under `name`."""
+    rows = json.loads((RESULTS / "table3_small.json").read_text())
+    rows[name] = dict(rows[next(iter(rows))])
+    return json.dumps(rows)
+
+
 @pytest.mark.parametrize("content,names", [
     ('{"base": ', ["is not valid JSON"]), ("[]", ["holds a JSON list"]),
     ("[" * 100_000 + "]" * 100_000, ["nests", "deeper"]),
@@ -550,7 +557,10 @@ def committed_rows(**change) -> str:
     (committed_rows(bleu=float("nan")), ["base.bleu", "nan", "0 <= BLEU <= 100"]),
     (committed_rows(ppl=-3.0), ["base.ppl", "-3.0", ">= 1"]),
     (committed_rows(lowercase_bleu=-1), ["base.lowercase_bleu", "-1"]),
-    (committed_rows(minutes="ten"), ["base.minutes", "'ten'"])])
+    (committed_rows(minutes="ten"), ["base.minutes", "'ten'"]),
+    (committed_rows(bleu=99.0), ["base.bleu", "99.0", "lowercased BLEU"]),
+    (committed_rows(paper_row="A1"), ["'base'", "paper_row 'A1'"]),
+    (added_row("Z: bogus"), ["'Z: bogus'", "none of this script's rows", "base, seed N"])])
 def test_a_damaged_table3_small_json_is_one_error_naming_it(content, names, tmp_path, capsys):
     (tmp_path / "table3_small.json").write_text(content)
     err = refused(table3_small, "--rows", "--out-dir", tmp_path, capsys=capsys)

@@ -125,7 +125,7 @@ def stops_while_blocked(limit_s: float, overdue: Callable[[], str]):
     only when the call returns, so a stop would wait as long. Here a watcher thread learns of
     the signal from signal.set_wakeup_fd, prints the stop's one line, `interrupted` or
     `interrupted by SIGTERM`, and ends the process with the signal's status; after `limit_s`
-    seconds it ends it with `error: ` + overdue() and status 1. Only for a wait before the
+    seconds it ends it with the error line overdue() and status 1. Only for a wait before the
     command has written anything: the process ends where it stands."""
     if threading.current_thread() is not threading.main_thread():
         yield
