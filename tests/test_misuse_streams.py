@@ -662,6 +662,14 @@ def test_a_missing_input_is_named_with_its_option(tmp_path, capsys, option):
     says(error_line(capsys), f"{option} nosuch.txt", "no such file", "check the path")
 
 
+def test_a_missing_file_given_by_two_options_names_both():
+    """--out X --ref X with X missing: not --out alone, which is written, not read."""
+    from annotated.base.cli import describe
+    line = describe(FileNotFoundError(2, "No such file", "X"),
+                    ["--input", "in.en", "--out", "X", "--ref=X"])
+    says(line, "--out / --ref X", "no such file")
+
+
 def test_an_out_that_is_the_references_says_to_write_elsewhere(tmp_path, capsys):
     (tmp_path / "test.en").write_text("A dog runs.\n")
     (tmp_path / "ref.de").write_text("Ein Hund.\n")

@@ -90,13 +90,14 @@ def describe(error: BaseException, argv: list[str] = ()) -> str:
 
 
 def option_giving(value: str, argv: list[str]) -> str:
-    """The option in `argv` that gave `value` (`--input` for `--input F` or `--input=F`), or
-    "" for none."""
+    """The option in `argv` that gave `value` (`--input` for `--input F` or `--input=F`), all
+    of them where several gave it ("--out / --ref"), or "" for none."""
+    found = []
     for word, after in zip(argv, [*argv[1:], None]):
         option, equals, given = word.partition("=")
         if word.startswith("--") and (given == value if equals else after == value):
-            return option
-    return ""
+            found.append(option)
+    return " / ".join(dict.fromkeys(found))
 
 
 def out_of_memory(error: RuntimeError) -> bool:
