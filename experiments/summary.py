@@ -144,7 +144,9 @@ def check_whole_test_set(record: Record, first: str, target: str, scored: dict) 
     if tokens != seen:
         raise DataError(f"{record.path}: test2016 has {tokens:,} reference tokens here but "
                         f"{seen:,} in {other.path}, which scores the same references: one of "
-                        f"the two scored only part of test2016; {record.fix}")
+                        f"the two scored only part of test2016, or was changed by hand. "
+                        f"Restore the one changed (git checkout FILE), or score it again: for "
+                        f"{record.path.name}, {record.fix}; for {other.path.name}, {other.fix}")
 
 
 def commands_table() -> str:
