@@ -123,7 +123,8 @@ class Config(ModelConfig):
         unknown = sorted(set(values) - {f.name for f in fields(Config)})
         if unknown:
             raise ConfigError(f"config fields {', '.join(unknown)} are unknown to this version "
-                              f"of the code")
+                              f"of the code (written by a newer version, or edited): update "
+                              f"this copy of the project, or use a file this version wrote")
         return Config(**values)
 
     def longest_sentence(self) -> int:

@@ -159,7 +159,17 @@ def test_unknown_config_field_is_a_clear_error(tmp_path):
     checkpoint_file.atomic_save({**payload, "config": {**payload["config"], "flux": 1}}, path)
     with pytest.raises(CheckpointError) as error:
         load_model(path)
-    says(error, "flux", "unknown")
+    says(error, "flux", "unknown", "newer version", "update")
+
+
+def test_a_checkpoint_without_its_tokenizer_names_what_it_lacks_and_what_to_use(tmp_path):
+    path = tmp_path / "c.pt"
+    save_tiny(path)
+    payload = torch.load(path, weights_only=True)
+    checkpoint_file.atomic_save({k: v for k, v in payload.items() if k != "tokenizer"}, path)
+    with pytest.raises(CheckpointError) as error:
+        load_model(path)
+    says(error, "lacks tokenizer", "another checkpoint of its run")
 
 
 def test_non_finite_weights_are_never_written(tmp_path):

@@ -56,7 +56,7 @@ from pathlib import Path
 import torch
 
 from annotated.base.errors import CheckpointError, ConfigError, DeviceError
-from annotated.base.files import COMPRESSED, atomic_open
+from annotated.base.files import atomic_open, compressed_by
 from annotated.base.settings import shown
 from annotated.base.signals import signals_held
 from annotated.configs import COPY_ONLY, SHAPE, TEXT_ONLY, Config
@@ -310,7 +310,9 @@ def _read(path: Path, device) -> dict:
                            if resaved else f"; {DAMAGED}"))
     missing = {"config", "model", "tokenizer", "step", "training", "run_id"} - set(payload)
     if missing:
-        raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}")
+        raise CheckpointError(f"checkpoint {path} lacks {', '.join(sorted(missing))}, which "
+                              f"every checkpoint of annotated.train holds (it was written or "
+                              f"changed by other code); use another checkpoint of its run")
     return payload
 
 
@@ -323,8 +325,7 @@ def not_a_checkpoint(path: Path) -> str | None:
         return None
     if not head:
         return "is empty"
-    packed = {b"\x1f\x8b": "gzip", **COMPRESSED}
-    if tool := next((t for magic, t in packed.items() if head.startswith(magic)), None):
+    if tool := compressed_by(head):
         return f"is {tool}-compressed (decompress it first)"
     try:
         text = head.decode()
