@@ -132,9 +132,13 @@ def parse_args(argv=None):
     parser.add_argument("--against", type=path, metavar="DIR",
                         help="another copy of the project, timed in turn with this one")
     args = parser.parse_args(argv)
-    if args.against and not (args.against / "benchmarks" / "train_throughput.py").is_file():
-        raise DataError(f"--against {args.against}: no benchmarks/train_throughput.py there; "
-                        f"give a copy of this project, e.g. made by git worktree add DIR REV")
+    theirs = args.against and args.against / "benchmarks" / "train_throughput.py"
+    if theirs and not (theirs.is_file() and all(
+            name in theirs.read_text(errors="replace") for name in ("CASES", "def training_step"))):
+        raise DataError(f"--against {args.against}: " + ("its benchmarks/train_throughput.py is "
+                        "not this project's (no CASES and training_step)" if theirs.is_file()
+                        else "no benchmarks/train_throughput.py there") + "; give a copy of this "
+                        "project, e.g. made by git worktree add DIR REV")
     if args.against and args.against.resolve() == ROOT:
         say_error(f"note: --against {args.against} is this copy of the project itself: both "
                   f"sides run the same code, so the ratio shows only the machine's noise")

@@ -237,6 +237,13 @@ def test_the_throughput_comparison_refuses_a_folder_that_is_not_the_project(tmp_
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and err.count("\n") == 1
     assert str(tmp_path) in err and "git worktree add" in err
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "train_throughput.py").write_text('print("hello")\n')
+    with pytest.raises(SystemExit) as exit_:                # before any process starts
+        train_throughput.main(["--against", str(tmp_path), "--only", "tiny_v6k"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    says(err, "not this project's", "git worktree add")
 
 
 @pytest.mark.slow
