@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from annotated.base.cli import number
+from annotated.base.cli import number, require_stdout
 from annotated.base.errors import ConfigError
 from annotated.base.settings import at_least, between
 
@@ -31,7 +31,9 @@ def cores() -> int:
 def set_threads(n: int | None):
     """Use the same number of intra-op threads for every contender (--threads, else env
     BENCH_THREADS, else one a core); returns it. More threads than cores is said on stderr:
-    they take turns on the cores, and the times measure that."""
+    they take turns on the cores, and the times measure that. Every timing benchmark begins
+    here, and prints its timings: with stdout closed it stops before timing anything."""
+    require_stdout("the timings")
     if n is None:
         text = os.environ.get("BENCH_THREADS", str(cores()))
         test, allowed = THREADS

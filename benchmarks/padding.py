@@ -11,7 +11,7 @@ batch sizes: pairs in random order, and pairs sorted by source length, then targ
 import numpy as np
 
 from annotated import configs
-from annotated.base.cli import ArgumentParser, command, number
+from annotated.base.cli import ArgumentParser, command, number, require_stdout
 from annotated.base.settings import at_least
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
 from annotated.data.corpus import load_corpus
@@ -37,6 +37,7 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
+    require_stdout("the table")
     config = configs.get(args.config)
     corpus = load_corpus(config, args.data_dir, args.cache_dir)
     lengths = lengths_of(corpus.train)

@@ -209,6 +209,7 @@ def test_with_stderr_closed_the_translations_alone_reach_stdout(tmp_path):
     ("python -m annotated.evaluate --hyp hyp.txt --ref in.txt >&-", ("stdout is closed", "scores")),
     ("python -m annotated.evaluate --hyp hyp.txt --ref in.txt > /dev/full",
      ("stdout", "No space left")),
+    ("python -m benchmarks.adam_step --repeats 1 >&-", ("stdout is closed", "the timings")),
 ])
 @pytest.mark.slow
 def test_a_result_with_nowhere_to_go_is_an_error(tmp_path, command_line, names):
