@@ -19,6 +19,8 @@ and no temporary folder beside it.
 import json
 import os
 import shutil
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from annotated.base.cli import say_error
@@ -54,13 +56,46 @@ def render(edition: stage.Edition, tmp: Path) -> Path:
             "-d", str(tmp / f"doctrees-{lang}"), str(src), str(site)]
     for name, value in languages.ALL[lang].SPHINX.items():    # Sphinx's settings for `lang`
         args[:0] = ["-D", f"{name}={value}"]
-    if run_sphinx(args) != 0:
+    with staged_copies_named(origins(src, lang)):
+        built = run_sphinx(args)
+    if built != 0:
         raise DataError("Sphinx could not build the site (its messages are above); the "
                         "site that was there, if any, is unchanged")
     if (site / explorer.PAGE.replace(".md", ".html")).is_file():
         explorer.write_data(site)               # its weights, beside the page
     downloads(site / "notebooks", edition)
     return site
+
+
+def origins(src: Path, lang: str) -> dict[str, str]:
+    """{staged copy in `src`: the project's file it comes from}, for Sphinx's messages: a
+    chapter's notebook, or a page (in a translation, its translation file)."""
+    pages = {page: page if lang == languages.ENGLISH else i18n.translation_file(page, lang)
+             for page in stage.pages()}
+    found = {nb: nb for nb in stage.chapters() + stage.appendices()} | pages
+    return {str(src / staged.name): str(own.relative_to(BOOK.parent))
+            for staged, own in found.items()}
+
+
+@contextmanager
+def staged_copies_named(names: dict[str, str]):
+    """For the block, a staged copy that Sphinx names on stderr (in a temporary folder gone
+    after the build) is named by the project's file it comes from."""
+    stream = sys.stderr
+
+    class Named:
+        def write(self, text: str) -> int:
+            for staged, own in names.items():
+                text = text.replace(staged, own)
+            return stream.write(text)
+
+        def __getattr__(self, name):
+            return getattr(stream, name)
+    sys.stderr = Named()
+    try:
+        yield
+    finally:
+        sys.stderr = stream
 
 
 def downloads(folder: Path, edition: stage.Edition) -> None:

@@ -1323,3 +1323,17 @@ def test_exercises_and_closed_solutions_in_a_browser_in_both_languages(site, ser
         assert toggles[0].get_attribute("open") is not None
         assert any(b.is_displayed() for b in body)
     assert not problems, "\n".join(problems)
+
+
+def test_sphinx_messages_name_the_projects_files_not_their_staged_copies(tmp_path, capsys):
+    """A broken link in book/start.md is reported by Sphinx at its copy in the build's
+    temporary folder, gone once the build fails: the message names the file to edit."""
+    from book import build
+    for lang, own in (("en", "book/start.md"), ("zh", "book/zh/start.md")):
+        src = tmp_path / f"src-{lang}"
+        with build.staged_copies_named(build.origins(src, lang)):
+            print(f"{src}/start.md:17: WARNING: target not found", file=sys.stderr)
+            print(f"{src}/02_masking.ipynb:5: WARNING: x", file=sys.stderr)
+        first, second = capsys.readouterr().err.splitlines()
+        assert first.startswith(f"{own}:17: WARNING") and str(tmp_path) not in first
+        assert second.startswith("chapters/02_masking.ipynb:5: WARNING")
