@@ -143,6 +143,10 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
                                 f"rendering {zh} itself, so every right use of {en} "
                                 f"would be called a variant; take it out of the third cell")
         rows.append((en, zh, patterns))
+    if not rows:
+        raise DataError(f"{TERMS.relative_to(i18n.ROOT)} holds no term (emptied?): it is the "
+                        f"project's term list; restore it from git (git checkout -- "
+                        f"{TERMS.relative_to(i18n.ROOT)})")
     return rows
 
 

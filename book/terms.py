@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from annotated.base.errors import DataError
 from book import i18n, languages
 
 BOOK = Path(__file__).resolve().parent
@@ -107,12 +108,18 @@ def chapter_paths() -> list[Path]:
 def terms(lang: str = languages.ENGLISH) -> tuple[Term, ...]:
     """Every glossary entry, as a term in `lang`."""
     text = i18n.page_text(GLOSSARY, lang)
+    if lang == languages.ENGLISH:              # (a translation file is checked as it is read)
+        i18n.source_units(GLOSSARY)            # a git conflict marker left in it, named
     found = []
     for label, bold, body in re.findall(
             r"^\((glossary-[\w-]+)\)=\n\*\*(.+?)\.\*\*(.*?)(?=^\(glossary-|^#|\Z)", text,
             re.S | re.M):
         said = re.search(r"\{doc\}`[^`<]*?(\d+|[A-Z])\s*<(?:\d\d_|appendix_)", body)
         found.append(Term(label, bold, forms(bold, label, lang), said and said.group(1)))
+    if not found:
+        raise DataError(f"{GLOSSARY.relative_to(BOOK.parent)} holds no glossary entry "
+                        f"((glossary-LABEL)= then a bold term), in {lang} (emptied?): restore "
+                        f"it from git (git checkout -- {GLOSSARY.relative_to(BOOK.parent)})")
     return tuple(found)
 
 

@@ -817,6 +817,24 @@ def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_pa
     says(str(refused.value), f"terms.md:{line}", *names)
 
 
+def test_an_emptied_term_list_or_glossary_is_one_line_not_one_per_use(tmp_path, monkeypatch):
+    """Emptied, each would make every use of a term a finding (hundreds of lines)."""
+    from annotated.base.errors import DataError
+    from book import chinese, terms
+    (tmp_path / "terms.md").write_text("", encoding="utf-8")
+    monkeypatch.setattr(chinese, "TERMS", tmp_path / "terms.md")
+    monkeypatch.setattr(chinese.i18n, "ROOT", tmp_path)
+    with pytest.raises(DataError) as refused:
+        chinese.term_list()
+    says(str(refused.value), "terms.md", "holds no term", "git checkout")
+    (tmp_path / "glossary.md").write_text("# Glossary\n", encoding="utf-8")
+    monkeypatch.setattr(terms, "GLOSSARY", tmp_path / "glossary.md")
+    monkeypatch.setattr(terms, "BOOK", tmp_path / "book")
+    with pytest.raises(DataError) as refused:
+        terms.terms.__wrapped__()
+    says(str(refused.value), "glossary.md", "no glossary entry", "git checkout")
+
+
 @pytest.mark.parametrize("edit, names", [
     (lambda words: words.WORDS.pop("reference"), ["WORDS", "lacks the key 'reference'"]),
     (lambda words: words.WORDS.update(api_title="{modul} 参考"), ["'api_title'", "{modul}",
