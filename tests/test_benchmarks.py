@@ -272,7 +272,8 @@ def test_under_amp_bf16_the_mfu_is_against_the_bf16_peak(capsys):
 def test_a_copy_whose_benchmark_fails_is_named_and_the_comparison_stops(tmp_path, capsys):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "__init__.py").write_text("")
-    (tmp_path / "benchmarks" / "train_throughput.py").write_text('raise SystemExit("broken")\n')
+    (tmp_path / "benchmarks" / "train_throughput.py").write_text(
+        'CASES = {}\ndef training_step(*args):\n    pass\nraise SystemExit("broken")\n')
     with pytest.raises(SystemExit) as exit_:
         train_throughput.main(["--against", str(tmp_path), "--only", "tiny_v6k", "--repeats",
                                "1", "--threads", "1"])
