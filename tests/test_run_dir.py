@@ -1,5 +1,6 @@
 """The run folder (annotated.training.run_dir): one trainer at a time, found unwritable before
 any work, and a metrics log that survives a crash in the middle of a line."""
+import gc
 import json
 
 import pytest
@@ -152,6 +153,27 @@ def test_a_stop_between_checkpoints_says_which_steps_are_lost(ckpt_every, stop_a
                     *TINY[:-1], f"ckpt_every={ckpt_every}"])
     assert stopped.value.code == 130
     says(error_line(capsys), *names)
+
+
+def test_a_stop_leaves_no_engine_alive_in_the_frames_it_carries(tmp_path, capsys, monkeypatch):
+    """Under torchrun the engine holds DDP, whose last reference, dropped at interpreter exit
+    after its process group, deadlocks gloo's worker thread (the stopped process never ends,
+    and the others wait on it). The stop's traceback must not keep it alive."""
+    from annotated.training import loop
+    from annotated.training.step import Engine
+    calls, real = [], loop.train_step
+
+    def stopped_at_step_3(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)
+    monkeypatch.setattr(loop, "train_step", stopped_at_step_3)
+    with pytest.raises(SystemExit) as stopped:
+        train.main(["--run-dir", str(tmp_path / "run"), "--max-steps", "20", *TINY[:-1]])
+    assert stopped.value.code == 130 and stopped.value.__context__ is not None
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, Engine)]
 
 
 def test_a_stop_just_after_a_checkpoint_is_written_still_names_it(tmp_path, capsys,

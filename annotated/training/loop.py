@@ -16,6 +16,7 @@ steps; validation every eval_every steps.
 """
 import shlex
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -109,6 +110,9 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
                 show_at_work(model, corpus, config, folder.path)
             except OSError:                   # stdout broke at the very end: nothing is lost
                 silence_stdout()
+    except BaseException as error:     # a stop, or an error: the frames it carries hold DDP
+        traceback.clear_frames(error.__traceback__)       # (freed in the finally, see there)
+        raise
     finally:            # DDP freed after its process group hangs in gloo: free it first
         run = model = None
         folder.close()
