@@ -485,10 +485,10 @@ def test_a_notebook_stopped_in_a_cell_keeps_the_checks_before_and_names_the_cell
         assert [row["passed"] for row in rows] == [1] * len(names), rows
         return [row["note"] for row in rows]
     [slow] = grade(["slow"], cell_timeout=300, timeout=30)
-    stuck, signals = grade(["stuck", "signals"], cell_timeout=3, timeout=60)
-    says(slow, "--timeout", "cell 3", "the checks before it count")
-    says(stuck, "cell 3", "did not run to its end")
-    assert "ran past" not in stuck           # its interrupt did not stop it: named once
+    stuck, signals = grade(["stuck", "signals"], cell_timeout=20, timeout=90)  # (a busy
+    says(slow, "--timeout", "cell 3", "the checks before it count")    # machine imports slowly)
+    says(stuck, "cell 3", "did not stop when interrupted", "the checks before it count")
+    assert "were stopped" not in stuck       # its interrupt did not stop it: named once
     says(signals, "cell 3", "not by the grader", "signal")
 
 
