@@ -216,8 +216,12 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
         raise ConfigError(f"the overrides are one string, {items!r}, not a list of them; "
                           f"give a list: [{items!r}]")
     raw = {}
-    for item in items:
+    for item, after in zip(items, [*items[1:], None]):
         key, sep, text = item.partition("=")
+        if sep and key in FIELDS and not text:
+            raise ConfigError(f"{item} has no value" + (f" ({after!r} follows it: a space after "
+                              f"=? write {key}={after})" if after and "=" not in after else "")
+                              + f"; e.g. {key}=VALUE")
         if not sep or not key.strip():
             raise ConfigError(f"expected key=value, got {shown(item)}: "
                               f"{'no =' if not sep else 'the key before = is missing'}; "

@@ -108,6 +108,9 @@ def run_config(args, out: Path):
             raise RunDirError(f"{out} is in use by another training process (pid {pid}), which "
                               f"has saved no checkpoint yet; wait for it to end or choose "
                               f"another --run-dir")
+        if args.resume and out.exists() and not out.is_dir():
+            raise RunDirError(f"--run-dir {out} is a file, not a run folder; give the folder "
+                              f"that holds the run's checkpoints")
         if args.resume:
             raise ConfigError(f"--resume: no checkpoint in {out} to continue; "
                               + renamed_advice(out))

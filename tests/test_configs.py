@@ -56,6 +56,9 @@ def test_overrides_are_parsed_by_field_type():
     with pytest.raises(configs.ConfigError) as error:
         configs.apply_overrides(configs.get("copy"), ["N"])
     says(error, "key=value", "'N'")
+    with pytest.raises(configs.ConfigError) as error:               # N= 1: a space after =
+        configs.apply_overrides(configs.get("copy"), ["N=", "1"])
+    says(error, "N= has no value", "'1' follows it", "N=1")
     with pytest.raises(configs.ConfigError) as error:               # not read letter by letter
         configs.apply_overrides(configs.get("copy"), "N=2")
     says(error, "one string", "'N=2'", "['N=2']")

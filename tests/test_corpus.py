@@ -122,6 +122,18 @@ def test_a_corpus_of_repeated_pairs_gets_one_warning_not_one_per_side(tmp_path):
     says(said[0], "warning", "300 of the 400 pairs", "repeat")
 
 
+def test_a_corpus_copied_onto_itself_once_is_warned_about(tmp_path):
+    """cat train.en train.en > train.en.new: exactly half the pairs repeat the other half."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:100]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:100]
+    pairs = list(dict.fromkeys(zip(en, de)))
+    text = {"train": pairs + pairs, "valid": [], "test": []}
+    files = {split: (tmp_path / f"{split}.en", tmp_path / f"{split}.de") for split in text}
+    said = []
+    data.note_overlap(text, files, said.append)
+    says(said[0], "warning", f"{len(pairs)} of the {2 * len(pairs)} pairs", "copied onto itself")
+
+
 def test_a_side_that_holds_both_sides_is_refused(tmp_path):
     """A source file made with `paste` (each line: the sentence, a tab, its translation) holds
     the target word for word: refused, naming the file, the line and both sides, before any

@@ -970,7 +970,7 @@ def test_an_output_in_a_folder_where_no_file_can_be_made_names_it_not_a_temporar
 
 
 def test_a_key_with_no_value_or_an_unknown_case_is_one_line(tmp_path, capsys):
-    for item, names in [("P_drop=", ("P_drop = ''", "not a float")),
+    for item, names in [("P_drop=", ("P_drop= has no value", "P_drop=VALUE")),
                         ("n=2", ("unknown", "key(s) n", "valid keys: N, d_model")),
                         ("=5", ("'=5'", "key", "missing", "P_drop=0.3")),
                         ("P_drop", ("'P_drop'", "no =", "P_drop=0.3"))]:

@@ -190,3 +190,12 @@ def test_a_stop_just_after_a_checkpoint_is_written_still_names_it(tmp_path, caps
     out = capsys.readouterr().out
     says(out.strip().splitlines()[-1], "step 3", "saved", "ckpt_0000003.pt", "before stopping")
     assert (tmp_path / "run" / "ckpt_0000003.pt").is_file()
+
+
+def test_resume_with_a_file_for_the_run_folder_says_it_is_a_file(tmp_path, capsys):
+    """Not "no checkpoint to continue; run without --resume", which then fails on the file."""
+    (tmp_path / "metrics.jsonl").write_text("")
+    with pytest.raises(SystemExit) as stopped:
+        train.main(["--run-dir", str(tmp_path / "metrics.jsonl"), "--resume"])
+    assert stopped.value.code == 1
+    says(capsys.readouterr().err.strip(), "metrics.jsonl", "is a file", "run folder")

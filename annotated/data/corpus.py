@@ -329,7 +329,7 @@ def note_overlap(text: dict, files: dict, log) -> None:
     what the model memorised, not translation."""
     seen = set(text["train"])
     repeats = len(text["train"]) - len(seen)
-    if repeats > len(text["train"]) / 2:
+    if repeats and repeats >= len(text["train"]) / 2:       # a copy appended once: a half
         src, tgt = files["train"]
         log(f"warning: {repeats:,} of the {len(text['train']):,} pairs of {src} and {tgt} "
             f"repeat another pair exactly (a corpus copied onto itself?): check the files")
