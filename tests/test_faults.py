@@ -127,9 +127,12 @@ def test_full_disk_keeps_the_old_file_and_says_no_space_left(tmp_path, monkeypat
     with pytest.raises(OSError) as error:
         with atomic_open(path) as f:
             f.write(b"more than ten bytes")
-    says(error, "no space left", str(path))
+    says(error, "no space left", str(path), "free some space or write elsewhere")
     assert error.value.errno == errno.ENOSPC
     assert snapshot(tmp_path) == {path.relative_to(tmp_path): b"old"}     # no temporary left
+    from annotated.base.cli import describe           # as a command says it: no [Errno 28]
+    says(describe(error.value), "no space left", "free some space")
+    assert not describe(error.value).startswith("[Errno")
 
 
 def test_full_disk_during_checkpoint_save_keeps_the_old_checkpoint(tmp_path, monkeypatch):

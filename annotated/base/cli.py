@@ -86,6 +86,8 @@ def describe(error: BaseException, argv: list[str] = ()) -> str:
     if isinstance(error, OSError) and error.strerror == os.strerror(errno.ENOSPC):   # bare
         return ("no space left on the device being written (a full disk, or stdout sent to a "
                 "full device); free some space or write elsewhere")
+    if isinstance(error, OSError) and error.strerror and not error.filename:   # our own words
+        return error.strerror
     return str(error) or type(error).__name__
 
 

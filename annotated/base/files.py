@@ -414,9 +414,10 @@ def atomic_open(path, mode="wb"):
         tmp.unlink(missing_ok=True)
         if isinstance(e, OSError) and e.errno and (
                 e.errno in (errno.ENOSPC, errno.EDQUOT) or not e.filename):
+            fix = WRITE_FIXES.get(e.errno)
             raise OSError(e.errno, f"{os.strerror(e.errno).lower()}{_LIMITS.get(e.errno, '')} "
                                    f"while writing {path}; the file that was there, if any, is "
-                                   f"unchanged") from e
+                                   f"unchanged" + (f"; {fix}" if fix else "")) from e
         raise
 
 
