@@ -249,6 +249,16 @@ def test_another_torchrun_process_gone_is_one_line(monkeypatch, capsys):
     assert error_line(capsys).startswith("error: another process of this torchrun job stopped")
     assert peer_lost(RuntimeError("Connection closed by peer"))
 
+    @command
+    def chatty(argv):                                 # gloo's own advice, cut from the line
+        raise RuntimeError("Connection closed by peer [127.0.0.1]:8859. This is typically "
+                           "caused by a remote worker crashing. Check the logs of the remote "
+                           "worker before reporting an error. GLHF! \U0001f3d6\ufe0f")
+    exits_with_error(chatty, [])
+    line = says(error_line(capsys), "Connection closed by peer [127.0.0.1]:8859",
+                "if the run saved one")
+    assert "GLHF" not in line and "typically" not in line
+
 
 # --- checkpoints that are not what they seem ------------------------------------------------------
 

@@ -434,3 +434,17 @@ def test_a_users_corpus_trains_translates_and_scores_with_the_same_commands(tmp_
     out = capsys.readouterr().out
     assert "files: 400 training pairs" in out and "sacreBLEU (cased, detokenized)" in out
     assert len((tmp_path / "test.hyp").read_text().splitlines()) == 300
+
+
+def test_torchruns_processes_times_threads_past_the_cores_get_a_note(monkeypatch, capsys):
+    """Two processes of --threads 2 on two cores: each is within the cores, all are not."""
+    from annotated.base import threads
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    threads.use_threads(10, 2)
+    says(capsys.readouterr().err.strip(), "2 processes", "4 threads", "2 CPU core(s)",
+         "--threads 1")
+    monkeypatch.setenv("LOCAL_RANK", "1")                    # said once, by the first process
+    threads.use_threads(10, 2)
+    assert capsys.readouterr().err == ""

@@ -136,6 +136,12 @@ def with_notes(line: str, stop: KeyboardInterrupt) -> str:
     return "; ".join([line, *getattr(stop, "__notes__", [])])
 
 
+def lost_how(error: BaseException) -> str:
+    """What gloo or NCCL said of a lost peer, without the library's advice after it ("This is
+    typically caused by ... GLHF!")."""
+    return first_line(error).split(". This is typically")[0]
+
+
 def first_line(error: BaseException) -> str:
     return str(error).strip().split("\n")[0].split("] ")[-1][:200]
 
@@ -163,11 +169,11 @@ def command(main):
             _fail(f"out of memory: {e}" if str(e) else "out of memory")
         except RuntimeError as e:
             if peer_lost(e):
-                _fail(f"another process of this torchrun job stopped ({first_line(e)}); this "
+                _fail(f"another process of this torchrun job stopped ({lost_how(e)}); this "
                       f"one stops too. Read the other process's own error; one killed outright "
                       f"(kill -9, or the system out of memory) prints none, and torchrun's "
                       f"report names its signal. Then --resume continues from the last "
-                      f"checkpoint")
+                      f"checkpoint, if the run saved one")
             if not out_of_memory(e):
                 raise
             _fail(f"out of memory: {allocation_failed(e)}; lower max_tokens (or use "

@@ -28,7 +28,14 @@ def use_threads(parameters: int, requested: int | None = None) -> None:
     if threads:
         torch.set_num_threads(threads)
     cores = len(os.sched_getaffinity(0))
-    if requested and requested > cores:
+    local = os.environ.get("LOCAL_WORLD_SIZE", "")               # torchrun's processes here
+    peers = int(local) if local.isdigit() and int(local) > 0 else 1
+    if requested and requested > cores and peers == 1:
         say_error(f"note: --threads {requested} is more than the {cores} CPU core(s) this "
                   f"process may use: the threads wait for each other, which makes each step "
                   f"slower, not faster; give --threads {cores} or fewer")
+    elif requested and requested * peers > cores and os.environ.get("LOCAL_RANK") == "0":
+        say_error(f"note: {peers} processes of --threads {requested} on this machine are "
+                  f"{requested * peers} threads for its {cores} CPU core(s): they wait for "
+                  f"each other, which makes each step slower, not faster; give --threads "
+                  f"{max(1, cores // peers)}" + (" or fewer" if cores // peers > 1 else ""))
