@@ -33,6 +33,7 @@ from annotated.base.errors import DataError
 from annotated.configs import merged
 from annotated.data import prepare_wmt14
 from annotated.inference.bleu import report, tokenizer_for
+from annotated.data.corpus import load_corpus
 from annotated.model import EncoderDecoder
 from annotated.store import checkpoint_file
 from annotated.training import machine
@@ -794,7 +795,9 @@ def test_a_disk_without_room_for_the_checkpoints_is_told_before_training(
     Room for fewer than keep_last + 1: a note, and the run goes on."""
     from annotated.training import run_dir
     config = configs.apply_overrides(configs.get("copy"), TINY_RUN)
-    size = 3 * 4 * sum(p.numel() for p in EncoderDecoder(config, 11).parameters())
+    tokenizer = load_corpus(config, log=lambda *_: None).tokenizer      # saved with the weights
+    size = 3 * 4 * sum(p.numel() for p in EncoderDecoder(config, 11).parameters()) \
+        + len(tokenizer.to_bytes())
     real = shutil.disk_usage
     monkeypatch.setattr(run_dir.shutil, "disk_usage", lambda path: real(path)._replace(
         free=int(free_checkpoints * size)))

@@ -85,8 +85,9 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
         check_memory(config, V, device, max(map(sum, zip(*lengths_of(corpus.train)))))
         torch.manual_seed(config.seed)                 # the same initial weights on every rank
         model = EncoderDecoder(config, V).to(device)
-        folder.check_room(3 * sum(p.numel() * p.element_size() for p in model.parameters()),
-                          config.keep_last)     # the weights and Adam's two moments
+        folder.check_room(3 * sum(p.numel() * p.element_size() for p in model.parameters())
+                          + len(corpus.tokenizer.to_bytes()),   # weights, Adam's two moments
+                          config.keep_last)                      # and the tokenizer
         optimizer, scheduler = make_optimizer(model, config.d_model, config.warmup_steps,
                                               config.lr_factor, config.train_steps,
                                               config.cooldown_steps)
