@@ -367,7 +367,7 @@ def test_a_diverging_run_stops_in_one_line_before_its_checkpoints_go_bad(tmp_pat
     assert "Traceback" not in err
     line = err.splitlines()[-1]
     says(line, "diverged", "lr_factor", "Last good checkpoint: none known",
-         "ckpt_0000004.pt holds weights from after it", "new --run-dir")
+         "ckpt_0000004.pt may hold diverged weights", "new --run-dir")
     assert "--resume" not in line
     assert metrics(tmp_path, "train")[-1]["loss"] < 3 * math.log(11)
 
@@ -448,3 +448,17 @@ def test_torchruns_processes_times_threads_past_the_cores_get_a_note(monkeypatch
     monkeypatch.setenv("LOCAL_RANK", "1")                    # said once, by the first process
     threads.use_threads(10, 2)
     assert capsys.readouterr().err == ""
+
+
+def test_a_resumed_run_that_diverges_names_the_checkpoint_it_resumed_from_as_good(tmp_path):
+    """Resumed with settings that then diverge (lr_factor=100): the checkpoint it resumed
+    from trained well, so it is the good one to go back to, not "none known, start again"."""
+    from annotated.training.divergence import Diverged, LossWatch
+    for step in (10, 20):
+        (tmp_path / f"ckpt_{step:07d}.pt").write_bytes(b"")
+    watch = LossWatch(200, pending=tmp_path / "ckpt_0000020.pt")
+    watch.checked = 3                                       # its first loss was judged fine
+    with pytest.raises(Diverged) as stopped:
+        watch._stop("step 23: training loss is nan", tmp_path)
+    says(str(stopped.value), "Last good checkpoint: ckpt_0000020.pt", "--resume")
+    assert "none known" not in str(stopped.value) and "after it" not in str(stopped.value)

@@ -85,20 +85,25 @@ class LossWatch:
         self.pending = None
 
     def _stop(self, why: str, run_dir):
-        suspect = [p.name for p in checkpoint_file.checkpoints(run_dir) if self.good is None
-                   or checkpoint_file.step_in_name(p) > checkpoint_file.step_in_name(self.good)]
-        after = (f"; {', '.join(suspect)} hold{'s' if len(suspect) == 1 else ''} weights from "
-                 f"after it" if suspect else "")
+        damaged = self.resumed_from is not None and self.checked == 1
+        # the checkpoint this run resumed from trained well until now, unless it is the cause
+        good = self.good or (None if damaged or self.resumed_from is None
+                             else Path(self.resumed_from).name)
+        suspect = [p.name for p in checkpoint_file.checkpoints(run_dir) if good is None
+                   or checkpoint_file.step_in_name(p) > checkpoint_file.step_in_name(good)]
+        holds = "holds" if len(suspect) == 1 else "hold"
+        after = ("" if not suspect else f"; {', '.join(suspect)} {holds} weights from after it"
+                 if good else f" ({', '.join(suspect)} may {holds[:4]} diverged weights)")
         go_on = ("to go on from the good one, move the later ones out of the run folder and "
-                 "--resume" if self.good else "no checkpoint is known good, so start again in "
+                 "--resume" if good else "no checkpoint is known good, so start again in "
                  "a new --run-dir")
-        if self.resumed_from is not None and self.checked == 1:
+        if damaged:
             raise Diverged(f"{why}, with the weights of {Path(self.resumed_from).name}, which "
                            f"this run resumed from, before any update: that checkpoint is "
                            f"damaged or diverged. Last good checkpoint: "
-                           f"{self.good or 'none known'}{after}; {go_on}")
+                           f"{good or 'none known'}{after}; {go_on}")
         raise Diverged(f"{why}: diverged, stopped before the update. Last good checkpoint: "
-                       f"{self.good or 'none known'}{after}. Lower lr_factor or raise "
+                       f"{good or 'none known'}{after}. Lower lr_factor or raise "
                        f"warmup_steps; {go_on}")
 
     def saved(self, path):
