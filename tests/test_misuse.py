@@ -604,11 +604,11 @@ def test_a_memory_limit_on_the_process_counts_as_the_memory_free(monkeypatch):
     memory: the check counts from the limit, and names it."""
     mapped = machine._kib("/proc/self/status", "VmSize")
     limit = mapped + 2**20
-    monkeypatch.setattr(machine.resource, "getrlimit", lambda kind: (limit, limit))
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (limit, limit))
     free, where = machine.available_memory(torch.device("cpu"))
     assert 0 < free <= 2**20 and "ulimit -v" in where
-    unlimited = machine.resource.RLIM_INFINITY
-    monkeypatch.setattr(machine.resource, "getrlimit", lambda kind: (unlimited, unlimited))
+    unlimited = resource.RLIM_INFINITY
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (unlimited, unlimited))
     assert machine.available_memory(torch.device("cpu"))[0] > 2**20
 
 

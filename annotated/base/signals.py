@@ -126,8 +126,9 @@ def stops_while_blocked(limit_s: float, overdue: Callable[[], str]):
     the signal from signal.set_wakeup_fd, prints the stop's one line, `interrupted` or
     `interrupted by SIGTERM`, and ends the process with the signal's status; after `limit_s`
     seconds it ends it with the error line overdue() and status 1. Only for a wait before the
-    command has written anything: the process ends where it stands."""
-    if threading.current_thread() is not threading.main_thread():
+    command has written anything: the process ends where it stands. (On Windows, where
+    select() takes no pipe, the wait is torch's own.)"""
+    if threading.current_thread() is not threading.main_thread() or sys.platform == "win32":
         yield
         return
     read, write = os.pipe()

@@ -544,8 +544,10 @@ class TooSlow(BaseException):
 @contextmanager
 def time_limit(seconds: float):
     """For the block, in the main thread (where signals arrive): TooSlow after `seconds`. The
-    notebook's own SIGALRM handler and timer, if it set any, are put back after."""
-    if threading.current_thread() is not threading.main_thread():
+    notebook's own SIGALRM handler and timer, if it set any, are put back after. (Windows has
+    no SIGALRM: there the cases run without a limit.)"""
+    if threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer"):
         yield
         return
 

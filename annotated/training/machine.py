@@ -24,7 +24,6 @@ until it ends, which a training process does anyway. Other C libraries are left 
 import ctypes
 import os
 import platform
-import resource
 
 import torch
 
@@ -72,6 +71,10 @@ def _container_room() -> int | None:
 
 def _address_space_room() -> int | None:
     """RLIMIT_AS (`ulimit -v`) less the address space this process already maps."""
+    try:
+        import resource                          # POSIX only: Windows has no such limit
+    except ImportError:
+        return None
     most = resource.getrlimit(resource.RLIMIT_AS)[0]
     mapped = _kib("/proc/self/status", "VmSize")
     return None if most == resource.RLIM_INFINITY or mapped is None else most - mapped
