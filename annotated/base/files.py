@@ -225,6 +225,15 @@ def expand(text) -> Path:
                         f"such user") from None
 
 
+def links_loop(path) -> bool:
+    """Whether `path` is a link that leads back to itself, directly or through other links."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        return e.errno == errno.ELOOP
+    return False
+
+
 def resolved(path) -> Path:
     """expand(path), absolute, links resolved; a loop of links is a DataError."""
     try:

@@ -22,7 +22,6 @@ rows as JSON instead, with each check's line in every language, for a course's g
 The exit code is 0 when every notebook was graded, 1 when one could not be (its row says why),
 and 2 for a wrong argument.
 """
-import errno
 import fcntl
 import json
 import os
@@ -36,7 +35,7 @@ from pathlib import Path
 from annotated.base.cli import (ArgumentParser, command, number, path, require_stdout, say_error,
                                 show, unwritable_on_stdout)
 from annotated.base.errors import DataError
-from annotated.base.files import compressed_by, write_files
+from annotated.base.files import compressed_by, links_loop, write_files
 from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
 from annotated.exercises import exercises, graded_ids, nearest_ids
@@ -290,15 +289,6 @@ def free_name(file: Path, suffix: str) -> Path:
     return name
 
 
-def loops(path: Path) -> bool:
-    """Whether `path` is a link that leads back to itself (directly or through other links)."""
-    try:
-        os.stat(path)
-    except OSError as e:
-        return e.errno == errno.ELOOP
-    return False
-
-
 def unreadable(notebook: Path, say: dict) -> str | None:
     """Why `notebook` is no file to read as a notebook (a device, a pipe, one too large, an
     archive), in the table's language, or None."""
@@ -341,7 +331,7 @@ def grade(notebook: Path, args) -> dict:
            "exercises": {}, "errors": [], "note": None}
     if notebook.is_dir() or not notebook.exists():
         row["note"] = (say["a_folder"].format(path=notebook) if notebook.is_dir() else
-                       say["link_loop"] if loops(notebook) else
+                       say["link_loop"] if links_loop(notebook) else
                        say["dangling"].format(target=os.readlink(notebook))
                        if notebook.is_symlink() else say["no_file"])
         return row

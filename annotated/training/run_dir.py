@@ -26,7 +26,7 @@ from pathlib import Path
 
 from annotated.base.cli import say_error
 from annotated.base.errors import CheckpointError, DataError, RunDirError
-from annotated.base.files import atomic_open, clear_temporaries
+from annotated.base.files import atomic_open, clear_temporaries, links_loop
 from annotated.store import checkpoint_file
 
 
@@ -148,13 +148,10 @@ class RunDir:
         """Refuse a run folder that is a file or a broken link, and a metrics log that is a
         link or not a file (the run would write into whatever it points at)."""
         if self.path.is_symlink() and not self.path.exists():
-            try:
-                os.stat(self.path)
-            except OSError as e:
-                if e.errno == errno.ELOOP:
-                    raise RunDirError(f"the run folder {self.path} is a loop of links (it "
-                                      f"leads back to itself); remove the link or choose "
-                                      f"another --run-dir") from None
+            if links_loop(self.path):
+                raise RunDirError(f"the run folder {self.path} is a loop of links (it leads "
+                                  f"back to itself); remove the link or choose another "
+                                  f"--run-dir")
             raise RunDirError(f"the run folder {self.path} is a link to "
                               f"{os.path.realpath(self.path)}, which does not exist; create it "
                               f"or choose another --run-dir")
