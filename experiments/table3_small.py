@@ -331,14 +331,17 @@ def training_of(record: dict, besides) -> tuple:
 
 
 def trained_otherwise(results: dict) -> list[str]:
-    """The rows whose steps, or settings other than their own change, differ from most rows':
-    each row is set beside the others with its own change's keys left out of all of them, since
-    a row that sets a key the base row also gives (h, N, d_ff) differs from it there alone."""
+    """The rows whose steps, or settings other than their own change, differ from the base
+    row's: each row is set beside the base row with its own change's keys left out of both,
+    since a row that sets a key the base row also gives (h, N, d_ff) differs from it there
+    alone. Without a base row there is nothing to set them beside, and the table says that row
+    is missing."""
+    if "base" not in results:
+        return []
     def own(name):
         return ROWS[name][1] if name in ROWS else {"seed": None}    # a further seed's change
     return [name for name, record in results.items()
-            if training_of(record, own(name)) != Counter(
-                training_of(other, own(name)) for other in results.values()).most_common(1)[0][0]]
+            if training_of(record, own(name)) != training_of(results["base"], own(name))]
 
 
 # The files a training run writes into its folder, and the record this script adds to the
@@ -481,10 +484,11 @@ def render_markdown(results: dict, command_line: str) -> str:
                   "difference from the base row that falls inside this spread may be noise."]
     unlike = trained_otherwise(results)
     if unlike:
-        lines += ["", f"Trained otherwise than most rows: {', '.join(unlike)}. Their steps or "
-                  "settings differ (see their commands below), so their differences from the "
-                  "other rows are not their change alone."]
-    missing = [row for row in PAPER_ROWS if row not in {r["paper_row"] for r in results.values()}]
+        lines += ["", f"Trained otherwise than the base row: {', '.join(unlike)}. Their steps "
+                  "or settings differ (see their commands below), so their differences from the "
+                  "base row are not their change alone."]
+    missing = [row for row in PAPER_ROWS if row not in {ROWS[name][0] for name in results
+                                                         if name in ROWS}]  # a seed is no base
     if missing:
         lines += ["", f"Not yet trained: {', '.join(missing)} (`--rows {' '.join(missing)}` "
                   "trains them; the rows above are kept)."]

@@ -198,7 +198,7 @@ def test_table3_small_trains_rows_reuses_runs_and_keeps_recorded_rows(tmp_path, 
     mixed = next(line for line in out_lines if "trained otherwise" in line)
     says(mixed, "3 row(s)", "eps_ls=0.2", "base, seed 1235", "E: learned positions",
          "another --out-dir")
-    assert "Trained otherwise than most rows: A: h=1." in (out / "table3_small.md").read_text()
+    assert "Trained otherwise than the base row: A: h=1." in (out / "table3_small.md").read_text()
 
 
 def test_table3_small_names_only_the_rows_trained_otherwise():
@@ -209,6 +209,17 @@ def test_table3_small_names_only_the_rows_trained_otherwise():
     results["A: h=1"]["command"] = results["A: h=1"]["command"].replace(
         f"--max-steps {table3_small.steps_of(results['A: h=1'])}", "--max-steps 7")
     assert table3_small.trained_otherwise(results) == ["A: h=1"]
+
+
+def test_table3_small_without_its_base_row_says_so_and_claims_no_row_trained_otherwise(tmp_path):
+    """The base row deleted from the json, its further seeds kept: the table names the base row
+    as not yet trained, and sets no row apart, since there is no base row to set it beside."""
+    results = json.loads((ROOT / "results" / "table3_small.json").read_text())
+    del results["base"]
+    (tmp_path / "table3_small.json").write_text(json.dumps(results))
+    run(table3_small, "--rows", "--out-dir", tmp_path, *TINY)
+    md = (tmp_path / "table3_small.md").read_text()
+    assert "Not yet trained: base " in md and "Trained otherwise" not in md
 
 
 def test_table3_small_says_why_row_c2_is_left_out(capsys):
