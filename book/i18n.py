@@ -314,16 +314,18 @@ def check(source: Path, lang: str) -> Report:
 
 
 def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> None:
-    """One piece of English against the unit that translates it (or none)."""
+    """One piece of English against the unit that translates it (or none). A quote that is not
+    the English now comes first: the translation is to be read again against the new English,
+    and what it lacks beside the old quote says nothing."""
     if unit is None or not unit.text.strip():
         report.missing.append(f"{name}: no translation of {key} {short(text)}")
-    elif problem := translation_problem(unit):
-        report.missing.append(f"{name}:{unit.line}: {key}: {problem}")
     elif unit.en != text:
         diff = "\n".join(difflib.unified_diff(unit.en.split("\n"), text.split("\n"),
                                               "translated", "English now", lineterm="", n=1))
         report.stale.append(f"{name}:{unit.line}: {key}: the English changed since it was "
                             f"translated{unseen_difference(unit.en, text)}:\n{diff}")
+    elif problem := translation_problem(unit):
+        report.missing.append(f"{name}:{unit.line}: {key}: {problem}")
 
 
 #: A line that opens or closes a fenced code block in markdown.

@@ -258,6 +258,27 @@ def test_a_page_paragraph_changed_in_place_is_stale_with_its_difference(tmp_path
     assert not report.orphans
 
 
+def test_a_quote_edited_in_the_chinese_page_is_stale_not_a_translation_that_lacks(
+        tmp_path, monkeypatch):
+    """A `$` deleted from the English a unit quotes: the quote is no longer the English, and
+    that is what the check says, with the difference, not that the translation lacks math."""
+    book = tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    shutil.copy(i18n.BOOK / "slips.md", book / "slips.md")
+    zh = book / "zh" / "slips.md"
+    text = (i18n.BOOK / "zh" / "slips.md").read_text(encoding="utf-8")
+    zh.write_text(text.replace("numbers, so their variance is about $d_k$.",
+                               "numbers, so their variance is about d_k$.", 1), encoding="utf-8")
+    monkeypatch.setattr(i18n, "BOOK", book)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    report = i18n.check(book / "slips.md", "zh")
+    assert not report.missing and len(report.stale) == 1
+    first, *difference = report.stale[0].split("\n")
+    says(first, "book/zh/slips.md:26", "the English changed since it was translated")
+    assert any(line.startswith("-numbers, so their variance is about d_k$.")
+               for line in difference)
+
+
 def test_each_language_module_holds_every_word_the_build_writes():
     """A language is its module in book/languages/ (and, for a translation, its pages in
     book/<name>/): each module has English's lines, each filled by what the build gives it,
