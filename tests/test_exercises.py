@@ -579,6 +579,74 @@ def test_logsumexp_doing_the_stabilising_step_is_refused_in_the_softmax():
              ).message(), "torch.logsumexp", "do without")
 
 
+def shifted_by(shift):
+    def stable_softmax(x):
+        e = (x - shift(x.masked_fill(torch.isinf(x), 0))).exp()
+        return e / e.sum(-1, keepdim=True)
+    return stable_softmax
+
+
+def averaged_last_five(state_dicts, key):
+    values = [sd[key] for sd in state_dicts[-5:]]
+    if not values[-1].is_floating_point():
+        return values[-1]
+    return torch.stack([v.double() for v in values]).mean(0).to(values[-1].dtype)
+
+
+def divided_by_non_zero_targets(weight, pieces, loss_of):
+    n = sum(int((y != 0).sum()) for _, y in pieces)
+    for x, y in pieces:
+        (loss_of(weight, x, y)[0] / n).backward()
+    return weight.grad
+
+
+@pytest.mark.parametrize("exercise_id, answer, case, slip", [
+    ("1.1", lambda q, k, v: (lambda e: ((e / e.sum(-1, keepdim=True)) @ v,
+                                        e / e.sum(-1, keepdim=True)))(
+        (q @ k.mT / q.size(-1) ** 0.5).exp()), "scores of a few hundred", "exp() of the raw"),
+    ("1.2", shifted_by(lambda x: x.amin(-1, keepdim=True)), "rows spread wide", "minimum"),
+    ("1.2", shifted_by(lambda x: x.mean(-1, keepdim=True)), "rows spread wide", "mean"),
+    ("2.2", lambda t, pad: (torch.cumsum((t == pad).int(), 1) == 0)[:, None, None, :],
+     "padded on the left", "padded on the left"),
+    ("8.1", lambda c, r: 1.0 if c / r > 1 else (0.0 if c == 0 else np.exp(1 - r / c)),
+     "an empty reference", "ZeroDivisionError"),
+    ("9.1", averaged_last_five, "eight checkpoints", "leaves out some checkpoints"),
+    ("9.2", divided_by_non_zero_targets, "padding id 3", "id 0 for padding")],
+    ids=["1.1-naive", "1.2-min", "1.2-mean", "2.2-left", "8.1-r0", "9.1-last5", "9.2-pad0"])
+def test_a_shortcut_that_holds_only_for_the_books_usual_inputs_fails(exercise_id, answer, case,
+                                                                     slip):
+    """Answers right wherever a row's scores lie close together, padding comes last, the
+    reference has words, at most five checkpoints come, or padding is the id 0."""
+    result = run(EXERCISES[exercise_id], answer)
+    assert result.status == "failed"
+    says(result.message(), case, slip)
+
+
+def test_the_softmax_exercise_names_what_it_asks_to_do_without():
+    text = next(source(cell) for cell in notebook(CHAPTERS[0])["cells"]
+                if source(cell).startswith("### Exercise 1.2"))
+    assert all(name in text for name in ("`softmax`", "`log_softmax`", "`logsumexp`"))
+
+
+def test_a_tensor_for_one_length_and_a_score_returned_first_are_named():
+    says(run(EXERCISES["7.1"], lambda n, alpha: torch.as_tensor(((5 + n) / 6) ** alpha))
+         .message(), "a tensor for a number", "`length`")
+    says(run(EXERCISES["7.3"], lambda found, alpha: (lambda scores: (
+        max(scores), scores.index(max(scores))))(
+        [log_p / ((5 + len(t)) / 6) ** alpha for t, log_p in found])).message(),
+        "returns the score first", "(position, score)")
+
+
+def test_an_answer_that_raises_not_implemented_for_some_inputs_is_not_a_stub():
+    def causal_mask(size):
+        if size > 3:
+            raise NotImplementedError
+        return causal(size)
+    message = run(EXERCISES["2.1"], causal_mask).message()
+    says(message, "raised NotImplementedError", "raise NotImplementedError")
+    assert "not attempted" not in message
+
+
 def test_the_answer_rebuilt_from_its_code_is_the_projects_own():
     answer = EXERCISES["1.2"].answer
     copy = types.FunctionType(answer.__code__, dict(answer.__globals__), "mine")
@@ -1040,7 +1108,8 @@ def test_traced_project_code_is_refused_and_an_import_alone_is_not():
     with warnings.catch_warnings():                       # torch.jit.trace is deprecated
         warnings.simplefilter("ignore")
         traced = {n: torch.jit.trace(lambda n=n: subsequent_mask(n), ()) for n in range(1, 12)}
-    says(run(EXERCISES["2.1"], lambda size: traced[size]()).message(), "torch.jit", "do without")
+    says(run(EXERCISES["2.1"], lambda size: traced[size]()).message(), "torch.jit",
+         "out of the check's sight")
 
     def importing(size):
         from annotated import masks  # noqa: F401
@@ -1075,15 +1144,20 @@ def causal(size):
     return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
 
 
+def causal_typed(size: int):
+    return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+
+
 @pytest.mark.parametrize("answer, names", [
     (torch.compile(causal, backend="eager"), ["torch.compile", "plain Python"]),
+    (torch.jit.script(causal_typed), ["torch.jit", "plain Python"]),
     (lambda size: torch.compile(causal, backend="eager")(size), ["torch.compile"]),
     (lambda size: torch.tensor(json.loads(subprocess.run(
         [sys.executable, "-c", "import json, annotated.masks as m; "
          f"print(json.dumps(m.subsequent_mask({size}).tolist()))"],
         capture_output=True, text=True).stdout)), ["another process", "fork_exec"]),
     (lambda size: (os.system("true"), causal(size))[1], ["another process", "os.system"])],
-    ids=["compiled", "compiling", "subprocess", "os.system"])
+    ids=["compiled", "scripted", "compiling", "subprocess", "os.system"])
 def test_code_the_check_cannot_follow_is_refused_in_one_line(answer, names):
     """A compiled answer, or the project's code run in a process the answer starts: right
     numbers, reached out of the check's sight. Plain, the same answer passes."""

@@ -234,11 +234,15 @@ def test_checks_called_in_a_loop_or_under_another_name_are_graded(tmp_path):
                                    '    check(number, fn)',
                                    'grade_it = check\ngrade_it("2.2", key_mask)'])
     write(tmp_path, "never.ipynb", [SETUP, mask, "if False:\n    check(x, causal_mask)"])
+    write(tmp_path, "uncalled.ipynb", [SETUP, mask, 'later = lambda: check("2.1", causal_mask)'])
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
                            str(tmp_path / "loop.ipynb"), str(tmp_path / "never.ipynb"),
-                           str(tmp_path / "alias.ipynb"), "--json"], capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=600)
-    loop, never, alias = json.loads(done.stdout)
+                           str(tmp_path / "alias.ipynb"), str(tmp_path / "uncalled.ipynb"),
+                           "--json"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=600)
+    loop, never, alias, uncalled = json.loads(done.stdout)
+    # a check inside a lambda never called names its chapter: its exercises never ran
+    assert statuses(uncalled) == {"2.1": "not run", "2.2": "not run", "2.3": "not run"}
     assert (alias["passed"], alias["total"]) == (1, 3), alias
     assert (loop["passed"], loop["total"]) == (2, 3), loop
     assert statuses(loop) == {"2.1": "passed", "2.2": "passed", "2.3": "not run"}
@@ -439,6 +443,20 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert (tmp_path / "notes.txt.found-while-grading").read_text() == "overwritten"
     says(vandal["note"], "another program", "notes.txt.found-while-grading")
     assert after["note"] is None                           # the next row is not blamed
+
+
+def test_a_mode_changed_alone_is_put_back_with_a_whole_note(tmp_path):
+    (tmp_path / "m.txt").write_text("kept")
+    os.chmod(tmp_path / "m.txt", 0o644)
+    chmod = f"import os\nos.chmod({str(tmp_path / 'm.txt')!r}, 0o755)"
+    write(tmp_path, "chmod.ipynb", [SETUP, chmod, MASK])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "chmod.ipynb"), "--json"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
+    note = json.loads(done.stdout)[0]["note"]
+    assert (tmp_path / "m.txt").stat().st_mode & 0o777 == 0o644
+    says(note, "m.txt", "put back as it was")
+    assert note.endswith("put back as it was") and "kept as" not in note
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -30,6 +30,11 @@ def attention_cases() -> list[Case]:
         Case(Text("d_k = 512", "d_k = 512"),
              (randn(2, 3, 512, seed=9), randn(2, 10, 512, seed=10), randn(2, 10, 3, seed=11))),
         Case(Text("a single key", "只有一个键"), (q, k[:, :1], v[:, :1])),
+        Case(Text("scores of a few hundred, float32: exp() of them overflows",
+                  "几百大小的分数，float32：对它们取 exp() 会溢出"),
+             (12 * randn(1, 3, 16, seed=23, dtype=torch.float32),
+              12 * randn(1, 4, 16, seed=24, dtype=torch.float32),
+              randn(1, 4, 3, seed=25, dtype=torch.float32))),
         Case(Text("float16", "float16"), (q.half(), k.half(), v.half())),
     ]
 
@@ -53,6 +58,13 @@ def scaled_by(divisor, softmax_dim: int = -1, values: str = "v"):
 def weights_first(q, k, v):
     out, weights = scaled_by(math.sqrt)(q, k, v)
     return weights, out
+
+
+def exp_of_raw_scores(q, k, v):
+    """The softmax written from its definition, exp(s) / sum exp(s): NaN once exp overflows."""
+    e = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).exp()
+    weights = e / e.sum(-1, keepdim=True)
+    return weights @ v, weights
 
 
 
@@ -87,6 +99,13 @@ SCALED = Exercise(
         Slip(Text("Your function returns the weights first: return (output, weights).",
                   "你的函数先返回了权重：应返回 (output, weights)。"),
              weights_first),
+        Slip(Text("Your softmax takes exp() of the raw scores: above about 88 in float32 exp "
+                  "overflows to inf, and inf / inf is NaN. Use a softmax that cannot overflow: "
+                  "torch's, or yours from Exercise 1.2.",
+                  "你的 softmax 直接对原始分数取 exp()：在 float32 中，分数超过约 88 时 exp "
+                  "就会溢出成 inf，而 inf / inf 是 NaN。请用不会溢出的 softmax："
+                  "PyTorch 的，或者你在练习 1.2 中写的。"),
+             exp_of_raw_scores),
     ))
 
 
@@ -99,6 +118,11 @@ def softmax_cases() -> list[Case]:
         Case(Text("scores near +1000 and -1000, float32", "分数接近 +1000 和 -1000，float32"),
              (torch.cat([1000 + 40 * randn(1, 4, seed=21), -1000 + 40 * randn(1, 4, seed=22)])
               .float(),)),
+        Case(Text("rows spread wide, from about -100 to +200, float32",
+                  "分布很宽的行，从约 -100 到 +200，float32"),
+             ((torch.tensor([[-100.0, 0.0, 200.0, 50.0, 120.0, -30.0],
+                            [180.0, -90.0, 20.0, 0.0, 60.0, 140.0]])
+               + randn(2, 6, seed=26)).float(),)),
         Case(Text("masked scores (-inf)", "被屏蔽的分数（-inf）"),
              (rows([[0.5, -inf, 1.0, -inf], [-inf, 2.0, -inf, -inf], [1, 2, 3, 4]]),)),
         Case(Text("float16, scores up to about 20", "float16，分数最高约为 20"),
@@ -164,6 +188,11 @@ STABLE = Exercise(
                   "你的 softmax 减去的是每行的最小值：其余分数仍远大于 0，照样溢出；"
                   "而最小值为 -inf 时，整行都变成 NaN。"),
              shifted_softmax(lambda x: x.amin(-1, keepdim=True))),
+        Slip(Text("Your softmax subtracts each row's mean: scores far above the mean still "
+                  "overflow. Only the row's maximum keeps every exp() at 1 or below.",
+                  "你的 softmax 减去的是每行的平均值：远高于平均值的分数照样溢出。"
+                  "只有减去每行的最大值，才能让每个 exp() 都不超过 1。"),
+             shifted_softmax(lambda x: x.mean(-1, keepdim=True))),
         Slip(Text("Your softmax subtracts the maximum of the whole tensor, not of each row: a row "
                   "far below that maximum gets exp() = 0 everywhere, then 0 / 0.",
                   "你的 softmax 减去的是整个张量的最大值，而不是每行的最大值：远低于这个最大值的"

@@ -69,6 +69,9 @@ def padding_cases() -> list[Case]:
         Case(Text("padding id 1, and a real token with id 0",
                   "填充的编号为 1，还有一个编号为 0 的真实词元"),
              (tokens([[0, 5, 2, 1], [4, 0, 2, 1]]), 1)),
+        Case(Text("padding before the tokens (a batch padded on the left)",
+                  "填充在词元之前（从左边填充的批次）"),
+             (tokens([[0, 0, 5, 6, 2], [7, 8, 9, 6, 2]]), PAD)),
         drawn_batch(seed=2201),
     ]
 
@@ -117,6 +120,11 @@ PADDING = Exercise(
         Slip(Text("Your mask compares the tokens with 0, not with `pad`.",
                   "你的掩码把词元与 0 比较，而不是与 `pad` 比较。"),
              lambda t, pad: (t != 0)[:, None, None, :]),
+        Slip(Text("Your mask takes padding to run to the end of each row, but a batch may be "
+                  "padded on the left too: padding is wherever the id `pad` stands.",
+                  "你的掩码假定填充一直延续到每行末尾，但批次也可能从左边填充："
+                  "编号 `pad` 出现在哪里，哪里就是填充。"),
+             lambda t, pad: (torch.cumsum((t == pad).int(), 1) == 0)[:, None, None, :]),
         Slip(Text("Your mask has no head and query axes: give it the shape (batch, 1, 1, seq).",
                   "你的掩码缺少头轴和查询轴：它的形状应为 (batch, 1, 1, seq)。"),
              lambda t, pad: t != pad),

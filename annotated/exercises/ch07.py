@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from annotated.data.tokenizer import EOS
-from annotated.exercises.core import Case, Exercise, Slip, Text, draw, seeded
+from annotated.exercises.core import Case, Exercise, Slip, Text, compare, draw, seeded
 from annotated.inference.search import length_penalty
 
 
@@ -28,10 +28,23 @@ def lp_cases() -> list[Case]:
     ]
 
 
+TENSOR_FOR_A_NUMBER = Text(
+    "a tensor for a number: `length` was a number here, so return a number to match (a tensor "
+    "is the answer to a tensor of lengths)",
+    "数值处返回了张量：这里的 `length` 是一个数，所以应返回一个数与之相配（张量是给长度张量的答案）")
+
+
+def number_to_match(expected, got, lang: str) -> str | None:
+    """compare(), and a number for a number: the penalty of one length is not a tensor."""
+    if isinstance(expected, (int, float)) and isinstance(got, torch.Tensor):
+        return TENSOR_FOR_A_NUMBER(lang)
+    return compare(expected, got, lang)
+
+
 LP = Exercise(
     id="7.1", function="lp",
     topic=Text("the length penalty", "长度惩罚"),
-    cases=lp_cases, answer=length_penalty,
+    cases=lp_cases, answer=length_penalty, compare=number_to_match,
     hint=Text("§6.1 takes GNMT's penalty: the fraction (5 + |Y|) / 6, all of it raised to the "
               "power alpha; it is 1 for |Y| = 1 and for alpha = 0. Write it with operators that "
               "work on a number and on a tensor alike.",
@@ -203,6 +216,11 @@ def best_by(score):
 finished_answer = best_by(lambda tokens, log_p, alpha: log_p / length_penalty(len(tokens), alpha))
 
 
+def score_first(hypotheses, alpha):
+    position, score = finished_answer(hypotheses, alpha)
+    return score, position
+
+
 FINISHED = Exercise(
     id="7.3", function="best_finished",
     topic=Text("the best finished hypothesis", "最好的已完成假设"),
@@ -234,6 +252,9 @@ FINISHED = Exercise(
                   "你的分数用 log P 乘以 lp(Y)：应当相除，这样长输出较低的 log P 才会得到宽容，"
                   "而不是受到双重惩罚。"),
              best_by(lambda tokens, log_p, alpha: log_p * length_penalty(len(tokens), alpha))),
+        Slip(Text("Your function returns the score first: return (position, score).",
+                  "你的函数先返回了分数：应返回 (position, score)。"),
+             score_first),
     ))
 
 

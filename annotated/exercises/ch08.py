@@ -54,6 +54,7 @@ def penalty_cases() -> list[Case]:
         Case(Text("one word against thirty, c = 1, r = 30", "一个词对三十个词，c = 1，r = 30"),
              (1, 30)),
         Case(Text("an empty output, c = 0, r = 12", "空输出，c = 0，r = 12"), (0, 12)),
+        Case(Text("an empty reference, c = 5, r = 0", "空的参考译文，c = 5，r = 0"), (5, 0)),
         Case(Text(f"drawn at random, c = {c:,}, r = {r:,}", f"随机抽取：c = {c:,}，r = {r:,}"),
              (c, r)),
     ]

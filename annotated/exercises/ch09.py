@@ -37,6 +37,7 @@ def average_cases() -> list[Case]:
         Case(Text("five checkpoints, a float64 bias of odd length 7",
                   "五个检查点，一个长度为奇数 7 的 float64 偏置"), (five, "decoder.bias")),
         Case(Text("a single checkpoint", "只有一个检查点"), (five[:1], "encoder.weight")),
+        Case(Text("eight checkpoints", "八个检查点"), (checkpoints(8, seed=60), "encoder.weight")),
         Case(Text("float16 weights near 40,000: their sum passes 65,504",
                   "接近 40,000 的 float16 权重：它们的和超过 65,504"),
              (three, "generator.scale")),
@@ -78,6 +79,10 @@ def first_two(state_dicts, key):
     return average_answer(state_dicts[:2], key)
 
 
+def last_five(state_dicts, key):
+    return average_answer(state_dicts[-5:], key)
+
+
 def kept_float32(state_dicts, key):
     values = [sd[key] for sd in state_dicts]
     return (sum(v.double() for v in values) / len(values)).float()
@@ -88,6 +93,11 @@ INTEGERS_AVERAGED = Text(
     "not a weight. Keep the newest checkpoint's value, in its own dtype.",
     "你的代码把整数条目平均成了浮点数：步数计数器或整数缓冲区不是权重。"
     "应保留最新检查点的值，数据类型不变。")
+
+LEFT_OUT = Text("Your average leaves out some checkpoints: every one of the K checkpoints it "
+                "is given counts, with weight 1/K, however many there are.",
+                "你的平均漏掉了一些检查点：传进来的 K 个检查点，不论有多少个，每一个都要算上，"
+                "权重都是 1/K。")
 
 AVERAGE = Exercise(
     id="9.1", function="averaged_entry",
@@ -132,10 +142,8 @@ AVERAGE = Exercise(
                   "你的代码用 float16 累加 float16 权重：和超过 65,504 就成了 inf，尽管平均值并不大。"
                   "应在 float32 或 float64 中求和，再转换回来。"),
              summed_in_place),
-        Slip(Text("Your average leaves out some checkpoints: every one of the K checkpoints "
-                  "counts, with weight 1/K.",
-                  "你的平均漏掉了一些检查点：K 个检查点每一个都要算上，权重都是 1/K。"),
-             first_two),
+        Slip(LEFT_OUT, first_two),
+        Slip(LEFT_OUT, last_five),
         Slip(Text("Your average is float32: store it in the dtype the checkpoints hold (float64 "
                   "stays float64, float16 stays float16).",
                   "你的平均值是 float32：应以检查点原有的数据类型保存（float64 仍是 float64，"
@@ -149,19 +157,23 @@ AVERAGE = Exercise(
 PAD, EPS_LS = 0, 0.1
 
 
-def piece_loss(weight, x, y):
+def piece_loss(weight, x, y, pad: int = PAD):
     """The piece's label-smoothed loss summed over its non-padding target tokens, and their
     number: x (n, d) features, y (n,) target ids, weight (d, V) the output layer."""
-    stats = label_smoothed_loss(x @ weight, y, pad=PAD, eps_ls=EPS_LS)
+    stats = label_smoothed_loss(x @ weight, y, pad=pad, eps_ls=EPS_LS)
     return stats.loss, stats.tokens
 
 
-def piece(n: int, seed: int, padded: int = 0, dtype=torch.float64, d: int = 6, V: int = 11):
-    """n targets (the last `padded` of them padding) and their features."""
+def piece(n: int, seed: int, padded: int = 0, dtype=torch.float64, pad: int = PAD):
+    """n targets (the last `padded` of them the padding id `pad`; the first, where real, the
+    id 0 when that is not padding) and their features, d = 6 wide, ids below V = 11."""
     g = seeded(seed)
-    y = torch.randint(1, V, (n,), generator=g)
-    y[n - padded:] = PAD
-    return torch.randn(n, d, generator=g, dtype=dtype), y
+    y = torch.randint(0, 10, (n,), generator=g)        # the 10 ids of 0..10 other than pad
+    y[y >= pad] += 1
+    if pad != 0 and n > padded:
+        y[0] = 0                                       # a real token whose id is 0
+    y[n - padded:] = pad
+    return torch.randn(n, 6, generator=g, dtype=dtype), y
 
 
 def weight_of(seed: int, dtype=torch.float64, d: int = 6, V: int = 11) -> torch.Tensor:
@@ -173,8 +185,8 @@ class CountedLoss:
     weight it is given (a hook on that weight). The case and the learner's call share it, not
     a copy, so that the check reads the count afterwards (one_pass_per_piece)."""
 
-    def __init__(self):
-        self.passes, self.weights = 0, set()
+    def __init__(self, pad: int = PAD):
+        self.passes, self.weights, self.pad = 0, set(), pad
 
     def __deepcopy__(self, memo):
         return self
@@ -183,7 +195,7 @@ class CountedLoss:
         if id(weight) not in self.weights and weight.requires_grad:
             self.weights.add(id(weight))
             weight.register_hook(self.reached)
-        return piece_loss(weight, x, y)
+        return piece_loss(weight, x, y, self.pad)
 
     def reached(self, grad):
         self.passes += 1
@@ -206,6 +218,10 @@ def pieces_cases() -> list[Case]:
         Case(Text("float32, four pieces", "float32，四块"),
              (weight_of(17, torch.float32),
               [piece(n, 18 + n, dtype=torch.float32) for n in (7, 3, 11, 5)], CountedLoss())),
+        Case(Text("padding id 3, and real targets with the id 0",
+                  "填充的编号为 3，还有编号为 0 的真实目标"),
+             (weight_of(35), [piece(8, 36, padded=2, pad=3), piece(6, 37, padded=4, pad=3)],
+              CountedLoss(pad=3))),
     ]
 
 
@@ -213,7 +229,7 @@ def one_pass_per_piece(weight, pieces, loss_of) -> Text | None:
     """What is wrong when fewer backward passes reached the weight than there are pieces with
     a token to learn from: the pieces were joined (or their losses summed) into one graph,
     which is the memory that accumulation exists to save."""
-    needed = sum(1 for _, y in pieces if bool((y != PAD).any()))
+    needed = sum(1 for _, y in pieces if bool((y != loss_of.pad).any()))
     if loss_of.passes >= needed:
         return None
     passes = f"{loss_of.passes} backward pass" + ("" if loss_of.passes == 1 else "es")
@@ -232,7 +248,7 @@ def pieces_answer(weight, pieces, loss_of):
     y = np.concatenate([p[1].numpy() for p in pieces])                 # (n,)
     w = weight.detach().double().numpy()                               # (d, V)
     log_p, _ = np_layers.log_softmax_forward((x @ w)[None])            # (1, n, V)
-    _, cache = np_loss.label_smoothed_forward(log_p, y[None], PAD, EPS_LS)
+    _, cache = np_loss.label_smoothed_forward(log_p, y[None], loss_of.pad, EPS_LS)
     d_logits = np_loss.label_smoothed_logits_backward(cache)[0]        # (n, V)
     return torch.from_numpy(x.T @ d_logits).to(weight.dtype)           # (d, V)
 
@@ -254,6 +270,11 @@ def combined(rule):
         shares = piece_gradients(weight, pieces, loss_of)
         return rule([g for g, _ in shares], [n for _, n in shares])
     return gradient
+
+
+def zero_as_padding(weight, pieces, loss_of):
+    n = sum(int((y != 0).sum()) for _, y in pieces)
+    return sum(g for g, _ in piece_gradients(weight, pieces, loss_of)) / n
 
 
 def all_positions(weight, pieces, loss_of):
@@ -305,6 +326,11 @@ PIECES = Exercise(
                   "counts, the second value loss_of returns.",
                   "你的计数把填充位置也算进去了：n 是损失所计的词元数，即 loss_of 返回的第二个值。"),
              all_positions),
+        Slip(Text("Your count takes the id 0 for padding: which id is padding is for loss_of to "
+                  "know, and the count it returns is the one to divide by.",
+                  "你的计数把编号 0 当成了填充：哪个编号是填充，由 loss_of 决定；"
+                  "应当除以的是它返回的那个计数。"),
+             zero_as_padding),
     ))
 
 

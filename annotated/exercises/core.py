@@ -16,6 +16,7 @@ language.
 """
 import contextvars
 import copy
+import dis
 import functools
 import hashlib
 import importlib
@@ -120,10 +121,10 @@ ATTENTION = ("torch.nn.functional.scaled_dot_product_attention", *TORCH_IN_PYTHO
                  "_scaled_dot_product_flash_attention_for_cpu")))
 # What runs code out of the check's sight, refused in every exercise: another process (the
 # ways in of subprocess, multiprocessing, os.system and os.fork; the project's code could run
-# there) and torch.compile, whose compiled code the check cannot follow.
+# there) and torch.compile or TorchScript, whose compiled code the check cannot follow.
 PROCESSES = ("_posixsubprocess.fork_exec", "os.fork", "os.posix_spawn", "os.posix_spawnp",
              "os.system")
-COMPILED = "torch.compile"
+COMPILED, SCRIPTED_NAME = "torch.compile", "torch.jit (TorchScript)"
 
 
 def present(name: str) -> bool:
@@ -433,8 +434,8 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
         expected, meant_to_change = call(exercise.answer, case)   # ... which cannot read it
         if fingerprint((expected, meant_to_change)) != sealed:
             return Outcome("tampered", n, case)
-        if isinstance(error, NotImplementedError) and n == 1 and raised_by(fn, error):
-            return Outcome("not attempted", 0)          # its own stub, not a helper's
+        if isinstance(error, NotImplementedError) and n == 1 and still_the_stub(fn, error):
+            return Outcome("not attempted", 0)
         if error is not None:
             return Outcome("failed", n, case, error)
         if changed and not meant_to_change:
@@ -447,14 +448,19 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
     return Outcome("passed", len(cases))
 
 
-def raised_by(fn, error: BaseException) -> bool:
+def still_the_stub(fn, error: BaseException) -> bool:
     """Whether `error` was raised by the code of `fn` itself (unwrapped), not by a function it
-    called: a helper still a stub, or IPython's refusal of input()."""
+    called (a helper still a stub, or IPython's refusal of input()), from the one line of its
+    body that runs: the book's stub, `raise NotImplementedError`, not an answer that raises it
+    for some inputs."""
     frames = traceback.extract_tb(error.__traceback__)
     inner = fn.func if isinstance(fn, functools.partial) else fn
     code = getattr(inspect.unwrap(inner), "__code__", None)
-    return bool(frames) and code is not None and frames[-1].filename == code.co_filename \
-        and frames[-1].name == code.co_name
+    if not frames or code is None or (frames[-1].filename, frames[-1].name) != (
+            code.co_filename, code.co_name):
+        return False
+    body = {line for _, line in dis.findlinestarts(code) if line and line > code.co_firstlineno}
+    return body == {frames[-1].lineno}
 
 
 def fingerprint(value) -> str:
@@ -497,7 +503,7 @@ def compiled_code_in(fn, depth: int = 3) -> str | None:
             continue
         seen.add(id(value))
         if isinstance(value, SCRIPTED):
-            return "torch.jit (TorchScript)"
+            return SCRIPTED_NAME
         if compiled(value):
             return COMPILED
         if isinstance(value, functools.partial):
@@ -823,7 +829,7 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
         return head + say["case"].format(case=label, problem=found.got(lang)) + say["sep"] + \
             say["hint"].format(hint=exercise.hint(lang))
     if found.status == "forbidden":
-        key = ("calls_own" if package_module(found.got) else "compiled" if found.got == COMPILED
+        key = ("calls_own" if package_module(found.got) else "compiled" if found.got in (COMPILED, SCRIPTED_NAME)
                else "process" if found.got in PROCESSES else "forbidden")
         return head + say[key].format(name=found.got, hint=exercise.hint(lang))
     if found.status in ("again", "redrawn"):            # a case made again with other numbers

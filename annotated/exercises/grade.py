@@ -209,12 +209,13 @@ class Folders:
         added = [file for file in self.listed() if file not in self.files]
         for file in added:                       # the next notebook is not blamed for these
             self.keep(file, self.contents(file))
-        kept_as = listing(found, say, lambda f: f.name)
-        notes = [say[key].format(paths=listing(files, say), found=kept_as)
+        notes = [say[key].format(paths=listing(files, say))
                  for key, files in (("restored", [f for f in changed
                                                   if f not in lost and f not in gone]),
                                     ("restored_gone", [f for f in gone if f not in lost]),
                                     ("not_restored", lost), ("added", added)) if files]
+        if found:                                # only a mode changed: nothing to keep aside
+            notes.insert(1, say["found_kept"].format(found=listing(found, say, lambda f: f.name)))
         if notes:
             row["note"] = say["notes_sep"].join(filter(None, [row["note"], *notes]))
 

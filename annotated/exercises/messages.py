@@ -136,8 +136,8 @@ MESSAGES = {
         "link_loop": "a link that leads back to itself (a loop of links), not a notebook: give "
                      "the notebook itself, or make the link point to it",
         "restored": "while it ran, {paths} changed (by its code, or by another program at "
-                    "the same time), put back as it was; what stood in its place, or on the "
-                    "way to it, is kept as {found}",
+                    "the same time), put back as it was",
+        "found_kept": "what stood in its place, or on the way to it, is kept as {found}",
         "restored_gone": "while it ran, {paths} went (deleted by its code, or by another "
                          "program at the same time), put back as it was",
         "more": " and {n} more",
@@ -244,7 +244,8 @@ MESSAGES = {
         "no_file": "没有这个文件：请检查路径",
         "dangling": "是指向 {target} 的链接，而它并不存在：请直接给出笔记本本身，或让链接指向它",
         "link_loop": "是一个绕回自身的链接（链接成环），不是笔记本：请直接给出笔记本本身，或让链接指向它",
-        "restored": "它运行时，{paths} 被改动（由其中的代码，或同时运行的其他程序），已恢复原样；在原处（或通往它的路径上）发现的东西另存为 {found}",
+        "restored": "它运行时，{paths} 被改动（由其中的代码，或同时运行的其他程序），已恢复原样",
+        "found_kept": "在原处（或通往它的路径上）发现的东西另存为 {found}",
         "restored_gone": "它运行时，{paths} 被删除（由其中的代码，或同时运行的其他程序），已恢复原样",
         "more": " 等，另有 {n} 个",
         "not_restored": "它运行时，其中的代码改动了 {paths}，无法恢复（文件太大没有留副本，或已不可写）：请检查",

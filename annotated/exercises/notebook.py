@@ -20,8 +20,8 @@ import nbformat
 KINDS = ("coding", "predict, then run", "derive")
 HEADING = re.compile(r"^(#{2,3}) Exercise (\d+)\.(\d+) · (.+?)(?: \*\((.+?)\)\*)?\s*$",
                      re.M)
-CHECK = re.compile(r"""^\s*check\(\s*["']([^"'\n]*)["']\s*,\s*(?:([A-Za-z_]\w*)\s*\)|\S)""",
-                   re.M)
+# a call of check(...) wherever it stands: a line of its own, a lambda, a thread's target
+CHECK = re.compile(r"""(?<![\w.])check\(\s*["']([^"'\n]*)["']\s*,\s*(?:([A-Za-z_]\w*)\s*\)|\S)""")
 
 
 @dataclass(frozen=True)
