@@ -108,6 +108,29 @@ class Record:
         return value
 
 
+# sacreBLEU's signature of the scores the README and the results pages publish: one reference,
+# no effective order, the 13a tokenizer, exponential smoothing; case:mixed for the cased score,
+# case:lc for the lowercased one (any version)
+SIGNATURE = {"nrefs": "1", "eff": "no", "tok": "13a", "smooth": "exp"}
+
+
+def signature_of(record: Record, *keys, case: str) -> str:
+    """The sacreBLEU signature at `keys`, checked to be that of the metric the pages name
+    (SIGNATURE, and `case`): a score of another tokenizer, smoothing, case or number of
+    references published under that name is refused."""
+    text = record.get(*keys, kind=str)
+    fields = dict(part.split(":", 1) for part in text.split("|") if ":" in part)
+    wanted = {**SIGNATURE, "case": case}
+    wrong = [f"{key}:{fields.get(key, '(none)')}" for key, value in wanted.items()
+             if fields.get(key) != value]
+    if wrong:
+        raise DataError(f"{record.path}: {_named(keys)} is {shown(text, 90)}, where the score "
+                        f"beside it is published as sacreBLEU with "
+                        f"{'|'.join(f'{k}:{v}' for k, v in wanted.items())} (it has "
+                        f"{', '.join(wrong)}); {record.fix}")
+    return text
+
+
 def results_page(record: "Record") -> list[str]:
     """The lines of the results page written from the same JSON (the .md beside it); a page
     that is missing is refused: the numbers published from the JSON are checked against it."""

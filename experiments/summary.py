@@ -20,7 +20,8 @@ from annotated.notebooks.results import run_mode
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
 from experiments.results_files import (BLEU, BYTES, SECONDS, WHOLE, Cell, Record, fastest,
-                                      gpu_timings, headline_row, shown_on_its_page)
+                                      gpu_timings, headline_row, shown_on_its_page,
+                                      signature_of)
 
 README = ROOT / "README.md"
 RESULTS = ROOT / "results"
@@ -68,11 +69,7 @@ def table() -> str:
         bleu = record.get("test2016", first, "bleu", rule=between(0, lower, "lowercased BLEU"))
         for key, value, case in (("lowercase_bleu", lower, "lc"), ("bleu", bleu, "mixed")):
             shown_on_its_page(record, value, ("test2016", first, key), COLUMNS[key])
-            signature = record.get("test2016", first, key.replace("bleu", "signature"), kind=str)
-            if f"|case:{case}|" not in signature:
-                raise DataError(f"{record.path}: the signature beside test2016.{first}.{key} "
-                                f"lacks case:{case}, which that score's signature has; "
-                                f"{record.fix}")
+            signature_of(record, "test2016", first, key.replace("bleu", "signature"), case=case)
         if name == SHIPS_WITH:
             check_shipped(record, lower, bleu)
         rows.append([what, f"{lower:.2f}", f"{bleu:.2f}" if cased else "(writes lowercase)"])
@@ -174,35 +171,45 @@ def gpu_table() -> str:
     schedule = Record(RESULTS / "gpu_schedule.json",
                       "python -m experiments.gpu_schedule --out-dir results")
     rows = []
+    gpu = measured.get("machine", "gpu", kind=Cell)
+    if (named := schedule.get("machine", "gpu", kind=str)) != gpu:
+        raise DataError(f"{schedule.path}: machine.gpu is {named!r}, but gpu_train.json, whose "
+                        f"steps it takes, measured on {gpu!r}; {schedule.fix}")
     for name in schedule.get("models", kind=dict):
         case = fastest(measured, name)
         steps = schedule.get("models", name, "paper_steps", rule=POSITIVE)
         hours = schedule.get("models", name, "hours", "per_gpu_share", rule=POSITIVE)
-        check_schedule(schedule, name, fastest(measured, f"{name} 1/8")["step_s"], hours)
+        check_schedule(schedule, name, (fastest(measured, f"{name} 1/8")["step_s"],
+                                        case["step_s"]), hours)
         paper_hours = schedule.get("models", name, "paper_hours", rule=POSITIVE)
         rows.append([name, f"{case['source_tokens']:,} + {case['target_tokens']:,}",
                      f"{case['step_s'] * 1000:.1f} ms" + mode_label(case),
                      f"{case['tokens_per_s']:,}", f"{case['MFU']:.3f}",
                      f"{case['peak_memory_GiB']:g} GiB",
                      f"{steps:,} steps: about {hours:g} h (paper: {paper_hours:g} h on 8 x P100)"])
-    gpu = measured.get("machine", "gpu", kind=Cell)
     return "\n".join(markdown_table(["model", "tokens a step", f"step, one {gpu}", "tokens/s",
                                      "MFU (bf16)",
                                      "peak memory", "on 8 such GPUs (estimate)"], rows))
 
 
-def check_schedule(schedule, name: str, measured_step_s: float, hours: float) -> None:
-    """Refuse a schedule whose step is not the one gpu_train.json measured for an eighth of the
-    batch, or whose hours are not that step times the paper's steps (a hand edit of either)."""
-    step_s = schedule.get("models", name, "share_step_s", rule=POSITIVE)
-    if step_s != measured_step_s:
-        raise DataError(f"{schedule.path}: models.{name}.share_step_s is {step_s}, but "
-                        f"gpu_train.json measured {measured_step_s} s for the eighth; "
-                        f"{schedule.fix}")
-    implied = step_s * schedule.get("models", name, "paper_steps", rule=POSITIVE) / 3600
-    if abs(hours - implied) > max(0.01, 0.02 * implied):
-        raise DataError(f"{schedule.path}: models.{name}.hours.per_gpu_share is {hours}, but "
-                        f"its step and steps make {implied:.2f} h; {schedule.fix}")
+def check_schedule(schedule, name: str, measured: tuple[float, float], hours: float) -> None:
+    """Refuse a schedule whose steps are not those gpu_train.json measured (`measured`: for an
+    eighth of the batch, and for the whole batch), or whose hours are not those steps times the
+    paper's steps (per GPU's share; perfectly scaled, the whole batch's step over 8 GPUs): a
+    hand edit of either."""
+    steps = schedule.get("models", name, "paper_steps", rule=POSITIVE)
+    gpus = schedule.get("gpus", rule=POSITIVE)
+    for key, what, taken in (("share_step_s", "the eighth", measured[0]),
+                             ("full_step_s", "the whole batch", measured[1])):
+        if (step_s := schedule.get("models", name, key, rule=POSITIVE)) != taken:
+            raise DataError(f"{schedule.path}: models.{name}.{key} is {step_s}, but "
+                            f"gpu_train.json measured {taken} s for {what}; {schedule.fix}")
+    perfect = schedule.get("models", name, "hours", "perfect_scaling", rule=POSITIVE)
+    for key, found, implied in (("per_gpu_share", hours, measured[0] * steps / 3600),
+                                ("perfect_scaling", perfect, measured[1] * steps / gpus / 3600)):
+        if abs(found - implied) > max(0.01, 0.02 * implied):
+            raise DataError(f"{schedule.path}: models.{name}.hours.{key} is {found}, but its "
+                            f"step and steps make {implied:.2f} h; {schedule.fix}")
 
 
 def mode_label(case: dict) -> str:

@@ -43,7 +43,7 @@ from experiments.commands import invocation, recorded, train, train_command
 from experiments.folders import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
                                  committed_folder)
 from experiments.report import first_sentences, markdown_table
-from experiments.results_files import BLEU, COUNT, PERPLEXITY, Record
+from experiments.results_files import BLEU, COUNT, PERPLEXITY, Record, signature_of
 from experiments.scoring import rounded, score
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
@@ -156,8 +156,7 @@ def write_table(args, results: dict, argv, kept: Path | None = None):
 
 # What every recorded row holds, as the table shows it: a kind, or a number's rule.
 RECORDED = {"paper_row": str, "paper_ppl": PERPLEXITY, "paper_bleu": BLEU, "command": str,
-            "sentences": at_least(1), "minutes": COUNT, "ppl": PERPLEXITY, "bleu": BLEU,
-            "signature": str}
+            "sentences": at_least(1), "minutes": COUNT, "ppl": PERPLEXITY, "bleu": BLEU}
 
 
 def read_records(kept: Path) -> dict:
@@ -180,9 +179,11 @@ def read_records(kept: Path) -> dict:
         if row["paper_row"] != paper:
             raise DataError(f"{kept}: row {name!r} says paper_row {row['paper_row']!r}, where "
                             f"that row is the paper's {paper!r}; {record.fix}")
+        signature_of(record, name, "signature", case="mixed")
         if "lowercase_bleu" in row:      # lowercasing only adds matches: never the lower one
             lower = record.get(name, "lowercase_bleu", rule=BLEU)
             record.get(name, "bleu", rule=between(0, lower, "lowercased BLEU"))
+            signature_of(record, name, "lowercase_signature", case="lc")
         if steps_of(row) is None:
             raise DataError(f"{kept}: row {name!r} has no --max-steps in its command; "
                             f"{record.fix}")

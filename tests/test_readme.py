@@ -230,9 +230,23 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
     ("multi30k_tiny.json", lambda r: first_test2016(r).update(
         signature=first_test2016(r)["signature"].replace("case:mixed", "case:lc")),
      ("multi30k_tiny.json", "signature", "case:mixed")),
+    ("multi30k_tiny.json", lambda r: first_test2016(r).update(
+        lowercase_signature=first_test2016(r)["lowercase_signature"].replace("tok:13a",
+                                                                             "tok:char")),
+     ("multi30k_tiny.json", "lowercase_signature", "tok:char", "tok:13a")),
+    ("multi30k_tiny.json", lambda r: first_test2016(r).update(
+        signature=first_test2016(r)["signature"].replace("nrefs:1", "nrefs:4")
+        .replace("smooth:exp", "smooth:floor")),
+     ("multi30k_tiny.json", "signature", "nrefs:4", "smooth:floor", "nrefs:1", "smooth:exp")),
     ("gpu_schedule.json", lambda r: r["models"]["base"]["hours"].update(per_gpu_share=0.01),
      ("gpu_schedule.json", "per_gpu_share", "0.01",
       f"{BASE_PLAN['hours']['per_gpu_share']:.2f} h")),
+    ("gpu_schedule.json", lambda r: r["models"]["base"].update(full_step_s=0.02),
+     ("gpu_schedule.json", "full_step_s", "0.02", "gpu_train.json", "whole batch")),
+    ("gpu_schedule.json", lambda r: r["models"]["base"]["hours"].update(perfect_scaling=5.0),
+     ("gpu_schedule.json", "perfect_scaling", "5.0")),
+    ("gpu_schedule.json", lambda r: r["machine"].update(gpu="NVIDIA A100"),
+     ("gpu_schedule.json", "machine.gpu", "NVIDIA A100", "gpu_train.json")),
     ("gpu_schedule.json", lambda r: r["models"]["base"].update(share_step_s=0.5),
      ("gpu_schedule.json", "share_step_s", "0.5", "gpu_train.json",
       str(BASE_PLAN["share_step_s"]))),

@@ -560,6 +560,8 @@ def added_row(name: str) -> str:
     (committed_rows(minutes="ten"), ["base.minutes", "'ten'"]),
     (committed_rows(bleu=99.0), ["base.bleu", "99.0", "lowercased BLEU"]),
     (committed_rows(paper_row="A1"), ["'base'", "paper_row 'A1'"]),
+    (committed_rows(signature="nrefs:1|case:mixed|eff:no|tok:intl|smooth:exp|version:2.6.0"),
+     ["base.signature", "tok:intl", "tok:13a"]),
     (added_row("Z: bogus"), ["'Z: bogus'", "none of this script's rows", "base, seed N"])])
 def test_a_damaged_table3_small_json_is_one_error_naming_it(content, names, tmp_path, capsys):
     (tmp_path / "table3_small.json").write_text(content)
