@@ -18,6 +18,7 @@ and no temporary folder beside it.
 """
 import json
 import os
+import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -114,6 +115,23 @@ def downloads(folder: Path, edition: stage.Edition) -> None:
                             encoding="utf-8")
 
 
+def scratch_prefix(out: Path) -> str:
+    """The start of the name of the folder a build of `out` works in, beside it."""
+    return f".book-{out.name}-"
+
+
+def clear_killed_builds(out: Path) -> None:
+    """Remove, naming each, the folders that builds of `out` killed outright (SIGKILL, a power
+    cut) left beside it: while this build holds `out`, no other build of it works there.
+    tempfile.mkdtemp's eight characters follow the prefix, so a build of another site whose
+    name begins alike (site-2 beside site) keeps its folder."""
+    mine = re.compile(re.escape(scratch_prefix(out)) + r"[a-z0-9_]{8}")
+    for left in sorted(out.parent.iterdir()):
+        if mine.fullmatch(left.name) and left.is_dir() and not left.is_symlink():
+            shutil.rmtree(left, ignore_errors=True)
+            say_error(f"note: removed {left}, which a build of {out} left when it was killed")
+
+
 def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
     """Render the book into `out` (see the module docstring) and return the path of its
     index.html; `with_solutions=False` builds the site for a course, without the exercises'
@@ -124,7 +142,8 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
         for lang in languages.TRANSLATIONS:       # a damaged translation file, before the work
             check_edition(lang)
         out.parent.mkdir(parents=True, exist_ok=True)
-        with scratch_folder(out.parent, ".book-") as tmp:
+        clear_killed_builds(out)
+        with scratch_folder(out.parent, scratch_prefix(out)) as tmp:
             zip_size = project.project_zip(tmp / project.PROJECT_ZIP, leave_out=(
                 (lambda name: False) if with_solutions else solutions.is_solution_file))
             edition = stage.Edition(languages.ENGLISH, frozenset(project.api_modules()),

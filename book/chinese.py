@@ -115,7 +115,7 @@ def chinese_texts() -> list[tuple[str, int, str]]:
 def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
     """(English, rendering, variants) of each row of book/zh/terms.md; a row that is not one
     of three cells, or a git conflict marker, is a DataError naming its line."""
-    rows, seen = [], {}
+    rows, wheres, seen = [], [], {}
     if not TERMS.is_file():
         raise DataError(f"{TERMS} is missing: it is the project's term list; restore it from "
                         f"git (git checkout -- {TERMS.relative_to(i18n.ROOT)})")
@@ -143,6 +143,17 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
                                 f"rendering {zh} itself, so every right use of {en} "
                                 f"would be called a variant; take it out of the third cell")
         rows.append((en, zh, patterns))
+        wheres.append(where)
+    for where, (en, _, patterns) in zip(wheres, rows):
+        for variant in patterns:
+            matched = sorted(((not variant.fullmatch(z), e, z) for e, z, _ in rows
+                              if e != en and variant.search(z)))    # a whole rendering first
+            if matched:
+                _, term, rendering = matched[0]
+                raise DataError(f"{where}: the variant `{variant.pattern}` of {en} matches "
+                                f"{rendering}, the rendering of {term}, so every right use of "
+                                f"{term} would be called a variant; take it out of the third "
+                                f"cell")
     if not rows:
         raise DataError(f"{TERMS.relative_to(i18n.ROOT)} holds no term (emptied?): it is the "
                         f"project's term list; restore it from git (git checkout -- "

@@ -306,7 +306,11 @@ def check(source: Path, lang: str) -> Report:
             del misheaded[twin.key]
             continue
         _compare(by_cell.get(key), key, text, name, report)
-    report.orphans += [f"{name}:{u.line}: {u.key} translates a cell that is no longer there: "
+    code = ({f"cell {c['id']}" for c in read_notebook(source).cells if c.cell_type != "markdown"}
+            if source.suffix == ".ipynb" else set())
+    report.orphans += [f"{name}:{u.line}: {u.key} is a code cell, and code is not translated: "
+                       f"remove this unit" if u.key in code else
+                       f"{name}:{u.line}: {u.key} translates a cell that is no longer there: "
                        f"{short(u.en)}" for u in misheaded.values()]
     _check_blocks([text for key, text in english if key == "block"],
                   [u for u in units if u.key == "block"], name, report)
@@ -332,22 +336,40 @@ def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> No
 FENCE = re.compile(r"^\s*(```|~~~)")
 #: Where raw HTML in a page links or loads from: the value of an href or src attribute.
 HTML_TARGET = re.compile(r"""\b(?:href|src)\s*=\s*["']?([^"'\s<>]+)""", re.I)
+#: The link forms of markdown and MyST beside [text](target): an angle-bracketed target
+#: [text](<a b>), an autolink <https://...>, a reference definition "[label]: target".
+LINK_TARGETS = (re.compile(r"\]\(<([^<>\n]+)>\)"),
+                re.compile(r"<((?:[a-z][a-z0-9+.-]*:|www\.)[^<>\s]+)>", re.I),
+                re.compile(r"^[ ]{0,3}\[[^\]\n]+\]:\s*<?([^\s>]+)>?", re.M))
+#: A MyST role, {name}`content`: its target is what stands in <...>, or the whole content.
+ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
+#: A raw HTML element's opening tag (outside code and math), by its name.
+HTML_TAG = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^<>]*)?/?>")
 
 
 def kept_and_prose(text: str) -> tuple[list[str], str]:
     """What a translation keeps as it is, whitespace normalised: display and inline math, code
-    (not directives, whose captions are translated), inline code, and the target of each
-    cross-reference role, markdown link or image (their text is translated) and raw HTML href
-    or src; and the text with all of those blanked out, the prose a translation translates."""
-    found = [f"<{t}>" for t in re.findall(r"\{(?:ref|doc)\}`[^`<]*<([^`<>]+)>`", text)]
+    (not directives, whose captions are translated), inline code, the target of each link in
+    whatever form (markdown link or image, angle-bracketed, autolink, reference definition, raw
+    HTML href or src: their text is translated), each MyST role's name and target, and each raw
+    HTML element; and the text with all of those blanked out, the prose a translation
+    translates."""
+    found = [f"{{{name}}}`{(re.search(r'<([^<>]+)>$', body) or [body, body])[1].strip()}`"
+             for name, body in ROLE.findall(text) if name != "math"]
+    text = ROLE.sub(lambda m: m[0] if m[1] == "math" else " ", text)
+    for pattern in LINK_TARGETS:
+        found += [f"]({t})" for t in pattern.findall(text)]
+        text = pattern.sub(" ", text)
     found += [f"]({t})" for t in re.findall(r"\[[^\[\]]*\]\(([^()\s]+)\)", text)]  # images too
     found += [f"]({t})" for t in HTML_TARGET.findall(text)]         # <a href>, <img src>
-    text = re.sub(r"\]\([^)\s]+\)", "] ", re.sub(r"\{(?:ref|doc)\}`[^`]*`", " ", text))
-    for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"`[^`]+`",
+    text = re.sub(r"\]\([^)\s]+\)", "] ", text)
+    for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"~~~.*?~~~", r"`[^`]+`",
                     r"\$[^$]+\$"):
         if not pattern.startswith("```\\{"):
             found += re.findall(pattern, text, re.S)
         text = re.sub(pattern, " ", text, flags=re.S)
+    found += [f"<{tag.lower()}>" for tag in HTML_TAG.findall(text)]
+    text = re.sub(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>", " ", text)
     return [" ".join(piece.split()) for piece in found], text
 
 
@@ -384,9 +406,11 @@ def translation_problem(unit: Unit) -> str | None:
 def open_block(unit: Unit) -> str | None:
     """A code block the translation opens and never closes, which would show the rest of the
     page as code."""
-    if sum(1 for line in unit.text.split("\n") if FENCE.match(line)) % 2:
-        return ("its translation opens a code block (```) that it never closes: add the "
-                "closing ``` line, or remove the opening one")
+    fences = [m[1] for line in unit.text.split("\n") if (m := FENCE.match(line))]
+    if len(fences) % 2:
+        fence = fences[-1]
+        return (f"its translation opens a code block ({fence}) that it never closes: add the "
+                f"closing {fence} line, or remove the opening one")
     return None
 
 
@@ -413,10 +437,14 @@ def unpublishable(unit: Unit) -> str | None:
     if broken := open_block(unit):
         return broken
     added = [p for p in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
-             if p.startswith(("](", "<")) and "glossary.md#" not in p]
+             if p.startswith(("](", "{", "<")) and "glossary.md#" not in p]
+    if links := [p for p in added if p.startswith("](")]:
+        return (f"its translation links to {links[0][2:-1]}, which the English does not: keep "
+                f"the English's links (only their text is translated)")
     if added:
-        return (f"its translation links to {added[0].strip('](<>)')}, which the English does "
-                f"not: keep the English's links (only their text is translated)")
+        what = "raw HTML" if added[0].startswith("<") else "the role"
+        return (f"its translation adds {what} {added[0]}, which the English has not: keep the "
+                f"English's roles and HTML as they are (only text is translated)")
     directives = Counter(DIRECTIVE.findall(unit.text)) - Counter(DIRECTIVE.findall(unit.en))
     if directives:
         return (f"its translation adds a ```{{{next(iter(directives))}}} block the English has "

@@ -492,6 +492,21 @@ def test_a_failed_build_leaves_the_site_that_was_there(tmp_path, fake_sphinx):
     assert [p.name for p in tmp_path.iterdir()] == ["site"]       # no temporary folder left
 
 
+def test_the_folder_a_killed_build_left_is_removed_by_the_next_build_of_that_site(
+        tmp_path, fake_sphinx, capsys):
+    """SIGKILL leaves the build's working folder beside the site; the next build of the same
+    site removes it and says so, and leaves another site's folder (site-2) alone."""
+    build, _ = fake_sphinx
+    killed = tmp_path / ".book-site-k1ll3d_x"
+    other = tmp_path / ".book-site-2-abcdefgh"
+    for folder in (killed, other):
+        (folder / "html").mkdir(parents=True)
+    build.build(tmp_path / "site")
+    assert not killed.exists() and other.is_dir()
+    says(capsys.readouterr().err.strip().splitlines()[0], "removed", str(killed), "killed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".book-site-2-abcdefgh", "site"]
+
+
 @pytest.mark.parametrize("case", ["not a site", "a file in the way", "would overwrite",
                                   "a project folder", "a place no folder can be made"])
 def test_an_output_folder_that_is_not_a_site_built_here_is_refused(tmp_path, fake_sphinx,

@@ -472,7 +472,17 @@ def test_a_translation_that_changes_code_math_or_a_link_target_is_named(kept, ch
 @pytest.mark.parametrize("added, names", [
     ("参见[这里](nowhere_page.md#nothing)。",
      ["nowhere_page.md#nothing", "keep the English's links"]),
-    ("```{bogusdirective}\nhello\n```", ["```{bogusdirective}", "keep the English's blocks"])])
+    ("```{bogusdirective}\nhello\n```", ["```{bogusdirective}", "keep the English's blocks"]),
+    ("<https://evil-autolink.example>", ["evil-autolink.example", "links to"]),
+    ("[参考][e]\n\n[e]: https://evil-refstyle.example", ["evil-refstyle.example", "links to"]),
+    ("[尖括号](<https://evil-angle.example/a b>)", ["evil-angle.example/a b", "links to"]),
+    ("{doc}`/index`", ["{doc}`/index`", "adds the role"]),
+    ("{download}`/etc/passwd`", ["{download}", "/etc/passwd", "adds the role"]),
+    ("<script>window.PWNED=1</script>", ["<script>", "raw HTML"]),
+    ('<iframe srcdoc="x"></iframe>', ["<iframe>", "raw HTML"]),
+    ("<style>body{display:none}</style>", ["<style>", "raw HTML"])],
+    ids=["link", "directive", "autolink", "reference", "angle", "doc", "download", "script",
+         "iframe", "style"])
 def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in_english(
         added, names, tmp_path):
     """The build would fail on it (a page that does not exist, a directive Sphinx does not
@@ -487,6 +497,28 @@ def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in
     where = tmp_path / "page.md"
     i18n.write_units(where, [unit], "zh")
     assert i18n.fit_units(where, "zh") == []           # its English is published instead
+
+
+def test_a_code_block_left_open_is_named_by_the_fence_it_opens_with():
+    unit = i18n.Unit("block", "Masks hold `True`.", "~~~python\n掩码为 `True`。", 3)
+    says(i18n.translation_problem(unit), "(~~~)", "closing ~~~ line")
+
+
+def test_a_unit_for_a_code_cell_is_named_as_one(tmp_path, monkeypatch):
+    (tmp_path / "book" / "zh").mkdir(parents=True)
+    (tmp_path / "chapters").mkdir()
+    shutil.copy(i18n.CHAPTERS / "02_masking.ipynb", tmp_path / "chapters")
+    code = next(c["id"] for c in json.loads((i18n.CHAPTERS / "02_masking.ipynb").read_text(
+        encoding="utf-8"))["cells"] if c["cell_type"] == "code")
+    (tmp_path / "book" / "zh" / "02_masking.md").write_text(
+        (i18n.BOOK / "zh" / "02_masking.md").read_text(encoding="utf-8")
+        + f"\n=== cell {code} ===\n--- en ---\nshow(x)\n--- zh ---\n显示(x)\n", encoding="utf-8")
+    for name, value in (("BOOK", tmp_path / "book"), ("CHAPTERS", tmp_path / "chapters"),
+                        ("ROOT", tmp_path)):
+        monkeypatch.setattr(i18n, name, value)
+    report = i18n.check(tmp_path / "chapters" / "02_masking.ipynb", "zh")
+    assert not report.missing and not report.stale and len(report.orphans) == 1
+    says(report.orphans[0], f"cell {code}", "code cell", "not translated", "remove this unit")
 
 
 def test_a_code_block_left_open_is_named_before_what_it_hides():
@@ -819,6 +851,7 @@ def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
     ("<<<<<<< HEAD\n| Mask | 掩码 |  |\n=======\n| Mask | 遮罩 |  |\n>>>>>>> x",
      ["conflict marker", "keep one"]),
     ("| Mask | 掩码 | `掩码` |", ["`掩码`", "rendering 掩码 itself", "third cell"]),
+    ("| Mask | 掩码 | `解码器` |", ["`解码器` of Mask", "rendering of Decoder", "third cell"]),
     ("| Mask | 掩码 | `遮(罩` |", ["`遮(罩`", "not a regular expression", "backslash"]),
     ("| Mask |  |  |", ["Mask has no rendering", "second cell"]),
     ("| Mask | 掩码 | `` · `遮罩` |", ["'``'", "in backticks", "' · '"]),
