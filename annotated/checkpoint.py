@@ -255,8 +255,9 @@ def main(argv=None):
     with folder_claimed(args.out, say_error):
         _check_out(args.out, paths, "average.pt")
         save_whole(average(paths, args.allow_different_runs), args.out)
+    one_folder = len({Path(p).resolve().parent for p in paths}) == 1
     print(f"averaged {len(paths)} checkpoint{'s' if len(paths) > 1 else ''} "
-          f"({', '.join(p.name for p in paths)}) -> {args.out}")
+          f"({', '.join(Path(p).name if one_folder else str(p) for p in paths)}) -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ annotated.training (the loop, one step, checkpoints, torchrun).
 from dataclasses import fields
 from pathlib import Path
 
-from annotated.base.cli import ArgumentParser, command, number, path, positive
+from annotated.base.cli import ArgumentParser, command, number, path, positive, show
 from annotated.base.errors import CheckpointError, ConfigError, RunDirError
 from annotated.base.settings import at_least, between
 from annotated.base.threads import SMALL_MODEL, use_threads
@@ -78,7 +78,7 @@ def note_head_widths(config, overrides: list[str]) -> None:
     rows B change d_k alone on purpose."""
     keys = {o.split("=")[0].strip() for o in overrides}
     if "h" in keys and not keys & {"d_k", "d_v"} and config.h * config.d_k != config.d_model:
-        print(f"note: h={config.h} keeps d_k={config.d_k}, d_v={config.d_v}: h x d_k = "
+        show(f"note: h={config.h} keeps d_k={config.d_k}, d_v={config.d_v}: h x d_k = "
               f"{config.h * config.d_k}, not d_model={config.d_model} as in the paper (§3.2.2); "
               f"set d_k and d_v too to keep them equal")
 
@@ -138,7 +138,7 @@ def run_config(args, out: Path):
                               f"choose another --run-dir")
         return saved, resumed
     if args.config:
-        print(f"--resume: using the run's saved config; --config {args.config} is not read")
+        show(f"--resume: using the run's saved config; --config {args.config} is not read")
     config = apply_overrides(saved, args.overrides)
     changed = _differences(saved, config)
     refused = [c for c in changed if c.split(" ")[0] not in RESUMABLE]
@@ -146,10 +146,10 @@ def run_config(args, out: Path):
         raise ConfigError(f"--resume cannot change {', '.join(refused)}: it would change the "
                           f"model or its data; start a new run with another --run-dir")
     if changed:
-        print(f"--resume: changing {', '.join(changed)}")
+        show(f"--resume: changing {', '.join(changed)}")
         _note_rewarming(saved, config, resumed["step"])
         if resumed["step"] >= (args.max_steps or config.train_steps):   # no checkpoint to keep
-            print(f"note: the run is at step {resumed['step']:,} and no step will run, so no "
+            show(f"note: the run is at step {resumed['step']:,} and no step will run, so no "
                   f"checkpoint keeps these changes: give them again with the --resume that "
                   f"trains further (--max-steps, or train_steps)")
     return config, resumed
@@ -162,7 +162,7 @@ def _note_rewarming(saved: Config, config: Config, step: int) -> None:
     before = cooldown(step + 1, saved.train_steps, saved.cooldown_steps)
     after = cooldown(step + 1, config.train_steps, config.cooldown_steps)
     if before < 1 and after > before:
-        print(f"note: at step {step:,} the run's cool-down had brought the learning rate to "
+        show(f"note: at step {step:,} the run's cool-down had brought the learning rate to "
               f"{before:.2f} of its schedule; these settings lift it to {after:.2f}, so the loss "
               f"rises before it falls again, and the cooled-down checkpoints will be rotated "
               f"out (keep_last={config.keep_last}); copy them out of the run folder first to "

@@ -26,7 +26,8 @@ def same_sizes(order, batches):
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.padding",
                             description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="multi30k")
+    parser.add_argument("--config", default="multi30k", choices=configs.PRESETS,
+                        help="the preset whose corpus and batching to measure")
     parser.add_argument("--data-dir", help="folder holding multi30k/ (or env ANNOTATED_DATA_DIR)")
     parser.add_argument("--cache-dir", help="tokenizer cache (or env ANNOTATED_CACHE_DIR)")
     parser.add_argument("--epochs", type=number(at_least(1)), default=3,

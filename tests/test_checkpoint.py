@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,16 @@ def test_corrupt_file_is_a_clear_error(tmp_path, damage):
         load_model(path)
     says(error, str(path), "corrupt or truncated", "give a checkpoint" if damage != "truncated"
          else "another checkpoint")
+
+
+def test_a_zip_of_other_files_is_named_as_such_not_as_damaged(tmp_path):
+    path = tmp_path / "zip.pt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("notes.txt", "hello")
+    with pytest.raises(CheckpointError) as error:
+        load_model(path)
+    says(error, str(path), "zip archive of other files", "'notes.txt'", "give a checkpoint")
+    assert "copy it again" not in str(error.value)
 
 
 @pytest.mark.parametrize("content, names", [(b"# notes\n", ["holds text", "give a checkpoint"]),

@@ -4,6 +4,7 @@ import gzip
 import html
 import io
 import json
+import re
 import shutil
 import tarfile
 
@@ -48,7 +49,7 @@ def test_read_parallel_line_count_mismatch_names_both(tmp_path):
 
 @pytest.mark.parametrize("target, names", [
     ("。！？\n" * 5, ["all 5 lines", "the same", "。！？"]),
-    ("12, 3!\n-- 4 --\n。\n%%\n?\n", ["not one line holds a letter", "12, 3!"])])
+    ("*, !\n-- + --\n。\n%%\n?\n", ["not one line holds a letter or a digit", "*, !"])])
 def test_a_side_with_no_sentences_is_refused_before_any_training(tmp_path, target, names):
     """Every line the same, or not a letter anywhere: a model would learn nothing from it."""
     (tmp_path / "a.en").write_text("A dog runs.\nTwo men talk.\nA girl sings.\nIt rains.\n"
@@ -65,6 +66,10 @@ def test_a_side_with_no_sentences_is_refused_before_any_training(tmp_path, targe
         load_corpus(config, data_dir=tmp_path, cache_dir=tmp_path / "cache", log=quiet)
     says(error, "train.zh", *names, "check the file")
     assert not (tmp_path / "cache").exists()                   # no tokenizer was trained
+
+
+def test_a_side_of_digits_alone_is_a_language_of_numbers_not_refused():
+    data.check_side("train.xx", ["4071", "12 3", "9", "500 1"])
 
 
 def test_a_target_that_is_mostly_a_copy_of_its_source_is_refused(tmp_path):
@@ -162,6 +167,36 @@ def test_a_target_side_shifted_by_one_line_is_refused(tmp_path):
     says(error, "train.en", "shifted.de", "out of line", "300 pairs", en[0][:20], "check the files")
     pairs, _ = read_parallel(src, _write(tmp_path / "train.de", de))
     assert len(pairs) == 300
+
+
+@pytest.mark.parametrize("lost_at", [1500, 1900])
+def test_a_line_lost_near_the_end_of_a_side_is_refused_where_it_was_lost(tmp_path, lost_at):
+    """One German line taken out and put back at the end: the files stay in line as a whole
+    (most pairs still translate each other), but not from that line on, where each German
+    line goes with the next English one. Refused, naming the line; the files in line pass."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:2000]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:2000]
+    src = _write(tmp_path / "train.en", en)
+    lost = de[:lost_at] + de[lost_at + 1:] + [de[lost_at]]
+    with pytest.raises(data.DataError) as error:
+        read_parallel(src, _write(tmp_path / "lost.de", lost))
+    says(error, "train.en", "lost.de", "out of line near line", "next or previous",
+         "check the files there")
+    near = int(re.search(r"near line (\d+)", str(error.value))[1])
+    assert abs(near - lost_at) <= data.STRETCH                   # within a stretch of it
+    assert len(read_parallel(src, _write(tmp_path / "train.de", de))[0]) == 2000
+
+
+@pytest.mark.parametrize("copied_from", [1000, 1400, 1900])
+def test_a_stretch_of_targets_copied_from_the_source_is_refused(tmp_path, copied_from):
+    """The German side from some line on the English copied over: too few pairs for the
+    whole-file check (under half), but a whole stretch of them. Refused at its first line."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:2000]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:2000]
+    with pytest.raises(data.DataError) as error:
+        read_parallel(_write(tmp_path / "train.en", en),
+                      _write(tmp_path / "train.de", de[:copied_from] + en[copied_from:]))
+    says(error, f"train.de, line {copied_from + 1}", "the same as", "not a copy")
 
 
 @pytest.mark.parametrize("header", [("en", "de"), ("English", "German"), ("source", "target"),

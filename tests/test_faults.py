@@ -433,7 +433,9 @@ def test_average_refuses_checkpoints_of_different_runs_unless_told(tmp_path, cap
     exits_with_error(checkpoint_command.main, ["average", "--out", str(out), str(a), str(b)])
     says(error_line(capsys), str(b), "another run", str(a), "--allow-different-runs")
     assert not out.exists()
+    capsys.readouterr()
     checkpoint_command.main(["average", "--allow-different-runs", "--out", str(out), str(a), str(b)])
+    says(capsys.readouterr().out.strip(), "averaged 2 checkpoints", str(a), str(b))  # told apart
     soup = checkpoint_file.load(out)
     runs = [checkpoint_file.load(p)["run_id"] for p in (a, b)]
     assert soup["averaged_runs"] == runs and soup["run_id"] not in runs

@@ -8,6 +8,7 @@ write); and what a run folder, an output path or a site folder may hold that is 
 command's own.
 """
 import errno
+import io
 import json
 import os
 import re
@@ -95,6 +96,14 @@ def test_every_number_option_refuses_what_means_nothing_in_one_line(main, before
         last = err.splitlines()[-1]
         assert f"error: argument {option}: " in last and re.search("must be|expected|allowed",
                                                                    last), err
+
+
+def test_an_unknown_preset_given_to_a_benchmark_is_a_usage_error(capsys):
+    from benchmarks import padding
+    with pytest.raises(SystemExit) as exit_:
+        padding.main(["--config", "nope"])
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.strip().splitlines()[-1], "--config", "'nope'", "multi30k")
 
 
 @pytest.mark.parametrize("main,argv,named", [
@@ -757,6 +766,17 @@ def test_a_copy_task_model_measures_long_lines_by_its_own_length(tmp_path, capsy
                     "--out", str(tmp_path / "out.txt")])
     says(next(line for line in capsys.readouterr().err.splitlines() if "warning" in line),
          f"({longest} tokens)", "split them")
+
+
+def test_a_note_with_a_section_sign_reaches_an_ascii_terminal_escaped(monkeypatch):
+    """The notes of training before its first step cite the paper (§3.2.2): on a terminal
+    that cannot write §, escaped, not a UnicodeEncodeError."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", out)
+    config = configs.get("sample").override(h=3, d_k=16, d_v=16)
+    train.note_head_widths(config, ["h=3"])
+    out.flush()
+    assert "(\\xa73.2.2)" in out.buffer.getvalue().decode("ascii")
 
 
 def test_a_terminal_that_cannot_write_the_target_language_breaks_nothing(tmp_path):

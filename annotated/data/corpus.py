@@ -82,6 +82,8 @@ WMT14_SPLITS = dict(train="train", valid="newstest2013", test="newstest2014")
 # Paired lines whose lengths go together less than this, over at least this many pairs, are
 # taken for files out of line (read_parallel, check_in_line).
 MIN_LENGTH_CORRELATION, MIN_PAIRS_IN_LINE = 0.3, 50
+# The pairs a stretch of two files is judged on, for a shift or a copy there (check_stretches).
+STRETCH = 100
 # What the first line of a file exported from a table names its column by (check_no_header),
 # beside the language code of the file's name.
 COLUMN_NAMES = {"source", "target", "src", "tgt", "trg", "sentence", "sentences", "text",
@@ -144,6 +146,7 @@ def read_parallel(src_path, tgt_path):
     check_no_header(pairs[0], src_path, tgt_path)
     check_sides_apart(pairs, src_path, tgt_path)
     check_in_line(pairs, src_path, tgt_path)
+    check_stretches(pairs, src_path, tgt_path)
     return pairs, {"read": len(pairs)}
 
 
@@ -205,6 +208,60 @@ def check_in_line(pairs, src_path, tgt_path) -> None:
                         f"check the files")
 
 
+def stretches(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """values (n >= STRETCH,) -> the first index of each stretch of STRETCH of them, one every
+    STRETCH // 2 and the last ending at the end, and the stretches, (stretches, STRETCH)."""
+    starts = np.unique(np.r_[np.arange(0, len(values) - STRETCH + 1, STRETCH // 2),
+                             len(values) - STRETCH])
+    return starts, np.lib.stride_tricks.sliding_window_view(values, STRETCH)[starts]
+
+
+def stretch_ranks(values: np.ndarray) -> np.ndarray:
+    """The ranks of the values within each of their stretches (ties ranked in order)."""
+    return stretches(values)[1].argsort(axis=1, kind="stable").argsort(axis=1).astype(float)
+
+
+def row_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The correlation of each row of a with the same row of b, (rows,)."""
+    a, b = a - a.mean(axis=1, keepdims=True), b - b.mean(axis=1, keepdims=True)
+    return (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+
+
+def check_stretches(pairs, src_path, tgt_path) -> None:
+    """Refuse files in line as a whole but not in a stretch of STRETCH pairs: there, the
+    lengths of paired lines do not go together while those of each line and the next (or the
+    one before) do, as they do after a line added or removed (the whole-file check misses a
+    shift near the end); or most targets are their source copied."""
+    lines = np.array([i for i, (s, t) in enumerate(pairs, 1) if s and t])
+    if len(lines) < STRETCH + 2:
+        return
+    copied = np.array([s == t for s, t in pairs if s and t], dtype=np.float64)
+    starts, found = stretches(copied)
+    if (share := found.mean(axis=1)).max() > 0.5:
+        at = starts[share.argmax()]
+        first = lines[at + int(copied[at:].argmax())]
+        raise DataError(f"{tgt_path}, line {first}: from about there most lines are the same "
+                        f"as {src_path}'s ({share.max():.0%} of {STRETCH} pairs): a parallel "
+                        f"corpus pairs each sentence with its translation, not a copy; check "
+                        f"the files there")
+    lengths = np.array([(len(s), len(t)) for s, t in pairs if s and t], dtype=np.float64)
+    src, tgt = lengths[1:-1, 0], lengths[1:-1, 1]
+    ranks = [stretch_ranks(x) for x in (src, tgt, lengths[2:, 0], lengths[:-2, 0])]
+    aligned = row_correlations(ranks[0], ranks[1])
+    shifted = np.maximum(row_correlations(ranks[2], ranks[1]), row_correlations(ranks[3], ranks[1]))
+    off = (aligned < MIN_LENGTH_CORRELATION) & (shifted > aligned + 0.4) & (shifted > 0.5)
+    if off.any():
+        w = int(off.argmax())
+        at = stretches(src)[0][w]
+        start, end = lines[1 + at], lines[at + STRETCH]
+        raise DataError(f"{src_path} and {tgt_path} go out of line near line {start}: over "
+                        f"lines {start}-{end} the lengths of paired lines do not go together "
+                        f"(rank correlation {aligned[w]:.2f}), while each line's and the next "
+                        f"or previous line's of the other file do ({shifted[w]:.2f}). A line "
+                        f"added or removed about there shifts every pair after it; check the "
+                        f"files there")
+
+
 def check_sides_apart(pairs, src_path, tgt_path) -> None:
     """Refuse a corpus in which one side's lines hold the other side's as well, for most pairs
     (a file made with `paste`, or two columns of a table): the model would learn to copy."""
@@ -221,14 +278,15 @@ def check_sides_apart(pairs, src_path, tgt_path) -> None:
 
 def check_side(path, lines: list[str]) -> None:
     """Refuse one side of a training corpus that holds no sentences to learn from: every line
-    the same, or not one letter in any line (only punctuation, digits or symbols); or whose
+    the same, or not one letter or digit in any line (only punctuation or symbols; digits
+    alone may be a language of numbers, as the copy task's are); or whose
     lines are nearly all wrapped in double quotes (a CSV export)."""
     if len(lines) > 1 and len(set(lines)) == 1:
         raise DataError(f"{path}: all {len(lines):,} lines with text are the same, "
                         f"{shown(lines[0])}: a corpus pairs each sentence with its own "
                         f"translation; check the file")
-    if not any(c.isalpha() for line in lines for c in line):
-        raise DataError(f"{path}: not one line holds a letter (only punctuation, digits or "
+    if not any(c.isalnum() for line in lines for c in line):
+        raise DataError(f"{path}: not one line holds a letter or a digit (only punctuation or "
                         f"symbols, e.g. {shown(lines[0])}): no sentences to learn from; check "
                         f"the file")
     quoted = sum(len(line) > 1 and line[0] == line[-1] == '"' for line in lines)

@@ -50,6 +50,7 @@ import hashlib
 import os
 import re
 import secrets
+import zipfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -322,7 +323,7 @@ def not_a_checkpoint(path: Path) -> str | None:
     with open(path, "rb") as f:
         head = f.read(200)
     if head.startswith(b"PK\x03\x04"):
-        return None
+        return other_zip(path)
     if not head:
         return "is empty"
     if tool := compressed_by(head):
@@ -335,6 +336,20 @@ def not_a_checkpoint(path: Path) -> str | None:
         text = head[:e.start].decode()
     line = text.splitlines()[0] if text.strip() and "\x00" not in text else ""
     return f"holds text ({shown(line, 40)})" if line else f"begins with {shown(head[:8])}"
+
+
+def other_zip(path: Path) -> str | None:
+    """What a zip archive holds when it is not torch.save's (whose one folder holds data.pkl),
+    or None: a zip whose table of contents is damaged is for torch's reader to find damaged."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
+    if any(name.endswith("/data.pkl") for name in names):
+        return None
+    return (f"is a zip archive of other files ({', '.join(map(shown, names[:3])) or 'none'}"
+            f"{', ...' if len(names) > 3 else ''})")
 
 
 #: What to give instead of a torch file that another program wrote.
