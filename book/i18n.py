@@ -343,8 +343,16 @@ LINK_TARGETS = (re.compile(r"\]\(<([^<>\n]+)>\)"),
                 re.compile(r"^[ ]{0,3}\[[^\]\n]+\]:\s*<?([^\s>]+)>?", re.M))
 #: A MyST role, {name}`content`: its target is what stands in <...>, or the whole content.
 ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
-#: A raw HTML element's opening tag (outside code and math), by its name.
+#: A raw HTML element's tag, opening (by its name) or closing (outside code and math).
 HTML_TAG = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^<>]*)?/?>")
+HTML_CLOSING = re.compile(r"</[A-Za-z][\w-]*\s*>")
+
+
+def role_target(body: str) -> str:
+    """What a role's content points to: the part in <...> ({ref}`text <label>`), or all of it
+    ({doc}`/index`)."""
+    found = re.search(r"<([^<>]+)>$", body)
+    return (found[1] if found else body).strip()
 
 
 def kept_and_prose(text: str) -> tuple[list[str], str]:
@@ -354,8 +362,8 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
     HTML href or src: their text is translated), each MyST role's name and target, and each raw
     HTML element; and the text with all of those blanked out, the prose a translation
     translates."""
-    found = [f"{{{name}}}`{(re.search(r'<([^<>]+)>$', body) or [body, body])[1].strip()}`"
-             for name, body in ROLE.findall(text) if name != "math"]
+    found = [f"{{{name}}}`{role_target(body)}`" for name, body in ROLE.findall(text)
+             if name != "math"]
     text = ROLE.sub(lambda m: m[0] if m[1] == "math" else " ", text)
     for pattern in LINK_TARGETS:
         found += [f"]({t})" for t in pattern.findall(text)]
@@ -369,7 +377,7 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
             found += re.findall(pattern, text, re.S)
         text = re.sub(pattern, " ", text, flags=re.S)
     found += [f"<{tag.lower()}>" for tag in HTML_TAG.findall(text)]
-    text = re.sub(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>", " ", text)
+    text = HTML_CLOSING.sub(" ", HTML_TAG.sub(" ", text))
     return [" ".join(piece.split()) for piece in found], text
 
 

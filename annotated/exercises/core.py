@@ -829,8 +829,9 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
         return head + say["case"].format(case=label, problem=found.got(lang)) + say["sep"] + \
             say["hint"].format(hint=exercise.hint(lang))
     if found.status == "forbidden":
-        key = ("calls_own" if package_module(found.got) else "compiled" if found.got in (COMPILED, SCRIPTED_NAME)
-               else "process" if found.got in PROCESSES else "forbidden")
+        key = ("calls_own" if package_module(found.got) else
+               "compiled" if found.got in (COMPILED, SCRIPTED_NAME) else
+               "process" if found.got in PROCESSES else "forbidden")
         return head + say[key].format(name=found.got, hint=exercise.hint(lang))
     if found.status in ("again", "redrawn"):            # a case made again with other numbers
         problem = (say["raised_in"].format(error=one_line(found.got),

@@ -214,7 +214,7 @@ class Folders:
                                                   if f not in lost and f not in gone]),
                                     ("restored_gone", [f for f in gone if f not in lost]),
                                     ("not_restored", lost), ("added", added)) if files]
-        if found:                                # only a mode changed: nothing to keep aside
+        if found:                  # (none when only modes changed: then no word of it)
             notes.insert(1, say["found_kept"].format(found=listing(found, say, lambda f: f.name)))
         if notes:
             row["note"] = say["notes_sep"].join(filter(None, [row["note"], *notes]))
