@@ -3,6 +3,7 @@ exercises checked against reference_numpy; every check passes its solution, name
 knows when a wrong answer makes it, says "not attempted yet" to an untouched stub, and never
 imports the solutions; every exercise has a worked solution kept apart from the chapter."""
 import ast
+import functools
 import importlib
 import json
 import os
@@ -611,8 +612,14 @@ def divided_by_non_zero_targets(weight, pieces, loss_of):
     ("8.1", lambda c, r: 1.0 if c / r > 1 else (0.0 if c == 0 else np.exp(1 - r / c)),
      "an empty reference", "ZeroDivisionError"),
     ("9.1", averaged_last_five, "eight checkpoints", "leaves out some checkpoints"),
-    ("9.2", divided_by_non_zero_targets, "padding id 3", "id 0 for padding")],
-    ids=["1.1-naive", "1.2-min", "1.2-mean", "2.2-left", "8.1-r0", "9.1-last5", "9.2-pad0"])
+    ("9.2", divided_by_non_zero_targets, "padding id 3", "id 0 for padding"),
+    ("2.3", lambda q, k, v, mask: (lambda w: (w @ v, w))((q @ k.mT / q.size(-1) ** 0.5).masked_fill(
+        ~mask, torch.finfo(q.dtype).min).softmax(-1)), "near the lowest float16 holds",
+     "lowest number the dtype holds"),
+    ("9.3", lambda grads, scale: ([g.float() / scale for g in grads], not all(
+        np.isfinite(g.float().sum().item()) for g in grads)), "whose sum is not", "overflows")],
+    ids=["1.1-naive", "1.2-min", "1.2-mean", "2.2-left", "8.1-r0", "9.1-last5", "9.2-pad0",
+         "2.3-lowest", "9.3-sum"])
 def test_a_shortcut_that_holds_only_for_the_books_usual_inputs_fails(exercise_id, answer, case,
                                                                      slip):
     """Answers right wherever a row's scores lie close together, padding comes last, the
@@ -620,6 +627,21 @@ def test_a_shortcut_that_holds_only_for_the_books_usual_inputs_fails(exercise_id
     result = run(EXERCISES[exercise_id], answer)
     assert result.status == "failed"
     says(result.message(), case, slip)
+
+
+@pytest.mark.parametrize("exercise_id, answer, name", [
+    ("1.2", functools.partial(torch.softmax, dim=-1), "torch.softmax"),
+    ("1.3", functools.partial(torch._softmax_backward_data, dim=-1, input_dtype=torch.float64),
+     "torch._softmax_backward_data")])
+def test_a_forbidden_function_handed_in_as_a_partial_is_refused(exercise_id, answer, name):
+    """A partial calls its function from C, out of the watch's sight: the check calls it."""
+    says(run(EXERCISES[exercise_id], answer).message(), name, "do without")
+
+
+def test_a_predict_or_derive_exercise_given_to_check_is_named_as_such():
+    with pytest.raises(ValueError) as misused:
+        result_of("1.4", lambda x: x)
+    says(str(misused.value), "Exercise 1.4", "predict-then-run", "no check")
 
 
 def test_the_softmax_exercise_names_what_it_asks_to_do_without():

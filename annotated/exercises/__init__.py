@@ -33,7 +33,7 @@ import importlib
 from annotated.base.cli import escaped_for_stdout
 from annotated.exercises.core import Exercise, Result, run
 from annotated.exercises.messages import MESSAGES
-from annotated.exercises.notebook import typed
+from annotated.exercises.notebook import kind_in_the_book, typed
 
 CHAPTERS = [f"ch{n:02d}" for n in range(1, 10)]
 #: The last result of each exercise checked in this process, by exercise id: what the grader
@@ -117,6 +117,8 @@ def misused(exercise_id, fn, lang: str, more=()) -> str | None:
         return say["id_as_text"].format(given=shown(exercise_id),
                                         id=likely_id(exercise_id, fn))
     if exercise_id not in exercises():
+        if (kind := kind_in_the_book(exercise_id)) is not None:    # predict, or derive
+            return say["not_coding"].format(id=exercise_id, kind=say["kinds"][kind])
         return say["unknown_id"].format(id=exercise_id, known=nearest_ids(exercise_id))
     if fn is None:
         return say["needs_fn"].format(id=exercise_id)

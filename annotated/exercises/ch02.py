@@ -158,6 +158,11 @@ def masked_cases() -> list[Case]:
                   "一个被屏蔽的键的分数为 1e12，远高于开放的分数"),
              (one_q, loud_k, v[:1, :1], padded)),
         Case(Text("float16", "float16"), (q.half(), k.half(), v.half(), causal)),
+        Case(Text("float16, the one open key scoring about -65,500, near the lowest float16 "
+                  "holds", "float16，唯一开放的键分数约为 -65,500，接近 float16 能表示的最小数"),
+             (one_q[..., :1].half(), torch.tensor([-65500.0, 100, 200, 3, 7])[None, None, :, None]
+              .half(), v[:1, :1].half(), torch.tensor([True, False, False, False, False])
+              [None, None, None])),
     ]
 
 
@@ -168,12 +173,14 @@ def masked_answer(q, k, v, mask):
     return torch.from_numpy(out).to(dtype), torch.from_numpy(cache[0]).to(dtype)
 
 
-def filled(fill: float, scale=lambda d_k: d_k ** 0.5, inverted: bool = False):
-    """Attention whose blocked scores are filled with `fill` (a slip unless -inf), its scores
-    divided by scale(d_k) (a slip unless sqrt(d_k))."""
+def filled(fill, scale=lambda d_k: d_k ** 0.5, inverted: bool = False):
+    """Attention whose blocked scores are filled with `fill` (a slip unless -inf; a function of
+    the scores' dtype for the lowest number it holds), its scores divided by scale(d_k) (a slip
+    unless sqrt(d_k))."""
     def attend(q, k, v, mask):
         scores = q @ k.transpose(-2, -1) / scale(q.size(-1))
-        weights = scores.masked_fill(mask if inverted else ~mask, fill).softmax(-1)
+        value = fill(scores.dtype) if callable(fill) else fill
+        weights = scores.masked_fill(mask if inverted else ~mask, value).softmax(-1)
         return weights @ v, weights
     return attend
 
@@ -200,10 +207,10 @@ def masked_after_softmax(q, k, v, mask):
 
 
 FINITE = Text("Your code fills the blocked scores with a finite number, or adds one to them (such "
-              "as -1e9 or -1e4): a blocked key keeps some weight whenever the open scores come "
-              "near it, or it scores far above them, and in float16 the number may not even be "
-              "stored. Fill with -inf.",
-              "你的代码用有限数（例如 -1e9 或 -1e4）填充被屏蔽的分数，或把这样的数加到分数上："
+              "as -1e9, -1e4 or the lowest number the dtype holds): a blocked key keeps some "
+              "weight whenever the open scores come near it, or it scores far above them, and "
+              "in float16 the number may not even be stored. Fill with -inf.",
+              "你的代码用有限数（例如 -1e9、-1e4 或该数据类型能表示的最小数）填充被屏蔽的分数，或把这样的数加到分数上："
               "只要开放的分数接近它，或被屏蔽的键分数远高于开放的键，被屏蔽的键就会留下一些权重；"
               "在 float16 中这个数甚至可能无法表示。请用 -inf 填充。")
 
@@ -219,6 +226,7 @@ MASKED = Exercise(
     slips=(
         Slip(FINITE, filled(-1e9), "slip-finite-mask"),
         Slip(FINITE, filled(-1e4), "slip-finite-mask"),
+        Slip(FINITE, filled(lambda dtype: torch.finfo(dtype).min), "slip-finite-mask"),
         Slip(FINITE, added(-1e9), "slip-finite-mask"),
         Slip(FINITE, added(-1e4), "slip-finite-mask"),
         Slip(Text("Your code fills the keys the mask opens: in this book True means attend, so "

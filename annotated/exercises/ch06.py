@@ -361,8 +361,10 @@ GRAD = Exercise(
                   "non-padding target tokens only.",
                   "你的梯度除以了批次中的全部位置：n 只计非填充目标词元。"),
              lambda z, t, pad, e: grad_with(z, t, pad, e, n=t.numel()), "slip-smoothing-padding"),
-        Slip(Text("Your gradient has the wrong sign: it is softmax - q, which points uphill.",
-                  "你的梯度符号反了：它应是 softmax - q，指向损失上升的方向。"),
+        Slip(Text("Your gradient has the wrong sign: the gradient points the way the loss "
+                  "rises, and a step against yours would raise it.",
+                  "你的梯度符号反了：梯度指向损失上升的方向，而沿你的梯度的反方向走一步，"
+                  "损失反而会上升。"),
              lambda z, t, pad, e: grad_with(z, t, pad, e, sign=-1.0)),
         Slip(Text("Your gradient is that of a mean of sentence means: each token is divided by "
                   "the batch size times its own sentence's length, where the loss divides every "

@@ -65,6 +65,11 @@ def penalty_answer(c, r):
     return number(BLEU.compute_bleu([1] * 4, [1] * 4, c, r).bp)
 
 
+UPSIDE_DOWN = Text("Your ratio is upside down: the penalty is e^(1 - r/c), reference length over "
+                   "output length, so a short output gets a factor below 1.",
+                   "你的比值颠倒了：惩罚是 e^(1 - r/c)，即参考译文长度除以输出长度，"
+                   "这样短的输出得到的因子才小于 1。")
+
 PENALTY = Exercise(
     id="8.1", function="brevity_penalty",
     topic=Text("BLEU's brevity penalty", "BLEU 的简短惩罚"),
@@ -80,11 +85,8 @@ PENALTY = Exercise(
                   "penalty of 0, as in sacreBLEU.",
                   "输出为空时，你的代码除以了 c = 0：这样的输出的惩罚应为 0，与 sacreBLEU 一致。"),
              lambda c, r: number(1.0) if c >= r else number(math.exp(1 - r / c))),
-        Slip(Text("Your ratio is upside down: the penalty is e^(1 - r/c), reference length over "
-                  "output length, so a short output gets a factor below 1.",
-                  "你的比值颠倒了：惩罚是 e^(1 - r/c)，即参考译文长度除以输出长度，"
-                  "这样短的输出得到的因子才小于 1。"),
-             lambda c, r: number(math.exp(1 - c / r)) if c < r else number(1.0)),
+        Slip(UPSIDE_DOWN, lambda c, r: number(math.exp(1 - c / r)) if c < r else number(1.0)),
+        Slip(UPSIDE_DOWN, lambda c, r: number(min(1.0, math.exp(1 - c / r)))),
         Slip(Text("Your penalty is e^(1 - r/c) whatever the lengths: for an output longer than "
                   "the reference it exceeds 1 and raises the score. Take min(1, ...): only "
                   "c < r is penalised.",

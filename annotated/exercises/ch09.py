@@ -368,6 +368,10 @@ def unscale_cases() -> list[Case]:
                   "float16 的最大值 65,504，旁边是 60,000：有限"),
              (with_value(with_value(gradients(4, seed=11, scale=S, dtype=torch.float16), 0, 1,
                                     65_504.0), 0, 2, 60_000.0), S)),
+        Case(Text("float32 gradients near 3e38, finite, whose sum is not",
+                  "接近 3e38 的 float32 梯度：本身有限，它们的和却不是"),
+             (with_value(with_value(gradients(5, 3, seed=13, scale=S), 1, 0, 3e38), 1, 1, 3e38),
+              S)),
     ]
 
 
@@ -413,11 +417,13 @@ IN_FLOAT16 = Text("Your code divides in float16: a gradient near 1e-6 loses its 
                   "（低于 6e-5 时 float16 的有效数字很少），而缩放本来就是为了避免这一点。"
                   "应先转成 float32，再除以 S。")
 
-OVERFLOWED = Text("Your check overflows by itself: the norm or the sum of finite float16 values "
-                  "near 65,504 is inf, so a good step is reported as bad. Look at each value "
-                  "(torch.isfinite), not at a norm or a sum of them.",
-                  "你的检查本身溢出了：接近 65,504 的有限 float16 值，它们的范数或和是 inf，"
-                  "于是好的一步被报告成坏的。应逐个检查每个值（torch.isfinite），而不是检查它们的范数或和。")
+OVERFLOWED = Text("Your check overflows by itself: the norm or the sum of finite values near the "
+                  "largest their dtype holds (65,504 in float16, about 3.4e38 in float32) is "
+                  "inf, so a good step is reported as bad. Look at each value (torch.isfinite), "
+                  "not at a norm or a sum of them.",
+                  "你的检查本身溢出了：接近其数据类型最大值（float16 中为 65,504，float32 中约为 "
+                  "3.4e38）的有限值，它们的范数或和是 inf，于是好的一步被报告成坏的。"
+                  "应逐个检查每个值（torch.isfinite），而不是检查它们的范数或和。")
 
 UNSCALE = Exercise(
     id="9.3", function="unscaled_gradients",
@@ -452,6 +458,8 @@ UNSCALE = Exercise(
         Slip(OVERFLOWED, unscaled_with(check=lambda vs: any(not torch.isfinite(v.norm())
                                                             for v in vs))),
         Slip(OVERFLOWED, unscaled_with(check=lambda vs: any(not torch.isfinite(v.sum())
+                                                            for v in vs))),
+        Slip(OVERFLOWED, unscaled_with(check=lambda vs: any(not torch.isfinite(v.float().sum())
                                                             for v in vs))),
         Slip(Text("Your flag is True when every gradient is finite: it must say whether any value "
                   "is inf or NaN.",

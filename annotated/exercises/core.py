@@ -288,7 +288,7 @@ def small_error_note(want: np.ndarray, have: np.ndarray, lang: str) -> str:
     result rounded to a few decimals, as for printing it."""
     if not (np.isfinite(want).all() and np.isfinite(have).all()):
         return ""
-    for decimals in range(4, -1, -1):
+    for decimals in range(4, 0, -1):            # (an integer: more likely another slip)
         if np.array_equal(np.round(want.astype(np.float64), decimals), have.astype(np.float64)):
             return MESSAGES[lang]["rounded"].format(decimals=decimals)
     if want.dtype != np.float64:
@@ -319,11 +319,20 @@ def call(fn, case: Case):
     """fn on copies of the case's arguments, so that nothing it does to them carries over; what
     it returned, and the name of the first argument it changed in place (None if none)."""
     args, kwargs = copy.deepcopy(case.args), copy.deepcopy(case.kwargs)
-    got = fn(*args, **kwargs)
+    got = called_from_python(fn)(*args, **kwargs)
     names = parameter_names(fn, len(args))
     given = [*zip(names, case.args, args), *((k, case.kwargs[k], kwargs[k]) for k in kwargs)]
     changed = next((name for name, before, after in given if bits(before) != bits(after)), None)
     return got, changed
+
+
+def called_from_python(fn):
+    """fn, a functools.partial unwrapped into a call made here: a partial calls its function
+    from C, where the watch on forbidden functions (forbidding) would not see it."""
+    if not isinstance(fn, functools.partial):
+        return fn
+    inner = called_from_python(fn.func)
+    return lambda *args, **kwargs: inner(*fn.args, *args, **{**fn.keywords, **kwargs})
 
 
 def parameter_names(fn, n: int) -> list[str]:

@@ -148,6 +148,10 @@ MESSAGES = {
         "not_graded": "could not be graded: {why}",
         "no_exercises": "no exercise of this book's chapters found (no `check(\"N.K\", ...)` "
                         "cell)",
+        "not_coding": "Exercise {id} is {kind}, which has no check: work it out, then compare "
+                      "with the chapter (and with the solutions when you are done)",
+        "kinds": {"predict, then run": "a predict-then-run exercise",
+                  "derive": "a derivation"},
         "unknown_id": "`check(\"{id}\", ...)` names no exercise of this book (its numbers "
                       "nearest: {known}); correct the number",
         "id_as_text": "`check({given}, ...)`: give the exercise's number as text, in quotes: "
@@ -252,6 +256,8 @@ MESSAGES = {
         "added": "它运行时，其中的代码在提交的文件旁边新建了 {paths}：不需要的请删除",
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
+        "not_coding": "练习 {id} 是{kind}，没有检查：先自己做出来，再与本章对照（做完后也可以看答案）",
+        "kinds": {"predict, then run": "一道先预测、再运行的练习", "derive": "一道推导题"},
         "unknown_id": "`check(\"{id}\", ...)` 不是本书的练习编号（相近的编号：{known}）；请改正编号",
         "id_as_text": "`check({given}, ...)`：练习编号要写成带引号的文本：`check(\"{id}\", ...)`",
         "usage": "`check` 要两样东西：先是带引号的练习编号，再是你的函数：`check(\"{id}\", {name})`",

@@ -14,6 +14,7 @@ import re
 import unicodedata
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 
@@ -90,6 +91,21 @@ def listed(nb: dict) -> list[Listed]:
         for match in HEADING.finditer(source(cell)):
             found.append(Listed(f"{match[2]}.{match[3]}", match[4].strip(), match[5], i))
     return found
+
+
+#: The book's chapters, in a clone of the project (an installed package may have none).
+CHAPTER_FOLDER = Path(__file__).resolve().parents[2] / "chapters"
+
+
+def kind_in_the_book(exercise_id: str) -> str | None:
+    """The kind (KINDS) of the exercise `exercise_id` as its chapter lists it, or None when
+    the chapter is not here or lists no such exercise."""
+    chapter = next(CHAPTER_FOLDER.glob(f"{exercise_id.split('.')[0].zfill(2)}_*.ipynb"), None)
+    try:
+        found = listed(json.loads(chapter.read_text(encoding="utf-8"))) if chapter else []
+    except (OSError, ValueError):
+        return None
+    return next((e.kind for e in found if e.id == exercise_id), None)
 
 
 def mentions_check(nb: dict) -> bool:
