@@ -127,6 +127,29 @@ def test_a_corpus_of_repeated_pairs_gets_one_warning_not_one_per_side(tmp_path):
     says(said[0], "warning", "300 of the 400 pairs", "repeat")
 
 
+def test_a_test_split_that_is_the_validation_split_is_warned_about(tmp_path):
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:300]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:300]
+    pairs = list(zip(en, de))
+    text = {"train": pairs[:200], "valid": pairs[200:], "test": pairs[200:]}
+    files = {split: (tmp_path / f"{split}.en", tmp_path / f"{split}.de") for split in text}
+    said = []
+    data.note_overlap(text, files, said.append)
+    assert len(said) == 1, said
+    says(said[0], "warning", "100 of the 100 pairs", "test.en", "validation pairs")
+
+
+def test_a_side_compressed_with_xz_is_named_with_how_to_read_it(tmp_path):
+    for split in ("train", "valid", "test"):
+        for lang in ("en", "de"):
+            (tmp_path / f"{split}.{lang}").write_text("A dog runs.\nTwo men.\n")
+    (tmp_path / "train.en").rename(tmp_path / "train.en.xz")
+    config = get("sample").override(dataset="files", source_lang="en", target_lang="de")
+    with pytest.raises(data.DataError) as error:
+        load_corpus(config, data_dir=tmp_path, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "no train.en", "it holds train.en.xz", "plain text or .gz", "xz -d train.en.xz")
+
+
 def test_a_corpus_copied_onto_itself_once_is_warned_about(tmp_path):
     """cat train.en train.en > train.en.new: exactly half the pairs repeat the other half."""
     en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:100]

@@ -406,6 +406,11 @@ def note_overlap(text: dict, files: dict, log) -> None:
             log(f"warning: {shared:,} of the {len(text[split]):,} pairs of {src} and {tgt} are "
                 f"also training pairs: their scores measure memory, not translation; give "
                 f"{split} sentences the model does not train on")
+    chosen = set(text["valid"])
+    if (shared := sum(pair in chosen for pair in text["test"])) > len(text["test"]) / 2:
+        log(f"warning: {shared:,} of the {len(text['test']):,} pairs of {files['test'][0]} "
+            f"and {files['test'][1]} are also validation pairs: what is chosen on valid would "
+            f"be scored on the same sentences; give test sentences of its own")
 
 
 def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
@@ -530,9 +535,15 @@ def _user_files(data_dir, langs) -> dict:
     return files
 
 
+# What a corpus file compressed otherwise than with gzip is named with, and what undoes it.
+OTHER_COMPRESSION = {".xz": "xz -d", ".bz2": "bunzip2", ".zst": "zstd -d --rm", ".zip": "unzip",
+                     ".lzma": "xz -d"}
+
+
 def _case_fix(data_dir, name: str) -> str | None:
-    """How to rename a file of `data_dir` whose name is `name` (or name.gz) but for letter
-    case, such as train.EN for train.en: file names are case-sensitive; None if none is."""
+    """How to make a file of `data_dir` readable as `name` (or name.gz): one named so but for
+    letter case (train.EN for train.en: file names are case-sensitive), or compressed with
+    another tool than gzip (train.en.xz); None if there is none."""
     if not Path(data_dir).is_dir():
         return None
     wanted = {name.lower(), f"{name}.gz".lower()}
@@ -540,6 +551,9 @@ def _case_fix(data_dir, name: str) -> str | None:
         if other.lower() in wanted and other not in (name, f"{name}.gz"):
             right = name + other[len(name):]
             return f"it holds {other}: file names are case-sensitive, so rename it {right}"
+        if other.startswith(f"{name}.") and (tool := OTHER_COMPRESSION.get(other[len(name):])):
+            return (f"it holds {other}, but only plain text or .gz is read: decompress it "
+                    f"({tool} {other})")
     return None
 
 
