@@ -71,11 +71,15 @@ def main(argv=None):
     refs = list(read_lines(args.ref))
     hyps = aligned(args.hyp, refs, args.ref)
     baseline = aligned(args.baseline, refs, args.ref) if args.baseline else None
-    note_mismatch(hyps, refs, args)
+    note_empty_references(refs, args.ref)
+    note_mismatch(hyps, refs, args.hyp, args.ref)
     show(report(hyps, refs, args.lang))
     note_copy(hyps, refs, f"--hyp {args.hyp}", args.ref)
-    if baseline is not None:
+    if baseline is not None:             # the checks the translations get, for the baseline too
+        note_mismatch(baseline, refs, args.baseline, args.ref)
         note_copy(baseline, refs, f"--baseline {args.baseline}", args.ref)
+        if (note := escaped_note(baseline, args.baseline)) is not None:
+            say_error(note)
         if baseline == hyps:
             say_error(f"note: --baseline {args.baseline} holds the same translations as --hyp "
                       f"{args.hyp}: the comparison can only find no difference; give the other "
@@ -102,47 +106,52 @@ def note_copy(lines: list[str], refs: list[str], given: str, ref_path) -> None:
                   f"them, not a system's output: give a system's translations there")
 
 
-def note_mismatch(hyps: list[str], refs: list[str], args) -> None:
-    """Notes on stderr for references that cannot be matched: empty lines among them, and
-    translations in another script or language than theirs (the wrong file, or the wrong
-    direction)."""
-    empty = [i for i, ref in enumerate(refs, 1) if not ref.strip()]
+def note_empty_references(refs: list[str], ref) -> None:
+    """A note on stderr for empty lines among the references (of the file `ref`), which no
+    translation can match."""
+    empty = [i for i, line in enumerate(refs, 1) if not line.strip()]
     if empty and len(empty) < len(refs):
-        say_error(f"note: {args.ref}, line {empty[0]} ({len(empty):,} such line(s) in all): an "
+        say_error(f"note: {ref}, line {empty[0]} ({len(empty):,} such line(s) in all): an "
                   f"empty reference, which no translation can match; check the references")
+
+
+def note_mismatch(hyps: list[str], refs: list[str], hyp, ref) -> None:
+    """Notes on stderr for translations (`hyps`, of the file `hyp`) that cannot match their
+    references: in another script or language than theirs (the wrong file, or the wrong
+    direction), in another Unicode form, or out of step (note_form_and_step)."""
     scripts = [guess_language(lines) for lines in (hyps, refs)]
     if scripts[0] != scripts[1] and any(c.isalpha() for line in hyps[:200] for c in line):
         named = [f"a script without spaces ({s})" if s else "a script with spaces between words"
                  for s in scripts]
-        say_error(f"note: the translations ({args.hyp}) are in {named[0]}, the references "
-                  f"({args.ref}) in {named[1]}: BLEU compares one language with itself; check "
+        say_error(f"note: the translations ({hyp}) are in {named[0]}, the references "
+                  f"({ref}) in {named[1]}: BLEU compares one language with itself; check "
                   f"that --hyp and --ref are the translations and their references")
         return
     spaced = [guess_spaced_language(lines) for lines in (hyps, refs)]
     if None not in spaced and spaced[0] != spaced[1]:
-        say_error(f"note: the translations ({args.hyp}) read as {spaced[0]}, the references "
-                  f"({args.ref}) as {spaced[1]} (from their commonest words): BLEU compares one "
+        say_error(f"note: the translations ({hyp}) read as {spaced[0]}, the references "
+                  f"({ref}) as {spaced[1]} (from their commonest words): BLEU compares one "
                   f"language with itself; check that --ref holds references in the language "
                   f"translated into")
         return
-    note_form_and_step(hyps, refs, args)
+    note_form_and_step(hyps, refs, hyp, ref)
 
 
-def note_form_and_step(hyps: list[str], refs: list[str], args) -> None:
+def note_form_and_step(hyps: list[str], refs: list[str], hyp, ref) -> None:
     """Notes for translations that match their references in a way BLEU cannot see: letters
     stored in another Unicode form (an accent apart from its letter, NFD, as some macOS tools
     write), or lines out of step (a line added or removed shifts every pair after it)."""
     decomposed = [sum(unicodedata.normalize("NFC", line) != line for line in lines)
                   for lines in (hyps, refs)]
     if bool(decomposed[0]) != bool(decomposed[1]):
-        which, other = (args.hyp, args.ref) if decomposed[0] else (args.ref, args.hyp)
+        which, other = (hyp, ref) if decomposed[0] else (ref, hyp)
         say_error(f"note: {which} stores accented letters decomposed (Unicode NFD, the accent "
                   f"apart from its letter) in {max(decomposed):,} line(s), {other} composed "
                   f"(NFC): BLEU counts such words as different; convert {which} to NFC (e.g. "
                   f"uconv -x any-nfc)")
     r = in_line_correlation(list(zip(hyps, refs)))
     if r is not None and r < MIN_LENGTH_CORRELATION:
-        say_error(f"note: the lengths of the translations ({args.hyp}) and their references "
+        say_error(f"note: the lengths of the translations ({hyp}) and their references "
                   f"do not go together (rank correlation {r:.2f}; translations line for line "
                   f"come close to 1): the lines may be out of step, a line added or removed "
                   f"shifting every pair after it; check that line i translates the sentence "

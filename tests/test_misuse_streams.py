@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from annotated.base import files
 from annotated.base.cli import command, peer_lost
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, check_output, read_lines
+from annotated.data.corpus import SAMPLE
 from annotated.inference.bleu import tokenizer_for
 from annotated.store import checkpoint_file
 
@@ -637,6 +639,27 @@ def test_a_baseline_that_is_the_same_translations_is_noted(tmp_path, capsys):
                    "--ref", str(tmp_path / "ref.de")])
     says(capsys.readouterr().err.splitlines()[0], "note", "--baseline", "hyp.de",
          "same translations", "other system")
+
+
+@pytest.mark.parametrize("spoil, names", [
+    (lambda lines: [unicodedata.normalize("NFD", line) for line in lines], ["NFD", "NFC"]),
+    (lambda lines: lines[1:] + lines[:1], ["out of step"]),
+    (lambda lines: list(read_lines(SAMPLE / "test_2016_flickr_sample.en.gz"))[:100],
+     ["read as en"]),
+    (lambda lines: [line.replace("ü", "&uuml;") for line in lines], ["HTML character"])],
+    ids=["nfd", "shifted", "english", "escaped"])
+def test_a_baseline_gets_the_notes_the_translations_get(tmp_path, capsys, spoil, names):
+    """A baseline spoiled in its form (NFD, escapes), its order or its language would lead the
+    comparison by that alone: it is noted as --hyp would be, naming the baseline."""
+    refs = list(read_lines(SAMPLE / "test_2016_flickr_sample.de.gz"))[:100]
+    (tmp_path / "ref.de").write_text("\n".join(refs) + "\n")
+    (tmp_path / "hyp.de").write_text("\n".join(refs) + "\n")
+    (tmp_path / "base.de").write_text("\n".join(spoil(refs)) + "\n")
+    evaluate.main(["--hyp", str(tmp_path / "hyp.de"), "--baseline", str(tmp_path / "base.de"),
+                   "--ref", str(tmp_path / "ref.de")])
+    notes = [line for line in capsys.readouterr().err.splitlines() if "base.de" in line]
+    assert notes, "no note names the baseline"
+    says(notes[0], "note", *names)
 
 
 @pytest.mark.parametrize("name", ["ckpt_0000500.pt", "model.pth", "metrics.jsonl"])
