@@ -405,10 +405,37 @@ def translation_problem(unit: Unit) -> str | None:
                 f"text is translated)")
     added = [piece for piece in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
              if piece.startswith(("$$", "```"))]      # a symbol or a name may be repeated
+    added += [piece for piece in set(kept_pieces(unit.text)) - set(kept_pieces(unit.en))
+              if piece.startswith("$") and not SYMBOL.fullmatch(piece)]  # nor a new formula
     if added:
         return (f"its translation has {short(added[0])}, a formula or a code block the English "
                 f"has not: keep the English's, and only those")
-    return unpublishable(unit)
+    return numbers_changed(unit) or unpublishable(unit)
+
+
+#: Inline math that is one symbol ($n$, $V$, $\epsilon_{ls}$): a translation may name one the
+#: English's sentence leaves implicit; anything more is a formula it must not add.
+SYMBOL = re.compile(r"\$\\?[A-Za-z]+(?:_\{?\w+\}?)?\$")
+#: A number in prose, as written (4.5, 29,000, 2017), wherever it stands (float16, x1.4).
+PROSE_NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*")
+
+
+def numbers_changed(unit: Unit) -> str | None:
+    """A number of two digits or more that the translation's prose lacks or adds beside the
+    English's. Numbers are compared by their digits, separators and the zeros at either end
+    aside, so that a translation may write 4.5 million as 450 万; a single digit may be a word
+    in one language and a numeral in the other."""
+    def numbers(text: str) -> dict[str, str]:
+        return {digits: n for n in PROSE_NUMBER.findall(kept_and_prose(text)[1])
+                if len(digits := re.sub(r"[.,]", "", n).strip("0")) >= 2}
+    english, translated = numbers(unit.en), numbers(unit.text)
+    if lacking := [n for digits, n in english.items() if digits not in translated]:
+        return (f"its translation lacks the number {lacking[0]} the English has: a number "
+                f"stays as the English writes it (4.5 million may become 450 万)")
+    if extra := [n for digits, n in translated.items() if digits not in english]:
+        return (f"its translation has the number {extra[0]}, which the English has not: keep "
+                f"the English's numbers, and only those")
+    return None
 
 
 def open_block(unit: Unit) -> str | None:

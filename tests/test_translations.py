@@ -499,6 +499,23 @@ def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in
     assert i18n.fit_units(where, "zh") == []           # its English is published instead
 
 
+@pytest.mark.parametrize("translated, names", [
+    ("Wu 等人的 31.02 高于我们的 39.58，训练了 8,000 步。", ["lacks the number 41.02"]),
+    ("Wu 等人的 41.02 高于我们的 39.58，训练了 8,000 步，共 12 小时。",
+     ["has the number 12", "keep the English's numbers"]),
+    ("Wu 等人的 41.02 高于我们的 39.58，训练了 8,000 步 $x^2$。", ["'$x^2$'", "a formula"])],
+    ids=["changed", "added", "formula"])
+def test_a_number_or_a_formula_changed_or_added_in_a_translation_is_named(translated, names):
+    """The numbers of the prose are compared by their digits (4.5 million may be 450 万); a
+    formula the English has not is named; a symbol the sentence leaves implicit may be added."""
+    english = "Wu et al.'s 41.02 is above our 39.58, trained for 8,000 steps."
+    right = "Wu 等人的 41.02 高于我们的 39.58，训练了 8,000 步（$n$ 步）。"
+    assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
+    assert i18n.translation_problem(i18n.Unit(
+        "block", "4.5 million steps", "450 万步", 3)) is None
+    says(i18n.translation_problem(i18n.Unit("block", english, translated, 3)), *names)
+
+
 def test_a_code_block_left_open_is_named_by_the_fence_it_opens_with():
     unit = i18n.Unit("block", "Masks hold `True`.", "~~~python\n掩码为 `True`。", 3)
     says(i18n.translation_problem(unit), "(~~~)", "closing ~~~ line")
