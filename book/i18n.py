@@ -62,7 +62,7 @@ NUMBER = re.compile(r"(?<![\w.])(?<!\de-)\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")  # 11,
 WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 TABLE_RULE = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")                 # | --- | ---: |
 CAPTION = re.compile(r"^\*\*(Table [\w.]+?)\.\*\*")
-DIRECTIVE = re.compile(r"```\{([^}]*)\}")                            # ```{note}, ```{figure}
+DIRECTIVE = re.compile(r"(?:```|:::)\{([^}]*)\}")          # ```{note}, ```{figure}, :::{note}
 
 
 @dataclass
@@ -340,7 +340,9 @@ HTML_TARGET = re.compile(r"""\b(?:href|src)\s*=\s*["']?([^"'\s<>]+)""", re.I)
 #: [text](<a b>), an autolink <https://...>, a reference definition "[label]: target".
 LINK_TARGETS = (re.compile(r"\]\(<([^<>\n]+)>\)"),
                 re.compile(r"<((?:[a-z][a-z0-9+.-]*:|www\.)[^<>\s]+)>", re.I),
-                re.compile(r"^[ ]{0,3}\[[^\]\n]+\]:\s*<?([^\s>]+)>?", re.M))
+                re.compile(r"^[ ]{0,3}\[(?!\^)[^\]\n]+\]:\s*<?([^\s>]+)>?", re.M))
+#: A footnote's mark, [^label], where it is cited and where it is defined.
+FOOTNOTE = re.compile(r"\[\^[^\]\n]+\]")
 #: A MyST role, {name}`content`: its target is what stands in <...>, or the whole content.
 ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 #: A raw HTML element's tag, opening (by its name) or closing (outside code and math).
@@ -368,6 +370,8 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
     for pattern in LINK_TARGETS:
         found += [f"]({t})" for t in pattern.findall(text)]
         text = pattern.sub(" ", text)
+    found += FOOTNOTE.findall(text)
+    text = FOOTNOTE.sub(" ", text)
     found += [f"]({t})" for t in re.findall(r"\[[^\[\]]*\]\(([^()\s]+)\)", text)]  # images too
     found += [f"]({t})" for t in HTML_TARGET.findall(text)]         # <a href>, <img src>
     text = re.sub(r"\]\([^)\s]+\)", "] ", text)
@@ -472,18 +476,19 @@ def unpublishable(unit: Unit) -> str | None:
     if broken := open_block(unit):
         return broken
     added = [p for p in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
-             if p.startswith(("](", "{", "<")) and "glossary.md#" not in p]
+             if p.startswith(("](", "{", "<", "[^")) and "glossary.md#" not in p]
     if links := [p for p in added if p.startswith("](")]:
         return (f"its translation links to {links[0][2:-1]}, which the English does not: keep "
                 f"the English's links (only their text is translated)")
     if added:
-        what = "raw HTML" if added[0].startswith("<") else "the role"
+        what = ("raw HTML" if added[0].startswith("<") else "the footnote"
+                if added[0].startswith("[^") else "the role")
         return (f"its translation adds {what} {added[0]}, which the English has not: keep the "
                 f"English's roles and HTML as they are (only text is translated)")
     directives = Counter(DIRECTIVE.findall(unit.text)) - Counter(DIRECTIVE.findall(unit.en))
     if directives:
-        return (f"its translation adds a ```{{{next(iter(directives))}}} block the English has "
-                f"not: keep the English's blocks as they are")
+        return (f"its translation adds a {{{next(iter(directives))}}} directive block the "
+                f"English has not: keep the English's blocks as they are")
     return None
 
 

@@ -472,16 +472,18 @@ def test_a_translation_that_changes_code_math_or_a_link_target_is_named(kept, ch
 @pytest.mark.parametrize("added, names", [
     ("参见[这里](nowhere_page.md#nothing)。",
      ["nowhere_page.md#nothing", "keep the English's links"]),
-    ("```{bogusdirective}\nhello\n```", ["```{bogusdirective}", "keep the English's blocks"]),
+    ("```{bogusdirective}\nhello\n```", ["{bogusdirective}", "keep the English's blocks"]),
+    (":::{note}\n注意这里\n:::", ["{note}", "keep the English's blocks"]),
     ("<https://evil-autolink.example>", ["evil-autolink.example", "links to"]),
     ("[参考][e]\n\n[e]: https://evil-refstyle.example", ["evil-refstyle.example", "links to"]),
     ("[尖括号](<https://evil-angle.example/a b>)", ["evil-angle.example/a b", "links to"]),
     ("{doc}`/index`", ["{doc}`/index`", "adds the role"]),
     ("{download}`/etc/passwd`", ["{download}", "/etc/passwd", "adds the role"]),
+    ("见注[^n1]。\n\n[^n1]: 脚注", ["the footnote [^n1]"]),
     ("<script>window.PWNED=1</script>", ["<script>", "raw HTML"]),
     ('<iframe srcdoc="x"></iframe>', ["<iframe>", "raw HTML"]),
     ("<style>body{display:none}</style>", ["<style>", "raw HTML"])],
-    ids=["link", "directive", "autolink", "reference", "angle", "doc", "download", "script",
+    ids=["link", "directive", "colon-fence", "autolink", "reference", "angle", "doc", "download", "footnote", "script",
          "iframe", "style"])
 def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in_english(
         added, names, tmp_path):
