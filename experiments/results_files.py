@@ -131,6 +131,19 @@ def signature_of(record: Record, *keys, case: str) -> str:
     return text
 
 
+def cased_and_lowercased(record: Record, *keys) -> tuple[float, float]:
+    """The cased BLEU and the lowercased BLEU of one output, at keys + ("bleu",) and keys +
+    ("lowercase_bleu",), each in BLEU's range and the cased one not above the lowercased one:
+    lowercasing only adds matches, so a pair the other way round had one of them edited."""
+    lower = record.get(*keys, "lowercase_bleu", rule=BLEU)
+    cased = record.get(*keys, "bleu", rule=BLEU)
+    if cased > lower:
+        raise DataError(f"{record.path}: {_named(keys + ('bleu',))} is {cased}, above "
+                        f"lowercase_bleu beside it, {lower}: lowercasing only adds matches, so "
+                        f"one of the two was changed; {record.fix}")
+    return cased, lower
+
+
 def results_page(record: "Record") -> list[str]:
     """The lines of the results page written from the same JSON (the .md beside it); a page
     that is missing is refused: the numbers published from the JSON are checked against it."""

@@ -15,13 +15,13 @@ from annotated import configs
 from annotated.base.cli import ArgumentParser, command, require_stdout
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, with_line_ends_of, write_files
-from annotated.base.settings import POSITIVE, between, shown
+from annotated.base.settings import POSITIVE, shown
 from annotated.notebooks.results import run_mode
 from experiments.folders import ROOT
 from experiments.report import markdown_table, published
 from experiments.results_files import (BLEU, BYTES, SECONDS, WHOLE, Cell, Record, fastest,
-                                      gpu_timings, headline_row, shown_on_its_page,
-                                      signature_of)
+                                      cased_and_lowercased, gpu_timings, headline_row,
+                                      shown_on_its_page, signature_of)
 
 README = ROOT / "README.md"
 RESULTS = ROOT / "results"
@@ -64,9 +64,7 @@ def table() -> str:
         check_run(record, *run)
         first = headline_row(record, "test2016")      # the page's first row, by name
         check_whole_test_set(record, first, run[1]["target_lang"], scored)
-        lower = record.get("test2016", first, "lowercase_bleu", rule=BLEU)
-        # the cased score counts fewer matches than the lowercased one of the same output
-        bleu = record.get("test2016", first, "bleu", rule=between(0, lower, "lowercased BLEU"))
+        bleu, lower = cased_and_lowercased(record, "test2016", first)
         for key, value, case in (("lowercase_bleu", lower, "lc"), ("bleu", bleu, "mixed")):
             shown_on_its_page(record, value, ("test2016", first, key), COLUMNS[key])
             signature_of(record, "test2016", first, key.replace("bleu", "signature"), case=case)
@@ -119,8 +117,8 @@ def check_shipped(record: Record, lower: float, bleu: float) -> None:
     scores = [shipped.get("float32", key, rule=BLEU) for key in ("lowercase_bleu", "bleu")]
     if averaged == sources and scores != [lower, bleu]:      # one model, two sets of scores
         raise DataError(f"{record.path} and {PRETRAINED} describe the same model (averaged from "
-                        f"the same checkpoints) with other scores: {lower:.2f} / {bleu:.2f} in "
-                        f"{record.path.name}, {scores[0]:.2f} / {scores[1]:.2f} in "
+                        f"the same checkpoints) with other scores: {lower!r} / {bleu!r} in "
+                        f"{record.path.name}, {scores[0]!r} / {scores[1]!r} in "
                         f"{PRETRAINED.name}; one of them was changed by hand: restore it (git "
                         f"checkout FILE); else, for {record.path.name}, {record.fix}; for "
                         f"{PRETRAINED.name}, {shipped.fix}")

@@ -34,7 +34,7 @@ from pathlib import Path
 from annotated.base.cli import ArgumentParser, command, number, path
 from annotated.base.errors import DataError
 from annotated.base.files import atomic_open, write_files
-from annotated.base.settings import at_least, between
+from annotated.base.settings import at_least
 from annotated.configs import PAPER, apply_overrides, get
 from annotated.data.corpus import load_corpus
 from annotated.store.checkpoint_file import checkpoint_name, checkpoints, config_from, load
@@ -43,7 +43,8 @@ from experiments.commands import invocation, recorded, train, train_command
 from experiments.folders import (ROOT, add_training_arguments, check_out_dir, check_run_folder,
                                  committed_folder)
 from experiments.report import first_sentences, markdown_table
-from experiments.results_files import BLEU, COUNT, PERPLEXITY, Record, signature_of
+from experiments.results_files import (BLEU, COUNT, PERPLEXITY, Record, cased_and_lowercased,
+                                      signature_of)
 from experiments.scoring import rounded, score
 
 SMALL = dict(N=2, d_model=128, d_ff=512, h=8, d_k=16, d_v=16, max_tokens=2048, warmup_steps=400,
@@ -180,9 +181,8 @@ def read_records(kept: Path) -> dict:
             raise DataError(f"{kept}: row {name!r} says paper_row {row['paper_row']!r}, where "
                             f"that row is the paper's {paper!r}; {record.fix}")
         signature_of(record, name, "signature", case="mixed")
-        if "lowercase_bleu" in row:      # lowercasing only adds matches: never the lower one
-            lower = record.get(name, "lowercase_bleu", rule=BLEU)
-            record.get(name, "bleu", rule=between(0, lower, "lowercased BLEU"))
+        if "lowercase_bleu" in row:
+            cased_and_lowercased(record, name)
             signature_of(record, name, "lowercase_signature", case="lc")
         if steps_of(row) is None:
             raise DataError(f"{kept}: row {name!r} has no --max-steps in its command; "

@@ -558,7 +558,7 @@ def added_row(name: str) -> str:
     (committed_rows(ppl=-3.0), ["base.ppl", "-3.0", ">= 1"]),
     (committed_rows(lowercase_bleu=-1), ["base.lowercase_bleu", "-1"]),
     (committed_rows(minutes="ten"), ["base.minutes", "'ten'"]),
-    (committed_rows(bleu=99.0), ["base.bleu", "99.0", "lowercased BLEU"]),
+    (committed_rows(bleu=99.0), ["base.bleu", "99.0", "lowercase_bleu", "only adds matches"]),
     (committed_rows(paper_row="A1"), ["'base'", "paper_row 'A1'"]),
     (committed_rows(signature="nrefs:1|case:mixed|eff:no|tok:intl|smooth:exp|version:2.6.0"),
      ["base.signature", "tok:intl", "tok:13a"]),
