@@ -90,6 +90,21 @@ def test_translate_command_files_beam_options_and_bleu(ckpt, tmp_path, monkeypat
     assert "sacreBLEU" in captured.err and "compound splitting" in captured.err
 
 
+def test_a_translation_that_is_empty_is_noted_as_such_not_as_a_part(ckpt, monkeypatch):
+    """The search may end at once, EOS alone scoring best (alpha 0.3, beam 21): the note says
+    the translation is empty, and why, not that it holds only part of its line."""
+    from annotated.inference import batched
+    from annotated.inference.search import Hypothesis
+    model, _, tokenizer = checkpoint_file.load_model(ckpt)
+    monkeypatch.setattr(batched, "beam_search", lambda model, src, **settings: [
+        Hypothesis(tokens=[EOS], log_prob=-0.1, score=-0.1) for _ in range(len(src))])
+    said = []
+    out = translate_lines(model, tokenizer, ["4 5 6 7"], alpha=0.3, log=said.append)
+    assert out == [""]
+    note = next(line for line in said if line.startswith("note"))
+    says(note, "1 translation(s) are empty", "line 1", "end of sentence alone", "alpha 0.3")
+
+
 def test_translations_that_are_all_empty_are_noted_before_their_scores(ckpt, tmp_path,
                                                                       monkeypatch, capsys):
     """A model trained too briefly writes only </s>: BLEU 0 alone would not say why."""

@@ -74,7 +74,7 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
     budget = max(batch_tokens, max(n for n, _ in lengths))
     batches = sorted(make_batches(lengths, budget, seed=0, epoch=0), key=lambda b: lengths[b[0]])
     device = next(model.parameters()).device
-    start, done, cut, short = time.perf_counter(), 0, [], []
+    start, done, cut, short, empty = time.perf_counter(), 0, [], [], []
     for batch in batches:
         rows = [todo[j] for j in batch]
         src = source_batch([ids[i] for i in rows], device)          # (batch, src_len)
@@ -87,6 +87,8 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
             out[i] = tokenizer.decode(hyp.tokens)               # drops EOS
             if hyp.tokens[-1:] != [EOS]:                        # stopped by the length limit
                 cut.append(i)
+            elif not out[i].strip():                            # EOS alone scored best
+                empty.append(i)
             elif dropped_sentences(lines[i], len(ids[i]), out[i], len(hyp.tokens)):
                 short.append(i)                                 # several sentences, one read
         done += len(rows)
@@ -100,6 +102,10 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
             f"{len(ids[first])} tokens in, {sentence_count(out[first])} sentence(s) and "
             f"{len(out[first].split())} words out): the model translates one sentence a line, "
             f"and may stop after the first: split such lines into sentences")
+    if empty and log:
+        log(f"note: {len(empty)} translation(s) are empty, line {min(empty) + 1} first: the "
+            f"search ended at once, an end of sentence alone scoring best"
+            + ("" if greedy else f" (alpha {alpha:g}: a larger alpha favours longer outputs)"))
     if cut and log:
         log(f"note: {len(cut)} translation(s) reached the maximum length (input + {max_extra} "
             f"tokens) before ending, line {min(cut) + 1} first: they are cut there; give a "
