@@ -393,7 +393,8 @@ def kept_pieces(text: str) -> list[str]:
 def translation_problem(unit: Unit) -> str | None:
     """What makes a unit's translation unfit to publish though it is there: the English left
     as it is (prose words, outside code and math, the same as the quote), code, math or a link
-    target that is not as in the English (kept_pieces), or what would break its page
+    target that is not as in the English (kept_pieces), a formula or a code block it adds, a
+    number of its prose changed or added (numbers_changed), or what would break its page
     (unpublishable)."""
     prose_words = WORD.findall(kept_and_prose(unit.en)[1])
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
@@ -401,16 +402,16 @@ def translation_problem(unit: Unit) -> str | None:
                 f"(the page would show English)")
     if broken := open_block(unit) or open_math(unit):    # first: they hide the rest
         return broken
-    lacking = Counter(kept_pieces(unit.en)) - Counter(kept_pieces(unit.text))
-    if lacking:                     # each one as often as the English has it: `True` twice
+    english, translated = Counter(kept_pieces(unit.en)), Counter(kept_pieces(unit.text))
+    if lacking := english - translated:    # each one as often as the English has it: `True` twice
         changed = next(iter(lacking))
         return (f"its translation lacks {short(changed)} (or has it fewer times) as the English "
                 f"has it: code, math and link targets stay exactly as they are (only link "
                 f"text is translated)")
-    added = [piece for piece in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
-             if piece.startswith(("$$", "```"))]      # a symbol or a name may be repeated
-    added += [piece for piece in set(kept_pieces(unit.text)) - set(kept_pieces(unit.en))
-              if piece.startswith("$") and not SYMBOL.fullmatch(piece)]  # nor a new formula
+    added = [piece for piece in translated - english      # a symbol or a name may be repeated,
+             if piece.startswith(("$$", "```"))]          # or named where the English leaves
+    added += [piece for piece in translated if piece not in english     # it implicit, but
+              and piece.startswith("$") and not SYMBOL.fullmatch(piece)]  # not a new formula
     if added:
         return (f"its translation has {short(added[0])}, a formula or a code block the English "
                 f"has not: keep the English's, and only those")

@@ -252,7 +252,7 @@ def check_stretches(pairs, src_path, tgt_path) -> None:
     off = (aligned < MIN_LENGTH_CORRELATION) & (shifted > aligned + 0.4) & (shifted > 0.5)
     if off.any():
         w = int(off.argmax())
-        at = stretches(src)[0][w]
+        at = stretches(src)[0][w]                  # where that stretch starts, among the pairs
         start, end = lines[1 + at], lines[at + STRETCH]
         raise DataError(f"{src_path} and {tgt_path} go out of line near line {start}: over "
                         f"lines {start}-{end} the lengths of paired lines do not go together "

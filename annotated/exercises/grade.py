@@ -40,9 +40,8 @@ from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
 from annotated.exercises import exercises, graded_ids, nearest_ids
 from annotated.exercises.messages import MESSAGES
-from annotated.exercises.notebook import NotANotebook, checks, mentions_check, read
+from annotated.exercises.notebook import PROJECT, NotANotebook, checks, mentions_check, read
 
-PROJECT = Path(__file__).resolve().parents[2]        # the folder that holds annotated/
 MARKS = {"passed": "✓", "failed": "✗", "not attempted": "·", "not run": "?"}
 #: Seconds a stopped notebook's process gets to shut its kernel down before it is killed.
 GRACE = 10

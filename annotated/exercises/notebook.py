@@ -93,8 +93,9 @@ def listed(nb: dict) -> list[Listed]:
     return found
 
 
+PROJECT = Path(__file__).resolve().parents[2]        # the folder that holds annotated/
 #: The book's chapters, in a clone of the project (an installed package may have none).
-CHAPTER_FOLDER = Path(__file__).resolve().parents[2] / "chapters"
+CHAPTER_FOLDER = PROJECT / "chapters"
 
 
 def kind_in_the_book(exercise_id: str) -> str | None:
