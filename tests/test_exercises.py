@@ -580,6 +580,20 @@ def test_logsumexp_doing_the_stabilising_step_is_refused_in_the_softmax():
              ).message(), "torch.logsumexp", "do without")
 
 
+def test_a_forbidden_call_made_inside_a_library_function_names_both():
+    """Categorical normalises its logits with Tensor.logsumexp: the learner called the
+    distribution, so the refusal names it first, then what it calls."""
+    def through_a_distribution(x):
+        return torch.distributions.Categorical(logits=x).probs
+    message = run(EXERCISES["1.2"], through_a_distribution).message()
+    says(message, "torch.distributions.categorical.Categorical", "torch.Tensor.logsumexp",
+         "do without")
+    assert message.index("Categorical") < message.index("logsumexp")
+    says(run(EXERCISES["1.2"], through_a_distribution).message("zh"), "Categorical", "logsumexp")
+    direct = run(EXERCISES["1.2"], lambda x: (x - x.logsumexp(-1, keepdim=True)).exp()).message()
+    assert "Categorical" not in direct and "torch.Tensor.logsumexp" in direct
+
+
 def shifted_by(shift):
     def stable_softmax(x):
         e = (x - shift(x.masked_fill(torch.isinf(x), 0))).exp()

@@ -585,11 +585,37 @@ class Forbidden(Exception):
     it; its one argument is the function's name."""
 
 
+class Refused(str):
+    """The name of a call an exercise forbids, with `inside`: the library function that the
+    learner's code called and that made the call ("" where their own code made it)."""
+    inside = ""
+
+
+def refusal(name: str, frame) -> Refused:
+    """`name`, called from `frame`, with the outermost library function between the learner's
+    code and `frame`: torch.distributions.Categorical, reached by the learner, calls
+    Tensor.logsumexp. The check's own frames are stepped over."""
+    while frame is not None and frame.f_code.co_filename in CHECKER_FILES:
+        frame = frame.f_back
+    outer = None
+    while frame is not None and frame.f_code is not call.__code__ \
+            and frame.f_code.co_filename.startswith(LIBRARY_FOLDERS):
+        outer, frame = frame, frame.f_back
+    found = Refused(name)
+    if outer is not None:
+        found.inside = f"{outer.f_globals.get('__name__')}.{outer.f_code.co_qualname}" \
+            .removesuffix(".__init__")
+    return found
+
+
 # Where the project's code lives, as its code objects name their files, and the checker's own
 # files there (package_module's aside).
 _ROOT = Path(__file__).parents[2]
 PROJECT_FOLDERS = (f"{_ROOT / 'annotated'}{os.sep}", f"{_ROOT / 'reference_numpy'}{os.sep}")
 CHECKER_FILES = {str(Path(__file__).parent / f) for f in ("__init__.py", "core.py", "messages.py")}
+# Where the libraries' code lives (torch's and the standard library's): a forbidden call made
+# there was reached through a library function, which the refusal names.
+LIBRARY_FOLDERS = tuple({sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")})
 
 
 @dataclass
@@ -639,7 +665,7 @@ def refusals(names: tuple[str, ...], refused: list[str]) -> Refusals:
         found.methods.setdefault(attribute, []).append((owner, name))
 
         def refuse(*args, _name=name, **kwargs):
-            refused.append(_name)
+            refused.append(refusal(_name, sys._getframe(1)))
             raise Forbidden(_name)
         try:
             setattr(owner, attribute, refuse)
@@ -670,7 +696,7 @@ def forbidding(names: tuple[str, ...], refused: list[str], trusted: set):
         name = (found.originals.get(id(arg)) or found.method_named(arg)) if event == "c_call" \
             else found.codes.get(frame.f_code) if event == "call" else None
         if name is not None:                  # imported under another name before the check
-            refused.append(name)
+            refused.append(refusal(name, frame if event == "c_call" else frame.f_back))
             raise Forbidden(name)
         if event == "call" and watched(frame) and not importing(frame) \
                 and frame.f_code.co_qualname != "__getattr__" \
@@ -841,7 +867,10 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
         key = ("calls_own" if package_module(found.got) else
                "compiled" if found.got in (COMPILED, SCRIPTED_NAME) else
                "process" if found.got in PROCESSES else "forbidden")
-        return head + say[key].format(name=found.got, hint=exercise.hint(lang))
+        inside = getattr(found.got, "inside", "")
+        if key == "forbidden" and inside:
+            key = "forbidden_inside"
+        return head + say[key].format(name=found.got, inside=inside, hint=exercise.hint(lang))
     if found.status in ("again", "redrawn"):            # a case made again with other numbers
         problem = (say["raised_in"].format(error=one_line(found.got),
                                            where=your_line(found.got, lang))

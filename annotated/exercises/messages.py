@@ -32,6 +32,9 @@ MESSAGES = {
                  "write it with a plain `def`.",
         "forbidden": "your function calls {name}, which this exercise asks you to do "
                      "without: build that step yourself. Hint: {hint}",
+        "forbidden_inside": "your function calls {inside}, which calls {name}, and this "
+                            "exercise asks you to do without it: build that step yourself. "
+                            "Hint: {hint}",
         "compiled": "your function goes through {name}, whose compiled code runs out of the "
                     "check's sight: check it as plain Python, and compile it once it passes. "
                     "Hint: {hint}",
@@ -190,6 +193,8 @@ MESSAGES = {
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
         "async": "`{name}` 是用 `async def` 写的，调用它只会得到一个协程（coroutine）：请改用普通的 `def` 来写。",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
+        "forbidden_inside": "你的函数调用了 {inside}，它在内部调用了 {name}，而这道练习要求不用它："
+                            "请自己写出这一步。提示：{hint}",
         "compiled": "你的函数经过了 {name}，编译后的代码在检查看不到的地方运行：请以普通 Python 函数来检查，通过之后再编译。提示：{hint}",
         "process": "你的函数启动了另一个进程（{name}），其代码在检查看不到的地方运行：请在你的函数里直接算出结果。提示：{hint}",
         "calls_own": "你的函数调用了 {name}，这是本项目里现成的代码：这道练习要你用 `torch` 自己写出这一步（调用你在前面练习里写的函数没有问题）。提示：{hint}",
