@@ -425,19 +425,36 @@ SYMBOL = re.compile(r"\$\\?[A-Za-z]+(?:_\{?\w+\}?)?\$")
 PROSE_NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*")
 
 
+# A single digit may be written as a word: "two heads" is 两个头, "8 heads" may be 八个头.
+DIGIT_WORDS_EN = ("zero|none|nothing|no", "one|once|first|single|a", "two|twice|second|both|pair",
+                  "three|third|thrice", "four|fourth|quarter", "five|fifth", "six|sixth",
+                  "seven|seventh", "eight|eighth", "nine|ninth")
+DIGIT_WORDS_ZH = ("零〇", "一", "二两双", "三", "四", "五", "六", "七", "八", "九")
+
+
 def numbers_changed(unit: Unit) -> str | None:
-    """A number of two digits or more that the translation's prose lacks or adds beside the
-    English's. Numbers are compared by their digits, separators and the zeros at either end
-    aside, so that a translation may write 4.5 million as 450 万; a single digit may be a word
-    in one language and a numeral in the other."""
+    """A number that the translation's prose lacks or adds beside the English's. Numbers are
+    compared by their digits, separators and the zeros at either end aside, so that a
+    translation may write 4.5 million as 450 万. A single digit may be a word in one language
+    and a numeral in the other: it is missed only where neither form of it is there."""
     def numbers(text: str) -> dict[str, str]:
-        return {digits: n for n in PROSE_NUMBER.findall(kept_and_prose(text)[1])
-                if len(digits := re.sub(r"[.,]", "", n).strip("0")) >= 2}
+        return {re.sub(r"[.,]", "", n).strip("0") or "0": n
+                for n in PROSE_NUMBER.findall(kept_and_prose(text)[1])}
     english, translated = numbers(unit.en), numbers(unit.text)
-    if lacking := [n for digits, n in english.items() if digits not in translated]:
+    english_prose, translated_prose = kept_and_prose(unit.en)[1], kept_and_prose(unit.text)[1]
+
+    def as_word(digits: str, prose: str, words: tuple[str, ...], english: bool) -> bool:
+        if len(digits) != 1:
+            return False
+        said = words[int(digits)]
+        return bool(re.search(rf"\b(?:{said})\b", prose, re.IGNORECASE) if english
+                    else re.search(f"[{said}]", prose))
+    if lacking := [n for digits, n in english.items() if digits not in translated
+                   and not as_word(digits, translated_prose, DIGIT_WORDS_ZH, False)]:
         return (f"its translation lacks the number {lacking[0]} the English has: a number "
                 f"stays as the English writes it (4.5 million may become 450 万)")
-    if extra := [n for digits, n in translated.items() if digits not in english]:
+    if extra := [n for digits, n in translated.items() if digits not in english
+                 and not as_word(digits, english_prose, DIGIT_WORDS_EN, True)]:
         return (f"its translation has the number {extra[0]}, which the English has not: keep "
                 f"the English's numbers, and only those")
     return None

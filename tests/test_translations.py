@@ -518,6 +518,21 @@ def test_a_number_or_a_formula_changed_or_added_in_a_translation_is_named(transl
     says(i18n.translation_problem(i18n.Unit("block", english, translated, 3)), *names)
 
 
+@pytest.mark.parametrize("english, translated, names", [
+    ("The model has 8 heads.", "模型有 4 个头。", ["has the number 4", "lacks the number 8"]),
+    ("Use 3 layers.", "用几层。", ["lacks the number 3"]),
+    ("Use two layers.", "用 3 层。", ["has the number 3"])], ids=["changed", "lost", "added"])
+def test_a_single_digit_changed_in_a_translation_is_named(english, translated, names):
+    """A single digit may be a word in either language (two heads, 两个头; 8 heads, 八个头),
+    but a digit in neither form is a changed number."""
+    for same in ("模型有 8 个头。", "模型有八个头。"):
+        assert i18n.translation_problem(i18n.Unit("block", "The model has 8 heads.", same, 3)) \
+            is None
+    assert i18n.translation_problem(i18n.Unit("block", "Two heads.", "2 个头。", 3)) is None
+    problem = i18n.translation_problem(i18n.Unit("block", english, translated, 3))
+    assert any(name in problem for name in names), problem
+
+
 def test_a_code_block_left_open_is_named_by_the_fence_it_opens_with():
     unit = i18n.Unit("block", "Masks hold `True`.", "~~~python\n掩码为 `True`。", 3)
     says(i18n.translation_problem(unit), "(~~~)", "closing ~~~ line")
