@@ -31,7 +31,8 @@ times faster than float32's.
 --against DIR times each case's step in another copy of the project too (e.g. the previous
 commit: `git worktree add DIR REV`), each copy in a process of its own that imports only its
 own code, the two stepping in turn, one step each, so that machine noise hits both alike; it
-prints both times and how many times faster this code is. Both processes keep freed memory for
+prints both times and how many times faster this code is, with the lowest and highest ratio of
+the pairs of steps: where 1 lies between them, the difference is within the noise. Both processes keep freed memory for
 the next step, as `python -m annotated.train` does on a CPU (training.machine).
 """
 import os
@@ -206,8 +207,19 @@ def compare(name: str, args, threads: int) -> float:
     print(f"{name:<9} this code {ours * 1000:.0f} ms/step ({ours_cpu * 1000:.0f} ms CPU), "
           f"{against} {theirs * 1000:.0f} ms/step ({theirs_cpu * 1000:.0f} ms CPU): "
           f"{theirs / ours:.2f}x as fast ({theirs_cpu / ours_cpu:.2f}x in CPU time; {repeats} "
-          f"steps each, in turn)", flush=True)
+          f"steps each, in turn){spread(*times.values())}", flush=True)
     return theirs / ours
+
+
+def spread(ours: list, theirs: list) -> str:
+    """The lowest and highest ratio (theirs / ours, on the clock) of the steps taken in turn,
+    and whether 1 lies between them: a difference the machine's noise could make is said to
+    be one."""
+    if len(ours) < 2:
+        return ""
+    ratios = [t[0] / o[0] for o, t in zip(ours, theirs)]
+    noise = ": within the noise" if min(ratios) <= 1 <= max(ratios) else ""
+    return f"; step by step {min(ratios):.2f}x to {max(ratios):.2f}x{noise}"
 
 
 @command

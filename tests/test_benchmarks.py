@@ -258,6 +258,17 @@ def test_the_throughput_comparison_steps_two_copies_in_turn(capfd):
     says(err, "note", "this copy of the project itself", "noise")     # said, not hidden
 
 
+def test_the_comparison_gives_the_step_by_step_range_and_says_when_it_is_noise():
+    """Steps of (seconds on the clock, CPU seconds), taken in turn: the range of the pairs'
+    ratios is printed, and called noise when it holds 1."""
+    ours = [(1.0, 1.0), (1.0, 1.0), (1.0, 1.0)]
+    says(train_throughput.spread(ours, [(0.9, 1), (1.1, 1), (1.0, 1)]), "0.90x to 1.10x",
+         "within the noise")
+    clear = train_throughput.spread(ours, [(1.2, 1), (1.3, 1), (1.25, 1)])
+    assert "1.20x to 1.30x" in clear and "noise" not in clear
+    assert train_throughput.spread(ours[:1], [(1.2, 1)]) == ""
+
+
 @pytest.mark.slow
 def test_under_amp_bf16_the_mfu_is_against_the_bf16_peak(capsys):
     """bf16 products run several times faster than float32's here: against float32's peak a
