@@ -14,6 +14,7 @@ without spaces); by default it is guessed from the references' script.
 """
 import argparse
 import os
+import re
 import sys
 import unicodedata
 from pathlib import Path
@@ -22,7 +23,7 @@ from annotated.base.cli import ArgumentParser, command, path, require_stdout, sa
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
 from annotated.data.corpus import MIN_LENGTH_CORRELATION, in_line_correlation
-from annotated.data.languages import guess_language, guess_spaced_language
+from annotated.data.languages import guess_language, guess_short_language
 from annotated.data.tokenizer import is_language
 from annotated.inference.bleu import (case_note, describe_paired, escaped_note, paired_bootstrap,
                                       report, tokenized_note, tokenizer_for, too_short_note)
@@ -31,6 +32,9 @@ from annotated.inference.bleu import (case_note, describe_paired, escaped_note, 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
 # another (Koehn, 2004, resamples test sets of hundreds).
 FEW_SENTENCES = 100
+# German's letters with an umlaut, and ß, as they are written where the keyboard lacks them.
+SPELLED_OUT = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "Ä": "Ae", "Ö": "Oe",
+                             "Ü": "Ue"})
 
 
 def parse_args(argv=None):
@@ -127,7 +131,7 @@ def note_mismatch(hyps: list[str], refs: list[str], hyp, ref) -> None:
                   f"({ref}) in {named[1]}: BLEU compares one language with itself; check "
                   f"that --hyp and --ref are the translations and their references")
         return
-    spaced = [guess_spaced_language(lines) for lines in (hyps, refs)]
+    spaced = [guess_short_language(lines) for lines in (hyps, refs)]
     if None not in spaced and spaced[0] != spaced[1]:
         say_error(f"note: the translations ({hyp}) read as {spaced[0]}, the references "
                   f"({ref}) as {spaced[1]} (from their commonest words): BLEU compares one "
@@ -149,6 +153,12 @@ def note_form_and_step(hyps: list[str], refs: list[str], hyp, ref) -> None:
                   f"apart from its letter) in {max(decomposed):,} line(s), {other} composed "
                   f"(NFC): BLEU counts such words as different; convert {which} to NFC (e.g. "
                   f"uconv -x any-nfc)")
+    for lines, other, named, other_named in ((hyps, refs, hyp, ref), (refs, hyps, ref, hyp)):
+        if found := umlauts_spelled_out(lines, other):
+            say_error(f"note: {other_named} writes ä, ö, ü and ß as ae, oe, ue and ss "
+                      f"({found[1]!r} where {named} has {found[0]!r}): BLEU counts such words as "
+                      f"different; write both files the same way")
+            break
     r = in_line_correlation(list(zip(hyps, refs)))
     if r is not None and r < MIN_LENGTH_CORRELATION:
         say_error(f"note: the lengths of the translations ({hyp}) and their references "
@@ -156,6 +166,17 @@ def note_form_and_step(hyps: list[str], refs: list[str], hyp, ref) -> None:
                   f"come close to 1): the lines may be out of step, a line added or removed "
                   f"shifting every pair after it; check that line i translates the sentence "
                   f"of reference i")
+
+
+def umlauts_spelled_out(lines: list[str], other: list[str]) -> tuple[str, str] | None:
+    """A word of `lines` with ä, ö, ü or ß that `other` spells with ae, oe, ue or ss (fährt as
+    faehrt), where `other` does so for more words than it writes with those letters: the word
+    and that spelling."""
+    words = [{w for line in text for w in re.findall(r"\w+", line)} for text in (lines, other)]
+    spelled = [(w, w.translate(SPELLED_OUT)) for w in sorted(words[0])
+               if w.translate(SPELLED_OUT) != w and w.translate(SPELLED_OUT) in words[1]]
+    kept = sum(w.translate(SPELLED_OUT) != w for w in words[1])
+    return spelled[0] if len(spelled) > kept else None
 
 
 def aligned(path, refs, ref_path) -> list[str]:

@@ -32,7 +32,7 @@ from annotated.base.settings import between
 from annotated.base.threads import use_threads
 from annotated.configs import Config, option
 from annotated.data.languages import (LANGUAGE_NAMES, SCRIPTS, THREE_LETTER_CODES, WORD_SETS,
-                                      guess_language, guess_spaced_language)
+                                      guess_language, guess_short_language)
 from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import escaped_note, report, too_short_note
@@ -203,7 +203,7 @@ def check_references(lines: list[str], refs: list[str], source, ref, config) -> 
             f"copying; the references are the input's translations, in {config.target_lang}")
         return
     target = base_language(config.target_lang)
-    read_as = guess_language(refs) or guess_spaced_language(refs)
+    read_as = guess_language(refs) or guess_short_language(refs)
     if read_as not in (None, target) and (target in WORD_SETS or target in SCRIPTS.values()):
         log(f"note: --ref {ref} reads as {read_as}; this model translates into "
             f"{config.target_lang}, and BLEU compares one language with itself: give "
@@ -333,7 +333,7 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
             f"saw in training: its translations of them are poor; write them as ordinary "
             f"sentences (only the first letter and names capitalised)")
     source = base_language(config.source_lang)
-    read_as = guess_spaced_language(lines[:sample])         # the same script, another language
+    read_as = guess_short_language(lines[:sample])         # the same script, another language
     if source in WORD_SETS and read_as not in (None, source):
         log(f"warning: the input reads as {read_as} (from its commonest words); this model "
             f"translates {config.source_lang} into {config.target_lang}: is the input in "
@@ -341,12 +341,12 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
 
 
 def in_capitals(lines: list[str]) -> list[int]:
-    """The positions of lines written in capitals: most of their cased letters (of 10 or more)
-    upper case."""
+    """The positions of lines written in capitals: most of their cased letters (of 6 or more:
+    "A DOG RUNS." is one, "I saw NASA." is not) upper case."""
     found = []
     for i, line in enumerate(lines):
         cased = [c for c in line if c.isupper() or c.islower()]
-        if len(cased) >= 10 and sum(c.isupper() for c in cased) > 0.8 * len(cased):
+        if len(cased) >= 6 and sum(c.isupper() for c in cased) > 0.8 * len(cased):
             found.append(i)
     return found
 

@@ -557,6 +557,22 @@ def test_input_in_another_language_of_the_same_script_is_warned_about(tmp_path, 
     says(warnings["de"][0], "reads as de", "en into de", "is the input in en")
 
 
+@pytest.mark.parametrize("text, language", [
+    ("Ein Mann faehrt Fahrrad auf der Strasse.", "de"), ("Le chien est dans la rue.", "fr"),
+    ("A dog runs.", None), ("Die Hard is a film.", None), ("Ein Hund.", None)])
+def test_a_sentence_or_two_is_read_as_a_language_only_where_its_words_agree(text, language):
+    """Under 20 words the share of common words says little: a short input is read as a
+    language when two or more of its words are that language's common ones, at least twice
+    as many as another language's (in "Die Hard is a film" no language stands out)."""
+    from annotated.data.languages import guess_short_language, guess_spaced_language
+    assert guess_short_language([text]) == language
+    assert guess_spaced_language([text]) is None        # what a corpus check relies on
+
+
+def test_a_short_line_in_capitals_is_named_and_an_acronym_is_not():
+    assert translate.in_capitals(["A DOG RUNS.", "I saw NASA today.", "OK", "A dog runs."]) == [0]
+
+
 def test_one_line_in_another_script_among_the_input_is_named(tmp_path, capsys):
     """Too few of the input's pieces for the whole input's warning: the line is named."""
     import gzip

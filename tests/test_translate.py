@@ -337,7 +337,8 @@ def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys
 
 def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     """Translations (here the sample's German references less their first word) stored
-    decomposed, shifted by a line, tokenized, or none at all: each is one note naming the fix;
+    decomposed, shifted by a line, with umlauts spelled out (ae for ä), tokenized, or none at
+    all: each is one note naming the fix;
     sacreBLEU's own warning never appears. Standard input that is empty is named as such."""
     import unicodedata
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
@@ -348,11 +349,14 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     split = Tokenizer13a()
     files = {"ref": refs, "nfd": [unicodedata.normalize("NFD", h) for h in hyps],
              "shifted": hyps[1:] + hyps[:1],
+             "spelled": [h.translate(str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}))
+                         for h in hyps],
              "tokenized": [split(h).replace("-", " ##AT##-##AT## ") for h in hyps],
              "blank": [""] * len(refs)}
     for name, lines in files.items():
         (tmp_path / name).write_text("\n".join(lines) + "\n")
     expected = {"nfd": ("NFD", "NFC", "uconv"), "shifted": ("out of step", "rank correlation"),
+                "spelled": ("writes ä, ö, ü and ß as ae, oe, ue and ss", "the same way"),
                 "tokenized": ("look tokenized", "##AT##", "not comparable"),
                 "blank": ("every line", "is empty")}         # and no 4-gram note besides
     for name, names in expected.items():

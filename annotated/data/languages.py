@@ -43,14 +43,35 @@ swedish thai turkish ukrainian urdu vietnamese""".split())
 
 def guess_spaced_language(lines, sample: int = 200) -> str | None:
     """Which of COMMON_WORDS's languages text written with spaces is in, from the share of its
-    words that are that language's commonest ones; None when no language stands out."""
-    words = [w.strip(".,;:!?\"'()").lower() for line in list(lines)[:sample] for w in line.split()]
+    words that are that language's commonest ones; None when no language stands out, or when
+    the text has too few words (under 20) to tell."""
+    words = words_of(lines, sample)
     if len(words) < 20:
         return None
-    hits = sorted(((sum(w in common for w in words), lang) for lang, common in WORD_SETS.items()),
-                  reverse=True)
-    (best, lang), (second, _) = hits[0], hits[1]
+    (best, lang), (second, _) = common_word_hits(words)[:2]
     return lang if best >= 0.15 * len(words) and best >= 1.3 * second else None
+
+
+def guess_short_language(lines, sample: int = 200) -> str | None:
+    """guess_spaced_language, and for text of under 20 words (a sentence or two given to
+    translate) a stricter guess: the language of which at least two words are common ones,
+    at least twice as many as any other language's. For notes, not for refusals."""
+    words = words_of(lines, sample)
+    if len(words) >= 20:
+        return guess_spaced_language(lines, sample)
+    (best, lang), (second, _) = common_word_hits(words)[:2]
+    return lang if best >= 2 and best >= 2 * second else None
+
+
+def words_of(lines, sample: int) -> list[str]:
+    """The words of the first `sample` lines, lowercased, their punctuation stripped."""
+    return [w.strip(".,;:!?\"'()").lower() for line in list(lines)[:sample] for w in line.split()]
+
+
+def common_word_hits(words: list[str]) -> list[tuple[int, str]]:
+    """(how many of `words` are a language's common ones, the language), most first."""
+    return sorted(((sum(w in common for w in words), lang) for lang, common in WORD_SETS.items()),
+                  reverse=True)
 
 
 def guess_language(lines, sample: int = 200) -> str | None:
