@@ -84,6 +84,9 @@ WMT14_SPLITS = dict(train="train", valid="newstest2013", test="newstest2014")
 MIN_LENGTH_CORRELATION, MIN_PAIRS_IN_LINE = 0.3, 50
 # The pairs a stretch of two files is judged on, for a shift or a copy there (check_stretches).
 STRETCH = 100
+# ... and the pairs over which lines out of line are looked for: few enough that the last
+# SHIFT_STRETCH or so lines of a corpus shifted by a line are seen.
+SHIFT_STRETCH = 30
 # What the first line of a file exported from a table names its column by (check_no_header),
 # beside the language code of the file's name.
 COLUMN_NAMES = {"source", "target", "src", "tgt", "trg", "sentence", "sentences", "text",
@@ -208,17 +211,18 @@ def check_in_line(pairs, src_path, tgt_path) -> None:
                         f"check the files")
 
 
-def stretches(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """values (n >= STRETCH,) -> the first index of each stretch of STRETCH of them, one every
-    STRETCH // 2 and the last ending at the end, and the stretches, (stretches, STRETCH)."""
-    starts = np.unique(np.r_[np.arange(0, len(values) - STRETCH + 1, STRETCH // 2),
-                             len(values) - STRETCH])
-    return starts, np.lib.stride_tricks.sliding_window_view(values, STRETCH)[starts]
+def stretches(values: np.ndarray, size: int = STRETCH) -> tuple[np.ndarray, np.ndarray]:
+    """values (n >= size,) -> the first index of each stretch of `size` of them, one every
+    size // 2 and the last ending at the end, and the stretches, (stretches, size)."""
+    starts = np.unique(np.r_[np.arange(0, len(values) - size + 1, size // 2),
+                             len(values) - size])
+    return starts, np.lib.stride_tricks.sliding_window_view(values, size)[starts]
 
 
-def stretch_ranks(values: np.ndarray) -> np.ndarray:
+def stretch_ranks(values: np.ndarray, size: int) -> np.ndarray:
     """The ranks of the values within each of their stretches (ties ranked in order)."""
-    return stretches(values)[1].argsort(axis=1, kind="stable").argsort(axis=1).astype(float)
+    return stretches(values, size)[1].argsort(axis=1, kind="stable").argsort(axis=1) \
+        .astype(float)
 
 
 def row_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -228,10 +232,11 @@ def row_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def check_stretches(pairs, src_path, tgt_path) -> None:
-    """Refuse files in line as a whole but not in a stretch of STRETCH pairs: there, the
-    lengths of paired lines do not go together while those of each line and the next (or the
-    one before) do, as they do after a line added or removed (the whole-file check misses a
-    shift near the end); or most targets are their source copied."""
+    """Refuse files in line as a whole but not in a stretch of SHIFT_STRETCH pairs: there, the
+    lengths of each line and the next (or the one before) of the other file go together much
+    better than those of paired lines, as they do after a line added or removed (the
+    whole-file check misses a shift near the end); or, over a stretch of STRETCH pairs, most
+    targets are their source copied."""
     lines = np.array([i for i, (s, t) in enumerate(pairs, 1) if s and t])
     if len(lines) < STRETCH + 2:
         return
@@ -246,20 +251,19 @@ def check_stretches(pairs, src_path, tgt_path) -> None:
                         f"the files there")
     lengths = np.array([(len(s), len(t)) for s, t in pairs if s and t], dtype=np.float64)
     src, tgt = lengths[1:-1, 0], lengths[1:-1, 1]
-    ranks = [stretch_ranks(x) for x in (src, tgt, lengths[2:, 0], lengths[:-2, 0])]
+    ranks = [stretch_ranks(x, SHIFT_STRETCH) for x in (src, tgt, lengths[2:, 0], lengths[:-2, 0])]
     aligned = row_correlations(ranks[0], ranks[1])
     shifted = np.maximum(row_correlations(ranks[2], ranks[1]), row_correlations(ranks[3], ranks[1]))
-    off = (aligned < MIN_LENGTH_CORRELATION) & (shifted > aligned + 0.4) & (shifted > 0.5)
+    off = (shifted > aligned + 0.4) & (shifted > 0.5)
     if off.any():
         w = int(off.argmax())
-        at = stretches(src)[0][w]                  # where that stretch starts, among the pairs
-        start, end = lines[1 + at], lines[at + STRETCH]
+        at = stretches(src, SHIFT_STRETCH)[0][w]   # where that stretch starts, among the pairs
+        start, end = lines[1 + at], lines[at + SHIFT_STRETCH]
         raise DataError(f"{src_path} and {tgt_path} go out of line near line {start}: over "
-                        f"lines {start}-{end} the lengths of paired lines do not go together "
-                        f"(rank correlation {aligned[w]:.2f}), while each line's and the next "
-                        f"or previous line's of the other file do ({shifted[w]:.2f}). A line "
-                        f"added or removed about there shifts every pair after it; check the "
-                        f"files there")
+                        f"lines {start}-{end} the lengths of paired lines go together less "
+                        f"(rank correlation {aligned[w]:.2f}) than each line's and the next or "
+                        f"previous line's of the other file ({shifted[w]:.2f}). A line added or "
+                        f"removed about there shifts every pair after it; check the files there")
 
 
 def check_sides_apart(pairs, src_path, tgt_path) -> None:
