@@ -846,6 +846,29 @@ def test_an_answer_that_changes_its_input_in_place_fails_naming_the_argument():
         == "passed"
 
 
+def test_a_bfloat16_weight_is_averaged_and_a_change_to_it_in_place_is_seen():
+    """9.1 has a bfloat16 entry: an answer that keeps its newest value (it lists three float
+    dtypes) fails, with the slip named; one that averages it into the newest checkpoint's
+    tensor is seen to change its input, although NumPy cannot hold bfloat16."""
+    def three_dtypes(state_dicts, key):
+        values = [sd[key] for sd in state_dicts]
+        if values[-1].dtype not in (torch.float16, torch.float32, torch.float64):
+            return values[-1]
+        return torch.stack([v.double() for v in values]).mean(0).to(values[-1].dtype)
+    says(result_of("9.1", three_dtypes).message(), "bfloat16", "is_floating_point()")
+
+    def into_the_newest(state_dicts, key):
+        values = [sd[key] for sd in state_dicts]
+        if not values[-1].is_floating_point():
+            return values[-1]
+        mean = torch.stack([v.double() for v in values]).mean(0)
+        return values[-1].copy_(mean) if values[-1].dtype == torch.bfloat16 else \
+            mean.to(values[-1].dtype)
+    result = result_of("9.1", into_the_newest)
+    assert result.status == "failed"
+    says(result.message(), "bfloat16", "in place")
+
+
 def test_a_check_runs_with_gradients_on_whatever_the_notebook_turned_off():
     """A right answer to 9.2, checked after torch.set_grad_enabled(False) or inside
     inference_mode, passes."""

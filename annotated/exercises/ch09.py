@@ -25,22 +25,26 @@ def checkpoints(k: int, seed: int) -> list[dict]:
     return [{"encoder.weight": randn(4, 6, seed=seed + i, dtype=torch.float32),
              "decoder.bias": randn(7, seed=seed + 10 + i, dtype=torch.float64),
              "generator.scale": 40_000 + 1_000 * randn(3, seed=seed + 20 + i, dtype=torch.float32).half(),
+             "norm.gain": (1 + randn(6, seed=seed + 50 + i, dtype=torch.float32) / 64).bfloat16(),
              "tokens_seen": torch.randint(0, 10**6, (5,), generator=seeded(seed + 30 + i)),
              "step": torch.tensor(100 * (i + 1))} for i in range(k)]
 
 
 def average_cases() -> list[Case]:
-    five, three = checkpoints(5, seed=0), checkpoints(3, seed=40)
+    five, three, eight = checkpoints(5, seed=0), checkpoints(3, seed=40), checkpoints(8, seed=60)
     return [
         Case(Text("five checkpoints, a float32 weight", "五个检查点，一个 float32 权重"),
              (five, "encoder.weight")),
         Case(Text("five checkpoints, a float64 bias of odd length 7",
                   "五个检查点，一个长度为奇数 7 的 float64 偏置"), (five, "decoder.bias")),
         Case(Text("a single checkpoint", "只有一个检查点"), (five[:1], "encoder.weight")),
-        Case(Text("eight checkpoints", "八个检查点"), (checkpoints(8, seed=60), "encoder.weight")),
+        Case(Text("eight checkpoints", "八个检查点"), (eight, "encoder.weight")),
         Case(Text("float16 weights near 40,000: their sum passes 65,504",
                   "接近 40,000 的 float16 权重：它们的和超过 65,504"),
              (three, "generator.scale")),
+        Case(Text("eight checkpoints, a bfloat16 gain near 1: a sum in bfloat16 is rounded",
+                  "八个检查点，一个接近 1 的 bfloat16 增益：用 bfloat16 求和会被舍入"),
+             (eight, "norm.gain")),
         Case(Text("the step counter, int64", "步数计数器，int64"), (five, "step")),
         Case(Text("an integer buffer that differs from checkpoint to checkpoint",
                   "一个各检查点取值不同的整数缓冲区"), (three, "tokens_seen")),
@@ -73,6 +77,13 @@ def by_name_step(state_dicts, key):
 
 def summed_in_place(state_dicts, key):
     return sum(sd[key] for sd in state_dicts) / len(state_dicts)
+
+
+def three_float_dtypes(state_dicts, key):
+    values = [sd[key] for sd in state_dicts]
+    if values[-1].dtype not in (torch.float16, torch.float32, torch.float64):
+        return values[-1]
+    return average_answer(state_dicts, key)
 
 
 def first_two(state_dicts, key):
@@ -136,12 +147,19 @@ AVERAGE = Exercise(
                   "newest one's, the last of the list.",
                   "对整数条目，你的代码保留了第一个检查点的值：应保留最新检查点（列表中最后一个）的值。"),
              integers(lambda vs: vs[0])),
-        Slip(Text("Your code adds the float16 weights up in float16: past 65,504 the sum is "
-                  "inf, although the mean is not. Add up in float32 or float64, then convert "
-                  "back.",
-                  "你的代码用 float16 累加 float16 权重：和超过 65,504 就成了 inf，尽管平均值并不大。"
-                  "应在 float32 或 float64 中求和，再转换回来。"),
+        Slip(Text("Your code adds the weights up in their own dtype: a float16 sum past 65,504 "
+                  "is inf, although the mean is not, and a bfloat16 sum, with 8 bits of "
+                  "precision, is rounded at each step. Add up in float32 or float64, then "
+                  "convert back.",
+                  "你的代码用权重自己的数据类型累加：float16 的和超过 65,504 就成了 inf，尽管平均值并不大；"
+                  "bfloat16 只有 8 位精度，每加一次都要舍入。应在 float32 或 float64 中求和，再转换回来。"),
              summed_in_place),
+        Slip(Text("Your code keeps the newest value of a bfloat16 entry: bfloat16 is a "
+                  "floating-point dtype too, and its weights are averaged like the others. Tell "
+                  "the entries apart with is_floating_point(), not by a list of dtypes.",
+                  "对 bfloat16 条目，你的代码保留了最新值：bfloat16 也是浮点类型，它的权重要和其他权重一样求平均。"
+                  "应该用 is_floating_point() 区分条目，而不是列出几种数据类型。"),
+             three_float_dtypes),
         Slip(LEFT_OUT, first_two),
         Slip(LEFT_OUT, last_five),
         Slip(Text("Your average is float32: store it in the dtype the checkpoints hold (float64 "

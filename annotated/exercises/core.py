@@ -348,9 +348,9 @@ def bits(value) -> list:
     """The bytes of every tensor and array in `value`, and its numbers, strings and the
     lengths and keys of its lists and dicts (nested in lists, tuples and dicts): what a
     function that changes its argument in place changes (a list cleared or appended to)."""
-    if isinstance(value, torch.Tensor):
-        return [value.detach().cpu().numpy().tobytes()] if value.layout == torch.strided \
-            and not value.is_meta else []
+    if isinstance(value, torch.Tensor):      # (as bytes: NumPy has no bfloat16)
+        return [value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
+                .tobytes()] if value.layout == torch.strided and not value.is_meta else []
     if isinstance(value, np.ndarray):
         return [value.tobytes()]
     if isinstance(value, dict):
