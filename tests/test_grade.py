@@ -653,3 +653,73 @@ def test_a_folder_replaced_by_a_file_or_a_link_is_put_back_and_nothing_written_e
     assert (elsewhere / "a.txt").read_text() == "TEACHER DATA"
     assert sorted(p.name for p in elsewhere.iterdir()) == ["a.txt"]
     says(row["note"], "a.txt", "b.txt", "put back")
+
+
+@pytest.fixture
+def installation(tmp_path, monkeypatch):
+    """A stand-in for the project and Python's installation: a package, the project's folder
+    beside it, and a site-packages folder with a start-up file and a library."""
+    from annotated.exercises import guard
+    project, site = tmp_path / "project", tmp_path / "site-packages"
+    (project / "pkg" / "__pycache__").mkdir(parents=True)
+    (project / "pkg" / "masks.py").write_text("def tril(x):\n    return x\n")
+    (site / "lib").mkdir(parents=True)
+    (site / "lib" / "core.py").write_text("VERSION = 1\n")
+    (site / "editable.pth").write_text("/somewhere\n")
+    monkeypatch.setattr(guard, "PROJECT", project)
+    monkeypatch.setattr(guard, "PACKAGES", (project / "pkg",))
+    monkeypatch.setattr(guard, "site_folders", lambda: [site])
+    return project, site
+
+
+def test_the_code_later_kernels_run_is_put_back_moved_aside_or_named(installation, tmp_path):
+    """A notebook's writes into the project's code are put back (a link in a file's place is
+    removed, never written through), a start-up file it adds is moved aside where Python no
+    longer reads it, a cache it writes is removed, and a library file it changes is named."""
+    from annotated.exercises.guard import Installation
+    project, site = installation
+    kept = Installation()
+    (project / "pkg" / "masks.py").write_text("import os\n")
+    (project / "numpy.py").write_text("shadows numpy\n")
+    (site / "hook.pth").write_text("import builtins; builtins.HOOKED = 1\n")
+    (site / "editable.pth").unlink()
+    (tmp_path / "elsewhere.txt").write_text("not the project's")
+    (site / "lib" / "core.py").write_text("VERSION = 2\n")
+    (project / "pkg" / "__pycache__" / "masks.cpython-311.pyc").write_bytes(b"forged")
+    done = kept.restore()
+    assert (project / "pkg" / "masks.py").read_text() == "def tril(x):\n    return x\n"
+    assert (site / "editable.pth").read_text() == "/somewhere\n"
+    assert sorted(done.put_back) == [project / "pkg" / "masks.py", site / "editable.pth"]
+    assert sorted(done.moved) == [project / "numpy.py", site / "hook.pth"]
+    assert (site / "hook.pth.found-while-grading").is_file() and not (site / "hook.pth").exists()
+    assert done.changed == [site / "lib" / "core.py"]
+    assert not (project / "pkg" / "__pycache__" / "masks.cpython-311.pyc").exists()
+    (project / "pkg" / "masks.py").unlink()
+    (project / "pkg" / "masks.py").symlink_to(tmp_path / "elsewhere.txt")
+    assert kept.restore().put_back == [project / "pkg" / "masks.py"]
+    assert not (project / "pkg" / "masks.py").is_symlink()
+    assert (tmp_path / "elsewhere.txt").read_text() == "not the project's"
+    again = kept.restore()                       # nothing changed since: nothing to say
+    assert again.put_back == again.moved == again.changed == []
+
+
+def test_a_notebook_that_changes_the_code_of_later_kernels_is_named_in_its_row(
+        installation, tmp_path, capsys):
+    """Graded in one run: what the first notebook wrote into the project's code and Python's
+    start-up files is undone before the second runs, and named in the first's row only."""
+    from annotated.exercises import grade
+    project, site = installation
+    (tmp_path / "class").mkdir()
+    write(tmp_path / "class", "a_hostile.ipynb", [SETUP, MASK, (
+        f"open({str(project / 'pkg' / 'masks.py')!r}, 'a').write('import os\\n')\n"
+        f"open({str(site / 'hook.pth')!r}, 'w').write('import builtins\\n')")])
+    write(tmp_path / "class", "b_next.ipynb", [SETUP, MASK, (
+        f"assert open({str(project / 'pkg' / 'masks.py')!r}).read().count('import') == 0\n"
+        f"import os\nassert not os.path.exists({str(site / 'hook.pth')!r})")])
+    grade.main(["grade", str(tmp_path / "class" / "a_hostile.ipynb"),
+                str(tmp_path / "class" / "b_next.ipynb"), "--json"])
+    hostile, after = json.loads(capsys.readouterr().out)
+    assert hostile["passed"] == after["passed"] == 1 and after["errors"] == []
+    says(hostile["note"], "masks.py", "put back", "hook.pth", "moved aside",
+         "hook.pth.found-while-grading")
+    assert after["note"] is None

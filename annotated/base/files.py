@@ -297,6 +297,15 @@ def _start_time(pid: int) -> float | None:
         return None
 
 
+def free_name(file: Path, suffix: str) -> Path:
+    """FILE + suffix, or + suffix-2, -3, ...: the first name not taken."""
+    n, name = 1, file.with_name(file.name + suffix)
+    while os.path.lexists(name):
+        n += 1
+        name = file.with_name(f"{file.name}{suffix}-{n}")
+    return name
+
+
 def temporary_beside(path: Path) -> Path:
     """A new temporary file name beside `path`, which remove_stale_temporaries recognises once
     its writer is gone."""

@@ -9,6 +9,7 @@
     notebook     where the exercises sit in a chapter or a solutions notebook
     grade        `python -m annotated.exercises grade NOTEBOOK...`: a teacher's grading
     run_notebook one student's notebook run for the grader, in a process of its own
+    guard        the code later notebooks run, put back after each graded notebook
     ch01         chapter 1's coding exercises: attention, its softmax and its backward
     ch02         chapter 2's: the masks, attention under a mask
     ch03         chapter 3's: splitting and merging heads, the multi-head layer

@@ -13,7 +13,9 @@ chapter whose checks it calls), each exercise's status (passed, failed, not atte
 its check never ran, or was deleted), and a note on anything that went wrong.
 The student's code may write anywhere it can: whatever it changes in the folders that hold
 the submissions, and in their subfolders, is put back, and named in its row, with the files it
-added there; a second grader of the same folders is refused while the first runs.
+added there; a second grader of the same folders is refused while the first runs. What it
+writes into the code the notebooks after it run (the project's packages, Python's start-up
+files) is undone too, and named (annotated.exercises.guard).
 A file that is not a notebook, a kernel that dies (the checks before it count; the note names
 the cell) or a notebook that runs out of time gets a one-line note in its row; the other
 notebooks are graded all the same. --json prints the
@@ -35,10 +37,11 @@ from pathlib import Path
 from annotated.base.cli import (ArgumentParser, command, number, path, require_stdout, say_error,
                                 show, unwritable_on_stdout)
 from annotated.base.errors import DataError
-from annotated.base.files import compressed_by, links_loop, write_files
+from annotated.base.files import compressed_by, free_name, links_loop, write_files
 from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
 from annotated.exercises import exercises, graded_ids, nearest_ids
+from annotated.exercises.guard import FOUND, Installation, Restored
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import PROJECT, NotANotebook, checks, mentions_check, read
 
@@ -54,8 +57,6 @@ MAX_BYTES = 100 * 2 ** 20
 KEPT_BYTES = 1024 * 2 ** 20
 #: The most files watched in the submissions' folders and their subfolders.
 MAX_FILES = 20_000
-# What a file changed while a notebook ran is kept as, beside the file put back.
-FOUND = ".found-while-grading"
 
 
 def parse_args(argv=None):
@@ -84,7 +85,7 @@ def main(argv=None):
         raise DataError(f"stdout's encoding, {sys.stdout.encoding}, cannot write the table's "
                         f"marks (such as {c!r}); set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
     args.notebooks = once_each(args.notebooks)
-    folders = Folders(args.notebooks)
+    folders, installation = Folders(args.notebooks), Installation()
     rows = []
     for notebook in args.notebooks:
         try:
@@ -93,14 +94,30 @@ def main(argv=None):
             with signals_held():
                 stopped = {"note": None}
                 folders.restore(stopped, MESSAGES[args.lang])
+                note_restored(stopped, installation.restore(), MESSAGES[args.lang])
             if stopped["note"]:
                 say_error(f"{notebook}: {stopped['note']}")
             raise
         folders.restore(rows[-1], MESSAGES[args.lang])
+        note_restored(rows[-1], installation.restore(), MESSAGES[args.lang])
     show(json.dumps(rows, ensure_ascii=bool(unwritable_on_stdout(json.dumps(rows))), indent=1)
          if args.json else table(rows, args.lang))   # JSON escapes what stdout cannot write
     if not all(row["graded"] for row in rows):
         raise SystemExit(1)
+
+
+def note_restored(row: dict, done: Restored, say: dict) -> None:
+    """Name in the row what the notebook's code changed of the code every later kernel runs
+    (guard.Installation): put back, moved aside, or changed beyond repair."""
+    notes = [say["guard_put_back"].format(paths=listing(done.put_back, say))
+             if done.put_back else None,
+             say["guard_moved"].format(paths=listing(done.moved, say),
+                                       found=listing(done.moved_to, say, lambda f: f.name))
+             if done.moved else None,
+             say["guard_changed"].format(paths=listing(done.changed, say))
+             if done.changed else None]
+    if any(notes):
+        row["note"] = say["notes_sep"].join(filter(None, [row["note"], *notes]))
 
 
 def once_each(notebooks: list[Path]) -> list[Path]:
@@ -278,15 +295,6 @@ def listing(files: list[Path], say: dict, name=str) -> str:
     """The files named in a row's note: the first five, then how many more."""
     shown = ", ".join(map(name, files[:5]))
     return shown + (say["more"].format(n=len(files) - 5) if len(files) > 5 else "")
-
-
-def free_name(file: Path, suffix: str) -> Path:
-    """FILE + suffix, or + suffix-2, -3, ...: the first name not taken."""
-    n, name = 1, file.with_name(file.name + suffix)
-    while name.exists():
-        n += 1
-        name = file.with_name(f"{file.name}{suffix}-{n}")
-    return name
 
 
 def unreadable(notebook: Path, say: dict) -> str | None:

@@ -148,6 +148,13 @@ MESSAGES = {
                         "(too large to keep a copy of, or made unwritable): check it",
         "added": "while it ran, its code added {paths} beside the submissions: delete what "
                  "is not wanted",
+        "guard_put_back": "while it ran, its code changed {paths}, code that the notebooks "
+                          "graded after it run: put back as it was",
+        "guard_moved": "while it ran, its code added {paths}, which Python would import or "
+                       "run in the notebooks graded after it: moved aside as {found}",
+        "guard_changed": "while it ran, {paths} changed in Python's installation, which cannot "
+                         "be put back: reinstall what it belongs to, and grade the notebooks "
+                         "after this one again",
         "not_graded": "could not be graded: {why}",
         "no_exercises": "no exercise of this book's chapters found (no `check(\"N.K\", ...)` "
                         "cell)",
@@ -259,6 +266,12 @@ MESSAGES = {
         "more": " 等，另有 {n} 个",
         "not_restored": "它运行时，其中的代码改动了 {paths}，无法恢复（文件太大没有留副本，或已不可写）：请检查",
         "added": "它运行时，其中的代码在提交的文件旁边新建了 {paths}：不需要的请删除",
+        "guard_put_back": "它运行时，其中的代码改动了 {paths}，之后评分的笔记本都要运行这些代码："
+                          "已恢复原样",
+        "guard_moved": "它运行时，其中的代码新建了 {paths}，之后评分的笔记本启动时 Python 会导入或"
+                       "运行它：已移到一旁，另存为 {found}",
+        "guard_changed": "它运行时，Python 安装中的 {paths} 被改动，无法恢复：请重新安装它所属的包，"
+                         "并重新评分这个笔记本之后的各个笔记本",
         "not_graded": "无法评分：{why}",
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
         "not_coding": "练习 {id} 是{kind}，没有检查：先自己做出来，再与本章对照（做完后也可以看答案）",
