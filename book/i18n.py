@@ -43,6 +43,7 @@ import unicodedata
 import warnings
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from annotated.base.errors import DataError
@@ -422,7 +423,15 @@ def translation_problem(unit: Unit) -> str | None:
 #: English's sentence leaves implicit; anything more is a formula it must not add.
 SYMBOL = re.compile(r"\$\\?[A-Za-z]+(?:_\{?\w+\}?)?\$")
 #: A number in prose, as written (4.5, 29,000, 2017), wherever it stands (float16, x1.4).
-PROSE_NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*")
+# A number of the prose, with the word for its scale after it, if any (4.5 million, 450 万).
+PROSE_NUMBER = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)*)(?:\s?(thousand|million|billion|"
+                          r"trillion)\b|\s?(百万|万亿|千|万|亿))?")
+SCALE = {"thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12,
+         "千": 10 ** 3, "万": 10 ** 4, "百万": 10 ** 6, "亿": 10 ** 8, "万亿": 10 ** 12}
+ENGLISH_SCALE = re.compile(r"\b(thousand|million|billion|trillion)\b")
+# A number written as a value (not a version, 2.6.0, or an identifier): thousands separated by
+# commas, a decimal point.
+VALUE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 
 
 # A single digit may be written as a word: "two heads" is 两个头, "8 heads" may be 八个头.
@@ -434,30 +443,50 @@ DIGIT_WORDS_ZH = ("零〇", "一", "二两双", "三", "四", "五", "六", "七
 
 def numbers_changed(unit: Unit) -> str | None:
     """A number that the translation's prose lacks or adds beside the English's. Numbers are
-    compared by their digits, separators and the zeros at either end aside, so that a
-    translation may write 4.5 million as 450 万. A single digit may be a word in one language
+    compared by their value, so that a translation may write 4.5 million as 450 万 and 8,000
+    as 8000, but not 6,000 as 6.000 or 300 as 30. A single digit may be a word in one language
     and a numeral in the other: it is missed only where neither form of it is there."""
-    def numbers(text: str) -> dict[str, str]:
-        return {re.sub(r"[.,]", "", n).strip("0") or "0": n
-                for n in PROSE_NUMBER.findall(kept_and_prose(text)[1])}
-    english, translated = numbers(unit.en), numbers(unit.text)
+    english, translated = prose_numbers(unit.en), prose_numbers(unit.text)
     english_prose, translated_prose = kept_and_prose(unit.en)[1], kept_and_prose(unit.text)[1]
-
-    def as_word(digits: str, prose: str, words: tuple[str, ...], english: bool) -> bool:
-        if len(digits) != 1:
-            return False
-        said = words[int(digits)]
-        return bool(re.search(rf"\b(?:{said})\b", prose, re.IGNORECASE) if english
-                    else re.search(f"[{said}]", prose))
-    if lacking := [n for digits, n in english.items() if digits not in translated
-                   and not as_word(digits, translated_prose, DIGIT_WORDS_ZH, False)]:
+    # a scale word may stand after the last of several numbers: "1.2 to 2.5 million"
+    scales = set(ENGLISH_SCALE.findall(english_prose))
+    forms = {key: {key, *(number_key(written, scale) for scale in scales
+                          if VALUE.fullmatch(written))} for key, written in english.items()}
+    if lacking := [written for key, written in english.items()
+                   if not forms[key] & translated.keys()
+                   and not said_as_word(key, translated_prose, DIGIT_WORDS_ZH)]:
         return (f"its translation lacks the number {lacking[0]} the English has: a number "
                 f"stays as the English writes it (4.5 million may become 450 万)")
-    if extra := [n for digits, n in translated.items() if digits not in english
-                 and not as_word(digits, english_prose, DIGIT_WORDS_EN, True)]:
+    if extra := [written for key, written in translated.items()
+                 if key not in set().union(*forms.values())
+                 and not said_as_word(key, english_prose, DIGIT_WORDS_EN)]:
         return (f"its translation has the number {extra[0]}, which the English has not: keep "
                 f"the English's numbers, and only those")
     return None
+
+
+def prose_numbers(text: str) -> dict[str, str]:
+    """The numbers of a unit's prose: {their value (number_key): as written}."""
+    return {number_key(m[1], m[2] or m[3]): m[0]
+            for m in PROSE_NUMBER.finditer(kept_and_prose(text)[1])}
+
+
+def said_as_word(key: str, prose: str, words: tuple[str, ...]) -> bool:
+    """Whether a single digit (`key`) is written in `prose` as a word of `words`."""
+    if len(key) != 1:
+        return False
+    forms = words[int(key)]
+    return bool(re.search(rf"\b(?:{forms})\b", prose, re.IGNORECASE) if words is DIGIT_WORDS_EN
+                else re.search(f"[{forms}]", prose))
+
+
+def number_key(written: str, scale: str | None) -> str:
+    """A number's value, as plain digits (6,000 and 6000 alike; 4.5 million and 450 万 alike),
+    or, for a number not written as a value (2.6.0), the number as written."""
+    if not VALUE.fullmatch(written):
+        return written
+    value = Decimal(written.replace(",", "")) * SCALE.get(scale, 1)
+    return format(value.normalize(), "f")
 
 
 def open_block(unit: Unit) -> str | None:

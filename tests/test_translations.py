@@ -533,6 +533,29 @@ def test_a_single_digit_changed_in_a_translation_is_named(english, translated, n
     assert any(name in problem for name in names), problem
 
 
+@pytest.mark.parametrize("written", ["3", "30.0", "3OO", "30", "300 万", "3000"])
+def test_a_number_written_at_another_size_is_named(written):
+    """Numbers are compared by their value: the same digits at another size (a zero lost, a
+    decimal point, a scale word added) are another number."""
+    english = "Decoding stops at the input length + 300, for the first 6,000 sentences."
+    right = "解码在输入长度 + 300 处停止，对前 6,000 句都是如此。"
+    assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
+    says(i18n.translation_problem(i18n.Unit("block", english, right.replace("300", written), 3)),
+         "lacks the number 300")
+    for six in ("6", "60,00", "6.000", "6,000,000"):
+        says(i18n.translation_problem(i18n.Unit("block", english, right.replace("6,000", six), 3)),
+             "lacks the number 6,000")
+
+
+@pytest.mark.parametrize("english, translated", [
+    ("About 4.5 million steps.", "大约 450 万步。"), ("For 8,000 steps.", "共 8000 步。"),
+    ("Between 1.2 and 2.5 million fewer.", "少 120 万到 250 万。"),
+    ("At 9.5 TFLOPS (trillion operations a second).", "9.5 TFLOPS（每秒 9.5 万亿次运算）。"),
+    ("0.02 million", "0.02 百万")], ids=["wan", "separator", "range", "trillion", "baiwan"])
+def test_a_number_written_with_a_chinese_scale_is_the_same_number(english, translated):
+    assert i18n.translation_problem(i18n.Unit("block", english, translated, 3)) is None
+
+
 def test_a_code_block_left_open_is_named_by_the_fence_it_opens_with():
     unit = i18n.Unit("block", "Masks hold `True`.", "~~~python\n掩码为 `True`。", 3)
     says(i18n.translation_problem(unit), "(~~~)", "closing ~~~ line")
