@@ -63,7 +63,7 @@ NUMBER = re.compile(r"(?<![\w.])(?<!\de-)\d+(?:,\d{3})*(?:\.\d+)?(?!\w)")  # 11,
 WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 TABLE_RULE = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")                 # | --- | ---: |
 CAPTION = re.compile(r"^\*\*(Table [\w.]+?)\.\*\*")
-DIRECTIVE = re.compile(r"(?:```|:::)\{([^}]*)\}")          # ```{note}, ```{figure}, :::{note}
+DIRECTIVE = re.compile(r"(?:```|~~~|:::)\{([^}]*)\}")      # ```{note}, ~~~{figure}, :::{note}
 
 
 @dataclass
@@ -349,6 +349,12 @@ ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 #: A raw HTML element's tag, opening (by its name) or closing (outside code and math).
 HTML_TAG = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^<>]*)?/?>")
 HTML_CLOSING = re.compile(r"</[A-Za-z][\w-]*\s*>")
+#: What is blanked out of a unit to leave its prose, in this order, and whether a translation
+#: keeps it as it is: display math, code blocks fenced with ``` or ~~~, inline code and inline
+#: math are kept; a directive block's caption and text are translated.
+BLANKED = ((r"\$\$.+?\$\$", True), (r"```(?!\{).*?```", True), (r"```\{.*?```", False),
+           (r"~~~(?!\{).*?~~~", True), (r"~~~\{.*?~~~", False), (r"`[^`]+`", True),
+           (r"\$[^$]+\$", True))
 
 
 def role_target(body: str) -> str:
@@ -376,9 +382,8 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
     found += [f"]({t})" for t in re.findall(r"\[[^\[\]]*\]\(([^()\s]+)\)", text)]  # images too
     found += [f"]({t})" for t in HTML_TARGET.findall(text)]         # <a href>, <img src>
     text = re.sub(r"\]\([^)\s]+\)", "] ", text)
-    for pattern in (r"\$\$.+?\$\$", r"```(?!\{).*?```", r"```\{.*?```", r"~~~.*?~~~", r"`[^`]+`",
-                    r"\$[^$]+\$"):
-        if not pattern.startswith("```\\{"):
+    for pattern, kept in BLANKED:
+        if kept:
             found += re.findall(pattern, text, re.S)
         text = re.sub(pattern, " ", text, flags=re.S)
     found += [f"<{tag.lower()}>" for tag in HTML_TAG.findall(text)]

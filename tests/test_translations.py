@@ -474,6 +474,7 @@ def test_a_translation_that_changes_code_math_or_a_link_target_is_named(kept, ch
      ["nowhere_page.md#nothing", "keep the English's links"]),
     ("```{bogusdirective}\nhello\n```", ["{bogusdirective}", "keep the English's blocks"]),
     (":::{note}\n注意这里\n:::", ["{note}", "keep the English's blocks"]),
+    ("~~~{raw} html\n<script>alert(1)</script>\n~~~", ["{raw}", "keep the English's blocks"]),
     ("<https://evil-autolink.example>", ["evil-autolink.example", "links to"]),
     ("[参考][e]\n\n[e]: https://evil-refstyle.example", ["evil-refstyle.example", "links to"]),
     ("[尖括号](<https://evil-angle.example/a b>)", ["evil-angle.example/a b", "links to"]),
@@ -483,7 +484,7 @@ def test_a_translation_that_changes_code_math_or_a_link_target_is_named(kept, ch
     ("<script>window.PWNED=1</script>", ["<script>", "raw HTML"]),
     ('<iframe srcdoc="x"></iframe>', ["<iframe>", "raw HTML"]),
     ("<style>body{display:none}</style>", ["<style>", "raw HTML"])],
-    ids=["link", "directive", "colon-fence", "autolink", "reference", "angle", "doc", "download", "footnote", "script",
+    ids=["link", "directive", "colon-fence", "tilde-fence", "autolink", "reference", "angle", "doc", "download", "footnote", "script",
          "iframe", "style"])
 def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in_english(
         added, names, tmp_path):
