@@ -260,6 +260,11 @@ def gpu_timings(path) -> Record:
                 else "an interrupted run (\"complete\" is not true)")
         raise DataError(f"{path} is not a complete GPU measurement: it holds {what}; "
                         f"{record.fix}")
+    name = record.get("machine", "gpu", kind=str)
+    if not name.strip() or name.strip().lower() in ("cpu", "none", "unknown"):
+        raise DataError(f"{path}: machine.gpu is {name!r}, which names no GPU, where gpu_train "
+                        f"writes the one it measured on (torch.cuda.get_device_name()); "
+                        f"{record.fix}")
     seen = {}
     for i, case in enumerate(record.get("cases", kind=list)):
         if isinstance(case, dict):
@@ -281,14 +286,11 @@ def fastest(record: Record, name: str) -> dict:
     if not found:
         raise DataError(f"{record.path} holds no case {name!r}; measure it {GPU_RECORD} "
                         f"--only base big")
-    for i in found:
-        record.get("cases", i, "step_s", rule=POSITIVE)
+    for i in found:                  # each mode's, or an edited one would drop out of sight
+        check_step_numbers(record, i)
     best = min(found, key=lambda i: record.data["cases"][i]["step_s"])
-    for key in ("source_tokens", "target_tokens", "tokens_per_s"):
-        record.get("cases", best, key, rule=POSITIVE)
     memory = record.get("machine", "gpu_memory_GiB", rule=POSITIVE)
     record.get("cases", best, "peak_memory_GiB", rule=between(0, memory, "GiB of the GPU"))
-    record.get("cases", best, "MFU", rule=FRACTION)
     record.get("cases", best, "compile", kind=bool)
     case = record.data["cases"][best]
     if name.split()[0] not in PRESETS:                  # "base 1/8" is the base model's case
@@ -300,12 +302,26 @@ def fastest(record: Record, name: str) -> dict:
             raise DataError(f"{record.path}: cases[{best}] is named {name!r} but has "
                             f"{key}={case.get(key)!r}, where the {name.split()[0]} model has "
                             f"{getattr(model, key)}; {record.fix}")
-    implied = (case["source_tokens"] + case["target_tokens"]) / case["step_s"]
-    if abs(case["tokens_per_s"] - implied) > 0.02 * implied:
-        raise DataError(f"{record.path}: cases[{best}].tokens_per_s is {case['tokens_per_s']:,}, "
-                        f"but its tokens and step time make {implied:,.0f}; {record.fix}")
-    check_flop_rates(record, best)
     return case
+
+
+def check_step_numbers(record: Record, i: int) -> None:
+    """The step time of cases[i] against its other numbers, as gpu_train computes them: it lies
+    within its measured range, and its tokens, tokens/s, TFLOPs and MFU agree with it."""
+    step = record.get("cases", i, "step_s", rule=POSITIVE)
+    low, high = (record.get("cases", i, "step_s_range", j, rule=POSITIVE) for j in (0, 1))
+    if not low <= step <= high:
+        raise DataError(f"{record.path}: cases[{i}].step_s is {step:g}, outside the range of "
+                        f"its steps, step_s_range = [{low:g}, {high:g}], which holds the "
+                        f"median it comes from; {record.fix}")
+    tokens = sum(record.get("cases", i, key, rule=POSITIVE)
+                 for key in ("source_tokens", "target_tokens"))
+    rate = record.get("cases", i, "tokens_per_s", rule=POSITIVE)
+    if abs(rate - tokens / step) > 0.02 * tokens / step:
+        raise DataError(f"{record.path}: cases[{i}].tokens_per_s is {rate:,}, but its tokens "
+                        f"and step time make {tokens / step:,.0f}; {record.fix}")
+    record.get("cases", i, "MFU", rule=FRACTION)
+    check_flop_rates(record, i)
 
 
 def check_flop_rates(record: Record, best: int) -> None:

@@ -272,6 +272,12 @@ def test_an_impossible_bleu_in_a_results_file_is_never_published(value, names,
      ("gpu_train.json", "TFLOPs", "900", "useful_flops and step_s make")),
     ("gpu_train.json", lambda r: r["machine"].update(bf16_datasheet_peak_TFLOPs=100.0),
      ("gpu_train.json", "bf16_matmul_measured_TFLOPs", "datasheet", "100")),
+    ("gpu_train.json", lambda r: r["machine"].update(gpu="cpu"),
+     ("gpu_train.json", "machine.gpu", "'cpu'", "names no GPU")),
+    ("gpu_train.json", lambda r: r["cases"][0].update(step_s=0.5),  # slower: out of the race
+     ("gpu_train.json", "cases[0].step_s", "0.5", "step_s_range")),
+    ("gpu_train.json", lambda r: r["cases"][0].update(step_s_range=[0.1, 1.0], step_s=0.5),
+     ("gpu_train.json", "cases[0].tokens_per_s", "step time make")),
     ("gpu_train.json", lambda r: r["cases"].append(dict(r["cases"][0], step_s=0.5)),
      ("gpu_train.json", f"cases[{len(GPU_CASES)}]", "same mode", "cases[0]")),
     # another run's file under this row's name, or a smoke test scored on a few sentences
