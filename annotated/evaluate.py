@@ -22,7 +22,8 @@ from pathlib import Path
 from annotated.base.cli import ArgumentParser, command, path, require_stdout, say_error, show
 from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
-from annotated.data.corpus import MIN_LENGTH_CORRELATION, in_line_correlation
+from annotated.data.corpus import (MIN_LENGTH_CORRELATION, in_line_correlation,
+                                   stretch_out_of_line)
 from annotated.data.languages import guess_language, guess_short_language
 from annotated.data.tokenizer import is_language
 from annotated.inference.bleu import (case_note, describe_paired, escaped_note, paired_bootstrap,
@@ -32,6 +33,8 @@ from annotated.inference.bleu import (case_note, describe_paired, escaped_note, 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
 # another (Koehn, 2004, resamples test sets of hundreds).
 FEW_SENTENCES = 100
+# Latin letters and digits in their full-width forms, as East Asian input methods write them.
+FULL_WIDTH = re.compile("[Ａ-Ｚａ-ｚ０-９]")
 # German's letters with an umlaut, and ß, as they are written where the keyboard lacks them.
 SPELLED_OUT = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "Ä": "Ae", "Ö": "Oe",
                              "Ü": "Ue"})
@@ -153,6 +156,12 @@ def note_form_and_step(hyps: list[str], refs: list[str], hyp, ref) -> None:
                   f"apart from its letter) in {max(decomposed):,} line(s), {other} composed "
                   f"(NFC): BLEU counts such words as different; convert {which} to NFC (e.g. "
                   f"uconv -x any-nfc)")
+    wide = [sum(bool(FULL_WIDTH.search(line)) for line in lines) for lines in (hyps, refs)]
+    if bool(wide[0]) != bool(wide[1]):
+        which, other = (hyp, ref) if wide[0] else (ref, hyp)
+        say_error(f"note: {which} writes letters or digits in their full-width forms (Ｅｉｎ for "
+                  f"Ein) in {max(wide):,} line(s), {other} in ordinary ones: BLEU counts such "
+                  f"words as different; convert {which} with NFKC (e.g. uconv -x any-nfkc)")
     for lines, other, named, other_named in ((hyps, refs, hyp, ref), (refs, hyps, ref, hyp)):
         if found := umlauts_spelled_out(lines, other):
             say_error(f"note: {other_named} writes ä, ö, ü and ß as ae, oe, ue and ss "
@@ -166,6 +175,12 @@ def note_form_and_step(hyps: list[str], refs: list[str], hyp, ref) -> None:
                   f"come close to 1): the lines may be out of step, a line added or removed "
                   f"shifting every pair after it; check that line i translates the sentence "
                   f"of reference i")
+    elif found := stretch_out_of_line(list(zip(hyps, refs))):
+        start, end, aligned, shifted = found
+        say_error(f"note: {hyp} and {ref} go out of step near line {start}: over lines "
+                  f"{start}-{end} each translation's length goes with the next or previous "
+                  f"reference's (rank correlation {shifted:.2f}) better than with its own "
+                  f"({aligned:.2f}), as after a line added or removed; check the lines there")
 
 
 def umlauts_spelled_out(lines: list[str], other: list[str]) -> tuple[str, str] | None:

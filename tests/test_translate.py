@@ -337,8 +337,9 @@ def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys
 
 def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     """Translations (here the sample's German references less their first word) stored
-    decomposed, shifted by a line, with umlauts spelled out (ae for ä), tokenized, or none at
-    all: each is one note naming the fix;
+    decomposed, shifted by a line (from the first, or from halfway), with umlauts spelled out
+    (ae for ä), in full-width letters, tokenized, or none at all: each is one note naming the
+    fix;
     sacreBLEU's own warning never appears. Standard input that is empty is named as such."""
     import unicodedata
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
@@ -349,6 +350,9 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     split = Tokenizer13a()
     files = {"ref": refs, "nfd": [unicodedata.normalize("NFD", h) for h in hyps],
              "shifted": hyps[1:] + hyps[:1],
+             "half": hyps[:150] + hyps[151:] + hyps[150:151],
+             "wide": [unicodedata.normalize("NFKC", h).translate(
+                 {c: c + 0xFEE0 for c in range(0x21, 0x7F)}) for h in hyps],
              "spelled": [h.translate(str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}))
                          for h in hyps],
              "tokenized": [split(h).replace("-", " ##AT##-##AT## ") for h in hyps],
@@ -356,6 +360,8 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     for name, lines in files.items():
         (tmp_path / name).write_text("\n".join(lines) + "\n")
     expected = {"nfd": ("NFD", "NFC", "uconv"), "shifted": ("out of step", "rank correlation"),
+                "half": ("out of step near line", "next or previous reference"),
+                "wide": ("full-width forms", "NFKC"),
                 "spelled": ("writes ä, ö, ü and ß as ae, oe, ue and ss", "the same way"),
                 "tokenized": ("look tokenized", "##AT##", "not comparable"),
                 "blank": ("every line", "is empty")}         # and no 4-gram note besides
@@ -364,6 +370,8 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
         notes = [line for line in capsys.readouterr().err.splitlines() if line]
         assert len(notes) == 1 and "forgot to detokenize" not in notes[0], (name, notes)
         says(notes[0], str(tmp_path / name), *names)
+        if name == "half":                       # the line lost is the 151st
+            assert abs(int(re.search(r"near line (\d+)", notes[0])[1]) - 151) <= 30, notes
     stdin = sys.stdin
     try:
         sys.stdin = io.TextIOWrapper(io.BytesIO(b""))

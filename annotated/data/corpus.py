@@ -238,10 +238,8 @@ def check_stretches(pairs, src_path, tgt_path) -> None:
     whole-file check misses a shift near the end); or, over a stretch of STRETCH pairs, most
     targets are their source copied."""
     lines = np.array([i for i, (s, t) in enumerate(pairs, 1) if s and t])
-    if len(lines) < STRETCH + 2:
-        return
     copied = np.array([s == t for s, t in pairs if s and t], dtype=np.float64)
-    starts, found = stretches(copied)
+    starts, found = stretches(copied) if len(lines) >= STRETCH + 2 else ([], np.zeros((1, 1)))
     if (share := found.mean(axis=1)).max() > 0.5:
         at = starts[share.argmax()]
         first = lines[at + int(copied[at:].argmax())]
@@ -249,21 +247,34 @@ def check_stretches(pairs, src_path, tgt_path) -> None:
                         f"as {src_path}'s ({share.max():.0%} of {STRETCH} pairs): a parallel "
                         f"corpus pairs each sentence with its translation, not a copy; check "
                         f"the files there")
+    if found := stretch_out_of_line(pairs):
+        start, end, aligned, shifted = found
+        raise DataError(f"{src_path} and {tgt_path} go out of line near line {start}: over "
+                        f"lines {start}-{end} the lengths of paired lines go together less "
+                        f"(rank correlation {aligned:.2f}) than each line's and the next or "
+                        f"previous line's of the other file ({shifted:.2f}). A line added or "
+                        f"removed about there shifts every pair after it; check the files there")
+
+
+def stretch_out_of_line(pairs) -> tuple[int, int, float, float] | None:
+    """The first stretch of SHIFT_STRETCH pairs (of lines that are not empty) where the lengths
+    of each line and the next (or the one before) of the other side go together much better
+    than those of paired lines, as they do after a line added or removed: (its first line, its
+    last, counted from 1; the two rank correlations), or None."""
+    lines = np.array([i for i, (s, t) in enumerate(pairs, 1) if s and t])
+    if len(lines) < SHIFT_STRETCH + 2:
+        return None
     lengths = np.array([(len(s), len(t)) for s, t in pairs if s and t], dtype=np.float64)
     src, tgt = lengths[1:-1, 0], lengths[1:-1, 1]
     ranks = [stretch_ranks(x, SHIFT_STRETCH) for x in (src, tgt, lengths[2:, 0], lengths[:-2, 0])]
     aligned = row_correlations(ranks[0], ranks[1])
     shifted = np.maximum(row_correlations(ranks[2], ranks[1]), row_correlations(ranks[3], ranks[1]))
     off = (shifted > aligned + 0.4) & (shifted > 0.5)
-    if off.any():
-        w = int(off.argmax())
-        at = stretches(src, SHIFT_STRETCH)[0][w]   # where that stretch starts, among the pairs
-        start, end = lines[1 + at], lines[at + SHIFT_STRETCH]
-        raise DataError(f"{src_path} and {tgt_path} go out of line near line {start}: over "
-                        f"lines {start}-{end} the lengths of paired lines go together less "
-                        f"(rank correlation {aligned[w]:.2f}) than each line's and the next or "
-                        f"previous line's of the other file ({shifted[w]:.2f}). A line added or "
-                        f"removed about there shifts every pair after it; check the files there")
+    if not off.any():
+        return None
+    w = int(off.argmax())
+    at = stretches(src, SHIFT_STRETCH)[0][w]       # where that stretch starts, among the pairs
+    return int(lines[1 + at]), int(lines[at + SHIFT_STRETCH]), float(aligned[w]), float(shifted[w])
 
 
 def check_sides_apart(pairs, src_path, tgt_path) -> None:
