@@ -339,8 +339,7 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     """Translations (here the sample's German references less their first word) stored
     decomposed, shifted by a line (from the first, or from halfway), with umlauts spelled out
     (ae for ä), in full-width letters, tokenized, or none at all: each is one note naming the
-    fix;
-    sacreBLEU's own warning never appears. Standard input that is empty is named as such."""
+    fix; sacreBLEU's own warning never appears. Standard input that is empty is named as such."""
     import unicodedata
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
     from annotated.base.files import read_lines
