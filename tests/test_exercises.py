@@ -6,6 +6,7 @@ import ast
 import functools
 import importlib
 import json
+import math
 import os
 import re
 import signal
@@ -844,6 +845,21 @@ def test_an_answer_that_changes_its_input_in_place_fails_naming_the_argument():
     assert result_of("1.2", lambda x: (x - x.max(-1, keepdim=True).values).exp() /
                      (x - x.max(-1, keepdim=True).values).exp().sum(-1, keepdim=True)).status \
         == "passed"
+
+
+@pytest.mark.parametrize("kind", ["decimal.Decimal", "fractions.Fraction"])
+def test_a_number_of_another_type_is_told_to_be_a_float(kind):
+    """A Decimal or a Fraction is a number, but not one the check compares: the message names
+    its type and float(), not 'expected a number'."""
+    import decimal
+    import fractions
+    make = {"decimal.Decimal": decimal.Decimal, "fractions.Fraction": fractions.Fraction}[kind]
+
+    def brevity_penalty(c, r):
+        return make(1) if c >= r else make(0) if c == 0 else make(math.exp(1 - r / c))
+    message = result_of("8.1", brevity_penalty).message()
+    says(message, kind, "float()")
+    assert "expected a tensor or a number" not in message
 
 
 def test_a_bfloat16_weight_is_averaged_and_a_change_to_it_in_place_is_seen():

@@ -21,6 +21,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import numbers
 import os
 import signal
 import sys
@@ -235,6 +236,9 @@ def compare(expected, got, lang: str, inner: bool = False) -> str | None:
         have = have.astype(want.dtype)          # a whole number as a Python int: 1 for 1.0
     if isinstance(got, torch.Tensor) and got.is_meta:
         return MESSAGES[lang]["meta"]
+    if have is None and isinstance(got, numbers.Number) and want is not None:
+        return MESSAGES[lang]["number_type"].format(got=f"{type(got).__module__}."
+                                                        f"{type(got).__name__}")
     if have is None:
         return MESSAGES[lang]["type"].format(got=type(got).__name__)
     if want.shape != have.shape:

@@ -67,6 +67,8 @@ MESSAGES = {
         "returned": "value {i} of the {n} returned: {problem}",
         "item": "its item {i} of {n}: {problem}",
         "type": "expected a tensor or a number, got a {got}",
+        "number_type": "expected a tensor, or a number as a Python float or int, got a {got}: "
+                       "give it back with float()",
         "unreadable": "what your function returned cannot be read: reading it raised {error}; "
                       "return plain tensors and numbers",
         "not_tensor": "expected a torch tensor, got a {got}: keep the result a tensor (the "
@@ -217,6 +219,8 @@ MESSAGES = {
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "item": "其中 {n} 项里的第 {i} 项：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
+        "number_type": "应当返回张量，或 Python 的 float、int 数值，实际得到的是 {got}："
+                       "请用 float() 转换后再返回",
         "unreadable": "无法读取你的函数返回的值：读取时引发了 {error}；请返回普通的张量和数值",
         "not_tensor": "应当返回 PyTorch 张量，实际得到的是 {got}：请让结果保持为张量（本章后面的代码还要用 PyTorch 对它运算）",
         "meta": "得到的张量只有形状、没有数值：请在 CPU 上计算它",
