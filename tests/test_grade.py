@@ -89,7 +89,9 @@ FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1", "save it again"],
          "gzipped": (gzip.compress(b'{"cells": []}', mtime=0), ["gzip-compressed", "unpack it"],
                      ["gzip 压缩", "解压"]),
          "a zip archive": (zip_of(b'{"cells": []}'), ["zip-compressed", "unpack it", ".ipynb"],
-                           ["zip 压缩", "解压"])}
+                           ["zip 压缩", "解压"]),
+         "a Python script": (b"import torch\n\ndef causal_mask(size):\n    return None\n",
+                             ["a Python script", "hand in the .ipynb"], ["Python 脚本", ".ipynb"])}
 
 
 @pytest.mark.parametrize("content, en, zh", FILES.values(), ids=FILES.keys())
@@ -178,6 +180,28 @@ def test_a_wrong_argument_is_one_line_and_exit_code_2():
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "x.ipynb",
                            "--timeout", "1e9"], capture_output=True, text=True)   # past a clock's
     assert done.returncode == 2 and "604,800" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_notebook_whose_name_starts_with_a_dash_is_told_how_to_give_it(tmp_path):
+    write(tmp_path, "-x.ipynb", [SETUP, MASK])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "-x.ipynb"],
+                          capture_output=True, text=True, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    says(done.stderr, "'-x.ipynb' was read as an option", "-- -x.ipynb", "./-x.ipynb")
+
+
+def test_a_check_cell_tagged_to_be_skipped_runs_all_the_same(tmp_path):
+    """nbclient skips cells tagged skip-execution; a grader does not: a tag cannot keep a
+    wrong answer's check from running (here under a stored output that says it passed)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(
+        MASK.replace(".tril()", ".triu()"), metadata={"tags": ["skip-execution"]},
+        outputs=[nbformat.v4.new_output("stream", text="Exercise 2.1: passed all 5 cases.\n")])]
+    nbformat.write(nb, tmp_path / "tagged.ipynb")
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "tagged.ipynb"), "--json"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
+    assert json.loads(done.stdout)[0]["exercises"]["2.1"]["status"] == "failed"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -423,6 +447,7 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
         f"os.remove({str(tmp_path / 'a.txt')!r})\n"
         f"os.mkdir({str(tmp_path / 'a.txt')!r})\n"
         f"os.chdir({str(tmp_path)!r})\n"
+        "os.symlink('/etc/hostname', 'link_added')\n"
         "open('added.txt', 'w').write('hi')")])
     write(tmp_path, "next.ipynb", [SETUP, MASK])
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
@@ -438,7 +463,7 @@ def test_what_a_notebook_changes_beside_the_submissions_is_put_back_and_named(tm
     assert (tmp_path / "mode.txt").stat().st_mode & 0o777 == 0o640
     assert not (tmp_path / "mode.txt.found-while-grading").exists()     # only its mode changed
     says(vandal["note"], "notes.txt", "other.ipynb", "answers.txt", "mode.txt", "put back",
-         "added.txt", "delete", "went")
+         "added.txt", "link_added", "delete", "went")
     # what was found in its place is kept, in case another program saved it meanwhile
     assert (tmp_path / "notes.txt.found-while-grading").read_text() == "overwritten"
     says(vandal["note"], "another program", "notes.txt.found-while-grading")

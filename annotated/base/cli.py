@@ -45,9 +45,18 @@ class ArgumentParser(argparse.ArgumentParser):
     parse_intermixed_args changes the parser's actions and puts them back in a `finally`,
     which a stop in between breaks with a second traceback."""
 
+    given: list[str] = []
+
     def error(self, message):
         """One line naming the mistake and where to read the usage (argparse prints its usage
-        block first, which buries the mistake)."""
+        block first, which buries the mistake). A file whose name starts with - is read as an
+        option: the line says so, and how to give it."""
+        dashed = next((t for t in self.given if t.startswith("-") and t != "--"
+                       and self._option_string_actions.get(t.split("=", 1)[0]) is None
+                       and os.path.lexists(t)), None)
+        if dashed is not None:
+            message += (f"; {dashed!r} was read as an option: give a file whose name starts "
+                        f"with - after --, as in -- {dashed}, or as ./{dashed}")
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def parse_intermixed_args(self, args=None, namespace=None):
@@ -56,6 +65,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         given = sys.argv[1:] if args is None else [str(a) for a in args]
+        self.given = given[:given.index("--")] if "--" in given else given
         once = {name: action for action in self._actions if isinstance(action, (
                     argparse._StoreAction, argparse._StoreConstAction))
                 for name in action.option_strings}

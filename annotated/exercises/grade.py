@@ -144,7 +144,7 @@ class Folders:
         self.folders = {Path(os.path.abspath(n)).parent for n in notebooks
                         if Path(os.path.abspath(n)).parent.is_dir()}
         self.lock()
-        self.files, self.kept = {}, 0
+        self.files, self.kept, self.links = {}, 0, set(self.listed(links=True))
         for file in [Path(os.path.abspath(n)) for n in notebooks] + self.listed():
             if file not in self.files and file.is_file():
                 self.keep(file, self.contents(file))
@@ -182,16 +182,17 @@ class Folders:
             handle.flush()
             self.locks.append(handle)
 
-    def listed(self) -> list[Path]:
+    def listed(self, links: bool = False) -> list[Path]:
         """The regular files in the folders and their subfolders now (not following links,
-        not in hidden folders or __pycache__), at most MAX_FILES of them."""
+        not in hidden folders or __pycache__), at most MAX_FILES of them; or, with `links`,
+        the symbolic links there."""
         found = []
         for folder in sorted(self.folders):
             for top, subfolders, names in os.walk(folder):
                 subfolders[:] = sorted(d for d in subfolders
                                        if not d.startswith(".") and d != "__pycache__")
-                found += [f for f in map(Path(top).joinpath, sorted(names))
-                          if f.is_file() and not f.is_symlink()]
+                found += [f for f in map(Path(top).joinpath, sorted(names + subfolders))
+                          if f.is_symlink() == links and (links or f.is_file())]
                 if len(found) >= MAX_FILES:
                     return found[:MAX_FILES]
         return found
@@ -225,6 +226,9 @@ class Folders:
         added = [file for file in self.listed() if file not in self.files]
         for file in added:                       # the next notebook is not blamed for these
             self.keep(file, self.contents(file))
+        links = [link for link in self.listed(links=True) if link not in self.links]
+        self.links.update(links)                 # (a link is named, never followed)
+        added += links
         notes = [say[key].format(paths=listing(files, say))
                  for key, files in (("restored", [f for f in changed
                                                   if f not in lost and f not in gone]),

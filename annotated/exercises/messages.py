@@ -124,6 +124,9 @@ MESSAGES = {
                     "save it, or convert it (iconv -f {encoding} -t utf-8 FILE > NEW.ipynb)",
         "not_json": "not JSON (it breaks off or goes wrong at line {detail}): save it again "
                     "from Jupyter, or restore it from a copy",
+        "python_script": "a Python script: the checks run in a notebook; put "
+                         "its code into the chapter's notebook (in Jupyter) and hand in the "
+                         ".ipynb",
         "empty_file": "an empty file: it may not have been saved; save the notebook in "
                       "Jupyter and hand it in again",
         "no_cells": "JSON without the {detail} that a notebook has",
@@ -255,6 +258,8 @@ MESSAGES = {
         "not_utf8": "不是 UTF-8 文本（第 {line} 行），而笔记本应当是：请在 Jupyter 中打开并保存，或者转换它（iconv -f {encoding} -t utf-8 FILE > NEW.ipynb）",
         "not_json": "不是 JSON（在第 {detail} 行中断或出错）：请在 Jupyter 里重新保存，或从备份恢复",
         "empty_file": "这是一个空文件：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
+        "python_script": "这是 Python 脚本：检查要在笔记本中运行；请把其中的代码放进本章的笔记本"
+                         "（在 Jupyter 中），再交 .ipynb 文件",
         "no_cells": "是 JSON，但没有笔记本应有的 {detail}",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
                         "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",

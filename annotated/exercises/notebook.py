@@ -9,6 +9,7 @@ code cell defines the function and calls `check("2.1", causal_mask)`. A solution
 (chapters/solutions/) has one `## Exercise 2.1 · The causal mask` section per exercise.
 The grader, the website and the tests read the notebooks through these functions.
 """
+import ast
 import json
 import re
 import unicodedata
@@ -54,6 +55,8 @@ def read(path) -> nbformat.NotebookNode:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
+        if python_script(path, text):
+            raise NotANotebook("python_script") from None
         raise NotANotebook("not_json", str(e.lineno)) from None
     except RecursionError:                             # nested deeper than any notebook
         raise NotANotebook("not_json", "1") from None
@@ -75,6 +78,19 @@ def read(path) -> nbformat.NotebookNode:
             why = getattr(e, "message", None) or str(e) or type(e).__name__
             raise NotANotebook("invalid", " ".join(str(why).split())[:120]) from None
     return nb
+
+
+def python_script(path, text: str) -> bool:
+    """Whether a file that is not JSON is a Python script: named .py, or Python code that
+    defines or imports something (a notebook exported as a script, jupytext's # %% form)."""
+    if Path(path).suffix == ".py":
+        return True
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))
+               for node in tree.body)
 
 
 def source(cell) -> str:

@@ -4,14 +4,15 @@
 
 The grader (annotated.exercises.grade) starts this in a new process group and kills the group
 if the whole notebook takes too long, so that a notebook that hangs its kernel stops nothing
-but itself. Here the notebook runs top to bottom in a fresh kernel, in the folder it is started
-in (the grader's scratch folder), in the chapters' quick form, with no network: a first cell
-refuses every connection that leaves the machine. A cell that raises does not stop the run; a
-cell that runs longer than CELL_TIMEOUT seconds is interrupted and the run goes on. After each
-of the student's cells a report cell asks the kernel for the result of every check called so
-far (annotated.exercises.grading_report), so that if the kernel dies, the checks before it
-count. REPORT.json gets the last results, the cells that raised, and the cells that were
-stopped; it is written after every cell, so a run stopped part way still reports.
+but itself. Here the notebook runs top to bottom, every cell whatever its tags, in a fresh
+kernel, in the folder it is started in (the grader's scratch folder), in the chapters' quick
+form, with no network: a first cell refuses every connection that leaves the machine. A cell
+that raises does not stop the run; a cell that runs longer than CELL_TIMEOUT seconds is
+interrupted and the run goes on. After each of the student's cells a report cell asks the
+kernel for the result of every check called so far (annotated.exercises.grading_report), so
+that if the kernel dies, the checks before it count. REPORT.json gets the last results, the
+cells that raised, and the cells that were stopped; it is written after every cell, so a run
+stopped part way still reports.
 """
 import asyncio
 import ctypes
@@ -25,6 +26,9 @@ import nbformat
 
 from annotated.base.files import write_files
 
+#: The tag nbclient skips cells by, here one no notebook has: every cell runs, and a tag
+#: (nbclient's own, skip-execution) cannot keep a check from running.
+EVERY_CELL_RUNS = "annotated-grader-runs-every-cell"
 #: Run first in the student's kernel: a connection to anything but this machine is refused.
 NO_NETWORK = '''\
 import socket as _socket
@@ -189,7 +193,7 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
     client = NotebookClient(                  # this Python's kernel, whatever the file names
         nb, kernel_name="python3", timeout=cell_timeout, allow_errors=True,
-        interrupt_on_timeout=True,
+        interrupt_on_timeout=True, skip_cells_with_tag=EVERY_CELL_RUNS,
         error_on_timeout={"ename": TIMED_OUT, "evalue": f"stopped after {cell_timeout:g} s",
                           "traceback": []},
         resources={"metadata": {"path": os.getcwd()}})      # grade's scratch folder
