@@ -19,7 +19,8 @@ annotated.training (the loop, one step, checkpoints, torchrun).
 from dataclasses import fields
 from pathlib import Path
 
-from annotated.base.cli import ArgumentParser, command, number, path, positive, show
+from annotated.base.cli import (ArgumentParser, command, number, output_optional, path, positive,
+                                show)
 from annotated.base.errors import CheckpointError, ConfigError, RunDirError
 from annotated.base.settings import at_least, between
 from annotated.base.threads import SMALL_MODEL, use_threads
@@ -63,13 +64,14 @@ def parse_args(argv=None):
 @command
 def main(argv=None):
     args = parse_args(argv)
-    out = Path(args.run_dir or Path("runs") / args.config)
-    config, resumed = run_config(args, out)
-    note_head_widths(config, args.overrides)
-    use_threads(config.parameter_count(), args.threads)
-    train(config, out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-          max_steps=args.max_steps, max_minutes=args.max_minutes, resumed=resumed,
-          deterministic=args.deterministic)
+    with output_optional("training"):     # its lines tell of progress: a reader may go away
+        out = Path(args.run_dir or Path("runs") / args.config)
+        config, resumed = run_config(args, out)
+        note_head_widths(config, args.overrides)
+        use_threads(config.parameter_count(), args.threads)
+        train(config, out, data_dir=args.data_dir, cache_dir=args.cache_dir,
+              max_steps=args.max_steps, max_minutes=args.max_minutes, resumed=resumed,
+              deterministic=args.deterministic)
 
 
 def note_head_widths(config, overrides: list[str]) -> None:

@@ -537,6 +537,21 @@ def test_training_goes_on_without_a_stdout(tmp_path):
 
 
 @pytest.mark.slow
+def test_training_goes_on_when_the_reader_of_its_output_goes_away(tmp_path):
+    """`train ... 2>&1 | head -3`: both streams are one pipe, whose reader leaves after three
+    lines; training ends its steps all the same, with its checkpoint."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "annotated.train", "--config", "copy", "--max-steps", "3",
+         *TINY_RUN, "--run-dir", str(tmp_path / "run")], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    for _ in range(3):
+        process.stdout.readline()
+    process.stdout.close()
+    assert process.wait(timeout=300) == 0
+    assert (tmp_path / "run" / "ckpt_0000003.pt").is_file()
+
+
+@pytest.mark.slow
 def test_ctrl_c_stops_training_in_one_line_and_the_run_resumes(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "annotated.train", "--config", "copy", "--run-dir",

@@ -1,6 +1,7 @@
-"""Ctrl-C, SIGTERM and SIGHUP stop every command the same way: one line, the signal's own exit
-status, and nothing half-written: a checkpoint being written is finished first, a translation
-being written is dropped with its temporary file, the file that was there stays.
+"""Ctrl-C, SIGTERM, SIGHUP (and SIGQUIT, SIGUSR1, SIGUSR2) stop every command the same way: one
+line, the signal's own exit status, and nothing half-written: a checkpoint being written is
+finished first, a translation being written is dropped with its temporary file, the file that
+was there stays.
 
 Each probe runs a command in a process of its own that sends itself the signal at a known
 moment (its first fsync, the moment a file's bytes are all written, or its first import of
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # all written), as `kill` or `timeout` would send it; SIGTERM and SIGHUP as a terminal leaves them.
 STOP_AT_FSYNC = """
 import importlib, os, signal, sys
-for number in (signal.SIGTERM, signal.SIGHUP):
+for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
     signal.signal(number, signal.SIG_DFL)
 signum, module, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 
@@ -62,7 +63,8 @@ def tiny_run(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
+                                    signal.SIGUSR1])
 def test_training_stopped_while_it_saves_finishes_the_checkpoint_and_resumes(tmp_path, signum):
     done = stopped(signum, "annotated.train", "--config", "copy", "--run-dir", tmp_path,
                    "--threads", 1, "--max-steps", 50, *TINY_RUN[:-1], "ckpt_every=5")
@@ -89,7 +91,7 @@ def test_averaging_or_halving_stopped_while_it_writes_finishes_the_file(tiny_run
     assert temporaries(tmp_path) == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR2])
 def test_translating_stopped_while_it_writes_keeps_the_old_output(tiny_run, tmp_path, signum):
     (tmp_path / "in.txt").write_text("4 5 6\n7 8\n")
     (tmp_path / "out.txt").write_text("the old translations\n")
@@ -102,7 +104,8 @@ def test_translating_stopped_while_it_writes_keeps_the_old_output(tiny_run, tmp_
 
 @pytest.mark.parametrize("signum, said", [(signal.SIGINT, "interrupted"),
                                            (signal.SIGTERM, "interrupted by SIGTERM"),
-                                           (signal.SIGHUP, "interrupted by SIGHUP")])
+                                           (signal.SIGHUP, "interrupted by SIGHUP"),
+                                           (signal.SIGUSR1, "interrupted by SIGUSR1")])
 @pytest.mark.parametrize("module", ["torch", "numpy"])
 def test_a_stop_while_a_command_is_still_starting_is_one_line(tmp_path, signum, said, module):
     """Importing torch takes seconds, in each process of a torchrun job too: a stop then (here

@@ -9,12 +9,13 @@
   file, no network, not enough memory) into ONE line, `error: ...`, naming the file and the
   fix, with exit code 1 and no traceback. Ctrl-C is one line, `interrupted` (exit code 130;
   a note added to the exception says what finished before the stop took effect);
-  SIGTERM and SIGHUP (`kill`, `timeout`, a service manager, a closed terminal) stop a command
-  as Ctrl-C does, unwinding it (base.signals.stops_unwind: temporary files removed, a
-  half-done replacement put back), with one line, `interrupted by SIGTERM`, and the signal's
-  own status (143, 129); a reader that stops reading the output early (`| head -1`) ends the
-  command quietly (exit code 141, as a pipe's writer killed by SIGPIPE). Anything else is a
-  bug and keeps its traceback.
+  SIGTERM and SIGHUP (`kill`, `timeout`, a service manager, a closed terminal), and the other
+  stops of base.signals.STOPS, stop a command as Ctrl-C does, unwinding it
+  (base.signals.stops_unwind: temporary files removed, a half-done replacement put back),
+  with one line, `interrupted by SIGTERM`, and the signal's own status (143, 129); a reader
+  that stops reading the output early (`| head -1`) ends the command quietly (exit code 141,
+  as a pipe's writer killed by SIGPIPE), unless its output only tells of progress
+  (`output_optional`: training goes on). Anything else is a bug and keeps its traceback.
 
 A module of the project that is not a command (`python -m experiments.scoring`, a library the
 commands import) says so when it is run as one (`not_a_command`), instead of ending silently.
@@ -26,6 +27,7 @@ import math
 import os
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -233,6 +235,61 @@ def _fill_closed_streams():
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
+
+
+class OptionalOutput:
+    """A standard stream whose lines only tell of progress (training's): a write that fails (a
+    reader gone away, `| head`; a full disk; a closed stream) points it at /dev/null, said once
+    on the other stream, and the work goes on. Everything else is the stream's own."""
+
+    def __init__(self, stream, name: str, work: str):
+        self.name, self.work, self.stream = name, work, stream
+        if stream is None:
+            self.give_up("it is closed")
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError) as e:       # ValueError: a stream closed meanwhile
+            self.give_up(getattr(e, "strerror", None) or e)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError) as e:
+            self.give_up(getattr(e, "strerror", None) or e)
+
+    def give_up(self, why) -> None:
+        """Point this stream, and its file descriptor (which Python flushes at exit), at
+        /dev/null, and say so on the other stream."""
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        self.stream = open(os.devnull, "w")
+        other = sys.stderr if self.name == "stdout" else sys.stdout
+        try:
+            print(f"warning: {self.name} cannot be written ({why}); {self.work} goes on "
+                  f"without its lines", file=other, flush=True)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+@contextmanager
+def output_optional(work: str):
+    """For the block, stdout and stderr are OptionalOutput: `work` (training) goes on when
+    they cannot be written, where a command whose output is its result ends."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = OptionalOutput(sys.stdout, "stdout", work)
+    sys.stderr = OptionalOutput(sys.stderr, "stderr", work)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def say_error(message: str) -> None:

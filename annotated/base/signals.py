@@ -1,9 +1,10 @@
 """The signals that ask a command to stop: Ctrl-C (SIGINT), SIGTERM (`kill`, `timeout`, a
-service manager, a cancelled job) and SIGHUP (a closed terminal).
+service manager, a cancelled job), SIGHUP (a closed terminal), SIGQUIT (Ctrl-\\) and SIGUSR1,
+SIGUSR2 (what a batch scheduler sends before a job's time runs out).
 
 - `signals_held`: held back during a short phase that must not stop halfway (a checkpoint or
   a set of files being written); they take effect when it ends.
-- `stops_unwind`: SIGTERM and SIGHUP raise `Stopped`, as Ctrl-C raises KeyboardInterrupt, so
+- `stops_unwind`: the others raise `Stopped`, as Ctrl-C raises KeyboardInterrupt, so
   that a command they stop unwinds (its temporary files removed, a half-done replacement put
   back) instead of dying where it stands; every command runs inside it, and
   `annotated.base.cli.command` then exits with the signal's own status, 128 + its number.
@@ -27,7 +28,10 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
-STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT",
+                                                "SIGUSR1", "SIGUSR2") if hasattr(signal, name))
+# The stops other than Ctrl-C, which Python leaves to end the process where it stands.
+OTHER_STOPS = STOPS[1:]
 # The project's packages, whose modules are its commands (`python -m book build`).
 PACKAGES = ("annotated", "experiments", "benchmarks", "book")
 # The project's folders whose scripts run by path (`python chapters/regenerate.py`).
@@ -36,8 +40,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP as an exception (see stops_unwind): a KeyboardInterrupt, so that what
-    cleans up after Ctrl-C cleans up after it too; `signum` is the signal's number."""
+    """A stop other than Ctrl-C as an exception (see stops_unwind): a KeyboardInterrupt, so
+    that what cleans up after Ctrl-C cleans up after it too; `signum` is the signal's number."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -75,12 +79,13 @@ def stops_ignored_at_exit() -> None:
 
 @contextmanager
 def stops_unwind():
-    """For the length of the block, in the main thread: SIGTERM and SIGHUP raise Stopped. A
-    signal that has a handler of its own, or is ignored (SIGHUP under nohup), keeps it."""
+    """For the length of the block, in the main thread: SIGTERM, SIGHUP and the other stops
+    raise Stopped. A signal that has a handler of its own, or is ignored (SIGHUP under nohup),
+    keeps it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    taken = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_DFL]
+    taken = [s for s in OTHER_STOPS if signal.getsignal(s) == signal.SIG_DFL]
     for s in taken:
         signal.signal(s, _raise_stopped)
     try:
@@ -92,7 +97,7 @@ def stops_unwind():
 
 @contextmanager
 def signals_held(signals=STOPS):
-    """Hold Ctrl-C, SIGTERM and SIGHUP back during a short phase that must not stop halfway:
+    """Hold the stops (STOPS) back during a short phase that must not stop halfway:
     they are blocked (signal.pthread_sigmask) and, in the main thread, one that another thread
     receives is only recorded; either takes effect when the phase ends. Yields a function that
     says whether one has arrived meanwhile (an ignored signal does not count), for a phase
@@ -204,8 +209,8 @@ def command_starting():
     (annotated/__init__.py decides: a program that imports the package keeps Python's ways).
     Importing torch and numpy takes seconds, in each process of a torchrun job too, and a
     Ctrl-C that lands inside a library's import can leave it half-loaded or be swallowed by it:
-    so Ctrl-C, SIGTERM and SIGHUP are held until the imports are done (signals_held). From
-    then on SIGTERM and SIGHUP raise Stopped, and a stop that nothing catches (one held here,
+    so the stops (STOPS) are held until the imports are done (signals_held). From then on the
+    stops other than Ctrl-C raise Stopped, and a stop that nothing catches (one held here,
     or one before the command runs) prints one line, `interrupted` or `interrupted by
     SIGTERM`, as annotated.base.cli.command does, and ends the process by its signal.
     Two things that make the imports fail are one line too: a working folder deleted under
@@ -216,7 +221,7 @@ def command_starting():
     except FileNotFoundError:
         sys.exit("error: the working folder no longer exists (deleted or moved while the shell "
                  "was in it); cd to an existing folder and run the command again")
-    for s in (signal.SIGTERM, signal.SIGHUP):
+    for s in OTHER_STOPS:
         if signal.getsignal(s) == signal.SIG_DFL:
             signal.signal(s, _raise_stopped)
     previous = sys.excepthook

@@ -36,7 +36,7 @@ from annotated.store import checkpoint_file
 from annotated.training import distributed, resume
 from annotated.training.divergence import LossWatch
 from annotated.training.machine import check_memory, keep_freed_memory, use_deterministic_kernels
-from annotated.training.meter import Meter, printer, silence_stdout
+from annotated.training.meter import Meter, printer
 from annotated.training.rng import rng_state, set_rng_state
 from annotated.training.run_dir import RunDir, rotate
 from annotated.training.state import TrainState, load_states
@@ -107,10 +107,7 @@ def train(config, run_dir, *, data_dir=None, cache_dir=None, max_steps=None, max
                 stop.add_note(lost)
             raise
         if folder.active:
-            try:
-                show_at_work(model, corpus, config, folder.path)
-            except OSError:                   # stdout broke at the very end: nothing is lost
-                silence_stdout()
+            show_at_work(model, corpus, config, folder.path)
     except BaseException as error:     # a stop, or an error: the frames it carries hold DDP
         traceback.clear_frames(error.__traceback__)       # (freed in the finally, see there)
         raise

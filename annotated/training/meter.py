@@ -1,7 +1,7 @@
 """What a training run reports as it goes: a progress bar, a metrics line every log_every
 steps (stdout and RUN/metrics.jsonl), validations, and the clocks the loop asks about; its
-lines go through `printer`, which keeps training going when stdout cannot be written."""
-import os
+lines go through `printer`. A stdout that cannot be written does not stop training
+(base.cli.output_optional)."""
 import sys
 import time
 from contextlib import contextmanager
@@ -78,32 +78,15 @@ class Meter:
 
 
 def printer(active: bool):
-    """say(message): a line above the progress bar, flushed (for logs in files). If stdout
-    cannot be written (closed, a full disk), training goes on without these lines, once said
-    on stderr: metrics.jsonl and the checkpoints hold what they would have shown."""
-    on = [active]
-
+    """say(message): a line above the progress bar, flushed (for logs in files); nothing where
+    `active` is false (a torchrun process other than the first). A stdout that cannot be
+    written does not stop training (base.cli.output_optional)."""
     def say(message):
-        if not on[0]:
+        if not active:
             return
         try:
-            try:
-                tqdm.write(message)
-            except UnicodeEncodeError:          # a character stdout's encoding lacks
-                tqdm.write(escaped_for_stdout(message))
-            sys.stdout.flush()
-        except (OSError, AttributeError, ValueError) as e:   # AttributeError: stdout is None
-            on[0] = False
-            why = "it is closed" if sys.stdout is None else getattr(e, "strerror", None) or e
-            silence_stdout()
-            print(f"warning: stdout cannot be written ({why}); training goes on without "
-                  f"progress lines", file=sys.stderr, flush=True)
+            tqdm.write(message)
+        except UnicodeEncodeError:              # a character stdout's encoding lacks
+            tqdm.write(escaped_for_stdout(message))
+        sys.stdout.flush()
     return say
-
-
-def silence_stdout():
-    """Point a broken stdout at /dev/null, so that nothing else fails on it, exit included."""
-    try:
-        sys.stdout = open(os.devnull, "w")
-    except OSError:
-        pass
