@@ -32,8 +32,9 @@ times faster than float32's.
 commit: `git worktree add DIR REV`), each copy in a process of its own that imports only its
 own code, the two stepping in turn, one step each, so that machine noise hits both alike; it
 prints both times and how many times faster this code is, with the lowest and highest ratio of
-the pairs of steps: where 1 lies between them, the difference is within the noise. Both processes keep freed memory for
-the next step, as `python -m annotated.train` does on a CPU (training.machine).
+the pairs of steps: where 1 lies between them, the difference is within the noise. Both
+processes keep freed memory for the next step, as `python -m annotated.train` does on a CPU
+(training.machine).
 """
 import os
 import statistics

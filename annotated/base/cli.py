@@ -264,7 +264,9 @@ class OptionalOutput:
         """Point this stream, and its file descriptor (which Python flushes at exit), at
         /dev/null, and say so on the other stream."""
         try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
         except (OSError, AttributeError, ValueError):
             pass
         self.stream = open(os.devnull, "w")

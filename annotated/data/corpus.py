@@ -239,8 +239,8 @@ def check_stretches(pairs, src_path, tgt_path) -> None:
     targets are their source copied."""
     lines = np.array([i for i, (s, t) in enumerate(pairs, 1) if s and t])
     copied = np.array([s == t for s, t in pairs if s and t], dtype=np.float64)
-    starts, found = stretches(copied) if len(lines) >= STRETCH + 2 else ([], np.zeros((1, 1)))
-    if (share := found.mean(axis=1)).max() > 0.5:
+    starts, found = stretches(copied) if len(lines) >= STRETCH + 2 else ([], [])
+    if len(found) and (share := found.mean(axis=1)).max() > 0.5:
         at = starts[share.argmax()]
         first = lines[at + int(copied[at:].argmax())]
         raise DataError(f"{tgt_path}, line {first}: from about there most lines are the same "
