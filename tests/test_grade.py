@@ -91,7 +91,7 @@ FILES = {"not JSON": (b"{ this is not", ["not JSON", "line 1", "save it again"],
          "a zip archive": (zip_of(b'{"cells": []}'), ["zip-compressed", "unpack it", ".ipynb"],
                            ["zip 压缩", "解压"]),
          "a Python script": (b"import torch\n\ndef causal_mask(size):\n    return None\n",
-                             ["a Python script", "hand in the .ipynb"], ["Python 脚本", ".ipynb"])}
+                             ["a Python script", "hand in the", ".ipynb"], ["Python 脚本", ".ipynb"])}
 
 
 @pytest.mark.parametrize("content, en, zh", FILES.values(), ids=FILES.keys())

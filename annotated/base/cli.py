@@ -250,6 +250,9 @@ class OptionalOutput:
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
+        except UnicodeEncodeError:               # a character its encoding lacks: escaped
+            encoding = getattr(self.stream, "encoding", None) or "utf-8"
+            return self.write(text.encode(encoding, "backslashreplace").decode(encoding))
         except (OSError, ValueError) as e:       # ValueError: a stream closed meanwhile
             self.give_up(getattr(e, "strerror", None) or e)
             return len(text)

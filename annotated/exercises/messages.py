@@ -126,7 +126,7 @@ MESSAGES = {
                     "from Jupyter, or restore it from a copy",
         "python_script": "a Python script: the checks run in a notebook; put "
                          "its code into the chapter's notebook (in Jupyter) and hand in the "
-                         ".ipynb",
+                         "`.ipynb`",
         "empty_file": "an empty file: it may not have been saved; save the notebook in "
                       "Jupyter and hand it in again",
         "no_cells": "JSON without the {detail} that a notebook has",
@@ -222,7 +222,7 @@ MESSAGES = {
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "item": "其中 {n} 项里的第 {i} 项：{problem}",
         "type": "应当返回张量或数值，实际得到的是 {got}",
-        "number_type": "应当返回张量，或 Python 的 float、int 数值，实际得到的是 {got}："
+        "number_type": "应当返回张量，或 Python 的 `float`、`int` 数值，实际得到的是 {got}："
                        "请用 float() 转换后再返回",
         "unreadable": "无法读取你的函数返回的值：读取时引发了 {error}；请返回普通的张量和数值",
         "not_tensor": "应当返回 PyTorch 张量，实际得到的是 {got}：请让结果保持为张量（本章后面的代码还要用 PyTorch 对它运算）",
@@ -259,7 +259,7 @@ MESSAGES = {
         "not_json": "不是 JSON（在第 {detail} 行中断或出错）：请在 Jupyter 里重新保存，或从备份恢复",
         "empty_file": "这是一个空文件：也许没有保存；请在 Jupyter 中保存笔记本，再交一次",
         "python_script": "这是 Python 脚本：检查要在笔记本中运行；请把其中的代码放进本章的笔记本"
-                         "（在 Jupyter 中），再交 .ipynb 文件",
+                         "（在 Jupyter 中），再交 `.ipynb` 文件",
         "no_cells": "是 JSON，但没有笔记本应有的 {detail}",
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
                         "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",
