@@ -236,6 +236,9 @@ def compare(expected, got, lang: str, inner: bool = False) -> str | None:
         have = have.astype(want.dtype)          # a whole number as a Python int: 1 for 1.0
     if isinstance(got, torch.Tensor) and got.is_meta:
         return MESSAGES[lang]["meta"]
+    if isinstance(got, torch.Tensor) and (got.layout != torch.strided or got.is_mkldnn):
+        return MESSAGES[lang]["layout"].format(
+            layout="MKLDNN" if got.is_mkldnn else str(got.layout).removeprefix("torch."))
     if have is None and isinstance(got, numbers.Number) and want is not None:
         return MESSAGES[lang]["number_type"].format(got=f"{type(got).__module__}."
                                                         f"{type(got).__name__}")

@@ -73,6 +73,9 @@ MESSAGES = {
                       "return plain tensors and numbers",
         "not_tensor": "expected a torch tensor, got a {got}: keep the result a tensor (the "
                       "chapter's code goes on with torch operations on it)",
+        "layout": "got a tensor of layout {layout}, not a plain (strided) one: the "
+                  "chapter's code goes on with torch operations that such a tensor does not "
+                  "support; return a plain tensor (.to_dense())",
         "meta": "got a tensor on the meta device, which holds shapes but no values: compute "
                 "it on the CPU",
         "shape": "expected shape {expected}, got {got}",
@@ -226,6 +229,8 @@ MESSAGES = {
                        "请用 float() 转换后再返回",
         "unreadable": "无法读取你的函数返回的值：读取时引发了 {error}；请返回普通的张量和数值",
         "not_tensor": "应当返回 PyTorch 张量，实际得到的是 {got}：请让结果保持为张量（本章后面的代码还要用 PyTorch 对它运算）",
+        "layout": "得到的张量布局是 {layout}，不是普通的（strided）张量：本章后面的代码还要对它做 PyTorch 运算，"
+                  "而这种张量不支持这些运算；请返回普通张量（`.to_dense()`）",
         "meta": "得到的张量只有形状、没有数值：请在 CPU 上计算它",
         "shape": "形状应为 {expected}，实际为 {got}",
         "dtype": "数据类型应为 {expected}，实际为 {got}",
