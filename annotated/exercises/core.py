@@ -320,6 +320,7 @@ class Outcome:
     case: Case | None = None
     got: Any = None
     expected: Any = None
+    later: list = field(default_factory=list)   # [(case, what it returned)] after a wrong one
 
 
 def call(fn, case: Case):
@@ -457,11 +458,32 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
         if changed and not meant_to_change:
             return Outcome("changed", n, case, changed)
         if difference(exercise, expected, got, "en"):
-            return Outcome("failed", n, case, got, expected)
+            return Outcome("failed", n, case, got, expected,
+                           later=results_after(exercise, fn, cases[n:]))
         broken = exercise.rule and exercise.rule(*case.args, **case.kwargs)
         if broken:                    # the right result, reached the way the exercise forbids
             return Outcome("rule", n, case, broken)
     return Outcome("passed", len(cases))
+
+
+def results_after(exercise: Exercise, fn, cases: list[Case]) -> list:
+    """What `fn` returns for the cases after a wrong one, as far as it runs them as it ran
+    the others (no error, no refused call, in time): against them, matching_slip tells two
+    slips apart that agree on the failing case."""
+    found = []
+    for case in cases:
+        refused: list[str] = []
+        try:
+            with time_limit(CASE_SECONDS), forbidding(
+                    exercise.forbidden, refused,
+                    trusted_code(fn, case) | {f.__code__ for f in exercise.allowed}):
+                got = call(fn, case)[0]
+        except (TooSlow, Exception, SystemExit):
+            break
+        if refused:
+            break
+        found.append((case, got))
+    return found
 
 
 def still_the_stub(fn, error: BaseException) -> bool:
@@ -914,12 +936,39 @@ def matching_slip(exercise: Exercise, found: Outcome, lang: str) -> str | None:
         wrong = slip_answer(slip, found.case)
         if same_outcome(wrong, found.got, lang) and agree(right, wrong, "en") and all(
                 agree(expected, slip_answer(slip, case), "en") is None
-                for case, expected in passed):
+                for case, expected in passed) and borne_out(exercise, slip, found.later, lang):
             named = slip.says(lang)
             if slip.page:
                 named += MESSAGES[lang]["sep"] + MESSAGES[lang]["page"]
             return named
     return None
+
+
+def borne_out(exercise: Exercise, slip: Slip, later: list, lang: str) -> bool:
+    """Whether the learner's results on the cases after the failing one (`later`) bear the
+    slip out: two mistakes can agree on one case (r // c and c / r both give a penalty of 1 at
+    c = 18, r = 20, but not at c = 5). Where the slip gives a wrong number, the learner's
+    answer must agree with it at least as often as it is right instead. A slip models one
+    mistake: where it gives NaN, inf or an error (an edge case its model does not handle), an
+    answer that is right bears witness neither way."""
+    agree = right_instead = 0
+    for case, got in later:
+        right, wrong = call(exercise.answer, case)[0], slip_answer(slip, case)
+        if same_outcome(wrong, right, lang):
+            continue
+        agree += same_outcome(wrong, got, lang)
+        right_instead += finite(wrong) and same_outcome(right, got, lang)
+    return agree >= right_instead
+
+
+def finite(value) -> bool:
+    """Whether a result holds only finite numbers (not an error, NaN or inf)."""
+    if isinstance(value, BaseException):
+        return False
+    if isinstance(value, (tuple, list)):
+        return all(finite(v) for v in value)
+    array = as_array(value)
+    return array is None or array.dtype.kind not in "fc" or bool(np.isfinite(array).all())
 
 
 def slip_answer(slip: Slip, case: Case):
