@@ -190,6 +190,21 @@ def test_a_notebook_whose_name_starts_with_a_dash_is_told_how_to_give_it(tmp_pat
     says(done.stderr, "'-x.ipynb' was read as an option", "-- -x.ipynb", "./-x.ipynb")
 
 
+def test_a_kernel_its_own_code_stops_is_continued_and_named(tmp_path):
+    """A stopped kernel ignores the interrupt at --cell-timeout and would hold the grader to
+    --timeout: it is continued, its checks after that cell count, and the row names the
+    cell."""
+    write(tmp_path, "stops.ipynb", [SETUP, "import os, signal\nos.kill(os.getpid(), "
+                                            "signal.SIGSTOP)", MASK])
+    done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade",
+                           str(tmp_path / "stops.ipynb"), "--json", "--cell-timeout", "20",
+                           "--timeout", "120"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+    row = json.loads(done.stdout)[0]
+    assert row["exercises"]["2.1"]["status"] == "passed"
+    says(row["note"], "cell(s) 2", "SIGSTOP", "go on")
+
+
 def test_a_check_cell_tagged_to_be_skipped_runs_all_the_same(tmp_path):
     """nbclient skips cells tagged skip-execution; a grader does not: a tag cannot keep a
     wrong answer's check from running (here under a stored output that says it passed)."""

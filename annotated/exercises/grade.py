@@ -399,9 +399,12 @@ def ignored_interrupt(row: dict, died: list) -> list:
 def cell_note(errors: list[dict], args, say: dict) -> str:
     """What went wrong in the cells, in a few words: cells stopped, cells that raised."""
     stopped = [e["cell"] for e in errors if e["stopped"]]
-    raised = [e for e in errors if not e["stopped"]]
+    continued = [e["cell"] for e in errors if e.get("continued")]
+    raised = [e for e in errors if not e["stopped"] and not e.get("continued")]
     notes = [say["cell_stopped"].format(cells=", ".join(map(str, stopped)),
                                         seconds=args.cell_timeout)] if stopped else []
+    if continued:
+        notes.append(say["cell_continued"].format(cells=", ".join(map(str, continued))))
     if raised:
         notes.append(say["cell_raised"].format(n=len(raised), cell=raised[0]["cell"],
                                                error=raised[0]["error"]))

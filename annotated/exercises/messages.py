@@ -115,6 +115,8 @@ MESSAGES = {
                              "count)",
         "crashed": "the notebook could not be run ({detail})",
         "cell_stopped": "cell(s) {cells} ran past {seconds:g} s and were stopped",
+        "cell_continued": "in cell(s) {cells} its code stopped its own kernel (SIGSTOP), "
+                          "which the grader let go on",
         "cell_raised": "{n} cell(s) raised an error, the first cell {cell} ({error})",
         "not_notebook": "not a notebook: {problem}",
         "not_regular": "not a regular file (a device, a pipe or a socket)",
@@ -254,6 +256,7 @@ MESSAGES = {
         "ignored_interrupt": "第 {detail} 个单元格运行超过 --cell-timeout，被中断后仍没有停下（代码忽略了 Ctrl-C，或在某个库内部等待），所以它之后的单元格都没有运行（之前的检查照常计分）",
         "crashed": "无法运行这个笔记本（{detail}）",
         "cell_stopped": "第 {cells} 个单元格运行超过 {seconds:g} 秒，已被停止",
+        "cell_continued": "在第 {cells} 个单元格中，其中的代码暂停了自己的内核（SIGSTOP），评分程序已让它继续运行",
         "cell_raised": "{n} 个单元格出错，第一个是第 {cell} 个单元格（{error}）",
         "not_notebook": "不是笔记本：{problem}",
         "not_regular": "不是普通文件（而是设备、管道或套接字）",

@@ -20,6 +20,8 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -75,13 +77,18 @@ def students(nb) -> list:
     return [cell for cell in nb.cells if "grader" not in cell.get("metadata", {})]
 
 
-def cell_errors(nb, stopped_cells: set[int]) -> list[dict]:
+def cell_errors(nb, stopped_cells: set[int], continued: set[int] = frozenset()) -> list[dict]:
     """Every student cell (numbered from 1, in order) that raised, or that ran too long and was
-    stopped (`stopped_cells`, by their index in the prepared notebook)."""
+    stopped (`stopped_cells`, by their index in the prepared notebook), or in which its code
+    stopped its own kernel, which was continued (`continued`, by index likewise)."""
     found = []
     stopped_ids = {id(nb.cells[i]) for i in stopped_cells if i < len(nb.cells)}
+    continued_ids = {id(nb.cells[i]) for i in continued if i < len(nb.cells)}
     for number, cell in enumerate(students(nb), start=1):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if id(cell) in continued_ids:
+            found.append({"cell": number, "stopped": False, "continued": True,
+                          "error": "SIGSTOP"})
         if id(cell) in stopped_ids:
             found.append({"cell": number, "stopped": True, "error": TIMED_OUT})
         elif errors:
@@ -197,14 +204,16 @@ def main(path: str, report: str, cell_timeout: float) -> None:
         error_on_timeout={"ename": TIMED_OUT, "evalue": f"stopped after {cell_timeout:g} s",
                           "traceback": []},
         resources={"metadata": {"path": os.getcwd()}})      # grade's scratch folder
-    stopped = set()
+    cells = {"stopped": set(), "continued": set(), "running": 0}
 
     def after_cell(cell, cell_index, execute_reply):
         if execute_reply and execute_reply["content"].get("ename") == TIMED_OUT:
-            stopped.add(cell_index)
-        write_report(report, ids, results(nb)[0], stopped_in(nb), nb, stopped)
+            cells["stopped"].add(cell_index)
+        write_report(report, ids, results(nb)[0], stopped_in(nb), nb, cells)
     client.on_cell_executed = after_cell
+    client.on_cell_start = lambda cell, cell_index: cells.update(running=cell_index)
     client.on_notebook_start = take_back_the_stop
+    threading.Thread(target=continue_stopped_kernel, args=(client, cells), daemon=True).start()
     adopt_orphans()
     try:
         client.execute()
@@ -217,14 +226,33 @@ def main(path: str, report: str, cell_timeout: float) -> None:
     finally:
         if sys.platform.startswith("linux"):
             stop_orphans()
-    write_report(report, ids, found, problem, nb, stopped)
+    write_report(report, ids, found, problem, nb, cells)
 
 
-def write_report(report: str, ids: list[str], found, problem, nb, stopped: set[int]) -> None:
+def write_report(report: str, ids: list[str], found, problem, nb, cells: dict) -> None:
     """REPORT.json, replaced whole: written after every cell, so that a run stopped in a cell
-    (by --timeout, or by a signal its own code sent) still reports the checks before it."""
-    write_files({Path(report): json.dumps({"ids": ids, "results": found, "problem": problem,
-                                           "errors": cell_errors(nb, stopped)})})
+    (by --timeout, or by a signal its own code sent) still reports the checks before it.
+    `cells`: the cells stopped at --cell-timeout and those whose kernel was continued."""
+    write_files({Path(report): json.dumps({
+        "ids": ids, "results": found, "problem": problem,
+        "errors": cell_errors(nb, cells["stopped"], cells["continued"])})})
+
+
+def continue_stopped_kernel(client, cells: dict) -> None:
+    """Run in a thread: every second, a kernel that its own code stopped (os.kill with
+    SIGSTOP, or SIGTSTP) is sent SIGCONT, and the cell it stopped in recorded. Stopped, it
+    would ignore the interrupt at --cell-timeout and hold the grader until --timeout."""
+    while True:
+        time.sleep(1)
+        pid = getattr(getattr(getattr(client, "km", None), "provisioner", None), "pid", None)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state == "T":
+            os.kill(pid, signal.SIGCONT)
+            cells["continued"].add(cells["running"])
 
 
 if __name__ == "__main__":
