@@ -237,6 +237,11 @@ def apply_overrides(config: Config, items: list[str]) -> Config:
         raise ConfigError(f"{', '.join(unused)}: no effect with dataset={result.dataset} (they "
                           f"are for {'text corpora' if copy else 'the copy task, dataset=copy'}); "
                           f"leave {'it' if len(unused) == 1 else 'them'} out")
+    if "max_len" in raw and result.positional != "learned":
+        raise ConfigError(f"max_len={raw['max_len']}: no effect with positional="
+                          f"{result.positional} (it bounds the learned positions' table; the "
+                          f"sinusoids (§3.5) have no bound); leave it out, or give "
+                          f"positional=learned")
     return result
 
 

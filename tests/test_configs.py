@@ -98,6 +98,7 @@ def test_overrides_are_parsed_by_field_type():
     ("target_lang=DE", ("target_lang = 'DE'", "lower case", "train.en")),
     ("target_lang=pt_BR", ("target_lang = 'pt_BR'", "hyphen", "pt-BR")),
     ("copy_len=5", ("copy_len", "no effect", "dataset=wmt14", "copy task", "leave it out")),
+    ("max_len=5", ("max_len=5", "no effect", "positional=sinusoidal", "positional=learned")),
     ("dataset=copy lowercase=true source_lang=fr", ("lowercase, source_lang", "no effect",
                                                     "dataset=copy", "text corpora")),
     ("target_lang=fr", ("wmt14", "two different languages", "de, en")),
