@@ -192,6 +192,19 @@ def test_a_target_side_shifted_by_one_line_is_refused(tmp_path):
     assert len(pairs) == 300
 
 
+def test_files_out_of_line_from_the_middle_are_refused_naming_where(tmp_path):
+    """A German line moved from line 151 to the end of 300: the whole files are out of line,
+    and the refusal names where they go out of line, not their first pair, which is fine."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:300]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:300]
+    with pytest.raises(data.DataError) as error:
+        read_parallel(_write(tmp_path / "train.en", en),
+                      _write(tmp_path / "lost.de", de[:150] + de[151:] + de[150:151]))
+    says(error, "out of line near line 1")
+    near = int(re.search(r"near line (\d+)", str(error.value))[1])
+    assert abs(near - 151) <= data.SHIFT_STRETCH and en[0][:20] not in str(error.value)
+
+
 @pytest.mark.parametrize("lost_at", [1500, 1900, 1960])
 def test_a_line_lost_near_the_end_of_a_side_is_refused_where_it_was_lost(tmp_path, lost_at):
     """One German line taken out and put back at the end: the files stay in line as a whole

@@ -203,12 +203,14 @@ def check_in_line(pairs, src_path, tgt_path) -> None:
     if r is not None and r < MIN_LENGTH_CORRELATION:
         s, t = next((s, t) for s, t in pairs if s and t)
         both = sum(1 for s, t in pairs if s and t)
+        found = stretch_out_of_line(pairs)          # where, if not from the first lines on
+        where = (f"they go out of line near line {found[0]}" if found and
+                 found[0] > SHIFT_STRETCH else f"their first pair is {shown(s)} / {shown(t)}")
         raise DataError(f"{src_path} and {tgt_path} look out of line: the lengths of paired lines "
                         f"do not go together (rank correlation {r:.2f} over {both:,} pairs; "
                         f"translations line for line come close to 1). Line i of one file must "
                         f"translate line i of the other, and a line added or removed shifts "
-                        f"every pair after it; their first pair is {shown(s)} / {shown(t)}: "
-                        f"check the files")
+                        f"every pair after it; {where}: check the files")
 
 
 def stretches(values: np.ndarray, size: int = STRETCH) -> tuple[np.ndarray, np.ndarray]:
