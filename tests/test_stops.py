@@ -1,7 +1,7 @@
-"""Ctrl-C, SIGTERM, SIGHUP (and SIGQUIT, SIGUSR1, SIGUSR2) stop every command the same way: one
-line, the signal's own exit status, and nothing half-written: a checkpoint being written is
-finished first, a translation being written is dropped with its temporary file, the file that
-was there stays.
+"""Ctrl-C, SIGTERM, SIGHUP (and SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM) stop every command the same
+way: one line, the signal's own exit status, and nothing half-written: a checkpoint being
+written is finished first, a translation being written is dropped with its temporary file, the
+file that was there stays.
 
 Each probe runs a command in a process of its own that sends itself the signal at a known
 moment (its first fsync, the moment a file's bytes are all written, or its first import of
@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # all written), as `kill` or `timeout` would send it; SIGTERM and SIGHUP as a terminal leaves them.
 STOP_AT_FSYNC = """
 import importlib, os, signal, sys
-for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+               signal.SIGALRM):
     signal.signal(number, signal.SIG_DFL)
 signum, module, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 
@@ -91,7 +92,8 @@ def test_averaging_or_halving_stopped_while_it_writes_finishes_the_file(tiny_run
     assert temporaries(tmp_path) == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR2])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR2,
+                                    signal.SIGALRM])
 def test_translating_stopped_while_it_writes_keeps_the_old_output(tiny_run, tmp_path, signum):
     (tmp_path / "in.txt").write_text("4 5 6\n7 8\n")
     (tmp_path / "out.txt").write_text("the old translations\n")
