@@ -327,6 +327,13 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
             if len(unknown) > 1 else "")
             + f" is mostly characters this model never saw in training: is it in "
             f"{config.source_lang}? Its translation will mean nothing")
+    wordless = [n for n, line in enumerate(lines[:sample], 1)
+                if line.strip() and not any(c.isalnum() for c in line)]
+    if wordless:
+        log(f"warning: input line {wordless[0]}" + (
+            f" ({len(wordless)} such lines among the first {min(len(lines), sample):,})"
+            if len(wordless) > 1 else "") + f" holds no letter or digit, only punctuation or "
+            f"symbols: there is nothing to translate, and its translation will mean nothing")
     if not config.lowercase and (capitals := in_capitals(lines[:sample])):
         log(f"warning: {len(capitals):,} of the first {min(len(lines), sample):,} input lines "
             f"are written in capitals, line {capitals[0] + 1} first, which the model rarely "

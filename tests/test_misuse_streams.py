@@ -569,6 +569,14 @@ def test_a_sentence_or_two_is_read_as_a_language_only_where_its_words_agree(text
     assert guess_spaced_language([text]) is None        # what a corpus check relies on
 
 
+def test_a_line_without_a_letter_or_a_digit_is_named(tmp_path, capsys):
+    (tmp_path / "in.en").write_text("A dog runs.\n... !!! ???\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
+                    "--out", str(tmp_path / "out.de"), "--greedy"])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "warning" in line),
+         "line 2", "no letter or digit", "nothing to translate")
+
+
 def test_a_short_line_in_capitals_is_named_and_an_acronym_is_not():
     assert translate.in_capitals(["A DOG RUNS.", "I saw NASA today.", "OK", "A dog runs."]) == [0]
 
