@@ -248,8 +248,9 @@ GPU_RECORD = "on a GPU: python -m benchmarks.gpu_train --out results/gpu_train.j
 
 def gpu_timings(path) -> Record:
     """benchmarks.gpu_train's record at `path`, checked to be a whole measurement on a GPU: a
-    CPU run (which only checks the script) or an interrupted one is one DataError."""
-    record = Record(path, GPU_RECORD)
+    CPU run (which only checks the script) or an interrupted one is one DataError, whose fix
+    writes that same file again."""
+    record = Record(path, GPU_RECORD.replace("results/gpu_train.json", str(path)))
     if not {"machine", "cases"} <= set(record.data):
         raise DataError(f"{path} is not a record of benchmarks.gpu_train (it lacks the "
                         f"'machine' and 'cases' that gpu_train writes); give the file that "
