@@ -400,8 +400,8 @@ def translation_problem(unit: Unit) -> str | None:
     """What makes a unit's translation unfit to publish though it is there: the English left
     as it is (prose words, outside code and math, the same as the quote), code, math or a link
     target that is not as in the English (kept_pieces), a formula or a code block it adds, a
-    number of its prose changed or added (numbers_changed), or what would break its page
-    (unpublishable)."""
+    number of its prose changed or added (numbers_changed), a heading's level changed
+    (headings_changed), or what would break its page (unpublishable)."""
     prose_words = WORD.findall(kept_and_prose(unit.en)[1])
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
@@ -421,14 +421,31 @@ def translation_problem(unit: Unit) -> str | None:
     if added:
         return (f"its translation has {short(added[0])}, a formula or a code block the English "
                 f"has not: keep the English's, and only those")
-    return numbers_changed(unit) or unpublishable(unit)
+    return numbers_changed(unit) or headings_changed(unit) or unpublishable(unit)
+
+
+#: A markdown heading's marks, at the start of a line of prose.
+HEADING = re.compile(r"^(#{1,6})[ \t]", re.M)
+
+
+def headings_changed(unit: Unit) -> str | None:
+    """Headings whose levels differ from the English's (a ## section made a # title): the
+    page's outline, and the book's table of contents, would change."""
+    english, translated = ([len(m) for m in HEADING.findall(kept_and_prose(text)[1])]
+                           for text in (unit.en, unit.text))
+    if english == translated:
+        return None
+    shown_levels = ["#" * n for n in english] or ["none"]
+    return (f"its translation's headings are {', '.join('#' * n for n in translated) or 'none'}"
+            f" where the English has {', '.join(shown_levels)}: keep the English's headings, "
+            f"each at its level")
 
 
 #: Inline math that is one symbol ($n$, $V$, $\epsilon_{ls}$): a translation may name one the
 #: English's sentence leaves implicit; anything more is a formula it must not add.
 SYMBOL = re.compile(r"\$\\?[A-Za-z]+(?:_\{?\w+\}?)?\$")
-#: A number in prose, as written (4.5, 29,000, 2017), wherever it stands (float16, x1.4).
-# A number of the prose, with the word for its scale after it, if any (4.5 million, 450 万).
+#: A number of the prose, as written (4.5, 29,000, 2017), wherever it stands (float16, x1.4),
+#: with the word for its scale after it, if any (4.5 million, 450 万).
 PROSE_NUMBER = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)*)(?:\s?(thousand|million|billion|"
                           r"trillion)\b|\s?(百万|万亿|千|万|亿))?")
 SCALE = {"thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12,

@@ -557,6 +557,16 @@ def test_a_number_written_with_a_chinese_scale_is_the_same_number(english, trans
     assert i18n.translation_problem(i18n.Unit("block", english, translated, 3)) is None
 
 
+def test_a_heading_moved_to_another_level_is_named():
+    english = "## One convention\n\nMasks hold `True` where attention may look."
+    right = "## 统一约定\n\n掩码在注意力可以看的位置为 `True`。"
+    assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
+    for changed, names in ((right.replace("## ", "# "), ["#", "where the English has ##"]),
+                           (right.replace("## ", ""), ["none", "##"])):
+        says(i18n.translation_problem(i18n.Unit("block", english, changed, 3)), *names,
+             "keep the English's headings")
+
+
 def test_a_code_block_left_open_is_named_by_the_fence_it_opens_with():
     unit = i18n.Unit("block", "Masks hold `True`.", "~~~python\n掩码为 `True`。", 3)
     says(i18n.translation_problem(unit), "(~~~)", "closing ~~~ line")
