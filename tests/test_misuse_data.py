@@ -304,6 +304,18 @@ def test_a_resume_on_changed_data_is_refused(tmp_path, capsys, split):
     says(error_line(capsys, alone=False), f"{split} pairs", "differ", str(tmp_path / "run"))
 
 
+def test_a_resume_on_an_edited_training_line_names_the_training_files(tmp_path, capsys):
+    """A training sentence replaced: the tokenizer built from the files differs (other words),
+    and the refusal names the training files, not a tokenizer the user never touched."""
+    location = corpus(tmp_path / "data", PAIRS)
+    files_run(tmp_path / "run", location)
+    lines = (location / "train.en").read_text().splitlines(keepends=True)
+    lines[0] = "Zebras quickly juggle xylophones near quiet vivid jetties.\n"
+    (location / "train.en").write_text("".join(lines))
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 3)
+    says(error_line(capsys, alone=False), "train.*", "edited", str(tmp_path / "run"))
+
+
 def test_a_resume_whose_saved_data_location_moved_says_where_it_came_from(tmp_path, capsys):
     location = corpus(tmp_path / "data", PAIRS)
     files_run(tmp_path / "run", location)

@@ -65,9 +65,11 @@ def check_same_data(resumed, tokenizer, fingerprints: dict, run_dir, where) -> N
     data's now, corpus.fingerprints())."""
     because = f" ({where})" if where else ""
     if resumed["tokenizer"]["bytes"] != tokenizer.to_bytes():
-        raise DataError(f"the tokenizer built now differs from the one in the checkpoint in "
-                        f"{run_dir}: the training data or the cache changed{because}; resume "
-                        f"with the run's data, or start a new run with another --run-dir")
+        raise DataError(f"the tokenizer built now from the training files differs from the "
+                        f"one in the checkpoint in {run_dir}: a training file (train.*) was "
+                        f"edited, reordered or replaced since the run began (or the tokenizer "
+                        f"cache was changed){because}; resume with the run's data, or start a "
+                        f"new run with another --run-dir")
     saved = resumed["training"].get("data_sha256") or {}
     changed = [split for split, sha in saved.items() if fingerprints.get(split) != sha]
     if changed:
