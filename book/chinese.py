@@ -223,8 +223,22 @@ def english_left_in(texts) -> list[str]:
     return slips
 
 
+def renderings_unused(texts) -> list[str]:
+    """A line for each rendering of the term list that no Chinese text writes (its glosses and
+    spaces aside: 托普利茨（Toeplitz）矩阵 writes 托普利茨矩阵): a list that disagrees with the book."""
+    prose, _ = english_glosses(texts)
+    written = re.sub(r"\s", "", "\n".join(text for _, _, text in prose))
+    lines = TERMS.read_text(encoding="utf-8").split("\n")
+    return [f"{TERMS.relative_to(i18n.ROOT)}:"
+            f"{next((n for n, line in enumerate(lines, 1) if line.startswith(f'| {en} |')), 1)}: "
+            f"the rendering {zh} of {en} is written on no page of the Chinese edition: give the "
+            f"rendering the pages use, or write this one in them"
+            for en, zh, _ in term_list() if re.sub(r"\s", "", zh) not in written]
+
+
 def problems() -> list[str]:
     """A line for each variant of a term and each line of English prose in the Chinese a reader
-    meets (file, line, what to write instead)."""
+    meets (file, line, what to write instead), and for each rendering of the term list that no
+    page writes."""
     texts = chinese_texts()
-    return variants_used(texts) + english_left_in(texts)
+    return variants_used(texts) + english_left_in(texts) + renderings_unused(texts)

@@ -231,6 +231,7 @@ def test_the_translations_command_names_a_terms_variant_and_english_prose(monkey
     monkeypatch.setattr(chinese, "chinese_texts", lambda: [
         ("book/zh/p.md", 3, chinese_prose("论文的基础模型有 6 层。")),
         ("book/zh/p.md", 7, chinese_prose("这个模型 learns quickly 而且很小。"))])
+    monkeypatch.setattr(chinese, "renderings_unused", lambda texts: [])   # two lines, not a book
     with pytest.raises(SystemExit) as stopped:
         book_main(["translations"])
     assert stopped.value.code == 1
@@ -937,6 +938,23 @@ def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_pa
         chinese.term_list()
     line = text.split("| Mask | 掩码 |  |")[0].count("\n") + 1
     says(str(refused.value), f"terms.md:{line}", *names)
+
+
+def test_a_rendering_that_no_page_writes_is_named_with_its_line(tmp_path, monkeypatch):
+    """Head rendered 脑袋 in the term list while every page writes 头: the list disagrees with
+    the book. A rendering split by an English gloss (托普利茨（Toeplitz）矩阵) is written."""
+    from book import chinese
+    text = chinese.TERMS.read_text(encoding="utf-8")
+    assert "| Head | 头 |  |" in text
+    (tmp_path / "terms.md").write_text(text.replace("| Head | 头 |  |", "| Head | 脑袋 |  |"),
+                                       encoding="utf-8")
+    texts = chinese.chinese_texts()                      # the book's pages, as they are
+    monkeypatch.setattr(chinese, "TERMS", tmp_path / "terms.md")
+    monkeypatch.setattr(chinese.i18n, "ROOT", tmp_path)
+    line = text.split("| Head | 头 |  |")[0].count("\n") + 1
+    found = chinese.renderings_unused(texts)
+    assert len(found) == 1, found
+    says(found[0], f"terms.md:{line}", "脑袋", "Head", "no page")
 
 
 def test_an_emptied_term_list_or_glossary_is_one_line_not_one_per_use(tmp_path, monkeypatch):
