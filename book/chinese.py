@@ -112,6 +112,11 @@ def chinese_texts() -> list[tuple[str, int, str]]:
             for n, text in lines]
 
 
+# A repeated group that holds a repetition, `(.*)*`, `(a+)+`: a regular expression that can
+# take exponential time to fail.
+NESTED_REPEAT = re.compile(r"\([^()]*[*+}][^()]*\)[*+{]")
+
+
 def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
     """(English, rendering, variants) of each row of book/zh/terms.md; a row that is not one
     of three cells, or a git conflict marker, is a DataError naming its line."""
@@ -131,6 +136,11 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
                             f"'| English | 中文 | `variants` |' (the last cell may be empty)")
         en, zh, variants = cells[0].strip("| "), cells[1].strip(), cells[2].rstrip(" |")
         check_row(where, en, zh, variants, seen)
+        for v in variants.split("·"):
+            if NESTED_REPEAT.search(v):
+                raise DataError(f"{where}: the variant {v.strip()} repeats a group that itself "
+                                f"repeats, which can take the check minutes on one line; "
+                                f"write it without the nested repetition (`(ab)+`, not `(a+b)+`)")
         try:
             patterns = [re.compile(v.strip()[1:-1], re.ASCII)
                         for v in variants.split("·") if v.strip()]

@@ -924,7 +924,8 @@ def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
     ("| Mask | 掩码 | `遮(罩` |", ["`遮(罩`", "not a regular expression", "backslash"]),
     ("| Mask |  |  |", ["Mask has no rendering", "second cell"]),
     ("| Mask | 掩码 | `` · `遮罩` |", ["'``'", "in backticks", "' · '"]),
-    ("| Mask | 掩码 |  |\n| mask | 遮罩 |  |", ["listed twice", "one rendering"])])
+    ("| Mask | 掩码 |  |\n| mask | 遮罩 |  |", ["listed twice", "one rendering"]),
+    ("| Mask | 掩码 | `(.*)*X` |", ["`(.*)*X`", "repeats a group", "nested"])])
 def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_path,
                                                              monkeypatch):
     from annotated.base.errors import DataError
