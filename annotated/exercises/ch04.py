@@ -183,10 +183,9 @@ ROTATION = Exercise(
               "（§3.5）；形状为 (d_model, d_model)，float64。"),
     slips=(
         Slip(Text("Your matrix is the transpose of M: it turns every pair by -k * omega_i, so it "
-                  "maps PE(pos) to PE(pos - k). With a row vector on the left, -sin goes above "
-                  "the diagonal.",
+                  "maps PE(pos) to PE(pos - k). Mind which side the row vector stands on.",
                   "你的矩阵是 M 的转置：它把每一对转过 -k * omega_i，于是把 PE(pos) 映射到 "
-                  "PE(pos - k)。行向量在左边时，-sin 应放在对角线上方。"),
+                  "PE(pos - k)。注意行向量在哪一边。"),
              rotation_with(true_angle, transposed=True)),
         Slip(Text("Your blocks all turn by the same angle k: each pair turns at its own speed "
                   "omega_i = 1 / 10000^(2i/d_model).",

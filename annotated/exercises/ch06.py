@@ -147,11 +147,11 @@ TARGETS = Exercise(
         Slip(SPREAD_OVER_PAD, lambda t, V, pad, e: spread(t, V, pad, e, e / (V - 1),
                                                           zero_pad=False),
              "slip-smoothing-padding"),
-        Slip(Text("Your q spreads eps_ls over all V classes, the answer and PAD included: "
-                  "the answer gets 1 - eps_ls exactly, PAD nothing, and the V - 2 others "
-                  "eps_ls / (V - 2) each.",
-                  "你的 q 把 eps_ls 平分给了全部 V 个类，包括答案和 PAD：答案应恰好得到 "
-                  "1 - eps_ls，PAD 得到 0，其余 V - 2 个类各得 eps_ls / (V - 2)。"),
+        Slip(Text("Your q spreads eps_ls over all V classes, the answer and PAD included: the "
+                  "answer keeps exactly 1 - eps_ls, PAD gets none, and eps_ls goes to the "
+                  "classes left.",
+                  "你的 q 把 eps_ls 平分给了全部 V 个类，包括答案和 PAD：答案应恰好保留 "
+                  "1 - eps_ls，PAD 一点也不分，eps_ls 只分给余下的类。"),
              lambda t, V, pad, e: spread(t, V, pad, e, e / V, zero_pad=False)
              + torch.nn.functional.one_hot(t, V) * (t != pad)[..., None] * e / V,
              "slip-smoothing-padding"),

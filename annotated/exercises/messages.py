@@ -84,9 +84,9 @@ MESSAGES = {
         "value": "expected {expected}, got {got}",
         "half_rounding": " (off by only {off}, the rounding of a float16 result: return the "
                          "number in float32 or float64)",
-        "rounding": " (off by only {off}, as little as float32's rounding: keep the "
-                    "computation in the dtype of the inputs, here float64, and exact, not "
-                    "approximated as by finite differences)",
+        "rounding": " (off by only {off}, as little as float32's rounding: compute in "
+                    "float64, the dtype of the inputs (a Python float is float64 too), with "
+                    "no float32 step, and exactly, not approximated as by finite differences)",
         "float32_result": " (off by only {off}: your answer is float32; give it back in "
                           "float64, as the check expects)",
         "rounded": " (your result is rounded to {decimals} decimal(s): give back the full "
@@ -239,8 +239,9 @@ MESSAGES = {
         "value_at": "下标 {where} 处应为 {expected}，实际为 {got}",
         "value": "应为 {expected}，实际为 {got}",
         "half_rounding": "（只差 {off}，这是 float16 结果的舍入误差：请用 float32 或 float64 返回这个数）",
-        "rounding": "（只差 {off}，与 float32 的舍入误差相当：计算应保持输入的数据类型，这里是 "
-                    "float64，并且要精确计算，不要用有限差分之类的近似）",
+        "rounding": "（只差 {off}，与 float32 的舍入误差相当：请用 float64 计算，即输入的数据类型"
+                    "（Python 的 `float` 也是 float64），中间不要经过 float32，并且要精确计算，"
+                    "不要用有限差分之类的近似）",
         "float32_result": "（只差 {off}：你的答案是 float32；请按检查的要求以 float64 返回）",
         "rounded": "（你的结果舍入到了 {decimals} 位小数：请返回完整的值；只在显示数字时才舍入）",
         "hint": "提示：{hint}",
