@@ -114,6 +114,26 @@ def test_one_line_pasted_over_many_of_a_side_is_warned_about(tmp_path):
     assert said == []
 
 
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_a_test_split_copied_from_train_is_warned_about_as_the_model_reads_it(tmp_path,
+                                                                            lowercase):
+    """Spaces doubled (the tokenizer reads one space) or, under lowercase=true, the case
+    changed: the model reads the training pairs themselves, and the warning says so."""
+    en = list(read_lines(SAMPLE / "train_sample.en.gz"))[:400]
+    de = list(read_lines(SAMPLE / "train_sample.de.gz"))[:400]
+    test = [(e.replace(" ", "  ", 1).lower() if lowercase else e.replace(" ", "  ", 1), d)
+            for e, d in zip(en[:200], de[:200])]
+    text = {"train": list(zip(en, de)), "valid": list(zip(en, de))[200:201], "test": test}
+    files = {split: (tmp_path / f"{split}.en", tmp_path / f"{split}.de") for split in text}
+    said = []
+    data.note_overlap(text, files, said.append, lowercase)
+    says(" ".join(said), "200 of the 200 pairs", "test.en", "also training pairs")
+    if lowercase:
+        said.clear()
+        data.note_overlap(text, files, said.append, lowercase=False)   # cased: other pairs
+        assert not any("test.en" in line for line in said), said
+
+
 def test_a_corpus_of_repeated_pairs_gets_one_warning_not_one_per_side(tmp_path):
     """A pair repeated 300 times repeats each of its sides too: that is the one warning about
     repeats, not a line pasted over others on either side."""

@@ -30,6 +30,7 @@ Tokenizers are trained on the training split and cached in the cache folder (see
 """
 import hashlib
 import os
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -397,11 +398,19 @@ def _folder(location: Path) -> Path:
     return location
 
 
-def note_overlap(text: dict, files: dict, log) -> None:
+def pair_as_read(pair: tuple, lowercase: bool) -> tuple:
+    """A pair as the model reads it: Unicode's compatible forms folded (NFKC, as the tokenizer
+    does), runs of spaces one space, and lowercased where the run lowercases."""
+    return tuple(" ".join(unicodedata.normalize("NFKC", side.lower() if lowercase else side)
+                          .split()) for side in pair)
+
+
+def note_overlap(text: dict, files: dict, log, lowercase: bool = False) -> None:
     """A warning for a training split that is mostly repeats, or one of whose sides repeats
     one line across many pairs (a line pasted over others), and for a validation or test split
-    that shares most of its pairs with train (a copy, say): its loss and BLEU would measure
-    what the model memorised, not translation."""
+    that shares most of its pairs with train, as the model reads them (pair_as_read: a copy,
+    say, with spaces doubled or, under lowercase, the case changed): its loss and BLEU would
+    measure what the model memorised, not translation."""
     seen = set(text["train"])
     repeats = len(text["train"]) - len(seen)
     if repeats and repeats >= len(text["train"]) / 2:       # a copy appended once: a half
@@ -416,15 +425,17 @@ def note_overlap(text: dict, files: dict, log) -> None:
             log(f"warning: {path}: one line, {shown(line)}, is paired with {count:,} different "
                 f"sentences, {count / len(lines):.0%} of the corpus's different pairs: check "
                 f"the file")
+    read = {pair_as_read(pair, lowercase) for pair in text["train"]}
     for split in ("valid", "test"):
-        shared = sum(pair in seen for pair in text[split])
+        shared = sum(pair_as_read(pair, lowercase) in read for pair in text[split])
         if shared > len(text[split]) / 2:
             src, tgt = files[split]
             log(f"warning: {shared:,} of the {len(text[split]):,} pairs of {src} and {tgt} are "
                 f"also training pairs: their scores measure memory, not translation; give "
                 f"{split} sentences the model does not train on")
-    chosen = set(text["valid"])
-    if (shared := sum(pair in chosen for pair in text["test"])) > len(text["test"]) / 2:
+    chosen = {pair_as_read(pair, lowercase) for pair in text["valid"]}
+    if (shared := sum(pair_as_read(pair, lowercase) in chosen
+                      for pair in text["test"])) > len(text["test"]) / 2:
         log(f"warning: {shared:,} of the {len(text['test']):,} pairs of {files['test'][0]} "
             f"and {files['test'][1]} are also validation pairs: what is chosen on valid would "
             f"be scored on the same sentences; give test sentences of its own")
@@ -445,7 +456,7 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     for side, path in enumerate(files["train"]):      # before a tokenizer is trained on it
         check_side(path, [pair[side] for pair in text["train"] if pair[side]])
     check_split_languages(text, files, config)
-    note_overlap(text, files, log)
+    note_overlap(text, files, log, config.lowercase)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,
                               character_coverage=coverage(config.source_lang, config.target_lang),
