@@ -5,6 +5,7 @@ once per page, never in a heading. `python -m book translations` prints `problem
 """
 import ast
 import re
+import unicodedata
 
 from annotated.base.errors import DataError
 from annotated.base.settings import shown
@@ -207,9 +208,22 @@ def english_glosses(texts):
     return out, slips
 
 
+# Full-width Latin letters and digits (Ｔｗｏ), folded to the letters they stand for.
+FULL_WIDTH = {c: c - 0xFEE0 for c in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B),
+                                      *range(0xFF41, 0xFF5B)]}
+
+
+def as_read(texts) -> list:
+    """The texts as a reader reads them: invisible formatting characters (Unicode's Cf: a
+    zero-width space inside a word) taken out, full-width Latin letters folded. A variant or
+    an English sentence hidden that way is still found."""
+    return [(where, n, "".join(c for c in text if unicodedata.category(c) != "Cf")
+             .translate(FULL_WIDTH)) for where, n, text in texts]
+
+
 def variants_used(texts) -> list[str]:
     """A line for each variant of the term list found in `texts` (file, line, prose)."""
-    texts, _ = english_glosses(texts)
+    texts, _ = english_glosses(as_read(texts))
     return [f"{where}:{n}: '{found.group(0)}' for {en}: write {zh}"
             for where, n, text in texts for en, zh, variants in term_list()
             for variant in variants for found in variant.finditer(text)]
@@ -220,7 +234,7 @@ def english_left_in(texts) -> list[str]:
     is a name (capitalised, or a rendering the term list writes in Latin letters), an
     identifier (with a digit or an underscore), a variable (one letter), or an English gloss in
     parentheses, once per page and not in a heading; anything else is English left in."""
-    texts, slips = english_glosses(texts)
+    texts, slips = english_glosses(as_read(texts))
     allowed = LATIN_WORDS | {word for _, zh, _ in term_list() for word in re.findall(LATIN, zh)}
     for where, n, text in texts:
         words = [w for w in re.findall(LATIN, FORMULA.sub(blank_formula, text))

@@ -349,6 +349,8 @@ ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 #: A raw HTML element's tag, opening (by its name) or closing (outside code and math).
 HTML_TAG = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^<>]*)?/?>")
 HTML_CLOSING = re.compile(r"</[A-Za-z][\w-]*\s*>")
+#: An HTML comment, which a page shows nothing of (one left open runs to the end).
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 #: What is blanked out of a unit to leave its prose, in this order, and whether a translation
 #: keeps it as it is: display math, code blocks fenced with ``` or ~~~, inline code and inline
 #: math are kept; a directive block's caption and text are translated.
@@ -386,6 +388,8 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
         if kept:
             found += re.findall(pattern, text, re.S)
         text = re.sub(pattern, " ", text, flags=re.S)
+    found += ["<!-- -->" for _ in HTML_COMMENT.findall(text)]      # it hides what it holds
+    text = HTML_COMMENT.sub(" ", text)
     found += [f"<{tag.lower()}>" for tag in HTML_TAG.findall(text)]
     text = HTML_CLOSING.sub(" ", HTML_TAG.sub(" ", text))
     return [" ".join(piece.split()) for piece in found], text
@@ -408,6 +412,8 @@ def translation_problem(unit: Unit) -> str | None:
                 f"(the page would show English)")
     if broken := open_block(unit) or open_math(unit):    # first: they hide the rest
         return broken
+    if hidden := invisible_added(unit):
+        return hidden
     english, translated = Counter(kept_pieces(unit.en)), Counter(kept_pieces(unit.text))
     if lacking := english - translated:    # each one as often as the English has it: `True` twice
         changed = next(iter(lacking))
@@ -422,6 +428,20 @@ def translation_problem(unit: Unit) -> str | None:
         return (f"its translation has {short(added[0])}, a formula or a code block the English "
                 f"has not: keep the English's, and only those")
     return numbers_changed(unit) or headings_changed(unit) or unpublishable(unit)
+
+
+def invisible_added(unit: Unit) -> str | None:
+    """An invisible formatting character (Unicode category Cf: a zero-width space, a
+    right-to-left override) that the translation has and the English has not: it can hide a
+    word from the checks, or reorder what readers see."""
+    english = {c for c in unit.en if unicodedata.category(c) == "Cf"}
+    found = next((c for c in unit.text if unicodedata.category(c) == "Cf" and c not in english),
+                 None)
+    if found is None:
+        return None
+    return (f"its translation holds an invisible character, U+{ord(found):04X} "
+            f"({unicodedata.name(found, 'unnamed')}), which the English has not: remove it (it "
+            f"can hide a word from the checks, or reorder what readers see)")
 
 
 #: A markdown heading's marks, at the start of a line of prose.

@@ -558,6 +558,28 @@ def test_a_number_written_with_a_chinese_scale_is_the_same_number(english, trans
     assert i18n.translation_problem(i18n.Unit("block", english, translated, 3)) is None
 
 
+@pytest.mark.parametrize("hidden, names", [
+    ("有两种情况。<!-- 隐藏的一句 -->", ["raw HTML", "<!-- -->"]),
+    ("有\u202e两种情况。", ["invisible", "U+202E", "RIGHT-TO-LEFT OVERRIDE"]),
+    ("有两种\u200b情况。", ["invisible", "U+200B", "ZERO WIDTH SPACE"])],
+    ids=["comment", "bidi", "zero-width"])
+def test_a_translation_that_hides_or_reorders_its_text_is_named(hidden, names):
+    """An HTML comment shows nothing of what it holds; an invisible formatting character can
+    hide a word from the checks, or reverse a line on the page."""
+    english = "There are two cases."
+    assert i18n.translation_problem(i18n.Unit("block", english, "有两种情况。", 3)) is None
+    says(i18n.translation_problem(i18n.Unit("block", english, hidden, 3)), *names)
+
+
+def test_a_variant_or_english_hidden_by_zero_width_or_full_width_letters_is_found():
+    from book import chinese
+    found = chinese.variants_used([("book/zh/p.md", 3, chinese_prose("补\u200b齐到一样长"))])
+    says(" ".join(found), "book/zh/p.md:3", "补齐", "填充")
+    left = chinese.english_left_in([("book/zh/p.md", 5, chinese_prose(
+        "有两种情况：ｔｗｏ ｓｉｔｕａｔｉｏｎｓ ｎｅｅｄ ｌｅｓｓ。"))])
+    says(" ".join(left), "book/zh/p.md:5", "English in Chinese prose", "situations")
+
+
 def test_a_heading_moved_to_another_level_is_named():
     english = "## One convention\n\nMasks hold `True` where attention may look."
     right = "## 统一约定\n\n掩码在注意力可以看的位置为 `True`。"
