@@ -105,6 +105,7 @@ def main(argv=None):
     if refs is not None:
         check_references(lines, refs, source or "stdin", args.ref, config)
     refuse_other_side(source, out_path)
+    check_out_name(out_path)
     check_replaceable(out_path, lines)
     try:
         note_foreign_input(lines, tokenizer, config)
@@ -262,6 +263,19 @@ def names_a_language(word: str) -> bool:
         or word.lower() in LANGUAGE_NAMES
 
 
+# What other tools compress by their names; translate writes .gz compressed, any other plain.
+OTHER_COMPRESSED = (".bz2", ".xz", ".zst", ".lzma", ".zip", ".7z", ".Z")
+
+
+def check_out_name(out_path) -> None:
+    """Refuse an --out whose name says it is compressed in a way translate does not write: a
+    plain text named .bz2 would fail whatever reads it by its name."""
+    if out_path is not None and Path(out_path).suffix in OTHER_COMPRESSED:
+        raise DataError(f"--out {out_path}: translate writes a {Path(out_path).suffix} name as "
+                        f"plain text (it compresses only .gz); name it .gz, or leave the "
+                        f"suffix out")
+
+
 def check_replaceable(out_path, lines: list[str]) -> None:
     """Refuse an --out that holds the input's own text (test.en.gz beside test.en, a copy of
     it); say so when it holds another number of lines than these, which the translations
@@ -332,8 +346,8 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
     if wordless:
         log(f"warning: input line {wordless[0]}" + (
             f" ({len(wordless)} such lines among the first {min(len(lines), sample):,})"
-            if len(wordless) > 1 else "") + f" holds no letter or digit, only punctuation or "
-            f"symbols: there is nothing to translate, and its translation will mean nothing")
+            if len(wordless) > 1 else "") + " holds no letter or digit, only punctuation or "
+            "symbols: there is nothing to translate, and its translation will mean nothing")
     if not config.lowercase and (capitals := in_capitals(lines[:sample])):
         log(f"warning: {len(capitals):,} of the first {min(len(lines), sample):,} input lines "
             f"are written in capitals, line {capitals[0] + 1} first, which the model rarely "

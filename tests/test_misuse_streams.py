@@ -577,6 +577,21 @@ def test_a_line_without_a_letter_or_a_digit_is_named(tmp_path, capsys):
          "line 2", "no letter or digit", "nothing to translate")
 
 
+def test_a_number_the_translation_lacks_is_noted_and_an_other_compression_refused(tmp_path,
+                                                                                  capsys):
+    """The model writes numbers as word pieces and may change them: a translation that lacks
+    its line's number is noted; an --out named .bz2 would be plain text under that name."""
+    (tmp_path / "in.en").write_text("A dog runs.\n12345 67890\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
+                    "--out", str(tmp_path / "out.de"), "--greedy"])
+    says(next(line for line in capsys.readouterr().err.splitlines() if "number" in line),
+         "line 2", "12345 in, not out")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.en"), "--out", str(tmp_path / "o.bz2")])
+    says(error_line(capsys), "o.bz2", "plain text", ".gz")
+    assert not (tmp_path / "o.bz2").exists()
+
+
 def test_a_short_line_in_capitals_is_named_and_an_acronym_is_not():
     assert translate.in_capitals(["A DOG RUNS.", "I saw NASA today.", "OK", "A dog runs."]) == [0]
 

@@ -110,7 +110,25 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
         log(f"note: {len(cut)} translation(s) reached the maximum length (input + {max_extra} "
             f"tokens) before ending, line {min(cut) + 1} first: they are cut there; give a "
             f"larger --max-extra if they should go on")
+    if log:
+        note_numbers_lost(lines, out, log)
     return out
+
+
+def note_numbers_lost(lines: list[str], out: list[str], log) -> None:
+    """A note for translations that lack a number of two digits or more that their line has
+    (12345 in, 199555500000 out): a model reads a number as word pieces, and may write
+    another; numbers stay as they are in a translation."""
+    lost = []
+    for i, (line, said) in enumerate(zip(lines, out)):
+        missing = [n for n in re.findall(r"\d{2,}", line) if n not in re.findall(r"\d+", said)]
+        if said and missing:
+            lost.append((i, missing[0]))
+    if lost:
+        i, number = lost[0]
+        log(f"note: {len(lost)} translation(s) lack a number their line has, line {i + 1} "
+            f"first ({number} in, not out): the model writes numbers as word pieces and may "
+            f"change them; check the numbers of the translations")
 
 
 def check_lengths(ids: list[list[int]], todo: list[int], limit: int | None,
