@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STOP_AT_FSYNC = """
 import importlib, os, signal, sys
 for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
-               signal.SIGALRM):
+               signal.SIGALRM, signal.SIGXCPU):
     signal.signal(number, signal.SIG_DFL)
 signum, module, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 
@@ -65,7 +65,7 @@ def tiny_run(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
-                                    signal.SIGUSR1])
+                                    signal.SIGUSR1, signal.SIGXCPU])
 def test_training_stopped_while_it_saves_finishes_the_checkpoint_and_resumes(tmp_path, signum):
     done = stopped(signum, "annotated.train", "--config", "copy", "--run-dir", tmp_path,
                    "--threads", 1, "--max-steps", 50, *TINY_RUN[:-1], "ckpt_every=5")

@@ -1,6 +1,7 @@
 """The signals that ask a command to stop: Ctrl-C (SIGINT), SIGTERM (`kill`, `timeout`, a
 service manager, a cancelled job), SIGHUP (a closed terminal), SIGQUIT (Ctrl-\\), and SIGUSR1,
-SIGUSR2 and SIGALRM (what a batch scheduler, or `timeout -s`, may send when time runs out).
+SIGUSR2, SIGALRM and SIGXCPU (what a batch scheduler, `timeout -s` or a CPU-time limit may send
+when time runs out).
 
 - `signals_held`: held back during a short phase that must not stop halfway (a checkpoint or
   a set of files being written); they take effect when it ends.
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT",
-                                                "SIGUSR1", "SIGUSR2", "SIGALRM")
+                                                "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU")
               if hasattr(signal, name))
 # The stops other than Ctrl-C, which Python leaves to end the process where it stands.
 OTHER_STOPS = STOPS[1:]
