@@ -77,7 +77,7 @@ def students(nb) -> list:
     return [cell for cell in nb.cells if "grader" not in cell.get("metadata", {})]
 
 
-def cell_errors(nb, stopped_cells: set[int], continued: set[int] = frozenset()) -> list[dict]:
+def cell_errors(nb, stopped_cells: set[int], continued: set[int]) -> list[dict]:
     """Every student cell (numbered from 1, in order) that raised, or that ran too long and was
     stopped (`stopped_cells`, by their index in the prepared notebook), or in which its code
     stopped its own kernel, which was continued (`continued`, by index likewise)."""
@@ -251,7 +251,10 @@ def continue_stopped_kernel(client, cells: dict) -> None:
         except (OSError, IndexError):
             continue
         if state == "T":
-            os.kill(pid, signal.SIGCONT)
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:                      # it ended meanwhile
+                continue
             cells["continued"].add(cells["running"])
 
 
