@@ -24,7 +24,7 @@ from annotated.base.errors import DataError
 from annotated.base.files import check_aligned, read_lines
 from annotated.data.corpus import (MIN_LENGTH_CORRELATION, in_line_correlation,
                                    stretch_out_of_line)
-from annotated.data.languages import guess_language, guess_short_language
+from annotated.data.languages import FULL_WIDTH_LATIN, guess_language, guess_short_language
 from annotated.data.tokenizer import is_language
 from annotated.inference.bleu import (case_note, describe_paired, escaped_note, paired_bootstrap,
                                       report, tokenized_note, tokenizer_for, too_short_note)
@@ -33,8 +33,6 @@ from annotated.inference.bleu import (case_note, describe_paired, escaped_note, 
 # Below this many sentences, a paired bootstrap's resampled test sets are near copies of one
 # another (Koehn, 2004, resamples test sets of hundreds).
 FEW_SENTENCES = 100
-# Latin letters and digits in their full-width forms, as East Asian input methods write them.
-FULL_WIDTH = re.compile("[Ａ-Ｚａ-ｚ０-９]")
 # German's letters with an umlaut, and ß, as they are written where the keyboard lacks them.
 SPELLED_OUT = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "Ä": "Ae", "Ö": "Oe",
                              "Ü": "Ue"})
@@ -156,7 +154,8 @@ def note_form_and_step(hyps: list[str], refs: list[str], hyp, ref) -> None:
                   f"apart from its letter) in {max(decomposed):,} line(s), {other} composed "
                   f"(NFC): BLEU counts such words as different; convert {which} to NFC (e.g. "
                   f"uconv -x any-nfc)")
-    wide = [sum(bool(FULL_WIDTH.search(line)) for line in lines) for lines in (hyps, refs)]
+    wide = [sum(line.translate(FULL_WIDTH_LATIN) != line for line in lines)
+            for lines in (hyps, refs)]
     if bool(wide[0]) != bool(wide[1]):
         which, other = (hyp, ref) if wide[0] else (ref, hyp)
         say_error(f"note: {which} writes letters or digits in their full-width forms (Ｅｉｎ for "

@@ -9,6 +9,7 @@ import unicodedata
 
 from annotated.base.errors import DataError
 from annotated.base.settings import shown
+from annotated.data.languages import FULL_WIDTH_LATIN
 from book import i18n
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -208,17 +209,12 @@ def english_glosses(texts):
     return out, slips
 
 
-# Full-width Latin letters and digits (Ｔｗｏ), folded to the letters they stand for.
-FULL_WIDTH = {c: c - 0xFEE0 for c in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B),
-                                      *range(0xFF41, 0xFF5B)]}
-
-
 def as_read(texts) -> list:
     """The texts as a reader reads them: invisible formatting characters (Unicode's Cf: a
     zero-width space inside a word) taken out, full-width Latin letters folded. A variant or
     an English sentence hidden that way is still found."""
     return [(where, n, "".join(c for c in text if unicodedata.category(c) != "Cf")
-             .translate(FULL_WIDTH)) for where, n, text in texts]
+             .translate(FULL_WIDTH_LATIN)) for where, n, text in texts]
 
 
 def variants_used(texts) -> list[str]:

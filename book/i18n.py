@@ -455,10 +455,9 @@ def headings_changed(unit: Unit) -> str | None:
                            for text in (unit.en, unit.text))
     if english == translated:
         return None
-    shown_levels = ["#" * n for n in english] or ["none"]
-    return (f"its translation's headings are {', '.join('#' * n for n in translated) or 'none'}"
-            f" where the English has {', '.join(shown_levels)}: keep the English's headings, "
-            f"each at its level")
+    said = [", ".join("#" * n for n in levels) or "none" for levels in (translated, english)]
+    return (f"its translation's headings are {said[0]} where the English has {said[1]}: keep "
+            f"the English's headings, each at its level")
 
 
 #: Inline math that is one symbol ($n$, $V$, $\epsilon_{ls}$): a translation may name one the

@@ -83,10 +83,11 @@ WMT14_SPLITS = dict(train="train", valid="newstest2013", test="newstest2014")
 # Paired lines whose lengths go together less than this, over at least this many pairs, are
 # taken for files out of line (read_parallel, check_in_line).
 MIN_LENGTH_CORRELATION, MIN_PAIRS_IN_LINE = 0.3, 50
-# The pairs a stretch of two files is judged on, for a shift or a copy there (check_stretches).
+# The pairs a stretch of two files is judged on for targets copied from the source
+# (check_stretches) ...
 STRETCH = 100
-# ... and the pairs over which lines out of line are looked for: few enough that the last
-# SHIFT_STRETCH or so lines of a corpus shifted by a line are seen.
+# ... and for lines out of line: few enough that the last SHIFT_STRETCH or so lines of a
+# corpus shifted by a line are seen (stretch_out_of_line).
 SHIFT_STRETCH = 30
 # What the first line of a file exported from a table names its column by (check_no_header),
 # beside the language code of the file's name.
@@ -242,16 +243,18 @@ def check_stretches(pairs, src_path, tgt_path) -> None:
     targets are their source copied."""
     lines = np.array([i for i, (s, t) in enumerate(pairs, 1) if s and t])
     copied = np.array([s == t for s, t in pairs if s and t], dtype=np.float64)
-    starts, found = stretches(copied) if len(lines) >= STRETCH + 2 else ([], [])
-    if len(found) and (share := found.mean(axis=1)).max() > 0.5:
-        at = starts[share.argmax()]
-        first = lines[at + int(copied[at:].argmax())]
-        raise DataError(f"{tgt_path}, line {first}: from about there most lines are the same "
-                        f"as {src_path}'s ({share.max():.0%} of {STRETCH} pairs): a parallel "
-                        f"corpus pairs each sentence with its translation, not a copy; check "
-                        f"the files there")
-    if found := stretch_out_of_line(pairs):
-        start, end, aligned, shifted = found
+    if len(lines) >= STRETCH + 2:
+        starts, found = stretches(copied)
+        share = found.mean(axis=1)
+        if share.max() > 0.5:
+            at = starts[share.argmax()]
+            first = lines[at + int(copied[at:].argmax())]
+            raise DataError(f"{tgt_path}, line {first}: from about there most lines are the "
+                            f"same as {src_path}'s ({share.max():.0%} of {STRETCH} pairs): a "
+                            f"parallel corpus pairs each sentence with its translation, not a "
+                            f"copy; check the files there")
+    if shift := stretch_out_of_line(pairs):
+        start, end, aligned, shifted = shift
         raise DataError(f"{src_path} and {tgt_path} go out of line near line {start}: over "
                         f"lines {start}-{end} the lengths of paired lines go together less "
                         f"(rank correlation {aligned:.2f}) than each line's and the next or "

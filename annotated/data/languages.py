@@ -26,6 +26,10 @@ COMMON_WORDS = {
     "pt": "o a os as e é um uma de do da em no na com que para está",
 }
 WORD_SETS = {lang: set(words.split()) for lang, words in COMMON_WORDS.items()}
+# Latin letters and digits in their full-width forms (Ｅｉｎ, as East Asian input methods write
+# them), to the letters they stand for: str.translate's table.
+FULL_WIDTH_LATIN = {c: c - 0xFEE0 for c in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B),
+                                            *range(0xFF41, 0xFF5B)]}
 # Three-letter codes (ISO 639-2, both its forms, and 639-3) of languages often translated:
 # corpora name their sides with these (test.eng, test.deu) as often as with two letters.
 THREE_LETTER_CODES = frozenset("""

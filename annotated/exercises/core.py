@@ -320,7 +320,7 @@ class Outcome:
     case: Case | None = None
     got: Any = None
     expected: Any = None
-    later: list = field(default_factory=list)   # [(case, what it returned)] after a wrong one
+    later: list = field(default_factory=list)   # results_after a wrong case
 
 
 def call(fn, case: Case):
@@ -438,9 +438,7 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
         refused: list[str] = []       # what it called that it may not, even if it caught that
         error = None
         try:
-            with time_limit(CASE_SECONDS), forbidding(
-                    exercise.forbidden, refused,
-                    trusted_code(fn, case) | {f.__code__ for f in exercise.allowed}):
+            with under_watch(exercise, fn, case, refused):
                 got, changed = call(fn, case)
         except TooSlow:
             return Outcome("slow", n, case)
@@ -466,23 +464,31 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
     return Outcome("passed", len(cases))
 
 
+@contextmanager
+def under_watch(exercise: Exercise, fn, case: Case, refused: list):
+    """The watch the learner's function runs under on a case: the time limit, and the
+    functions the exercise forbids (their names appended to `refused` when called)."""
+    with time_limit(CASE_SECONDS), forbidding(
+            exercise.forbidden, refused,
+            trusted_code(fn, case) | {f.__code__ for f in exercise.allowed}):
+        yield
+
+
 def results_after(exercise: Exercise, fn, cases: list[Case]) -> list:
-    """What `fn` returns for the cases after a wrong one, as far as it runs them as it ran
-    the others (no error, no refused call, in time): against them, matching_slip tells two
-    slips apart that agree on the failing case."""
+    """(case, what `fn` returns, the right answer) for the cases after a wrong one, as far as
+    it runs them as it ran the others (no error, no refused call, in time): against them,
+    matching_slip tells two slips apart that agree on the failing case."""
     found = []
     for case in cases:
         refused: list[str] = []
         try:
-            with time_limit(CASE_SECONDS), forbidding(
-                    exercise.forbidden, refused,
-                    trusted_code(fn, case) | {f.__code__ for f in exercise.allowed}):
+            with under_watch(exercise, fn, case, refused):
                 got = call(fn, case)[0]
         except (TooSlow, Exception, SystemExit):
             break
         if refused:
             break
-        found.append((case, got))
+        found.append((case, got, call(exercise.answer, case)[0]))
     return found
 
 
@@ -936,7 +942,7 @@ def matching_slip(exercise: Exercise, found: Outcome, lang: str) -> str | None:
         wrong = slip_answer(slip, found.case)
         if same_outcome(wrong, found.got, lang) and agree(right, wrong, "en") and all(
                 agree(expected, slip_answer(slip, case), "en") is None
-                for case, expected in passed) and borne_out(exercise, slip, found.later, lang):
+                for case, expected in passed) and borne_out(slip, found.later, lang):
             named = slip.says(lang)
             if slip.page:
                 named += MESSAGES[lang]["sep"] + MESSAGES[lang]["page"]
@@ -944,7 +950,7 @@ def matching_slip(exercise: Exercise, found: Outcome, lang: str) -> str | None:
     return None
 
 
-def borne_out(exercise: Exercise, slip: Slip, later: list, lang: str) -> bool:
+def borne_out(slip: Slip, later: list, lang: str) -> bool:
     """Whether the learner's results on the cases after the failing one (`later`) bear the
     slip out: two mistakes can agree on one case (r // c and c / r both give a penalty of 1 at
     c = 18, r = 20, but not at c = 5). Where the slip gives a wrong number, the learner's
@@ -952,8 +958,8 @@ def borne_out(exercise: Exercise, slip: Slip, later: list, lang: str) -> bool:
     mistake: where it gives NaN, inf or an error (an edge case its model does not handle), an
     answer that is right bears witness neither way."""
     agree = right_instead = 0
-    for case, got in later:
-        right, wrong = call(exercise.answer, case)[0], slip_answer(slip, case)
+    for case, got, right in later:
+        wrong = slip_answer(slip, case)
         if same_outcome(wrong, right, lang):
             continue
         agree += same_outcome(wrong, got, lang)
