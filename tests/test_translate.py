@@ -338,8 +338,9 @@ def test_evaluate_compares_with_a_baseline_and_checks_its_lines(tmp_path, capsys
 def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     """Translations (here the sample's German references less their first word) stored
     decomposed, shifted by a line (from the first, or from halfway), with umlauts spelled out
-    (ae for ä), in full-width letters, tokenized, or none at all: each is one note naming the
-    fix; sacreBLEU's own warning never appears. Standard input that is empty is named as such."""
+    (ae for ä), in full-width letters, tokenized (split by 13a, or holding a mark no model writes
+    in a few lines: the paper's ##AT##, SentencePiece's \u2581, BPE's @@), or none at all: each is
+    one note naming the fix; sacreBLEU's own warning never appears. Standard input that is empty is named as such."""
     import unicodedata
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
     from annotated.base.files import read_lines
@@ -355,6 +356,10 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
              "spelled": [h.translate(str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}))
                          for h in hyps],
              "tokenized": [split(h).replace("-", " ##AT##-##AT## ") for h in hyps],
+             "compounds": [h.replace("-", " ##AT##-##AT## ") for h in hyps],
+             "pieces": ["\u2581" + h.replace(" ", " \u2581") for h in hyps],
+             "bpe": [h.replace("en ", "@@ en ", 1) if i % 20 == 0 else h
+                     for i, h in enumerate(hyps)],
              "blank": [""] * len(refs)}
     for name, lines in files.items():
         (tmp_path / name).write_text("\n".join(lines) + "\n")
@@ -363,6 +368,9 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
                 "wide": ("full-width forms", "NFKC"),
                 "spelled": ("writes ä, ö, ü and ß as ae, oe, ue and ss", "the same way"),
                 "tokenized": ("look tokenized", "##AT##", "not comparable"),
+                "compounds": ("look tokenized", "##AT##", "join the compounds"),
+                "pieces": ("look tokenized", "SentencePiece", "spm_decode"),
+                "bpe": ("look tokenized", "'@@ '", "remove the BPE joins"),
                 "blank": ("every line", "is empty")}         # and no 4-gram note besides
     for name, names in expected.items():
         evaluate_main(["--hyp", str(tmp_path / name), "--ref", str(tmp_path / "ref")])

@@ -203,19 +203,39 @@ def escaped_note(lines: list[str], source) -> str | None:
             f"the file first (html.unescape in Python)")
 
 
+# Marks that tokenizers leave and no model writes, each with how to undo it. One such line is
+# enough to say the file is tokenized; a line ending in " ." alone is not (a model may write one).
+DETOKENIZE = "detokenize them (e.g. sacremoses detokenize)"
+TOKENIZER_MARKS = {
+    "##AT##": ("holds the paper's compound mark ##AT##",
+               "join the compounds (' ##AT##-##AT## ' back to '-') and detokenize them"),
+    "\u2581": ("holds SentencePiece's word mark \u2581",
+               "decode the pieces with their SentencePiece model (spm_decode)"),
+    "@@ ": ("holds the BPE join mark '@@ '", "remove the BPE joins (sed 's/@@ //g')"),
+    " @-@ ": ("holds the Moses hyphen mark ' @-@ '", DETOKENIZE),
+    "&apos;": ("holds the Moses escape &apos;", DETOKENIZE),
+    "&quot;": ("holds the Moses escape &quot;", DETOKENIZE),
+}
+
+
 def tokenized_note(hyps: list[str], source) -> str | None:
-    """A note when the translations from `source` look tokenized (a line ending in " .", or
-    holding the paper's ##AT## compound marks): sacreBLEU scores detokenized text, as a model
-    writes it, and a tokenized file scores otherwise. sacreBLEU's own warning (several lines,
-    naming an option these commands do not have) is turned off (force=True) for this line."""
-    split = [i for i, hyp in enumerate(hyps, 1) if "##AT##" in hyp]
+    """A note when the translations from `source` look tokenized: a line holding a mark of
+    TOKENIZER_MARKS, or a tenth of the lines ending in " .". sacreBLEU scores detokenized text,
+    as a model writes it, and a tokenized file scores otherwise. sacreBLEU's own warning
+    (several lines, naming an option these commands do not have) is turned off (force=True)."""
+    marked = {mark: [i for i, hyp in enumerate(hyps, 1) if mark in hyp + " "]
+              for mark in TOKENIZER_MARKS}
+    marked = {mark: lines for mark, lines in marked.items() if lines}
     spaced = [i for i, hyp in enumerate(hyps, 1) if hyp.rstrip().endswith(" .")]
-    found = set(split) | set(spaced)
-    if len(found) < max(1, len(hyps) // 10):
+    if not marked and len(spaced) < max(1, len(hyps) // 10):
         return None
-    fix = ("join the compounds (' ##AT##-##AT## ' back to '-') and detokenize them" if split
-           else "detokenize them (e.g. sacremoses detokenize)")
-    where = f"line {split[0]} holds ##AT##" if split else f"line {spaced[0]} ends in ' .'"
+    if marked:
+        mark, lines = min(marked.items(), key=lambda item: item[1][0])
+        what, fix = TOKENIZER_MARKS[mark]
+        where = f"line {lines[0]} {what}"
+    else:
+        where, fix = f"line {spaced[0]} ends in ' .'", DETOKENIZE
+    found = set(spaced).union(*marked.values())
     return (f"note: {len(found):,} of the {len(hyps):,} translations in {source} look tokenized "
             f"({where}); sacreBLEU scores text as a model writes it, so this score is not "
             f"comparable with published ones: {fix}, then score them")
