@@ -89,6 +89,12 @@ STRETCH = 100
 # ... and for lines out of line: few enough that the last SHIFT_STRETCH or so lines of a
 # corpus shifted by a line are seen (stretch_out_of_line).
 SHIFT_STRETCH = 30
+# ... and in the last SHIFT_STRETCH lines, from TAIL_SHORTEST on (tail_out_of_line): paired
+# lines there stray from the corpus's usual length ratio by more than TAIL_STRAY (in log
+# characters, on average), and pairing each target with the next or previous source strays at
+# least TAIL_BETTER times less. Set on Multi30k and newstest2014: no clean tail of thousands
+# taken is refused, and most shifts of ten lines or more are found.
+TAIL_SHORTEST, TAIL_STRAY, TAIL_BETTER = 6, 0.25, 1.8
 # What the first line of a file exported from a table names its column by (check_no_header),
 # beside the language code of the file's name.
 COLUMN_NAMES = {"source", "target", "src", "tgt", "trg", "sentence", "sentences", "text",
@@ -260,6 +266,14 @@ def check_stretches(pairs, src_path, tgt_path) -> None:
                         f"(rank correlation {aligned:.2f}) than each line's and the next or "
                         f"previous line's of the other file ({shifted:.2f}). A line added or "
                         f"removed about there shifts every pair after it; check the files there")
+    if tail := tail_out_of_line(pairs):
+        start, aligned, shifted = tail
+        raise DataError(f"{src_path} and {tgt_path} go out of line near line {start}: from there "
+                        f"to the end, paired lines differ in length from the corpus's usual "
+                        f"ratio much more (by {aligned:.2f} in log characters, on average) than "
+                        f"each line and the next or previous line of the other file ({shifted:.2f})"
+                        f". A line added or removed about there shifts every pair after it; check "
+                        f"the files there")
 
 
 def stretch_out_of_line(pairs) -> tuple[int, int, float, float] | None:
@@ -281,6 +295,26 @@ def stretch_out_of_line(pairs) -> tuple[int, int, float, float] | None:
     w = int(off.argmax())
     at = stretches(src, SHIFT_STRETCH)[0][w]       # where that stretch starts, among the pairs
     return int(lines[1 + at]), int(lines[at + SHIFT_STRETCH]), float(aligned[w]), float(shifted[w])
+
+
+def tail_out_of_line(pairs) -> tuple[int, float, float] | None:
+    """Where the last lines go out of line, too few for a stretch of SHIFT_STRETCH to show it:
+    the first line of the longest tail (of TAIL_SHORTEST to SHIFT_STRETCH pairs of lines that
+    are not empty) whose paired lengths stray from the corpus's usual ratio much more than each
+    target's and its next or previous source's do; with how far each strays. None if none."""
+    lines = np.array([i for i, (s, t) in enumerate(pairs, 1) if s and t])
+    if len(lines) < SHIFT_STRETCH + 2:
+        return None
+    logs = np.log([(len(s), len(t)) for s, t in pairs if s and t])      # (pairs, 2)
+    usual = np.median(logs[:, 1] - logs[:, 0])
+    src, tgt = logs[-SHIFT_STRETCH - 1:, 0], logs[-SHIFT_STRETCH:-1, 1]
+    aligned, after, before = (np.abs(tgt - s - usual) for s in (src[1:-1], src[2:], src[:-2]))
+    found = None
+    for k in range(TAIL_SHORTEST, SHIFT_STRETCH):
+        stray, shifted = aligned[-k:].mean(), min(after[-k:].mean(), before[-k:].mean())
+        if stray > TAIL_STRAY and shifted * TAIL_BETTER < stray:
+            found = int(lines[-k - 1]), float(stray), float(shifted)
+    return found
 
 
 def check_sides_apart(pairs, src_path, tgt_path) -> None:
