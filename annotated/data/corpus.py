@@ -30,6 +30,7 @@ Tokenizers are trained on the training split and cached in the cache folder (see
 """
 import hashlib
 import os
+import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -102,6 +103,8 @@ COLUMN_NAMES = {"source", "target", "src", "tgt", "trg", "sentence", "sentences"
                 "français", "francais", "spanish", "español", "chinese", "中文", "汉语", "英语",
                 "德语", "法语", "italian", "italiano", "dutch", "nederlands", "portuguese",
                 "português", "japanese", "日本語", "russian", "русский", "lang", "language"}
+# A run of letters or digits: a sentence's words, for telling near copies apart (pair_gist).
+WORD = re.compile(r"[^\W_]+")
 # A user's own corpus (dataset=files): the stems each split may have, in order of preference.
 USER_SPLITS = dict(train=("train",), valid=("valid", "val", "dev"), test=("test",))
 
@@ -435,19 +438,20 @@ def _folder(location: Path) -> Path:
     return location
 
 
-def pair_as_read(pair: tuple, lowercase: bool) -> tuple:
-    """A pair as the model reads it: Unicode's compatible forms folded (NFKC, as the tokenizer
-    does), runs of spaces one space, and lowercased where the run lowercases."""
-    return tuple(" ".join(unicodedata.normalize("NFKC", side.lower() if lowercase else side)
-                          .split()) for side in pair)
+def pair_gist(pair: tuple) -> tuple:
+    """A pair's words alone: Unicode's compatible forms folded (NFKC, as the tokenizer does),
+    case folded, and spaces and punctuation dropped. Two pairs with the same gist teach the
+    same translation, so a test pair with the gist of a training pair tests memory."""
+    return tuple(" ".join(WORD.findall(unicodedata.normalize("NFKC", side).casefold()))
+                 for side in pair)
 
 
-def note_overlap(text: dict, files: dict, log, lowercase: bool = False) -> None:
+def note_overlap(text: dict, files: dict, log) -> None:
     """A warning for a training split that is mostly repeats, or one of whose sides repeats
     one line across many pairs (a line pasted over others), and for a validation or test split
-    that shares most of its pairs with train, as the model reads them (pair_as_read: a copy,
-    say, with spaces doubled or, under lowercase, the case changed): its loss and BLEU would
-    measure what the model memorised, not translation."""
+    most of whose pairs have the words of a training pair (pair_gist: a copy, say, with the
+    case changed or the final periods dropped): its loss and BLEU would measure what the model
+    memorised, not translation."""
     seen = set(text["train"])
     repeats = len(text["train"]) - len(seen)
     if repeats and repeats >= len(text["train"]) / 2:       # a copy appended once: a half
@@ -462,20 +466,24 @@ def note_overlap(text: dict, files: dict, log, lowercase: bool = False) -> None:
             log(f"warning: {path}: one line, {shown(line)}, is paired with {count:,} different "
                 f"sentences, {count / len(lines):.0%} of the corpus's different pairs: check "
                 f"the file")
-    read = {pair_as_read(pair, lowercase) for pair in text["train"]}
     for split in ("valid", "test"):
-        shared = sum(pair_as_read(pair, lowercase) in read for pair in text[split])
-        if shared > len(text[split]) / 2:
+        if (shared := shared_gists(text[split], text["train"])) > len(text[split]) / 2:
             src, tgt = files[split]
             log(f"warning: {shared:,} of the {len(text[split]):,} pairs of {src} and {tgt} are "
-                f"also training pairs: their scores measure memory, not translation; give "
-                f"{split} sentences the model does not train on")
-    chosen = {pair_as_read(pair, lowercase) for pair in text["valid"]}
-    if (shared := sum(pair_as_read(pair, lowercase) in chosen
-                      for pair in text["test"])) > len(text["test"]) / 2:
+                f"training pairs, or differ from one in case, spaces or punctuation only: their "
+                f"scores measure memory, not translation; give {split} sentences the model does "
+                f"not train on")
+    if (shared := shared_gists(text["test"], text["valid"])) > len(text["test"]) / 2:
         log(f"warning: {shared:,} of the {len(text['test']):,} pairs of {files['test'][0]} "
-            f"and {files['test'][1]} are also validation pairs: what is chosen on valid would "
-            f"be scored on the same sentences; give test sentences of its own")
+            f"and {files['test'][1]} are also validation pairs (up to case, spaces or "
+            f"punctuation): what is chosen on valid would be scored on the same sentences; "
+            f"give test sentences of its own")
+
+
+def shared_gists(pairs: list, others: list) -> int:
+    """How many of `pairs` have the gist of one of `others` (both sides holding words)."""
+    seen = {pair_gist(pair) for pair in others}
+    return sum(all(gist) and gist in seen for gist in map(pair_gist, pairs))
 
 
 def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
@@ -493,7 +501,7 @@ def load_corpus(config, data_dir=None, cache_dir=None, log=print) -> Corpus:
     for side, path in enumerate(files["train"]):      # before a tokenizer is trained on it
         check_side(path, [pair[side] for pair in text["train"] if pair[side]])
     check_split_languages(text, files, config)
-    note_overlap(text, files, log, config.lowercase)
+    note_overlap(text, files, log)
     tokenizer = load_or_train(files["train"], config.vocab_size, cache / "tokenizers",
                               f"{config.dataset}-{config.source_lang}-{config.target_lang}", log,
                               character_coverage=coverage(config.source_lang, config.target_lang),
