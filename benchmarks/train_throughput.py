@@ -215,9 +215,10 @@ def compare(name: str, args, threads: int) -> float:
 def spread(ours: list, theirs: list) -> str:
     """The lowest and highest ratio (theirs / ours, on the clock) of the steps taken in turn,
     and whether 1 lies between them: a difference the machine's noise could make is said to
-    be one."""
+    be one; one step each cannot tell, and that is said."""
     if len(ours) < 2:
-        return ""
+        return ("; one step each cannot tell a difference from the machine's noise: give "
+                "--repeats 5 or more")
     ratios = [t[0] / o[0] for o, t in zip(ours, theirs)]
     noise = ": within the noise" if min(ratios) <= 1 <= max(ratios) else ""
     return f"; step by step {min(ratios):.2f}x to {max(ratios):.2f}x{noise}"
