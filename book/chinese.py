@@ -256,9 +256,34 @@ def renderings_unused(texts) -> list[str]:
             for en, zh, _ in term_list() if re.sub(r"\s", "", zh) not in written]
 
 
+def characters_outside_simplified(texts) -> list[str]:
+    """A line for each line of `texts` with Chinese characters outside GB2312, the set of
+    Simplified Chinese in common use: most often Traditional forms (註 for 注, 層 for 层), which a
+    Simplified edition does not write. Where the characters around one spell a rendering of
+    the term list but for it (of three characters or more: shorter ones match by chance), that
+    rendering is named."""
+    texts, _ = english_glosses(as_read(texts))
+    renderings = [(en, zh) for en, zh, _ in term_list() if len(CJK.findall(zh)) > 2]
+    slips = []
+    for where, n, text in texts:
+        found = [i for i, c in enumerate(text)
+                 if CJK.match(c) and c.encode("gb2312", "replace") == b"?"]
+        if not found:
+            continue
+        meant = {f"{zh} for {en}" for i in found for en, zh in renderings for j in range(len(zh))
+                 if i >= j and text[i - j:i - j + len(zh)] == zh[:j] + text[i] + zh[j + 1:]}
+        chars = list(dict.fromkeys(text[i] for i in found))
+        slips.append(f"{where}:{n}: {', '.join(chars)} {'is' if len(chars) == 1 else 'are'} not "
+                     f"in Simplified Chinese's common set (GB2312), most likely Traditional: "
+                     f"write the Simplified form"
+                     + (f" ({'; '.join(sorted(meant))})" if meant else ""))
+    return slips
+
+
 def problems() -> list[str]:
-    """A line for each variant of a term and each line of English prose in the Chinese a reader
-    meets (file, line, what to write instead), and for each rendering of the term list that no
-    page writes."""
+    """A line for each variant of a term, each line of English prose and each Traditional
+    character in the Chinese a reader meets (file, line, what to write instead), and for each
+    rendering of the term list that no page writes."""
     texts = chinese_texts()
-    return variants_used(texts) + english_left_in(texts) + renderings_unused(texts)
+    return (variants_used(texts) + english_left_in(texts) + characters_outside_simplified(texts)
+            + renderings_unused(texts))

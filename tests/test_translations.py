@@ -580,6 +580,25 @@ def test_a_variant_or_english_hidden_by_zero_width_or_full_width_letters_is_foun
     says(" ".join(left), "book/zh/p.md:5", "English in Chinese prose", "situations")
 
 
+def test_a_traditional_character_in_chinese_prose_is_named_with_the_term_it_spoils():
+    """The Chinese edition is in Simplified characters; a Traditional one (註意力 for 注意力)
+    is named with its file and line, and with the rendering it spoils where there is one."""
+    from book import chinese
+    found = chinese.characters_outside_simplified([
+        ("book/zh/p.md", 3, chinese_prose("这是註意力。")),
+        ("book/zh/p.md", 4, chinese_prose("把查詢分給每個頭。")),
+        ("book/zh/p.md", 5, chinese_prose("多头注意力把查询分给每个头。"))])
+    assert len(found) == 2, found
+    says(found[0], "book/zh/p.md:3", "註", "Traditional", "注意力", "Attention")
+    says(found[1], "book/zh/p.md:4", "詢", "給", "個", "頭", "Simplified")
+
+
+def test_chinese_prose_holds_no_traditional_characters():
+    from book import chinese
+    slips = chinese.characters_outside_simplified(chinese_texts())
+    assert not slips, "\n".join(slips[:40])
+
+
 def test_a_heading_moved_to_another_level_is_named():
     english = "## One convention\n\nMasks hold `True` where attention may look."
     right = "## 统一约定\n\n掩码在注意力可以看的位置为 `True`。"
