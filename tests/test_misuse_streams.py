@@ -559,11 +559,16 @@ def test_input_in_another_language_of_the_same_script_is_warned_about(tmp_path, 
 
 @pytest.mark.parametrize("text, language", [
     ("Ein Mann faehrt Fahrrad auf der Strasse.", "de"), ("Le chien est dans la rue.", "fr"),
-    ("A dog runs.", None), ("Die Hard is a film.", None), ("Ein Hund.", None)])
+    ("Zwei Hunde spielen im Schnee.", "de"), ("Hunde spielen im Schnee.", "de"),
+    ("Une fille très rapide.", "fr"), ("A dog runs.", None), ("Die Hard is a film.", None),
+    ("In Rome.", None), ("Un chat noir.", None)])
 def test_a_sentence_or_two_is_read_as_a_language_only_where_its_words_agree(text, language):
     """Under 20 words the share of common words says little: a short input is read as a
     language when two or more of its words are that language's common ones, at least twice
-    as many as another language's (in "Die Hard is a film" no language stands out)."""
+    as many as another language's (in "Die Hard is a film" no language stands out), or when
+    one is and the text bears that language's mark too: a letter English does not write
+    (très), a German noun capitalised inside the sentence. "Un" alone is French, Spanish or
+    Italian."""
     from annotated.data.languages import guess_short_language, guess_spaced_language
     assert guess_short_language([text]) == language
     assert guess_spaced_language([text]) is None        # what a corpus check relies on

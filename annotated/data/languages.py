@@ -16,16 +16,22 @@ SCRIPTS = {"CJK": "zh", "HIRAGANA": "ja", "KATAKANA": "ja", "HANGUL": "ko", "THA
            "LAO": "lo", "KHMER": "km", "MYANMAR": "my"}
 # The commonest short words of some languages written with spaces.
 COMMON_WORDS = {
-    "en": "the of and to a an in is are that it for on with was at by from his her while",
+    "en": "the of and to a an in is are that it for on with was at by from his her while two "
+          "three four",
     "de": "der die das und ist sind ein eine einem einer einen mit auf den dem im von zu nicht "
-          "sich des für",
-    "fr": "le la les et est sont un une des du dans sur avec en au aux qui pour de il elle",
-    "es": "el la los las y es están un una en con del que por para se está al sus",
-    "it": "il lo la gli le e è un una di in con del della che per sono sta",
-    "nl": "de het een en is zijn van in op met niet te dat aan voor die",
-    "pt": "o a os as e é um uma de do da em no na com que para está",
+          "sich des für zwei drei vier",
+    "fr": "le la les et est sont un une des du dans sur avec en au aux qui pour de il elle deux "
+          "trois quatre",
+    "es": "el la los las y es están un una en con del que por para se está al sus dos tres cuatro",
+    "it": "il lo la gli le e è un una di in con del della che per sono sta due tre quattro",
+    "nl": "de het een en is zijn van in op met niet te dat aan voor die twee drie vier",
+    "pt": "o a os as e é um uma de do da em no na com que para está dois duas três quatro",
 }
 WORD_SETS = {lang: set(words.split()) for lang, words in COMMON_WORDS.items()}
+# Letters some of those languages write and English does not: with one common word, a short
+# text holding one of them is taken to be in that word's language (guess_short_language).
+LETTERS = {"de": "äöüß", "fr": "éèêàçœëîïôù", "es": "ñ¿¡áíóú", "it": "àèìòù",
+           "pt": "ãõçáâêéíóú", "nl": "ĳ"}
 # Latin letters and digits in their full-width forms (Ｅｉｎ, as East Asian input methods write
 # them), to the letters they stand for: str.translate's table.
 FULL_WIDTH_LATIN = {c: c - 0xFEE0 for c in [*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B),
@@ -58,13 +64,26 @@ def guess_spaced_language(lines, sample: int = 200) -> str | None:
 
 def guess_short_language(lines, sample: int = 200) -> str | None:
     """guess_spaced_language, and for text of under 20 words (a sentence or two given to
-    translate) a stricter guess: the language of which at least two words are common ones,
-    at least twice as many as any other language's. For notes, not for refusals."""
+    translate) a stricter guess: the language of which at least two words are common ones, at
+    least twice as many as any other language's; or of which one word is, and no other
+    language's, where the text also bears that language's mark (shows_its_language). For
+    notes, not for refusals."""
     words = words_of(lines, sample)
     if len(words) >= 20:
         return guess_spaced_language(lines, sample)
     (best, lang), (second, _) = common_word_hits(words)[:2]
-    return lang if best >= 2 and best >= 2 * second else None
+    if best >= 2 and best >= 2 * second:
+        return lang
+    return lang if best == 1 and second == 0 and shows_its_language(lines, lang) else None
+
+
+def shows_its_language(lines, lang: str) -> bool:
+    """Whether text holds a letter of LETTERS[lang], or for German a noun capitalised inside a
+    sentence (Zwei Hunde spielen im Schnee)."""
+    lines = list(lines)
+    if any(c in LETTERS.get(lang, "") for line in lines for c in line.lower()):
+        return True
+    return lang == "de" and any(w[:1].isupper() for line in lines for w in line.split()[1:])
 
 
 def words_of(lines, sample: int) -> list[str]:
