@@ -423,6 +423,42 @@ def test_a_value_inside_a_returned_value_is_named_once_each_level():
     assert result.message().count("returned") == 1 and result.message("zh").count("返回") == 1
 
 
+@pytest.mark.parametrize("frequencies", ["exp(-log(10000) * 2i / d)", "exp(2i * -log(10000) / d)",
+                                         "10000 ** (2i / d)"])
+def test_a_sinusoid_table_with_its_angles_in_float32_is_named_so_however_written(frequencies):
+    """Each way of writing the frequencies in float32 rounds the angles differently: the note
+    comes from how far the table is off, not from matching one float32 formula."""
+    import math
+
+    def sinusoids(length, d_model):
+        pos = torch.arange(length).unsqueeze(1).float()
+        two_i = torch.arange(0, d_model, 2).float()
+        log_base = math.log(10000)
+        omega = {"exp(-log(10000) * 2i / d)": lambda: torch.exp(-log_base * two_i / d_model),
+                 "exp(2i * -log(10000) / d)": lambda: torch.exp(two_i * -(log_base / d_model)),
+                 "10000 ** (2i / d)": lambda: 1 / 10000 ** (two_i / d_model)}[frequencies]()
+        angle = pos * omega
+        return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+    result = run(EXERCISES["4.1"], sinusoids)
+    says(result.message(), "10,000", "computed in float32", "float64")
+    says(result.message("zh"), "float32", "float64")
+
+
+def test_float64_work_off_by_far_less_than_float32_is_not_called_float32_rounding():
+    """An entry that should be 0 beside entries of 1, off by 5e-12 (a solve's rounding):
+    right; off by 5e-10, named as float64 work gone a long way; off by 5e-8, float32's."""
+    from annotated.exercises.core import first_difference
+    want = np.eye(4)
+    for off, names in ((5e-12, None), (5e-10, ("far less than any float32 step", "exactly")),
+                       (5e-8, ("float32's rounding",))):
+        have = want.copy()
+        have[2, 0] = off
+        said = first_difference(want, have, "en")
+        assert said is None if names is None else all(n in said for n in names), (off, said)
+        if names:
+            assert "float64" in first_difference(want, have, "zh")
+
+
 def test_a_float32_number_and_an_approximated_gradient_are_told_apart_from_float32_work():
     """Both are off by as little as float32's rounding: a float32 tensor given back is named
     as such; a float64 gradient from finite differences is told it must be exact."""
@@ -1392,6 +1428,28 @@ def test_a_check_given_only_the_function_names_the_exercise_that_asks_for_it(cap
         raise NotImplementedError
     checker("en")(causal_mask)
     says(capsys.readouterr().out.strip(), "check(causal_mask)", 'check("2.1", causal_mask)')
+
+
+def test_a_check_given_its_arguments_by_name_says_how_to_give_them(capsys):
+    """check(exercise="2.1", function=f) guesses the names: one line with the call to write,
+    and the grader fails 2.1 with it, not a TypeError."""
+    def causal_mask(size):
+        return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+    CHECKED.pop("2.1", None)
+    checker("en")(exercise="2.1", function=causal_mask)
+    says(capsys.readouterr().out.strip(), "two things", 'check("2.1", causal_mask)')
+    assert CHECKED["2.1"].status == "failed" and CHECKED["2.1"].wrong_call
+
+
+def test_a_check_in_a_comment_or_a_string_is_no_call():
+    """The grader counts a chapter by the checks a notebook calls: one written in a comment
+    (a to-do) or a string is not called; one after an IPython magic is."""
+    def cell(text):
+        return {"cell_type": "code", "source": text}
+    nb = {"cells": [cell("check('2.1', causal_mask)  # then: check('5.1', feed_forward)"),
+                     cell('note = "check(\'5.2\', f)"\ntodo = """\ncheck(\'3.1\', g)\n"""'),
+                     cell("%%capture\ncheck('4.1', sinusoids)")]}
+    assert checks(nb) == {"2.1": "causal_mask", "4.1": "sinusoids"}
 
 
 def test_a_check_prints_on_a_terminal_that_cannot_encode_its_text(capsys, monkeypatch):

@@ -91,9 +91,15 @@ def checker(lang: str = "en"):
                                  f"are {', '.join(map(repr, MESSAGES))}"))
         lang = "en"
 
-    def check(exercise_id: str | None = None, fn=None, *more) -> None:
+    def check(exercise_id: str | None = None, fn=None, *more, **named) -> None:
         """Check `fn` as exercise `exercise_id` and show one line saying how it went (or how
-        the call itself is wrong: no function, a number not in quotes, no such exercise)."""
+        the call itself is wrong: no function, a number not in quotes, no such exercise,
+        arguments given by name, which `check(exercise="2.1", function=f)` guesses)."""
+        if named:                  # the number and the function, whatever they were named
+            values = list(named.values())
+            exercise_id = next((v for v in values if isinstance(v, str)), exercise_id)
+            fn = next((v for v in values if callable(v)), fn)
+            more = (*more, named)
         exercise_id = typed(exercise_id) if isinstance(exercise_id, str) else exercise_id
         misuse = misused(exercise_id, fn, lang, more)
         if misuse:

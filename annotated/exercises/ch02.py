@@ -11,7 +11,7 @@ from reference_numpy import masks as np_masks
 
 def causal_cases() -> list[Case]:
     size = draw(2, 200, seed=2101)
-    return [*(Case(Text(f"size {n}", f"长度 {n}"), (n,)) for n in (4, 1, 7, 12)),
+    return [*(Case(Text(f"size {n}", f"长度 {n}"), (n,)) for n in (4, 1, 2, 3, 7, 12)),
             Case(Text(f"a size drawn at random, {size}", f"随机抽取的长度 {size}"), (size,))]
 
 

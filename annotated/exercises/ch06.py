@@ -254,6 +254,12 @@ def mean_of_sentence_means(losses, target, pad):
     return (losses.sum(dim=1) / (target != pad).sum(dim=1)).mean()
 
 
+def torch_label_smoothing(logits, target, pad, eps_ls):
+    """PyTorch's own smoothing: eps_ls spread over all V classes, the answer and PAD included."""
+    return torch.nn.functional.cross_entropy(logits.flatten(0, -2), target.flatten(),
+                                             ignore_index=pad, label_smoothing=eps_ls)
+
+
 def plain_cross_entropy(logits, target, pad, eps_ls):
     log_p_y = logits.log_softmax(dim=-1).gather(-1, target[..., None])[..., 0]
     return mean_over_tokens(torch.where(target != pad, -log_p_y, 0.0), target, pad)
@@ -297,6 +303,12 @@ LOSS = Exercise(
                   "target tokens.",
                   "你的损失是对词元的总和：应除以非填充目标词元的个数。"),
              lambda z, t, pad, e: position_losses(z, t, pad, e).sum()),
+        Slip(Text("Your loss spreads eps_ls over all V classes, the answer and PAD included, "
+                  "as the label_smoothing option of PyTorch's cross_entropy does: this book's q "
+                  "(exercise 6.2) is not that one.",
+                  "你的损失把 eps_ls 平分给了全部 V 个类，包括答案和 PAD，这正是 PyTorch 的 "
+                  "cross_entropy 的 label_smoothing 选项的做法：本书的 q（练习 6.2）不是这样的。"),
+             torch_label_smoothing, "slip-smoothing-padding"),
         Slip(Text("Your loss is the plain cross-entropy -log p(y): it ignores eps_ls.",
                   "你的损失是普通的交叉熵 -log p(y)：它忽略了 eps_ls。"),
              plain_cross_entropy),

@@ -55,6 +55,8 @@ def penalty_cases() -> list[Case]:
              (1, 30)),
         Case(Text("an empty output, c = 0, r = 12", "空输出，c = 0，r = 12"), (0, 12)),
         Case(Text("an empty reference, c = 5, r = 0", "空的参考译文，c = 5，r = 0"), (5, 0)),
+        Case(Text("an empty output and an empty reference, c = 0, r = 0",
+                  "输出和参考译文都为空，c = 0，r = 0"), (0, 0)),
         Case(Text(f"drawn at random, c = {c:,}, r = {r:,}", f"随机抽取：c = {c:,}，r = {r:,}"),
              (c, r)),
     ]
@@ -85,6 +87,10 @@ PENALTY = Exercise(
                   "penalty of 0, as in sacreBLEU.",
                   "输出为空时，你的代码除以了 c = 0：这样的输出的惩罚应为 0，与 sacreBLEU 一致。"),
              lambda c, r: number(1.0) if c >= r else number(math.exp(1 - r / c))),
+        Slip(Text("Your penalty is 0 for every empty output: an empty output of an empty "
+                  "reference is not shorter than it, and only c < r is penalised.",
+                  "你的惩罚对每个空输出都是 0：参考译文也为空时，输出并不比它短，而只有 c < r 才受惩罚。"),
+             lambda c, r: number(0.0) if c == 0 else number(min(1.0, math.exp(1 - r / c)))),
         Slip(UPSIDE_DOWN, lambda c, r: number(math.exp(1 - c / r)) if c < r else number(1.0)),
         Slip(UPSIDE_DOWN, lambda c, r: number(min(1.0, math.exp(1 - c / r)))),
         Slip(Text("Your penalty is e^(1 - r/c) whatever the lengths: for an output longer than "

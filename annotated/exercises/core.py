@@ -178,7 +178,8 @@ class Result:
 # ---- comparing an answer with the expected one ----
 
 #: (rtol, atol) by dtype: what two correct implementations that add up in another order
-#: still share.
+#: still share. In float64, an entry may also be off by rtol of the largest expected magnitude:
+#: one that should be 0 beside entries of 1 comes out of a solve or a long sum as a few 1e-12.
 TOLERANCE = {np.dtype(np.float64): (1e-10, 1e-12), np.dtype(np.float32): (1e-4, 1e-5),
              np.dtype(np.float16): (1e-2, 1e-2)}
 
@@ -260,6 +261,8 @@ def first_difference(want: np.ndarray, have: np.ndarray, lang: str) -> str | Non
     """The first entry where `have` is off `want` (beyond TOLERANCE), or None."""
     if kind(want.dtype) == "float":
         rtol, atol = TOLERANCE.get(want.dtype, TOLERANCE[np.dtype(np.float32)])
+        if want.dtype == np.float64 and want.size:
+            atol = max(atol, rtol * float(np.nan_to_num(np.abs(want), posinf=0.0).max()))
         with np.errstate(invalid="ignore", over="ignore"):
             off = ~np.isclose(have.astype(np.float64), want.astype(np.float64), rtol=rtol,
                               atol=atol, equal_nan=True)
@@ -291,7 +294,8 @@ def entries(want, have) -> tuple[str, str]:
 def small_error_note(want: np.ndarray, have: np.ndarray, lang: str) -> str:
     """A note for a float64 answer whose every entry is off by no more than float32's rounding
     (a few parts in a million): given back in float32, or computed in float32 somewhere (a
-    .float(), a torch.tensor of Python floats), or approximated (finite differences). Also a
+    .float(), a torch.tensor of Python floats), or approximated (finite differences); or off by
+    far less, as a long, ill-conditioned or approximate way in float64 makes it. Also a
     result rounded to a few decimals, as for printing it."""
     if not (np.isfinite(want).all() and np.isfinite(have).all()):
         return ""
@@ -303,8 +307,14 @@ def small_error_note(want: np.ndarray, have: np.ndarray, lang: str) -> str:
     off = np.abs(have.astype(np.float64) - want)
     if not off.any() or (off > 4e-6 * np.abs(want) + 1e-7 * np.abs(want).max()).any():
         return ""
-    said = "float32_result" if have.dtype == np.float32 else "rounding"
+    said = ("float32_result" if have.dtype == np.float32 else
+            "rounding" if off.max() > FLOAT64_WORK * np.abs(want).max() else "float64_way")
     return MESSAGES[lang][said].format(off=f"{off.max():.1g}")
+
+
+#: Below this share of the largest expected magnitude, an answer's error is too small for any
+#: float32 step (whose rounding is about 6e-8 of a number): it came from float64 work.
+FLOAT64_WORK = 1e-9
 
 
 # ---- running a check ----

@@ -89,6 +89,10 @@ MESSAGES = {
                     "no float32 step, and exactly, not approximated as by finite differences)",
         "float32_result": " (off by only {off}: your answer is float32; give it back in "
                           "float64, as the check expects)",
+        "float64_way": " (off by only {off}, far less than any float32 step makes it: your "
+                       "float64 arithmetic takes a long, ill-conditioned or approximate way (a "
+                       "solve, a fit, finite differences); compute the result exactly, from its "
+                       "formula)",
         "rounded": " (your result is rounded to {decimals} decimal(s): give back the full "
                    "value; round only where a number is shown)",
         "hint": "Hint: {hint}",
@@ -243,6 +247,8 @@ MESSAGES = {
                     "（Python 的 `float` 也是 float64），中间不要经过 float32，并且要精确计算，"
                     "不要用有限差分之类的近似）",
         "float32_result": "（只差 {off}：你的答案是 float32；请按检查的要求以 float64 返回）",
+        "float64_way": "（只差 {off}，远小于任何 float32 步骤造成的误差：你的 float64 运算走了一条"
+                       "很长、病态或近似的路（求解方程、拟合、有限差分）；请按公式精确计算结果）",
         "rounded": "（你的结果舍入到了 {decimals} 位小数：请返回完整的值；只在显示数字时才舍入）",
         "hint": "提示：{hint}",
         "page": "（见本书的“常见错误”一页）",

@@ -10,8 +10,10 @@ code cell defines the function and calls `check("2.1", causal_mask)`. A solution
 The grader, the website and the tests read the notebooks through these functions.
 """
 import ast
+import io
 import json
 import re
+import tokenize
 import unicodedata
 import warnings
 from dataclasses import dataclass
@@ -141,6 +143,31 @@ def typed(exercise_id: str) -> str:
 
 def checks(nb: dict) -> dict[str, str]:
     """{exercise id: the name of the function checked, None for an expression such as a lambda}
-    for every `check(...)` call of the notebook's code cells, ids the book has not included."""
-    return {typed(m[1]): m[2] for cell in nb["cells"] if cell["cell_type"] == "code"
-            for m in CHECK.finditer(source(cell))}
+    for every `check(...)` call of the notebook's code cells, ids the book has not included;
+    one written in a comment or a string is no call."""
+    found = {}
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        text = source(cell)
+        names = name_offsets(text)
+        found.update((typed(m[1]), m[2]) for m in CHECK.finditer(text)
+                     if names is None or m.start() in names)
+    return found
+
+
+def name_offsets(text: str) -> set[int] | None:
+    """Where each name of Python code `text` starts (offsets into it), so not in a comment or a
+    string; IPython's lines (%magic, !shell) left out. None for text that Python cannot split
+    into tokens: then every match counts."""
+    lines = [" " * len(line) if line.lstrip().startswith(("%", "!")) else line
+             for line in text.splitlines(keepends=True)]
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return {starts[token.start[0] - 1] + token.start[1] for token in tokens
+            if token.type == tokenize.NAME}
