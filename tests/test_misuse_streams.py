@@ -51,11 +51,15 @@ def translate_in_shell(folder: Path, redirect: str) -> subprocess.CompletedProce
 # --- outputs ----------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("redirect", ["--out x.txt < x.txt", "--out /dev/stdin < x.txt"])
-def test_an_output_that_is_the_file_on_stdin_is_refused(tmp_path, redirect):
+@pytest.mark.parametrize("redirect, stdin", [("--out x.txt < x.txt", "the file"),
+                                             ("--out /dev/stdin < x.txt", "the file"),
+                                             ("--out /dev/stdin < <(cat x.txt)", "the pipe")])
+def test_an_output_that_is_the_file_or_pipe_on_stdin_is_refused(tmp_path, redirect, stdin):
+    """Written there, the translations would go into what the command reads: lost."""
     (tmp_path / "x.txt").write_text(INPUT)
     done = translate_in_shell(tmp_path, redirect)
-    assert done.returncode == 1 and b"it is the file on stdin" in done.stderr, done.stderr
+    assert done.returncode == 1 and f"it is {stdin} on stdin".encode() in done.stderr, \
+        done.stderr
     assert (tmp_path / "x.txt").read_text() == INPUT
 
 

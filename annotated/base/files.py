@@ -358,13 +358,18 @@ def std_stream(path) -> int | None:
     return None
 
 
-def _stdin_file() -> os.stat_result | None:
-    """The regular file on this process's stdin (`< file`), if it is one."""
+def is_stdin(path) -> str | None:
+    """What this process's stdin is ("the file", "the pipe", ...) if `path` is it: `< file`
+    read through `--out file`, or `/dev/stdin`, where a write would go into what the command
+    reads. A terminal that is stdout as well is not: writing to it shows the text."""
     try:
-        st = os.fstat(0)
-    except OSError:
+        st, here = os.fstat(0), os.stat(path)
+    except (OSError, ValueError):
         return None
-    return st if stat.S_ISREG(st.st_mode) else None
+    if not os.path.samestat(st, here) or (stat.S_ISCHR(st.st_mode) and std_stream(path)):
+        return None
+    return ("the file" if stat.S_ISREG(st.st_mode) else
+            "the pipe" if stat.S_ISFIFO(st.st_mode) else "the device")
 
 
 @contextmanager
@@ -738,10 +743,9 @@ def check_output(path, reads=(), say=None) -> Path:
                                 f"leads to no file") from None
     if path.exists() and stat.S_ISSOCK(os.stat(path).st_mode):
         raise DataError(f"cannot write {path}: it is a socket; give a file, a pipe or -")
-    stdin = _stdin_file()
-    if stdin is not None and path.exists() and os.path.samestat(os.stat(path), stdin):
-        raise DataError(f"refusing to write {path}: it is the file on stdin, which this command "
-                        f"reads; give another --out")
+    if on_stdin := is_stdin(path):
+        raise DataError(f"refusing to write {path}: it is {on_stdin} on stdin, which this "
+                        f"command reads; give another --out")
     if std_stream(path) is not None or (path.exists() and not path.is_file()
                                         and not path.is_dir()):
         return path
