@@ -161,18 +161,23 @@ def build(out: Path = DEFAULT_OUT, with_solutions: bool = True) -> Path:
 def check_edition(lang: str) -> None:
     """Before any work: read every translation file of `lang` (a damaged one is a DataError
     naming its line) and note a missing file, a unit that would break its page, which the
-    build publishes in English (i18n.unpublishable), and units whose English has changed
-    since they were translated, which it publishes as they are."""
-    missing, stale = [], []
+    build publishes in English (i18n.unpublishable; a table cell's, table_cell_problem), and
+    units whose English has changed since they were translated, which it publishes as they
+    are."""
+    missing, stale, files = [], [], [i18n.BOOK / lang / i18n.TABLES]
     for source in i18n.sources():
         if not (where := i18n.translation_file(source, lang)).exists():
             missing.append(where)
             continue
-        for unit in [u for u in i18n.read_units(where, lang) if i18n.unpublishable(u)]:
-            say_error(f"note: {where.relative_to(i18n.ROOT)}:{unit.line}: {unit.key}: "
-                      f"{i18n.unpublishable(unit)}; published in English there (python "
-                      f"-m book translations lists every such unit)")
+        files.append(where)
         stale += i18n.check(source, lang).stale
+    for where in (f for f in files if f.exists()):
+        unfit = i18n.table_cell_problem if where.name == i18n.TABLES else i18n.unpublishable
+        for unit, problem in [(u, unfit(u)) for u in i18n.read_units(where, lang)]:
+            if problem:
+                say_error(f"note: {where.relative_to(i18n.ROOT)}:{unit.line}: {unit.key}: "
+                          f"{problem}; published in English there (python -m book "
+                          f"translations lists every such unit)")
     if stale:
         say_error(f"note: {stale[0].split(': ')[0]}" + (f" and {len(stale) - 1} more unit(s)"
                                                          if len(stale) > 1 else "")

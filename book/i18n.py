@@ -739,9 +739,11 @@ def cell_key(piece: str) -> str:
 
 
 def table_units(lang: str) -> dict[str, str]:
-    """English (cell_key) -> translation of book/<lang>/tables.md's units that have one."""
+    """English (cell_key) -> translation of book/<lang>/tables.md's units that have one fit to
+    publish (table_cell_problem)."""
     where = BOOK / lang / TABLES
-    return {u.en: u.text for u in read_units(where, lang) if u.text} if where.exists() else {}
+    return {u.en: u.text for u in read_units(where, lang) if u.text
+            and table_cell_problem(u) is None} if where.exists() else {}
 
 
 def translated_piece(piece: str, units: dict[str, str]) -> str:
@@ -804,9 +806,25 @@ def check_tables(lang: str) -> Report:
             report.stale.append(f"{name}:{unit.line}: the translation of {short(key)} writes "
                                 f"{unit.text.count('#')} '#', its English {key.count('#')}: "
                                 f"write one # for each number of the cell")
+        elif problem := table_cell_problem(unit):
+            report.missing.append(f"{name}:{unit.line}: the table cell {short(key)}: {problem}")
     report.orphans += [f"{name}:{u.line}: a table cell no chapter shows any more: {short(u.en)}"
                        for u in units if u.en not in seen]
     return report
+
+
+def table_cell_problem(unit: Unit) -> str | None:
+    """What makes a table cell's translation unfit to publish: what would break its page
+    (unpublishable), or a number the cell has not. A cell's numbers are its #s, and one
+    written out would stand in every table that shows the cell."""
+    if problem := unpublishable(unit):
+        return problem
+    added = [n for n in NUMBER.findall(unit.text)             # x1.4 in the cell, ×1.4 here
+             if not re.search(rf"(?<![\d.]){re.escape(n)}(?![\d.])", unit.en)]
+    if added:
+        return (f"its translation has the number {added[0]}, which the cell has not: write # "
+                f"where the cell's numbers go, and no other number")
+    return None
 
 
 def add_missing_cells(lang: str) -> int:

@@ -779,6 +779,27 @@ def test_a_table_unit_that_drops_a_number_is_stale_and_leaves_its_cell_as_it_is(
     assert "million" in table_output(chinese, "Table 8.3")
 
 
+@pytest.mark.parametrize("added, names", [
+    ("，共 65 个", ("the number 65", "write #")),
+    ("<b>粗</b>", ("raw HTML", "<b>")),
+    ("[见此](https://example.com)", ("links to https://example.com",))])
+def test_a_table_unit_that_adds_a_number_a_link_or_html_is_named_and_not_published(
+        copy_of_chapter_eight, added, names):
+    """A table cell's unit is checked as a page's is: a number the cell has not, a link or
+    raw HTML is named with the line; the build publishes the cell in English."""
+    path, _ = copy_of_chapter_eight
+    where = i18n.BOOK / "zh" / i18n.TABLES
+    units = i18n.read_units(where, "zh")
+    units[0].text = "随附模型" + added
+    i18n.write_units(where, units, "zh")
+    missing = i18n.check_tables("zh").missing
+    says(next(m for m in missing if "'the shipped model'" in m),
+         f"tables.md:{units[0].line}", *names)
+    chinese = i18n.translated_notebook(json.loads(path.read_text(encoding="utf-8")), path, "zh")
+    assert added not in table_output(chinese, "Table 8.3")
+    assert "the shipped model" in table_output(chinese, "Table 8.3")
+
+
 def test_adding_missing_units_writes_a_translation_file_whole_or_not_at_all(
         copy_of_chapter_one, monkeypatch):
     path = copy_of_chapter_one
