@@ -280,10 +280,31 @@ def characters_outside_simplified(texts) -> list[str]:
     return slips
 
 
+# The scripts of other languages written with Chinese characters or beside them, which a
+# Chinese sentence never holds: the start of a character's Unicode name -> the language.
+OTHER_SCRIPTS = {"HIRAGANA": "Japanese", "KATAKANA": "Japanese",
+                 "HALFWIDTH KATAKANA": "Japanese", "HANGUL": "Korean"}
+
+
+def other_languages(texts) -> list[str]:
+    """A line for each line of `texts` that holds Japanese kana or Korean Hangul: a unit
+    translated into, or left in, another language than Chinese."""
+    texts, _ = english_glosses(as_read(texts))
+    slips = []
+    for where, n, text in texts:
+        found = next(((language, c) for c in text for script, language in OTHER_SCRIPTS.items()
+                      if unicodedata.name(c, "").startswith(script + " ")), None)
+        if found:
+            language, c = found
+            slips.append(f"{where}:{n}: {language} in Chinese prose ({c} in "
+                         f"{shown(text.strip(), 40, quote=False)}): translate it into Chinese")
+    return slips
+
+
 def problems() -> list[str]:
-    """A line for each variant of a term, each line of English prose and each Traditional
-    character in the Chinese a reader meets (file, line, what to write instead), and for each
+    """A line for each variant of a term, each line of English, Japanese or Korean and each
+    Traditional character in the Chinese a reader meets (file, line, what to write instead), and for each
     rendering of the term list that no page writes."""
     texts = chinese_texts()
-    return (variants_used(texts) + english_left_in(texts) + characters_outside_simplified(texts)
-            + renderings_unused(texts))
+    return (variants_used(texts) + english_left_in(texts) + other_languages(texts)
+            + characters_outside_simplified(texts) + renderings_unused(texts))

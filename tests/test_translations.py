@@ -593,6 +593,20 @@ def test_a_traditional_character_in_chinese_prose_is_named_with_the_term_it_spoi
     says(found[1], "book/zh/p.md:4", "詢", "給", "個", "頭", "Simplified")
 
 
+def test_japanese_or_korean_in_chinese_prose_is_named():
+    """Kana and Hangul are no Chinese: a unit translated into (or left in) Japanese or Korean
+    is named with its file and line, as English left in is."""
+    from book import chinese
+    found = chinese.other_languages([
+        ("book/zh/p.md", 3, chinese_prose("このモジュールはとても短いです：")),
+        ("book/zh/p.md", 4, chinese_prose("마스크는 어텐션 점수 `(batch, h)`에 브로드캐스트된다.")),
+        ("book/zh/p.md", 5, chinese_prose("这个模块很短："))])
+    assert len(found) == 2, found
+    says(found[0], "book/zh/p.md:3", "Japanese", "こ", "translate it into Chinese")
+    says(found[1], "book/zh/p.md:4", "Korean", "마")
+    assert chinese.other_languages(chinese_texts()) == []
+
+
 def test_chinese_prose_holds_no_traditional_characters():
     from book import chinese
     slips = chinese.characters_outside_simplified(chinese_texts())
