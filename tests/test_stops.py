@@ -1,5 +1,5 @@
-"""Ctrl-C, SIGTERM, SIGHUP (and SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM) stop every command the same
-way: one line, the signal's own exit status, and nothing half-written: a checkpoint being
+"""Ctrl-C, SIGTERM, SIGHUP (and the other stops: SIGQUIT, SIGUSR1, SIGPWR, ...) stop every
+command the same way: one line, the signal's own exit status, and nothing half-written: a checkpoint being
 written is finished first, a translation being written is dropped with its temporary file, the
 file that was there stays.
 
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # all written), as `kill` or `timeout` would send it; SIGTERM and SIGHUP as a terminal leaves them.
 STOP_AT_FSYNC = """
 import importlib, os, signal, sys
-for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
-               signal.SIGALRM, signal.SIGXCPU):
+from annotated.base.signals import OTHER_STOPS
+for number in OTHER_STOPS:
     signal.signal(number, signal.SIG_DFL)
 signum, module, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 
@@ -65,7 +65,8 @@ def tiny_run(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
-                                    signal.SIGUSR1, signal.SIGXCPU])
+                                    signal.SIGUSR1, signal.SIGXCPU, signal.SIGPWR,
+                                    signal.SIGPROF])
 def test_training_stopped_while_it_saves_finishes_the_checkpoint_and_resumes(tmp_path, signum):
     done = stopped(signum, "annotated.train", "--config", "copy", "--run-dir", tmp_path,
                    "--threads", 1, "--max-steps", 50, *TINY_RUN[:-1], "ckpt_every=5")

@@ -1,7 +1,8 @@
 """The signals that ask a command to stop: Ctrl-C (SIGINT), SIGTERM (`kill`, `timeout`, a
-service manager, a cancelled job), SIGHUP (a closed terminal), SIGQUIT (Ctrl-\\), and SIGUSR1,
-SIGUSR2, SIGALRM and SIGXCPU (what a batch scheduler, `timeout -s` or a CPU-time limit may send
-when time runs out).
+service manager, a cancelled job), SIGHUP (a closed terminal), SIGQUIT (Ctrl-\\), SIGUSR1,
+SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF and SIGXCPU (what a batch scheduler, `timeout -s`, a timer
+or a CPU-time limit may send when time runs out) and SIGPWR (a power failure, as a UPS daemon
+or a container manager tells it): each of them ends a process where it stands unless caught.
 
 - `signals_held`: held back during a short phase that must not stop halfway (a checkpoint or
   a set of files being written); they take effect when it ends.
@@ -30,7 +31,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT",
-                                                "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU")
+                                                "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM",
+                                                "SIGPROF", "SIGXCPU", "SIGPWR")
               if hasattr(signal, name))
 # The stops other than Ctrl-C, which Python leaves to end the process where it stands.
 OTHER_STOPS = STOPS[1:]

@@ -317,7 +317,7 @@ def show_translations(model, config, tokenizer, sentences) -> None:
           f"(beam {config.beam_size}, alpha {config.alpha}):")
     for (source, reference), hyp in zip(sentences, hyps):
         print(f"  input      {source}\n  output     {tokenizer.decode(hyp.tokens)}\n"
-              f"  reference  {reference}\n")
+              f"  reference  {reference}\n", flush=True)         # a log shows them as they come
 
 
 def show_next(config, run_dir, sentences) -> None:
