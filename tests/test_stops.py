@@ -1,7 +1,7 @@
 """Ctrl-C, SIGTERM, SIGHUP (and the other stops: SIGQUIT, SIGUSR1, SIGPWR, ...) stop every
-command the same way: one line, the signal's own exit status, and nothing half-written: a checkpoint being
-written is finished first, a translation being written is dropped with its temporary file, the
-file that was there stays.
+command the same way: one line, the signal's own exit status, and nothing half-written: a
+checkpoint being written is finished first, a translation being written is dropped with its
+temporary file, the file that was there stays.
 
 Each probe runs a command in a process of its own that sends itself the signal at a known
 moment (its first fsync, the moment a file's bytes are all written, or its first import of
