@@ -183,8 +183,9 @@ def _restore(run: Run, resumed) -> None:
     if len(state.rng) == world:
         set_rng_state(state.rng[rank])
     else:
-        run.say(f"world size changed ({len(state.rng)} -> {world}): RNG streams reseeded, so "
-                f"this resume is not bit-exact")
+        run.say(f"note: this run trained in {len(state.rng)} process(es), this resume runs "
+                f"{world}: the global batch stays the same, but each process's random stream "
+                f"(dropout) is seeded anew, so this resume is not bit-exact")
         torch.manual_seed(run.config.seed + 1000 * state.step + rank)
     run.say(f"resumed from step {state.step} (epoch {state.epoch}, batch {state.index})")
 
