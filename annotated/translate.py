@@ -44,6 +44,9 @@ from annotated.store.checkpoint_file import load_model
 UNKNOWN_SHARE = 0.2
 # A beam over 16 times the paper's does that much more work a step, and a batch goes quiet
 # for long: the command says so before it starts.
+# Control characters, which no sentence holds (tab, CR and the line end aside): a terminal's
+# colour codes (ESC) or a form feed read as words and change the translation.
+CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 PAPER_BEAM = Config().beam_size
 SLOW_BEAM = 16 * PAPER_BEAM
 
@@ -96,7 +99,7 @@ def main(argv=None):
         log("reading sentences from the terminal, one a line; end with Ctrl-D (or give "
             "--input FILE)")
     lines = list(read_lines(source or sys.stdin.buffer))
-    if why := not_lines_of_text(lines):
+    if why := not_lines_of_text(lines) or control_character(lines):
         raise DataError(f"{source or 'stdin'} {why}")
     if not lines:
         raise DataError(f"{source or 'stdin'} is empty: there is nothing to translate"
@@ -122,6 +125,18 @@ def main(argv=None):
         log(scores)
         if note := too_short_note(out, refs, config.target_lang):
             log(note)
+
+
+def control_character(lines: list[str]) -> str | None:
+    """Why lines holding a control character cannot be translated as they are, or None."""
+    found = next(((n, m.group()) for n, line in enumerate(lines, 1)
+                  if (m := CONTROL.search(line))), None)
+    if found is None:
+        return None
+    n, c = found
+    return (f"holds the control character U+{ord(c):04X} on line {n:,}, which no sentence "
+            f"holds (a terminal's colour codes? a form feed?): the model would read it as a "
+            f"word; turn them into spaces (tr '\\001-\\010\\013\\014\\016-\\037\\177' ' ')")
 
 
 def empty_output_note(lines: list[str], out: list[str], source) -> str | None:
