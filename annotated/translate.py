@@ -239,7 +239,9 @@ def refuse_other_side(source, out_path) -> None:
                   if named_as_other_side(source, p)), None)
     if named is None:
         return
-    also = "" if named == Path(out_path) else f" is another name (a hard link) of {named}, which"
+    also = (f" is another name (a hard link) of {named}, which" if named != Path(out_path) else
+            f" is a link to {os.path.realpath(out_path)}, which" if Path(out_path).is_symlink()
+            else "")
     raise DataError(f"--out {out_path}{also} is named like the other side of {source}'s corpus "
                     f"(the same path but for the language or the side, as src and ref): the "
                     f"translations would replace "

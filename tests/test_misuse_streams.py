@@ -670,15 +670,17 @@ def test_an_output_named_like_the_references_of_the_input_is_refused(tmp_path, c
         assert (tmp_path / out).read_bytes() != before
 
 
-def test_an_output_that_is_a_hard_link_to_the_references_is_refused(tmp_path, capsys):
-    """hyp.de is a name the translations may take, but here it is another name of test.de."""
+@pytest.mark.parametrize("link, named", [(os.link, "hard link"), (os.symlink, "is a link to")])
+def test_an_output_that_is_a_link_to_the_references_is_refused(tmp_path, capsys, link, named):
+    """hyp.de is a name the translations may take, but here it is another name of test.de, or
+    a link to it: the refusal says which."""
     (tmp_path / "test.en").write_text("A dog runs.\nTwo cats.\n")
     (tmp_path / "test.de").write_text("Der Hund.\nDie Katzen.\n")
-    os.link(tmp_path / "test.de", tmp_path / "hyp.de")
+    link(tmp_path / "test.de", tmp_path / "hyp.de")
     exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
                                       str(tmp_path / "test.en"), "--out", str(tmp_path / "hyp.de"),
                                       "--greedy"])
-    says(error_line(capsys), f"--out {tmp_path / 'hyp.de'}", "hard link",
+    says(error_line(capsys), f"--out {tmp_path / 'hyp.de'}", named,
          str(tmp_path / "test.de"), "references", "another --out")
     assert (tmp_path / "test.de").read_text() == "Der Hund.\nDie Katzen.\n"
 
