@@ -17,8 +17,9 @@ RESULTS_SUFFIXES = (".json", ".md", ".npz", ".txt", ".csv")
 
 
 def relative(path: Path) -> str:
-    """A path as the commands show it: relative to the repository when inside it."""
-    path = Path(path).resolve()
+    """A path as the commands show it: relative to the repository when inside it. A link is
+    named as the link (the file a fix restores), not as what it leads to."""
+    path = Path(path).parent.resolve() / Path(path).name
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 

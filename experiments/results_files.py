@@ -11,6 +11,7 @@ and experiments.gpu_schedule publish from.
 """
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -45,7 +46,9 @@ class Record:
         restore = (f"restore it (git checkout -- {relative(self.path)})"
                    if committed_folder(self.path) is not None else None)
         again = f"write it again ({remake})" if remake else None
-        self.fix = " or ".join(filter(None, [restore, again])) or "restore it"
+        link = (f"it is a link to {relative(Path(os.path.realpath(self.path)))}: "
+                if self.path.is_symlink() else "")
+        self.fix = link + (" or ".join(filter(None, [restore, again])) or "restore it")
         page = self.path.with_suffix(".md")          # the results page written beside it
         self.page_fix = " or ".join(filter(None, [
             f"restore both (git checkout -- {relative(self.path)} {relative(page)})"

@@ -164,6 +164,17 @@ def refused_summary(folder, capsys) -> str:
     return err
 
 
+def test_a_results_file_replaced_by_a_link_to_another_is_named_as_the_link(scratch_summary,
+                                                                          capsys):
+    """The link, not the file it leads to, is what the fix restores."""
+    results = scratch_summary / "results"
+    (results / "multi30k_tiny.json").unlink()
+    (results / "multi30k_tiny.json").symlink_to("multi30k.json")
+    err = refused_summary(scratch_summary, capsys)
+    says(err, "multi30k_tiny.json", "holds another run", "a link to", "multi30k.json")
+    assert "write it again" in err
+
+
 def test_a_damaged_results_page_or_file_is_one_line(scratch_summary, capsys):
     """A row of the results page cut short, the page replaced by a folder, a number of 5,000
     digits (past what Python reads), a results file that is a link to itself."""
