@@ -259,11 +259,14 @@ def gpu_timings(path) -> Record:
                         f"'machine' and 'cases' that gpu_train writes); give the file that "
                         f"gpu_train writes, results/gpu_train.json")
     machine = record.get("machine", kind=dict)
-    if "gpu" not in machine or record.data.get("complete") is not True:
-        what = ("a CPU run, which only checks the script" if "gpu" not in machine
-                else "an interrupted run (\"complete\" is not true)")
-        raise DataError(f"{path} is not a complete GPU measurement: it holds {what}; "
-                        f"{record.fix}")
+    if "gpu" not in machine:
+        raise DataError(f"{path} is not a complete GPU measurement: it holds a CPU run, which "
+                        f"only checks the script; {record.fix}")
+    if record.data.get("complete") is not True:         # restoring it gives it back as it is
+        raise DataError(f"{path} is not a complete GPU measurement: it holds a run stopped "
+                        f"before its end (\"complete\" is not true), as a time limit leaves "
+                        f"it; give a complete record (results/gpu_train.json is one) or "
+                        f"measure again ({GPU_RECORD.replace('results/gpu_train.json', str(path))})")
     name = record.get("machine", "gpu", kind=str)
     if not name.strip() or name.strip().lower() in ("cpu", "none", "unknown"):
         raise DataError(f"{path}: machine.gpu is {name!r}, which names no GPU, where gpu_train "

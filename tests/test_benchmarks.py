@@ -137,7 +137,7 @@ def test_the_schedule_estimate_never_writes_over_the_timings_it_reads(tmp_path, 
 
 @pytest.mark.parametrize("record,names", [
     ({"complete": False, "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
-     ["interrupted"]),
+     ["stopped before its end", "a complete record", "results/gpu_train.json"]),
     ({"complete": True, "machine": {"cpu": "x86_64"}, "cases": [{"case": "copy"}]},
      ["CPU run"]),
     ({"complete": True, "command": "x", "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
