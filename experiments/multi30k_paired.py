@@ -15,9 +15,10 @@ rules of --beam-size and --alpha elsewhere: a beam of 1 to 1,000, a finite alpha
 """
 import argparse
 import json
+import os
 from pathlib import Path
 
-from annotated.base.cli import ArgumentParser, command, number, path
+from annotated.base.cli import ArgumentParser, command, number, path, say_error
 from annotated.base.errors import DataError
 from annotated.base.files import write_files
 from annotated.base.settings import at_least
@@ -88,6 +89,7 @@ def main(argv=None):
                             f"{'a folder' if s['checkpoint'].is_dir() else 'no file'}; give "
                             f"the checkpoint file (ckpt_*.pt, or an average)")
     config = same_corpus(args.system)
+    refuse_one_system_twice(*args.system)
     check_out_dir(args.out_dir, args.limit)
     result = {"systems": [dict(s, checkpoint=relative(s["checkpoint"])) for s in args.system],
               "pair": [config.source_lang, config.target_lang]}
@@ -97,6 +99,9 @@ def main(argv=None):
         hyps = [score(s["checkpoint"], sources, refs, beam_size=s["beam_size"],
                       alpha=s["alpha"], max_extra=50, batch_tokens=2000)["hypotheses"]
                 for s in args.system]
+        if hyps[0] == hyps[1]:
+            say_error(f"note: on {shown} the two systems write the same translations: the "
+                      f"comparison can only find no difference")
         result[shown] = {metric: paired_bootstrap(*hyps, refs, lowercase=lowercase)
                          for metric, lowercase in METRICS.items()}
         if len(sources) < total:                      # a smoke test (--limit) says so
@@ -108,6 +113,16 @@ def main(argv=None):
                  args.out_dir / "multi30k_paired.md": render_markdown(
                      result, invocation("experiments.multi30k_paired", argv))})
     print(f"wrote {args.out_dir / 'multi30k_paired.md'}")
+
+
+def refuse_one_system_twice(a: dict, b: dict) -> None:
+    """Refuse two systems that are one checkpoint decoded the same way: they write the same
+    translations, and decoding them twice takes minutes to find no difference."""
+    if os.path.samefile(a["checkpoint"], b["checkpoint"]) and \
+            (a["beam_size"], a["alpha"]) == (b["beam_size"], b["alpha"]):
+        raise DataError(f"--system {a['name']} and --system {b['name']} are the same checkpoint "
+                        f"({b['checkpoint']}) with the same beam and alpha: they would write the "
+                        f"same translations; give the other system's checkpoint or settings")
 
 
 def same_corpus(systems: list[dict]):

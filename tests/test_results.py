@@ -304,10 +304,17 @@ def test_paired_comparison_on_val_and_test_and_only_on_the_same_sentences(tmp_pa
     md = (out / "multi30k_paired.md").read_text()
     assert "## test2016 (40 sentences)" in md and "Wu et al., 2021" in md   # beside 41.02
 
-    run(multi30k_paired, "--system", "a", model, 4, 0.6, "--system", "b", model, 4, 0.6,
-        "--limit", 10, "--out-dir", out)                     # one system against itself: a tie
+    capsys.readouterr()
+    with pytest.raises(SystemExit):              # one system twice: refused before decoding
+        run(multi30k_paired, "--system", "a", model, 4, 0.6, "--system", "b", model, 4, 0.6,
+            "--limit", 10, "--out-dir", out)
+    says(one_error_line(capsys), "--system a", "--system b", "same checkpoint", "same beam")
+    shutil.copy(model, tmp_path / "copy.pt")     # a copy of it: a tie, and a note that says so
+    run(multi30k_paired, "--system", "a", model, 4, 0.6, "--system", "b", tmp_path / "copy.pt",
+        4, 0.6, "--limit", 10, "--out-dir", out)
     tie = json.loads((out / "multi30k_paired.json").read_text())["val"]["lowercased BLEU"]
     assert tie["difference"] == 0 and tie["p"] == 1.0
+    says(capsys.readouterr().err.splitlines()[0], "val", "the two systems write the same")
 
     with pytest.raises(SystemExit) as stopped:                  # other sentences: nothing paired
         run(multi30k_paired, "--system", "de", model, 4, 0.6, "--system", "fr",
