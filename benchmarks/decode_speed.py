@@ -54,7 +54,14 @@ class NoEOS(nn.Module):
 
 def random_model_and_tokenizer(folder, vocab, work_dir):
     files = [folder / "newstest2014.en", folder / "newstest2014.de"]
-    tokenizer = train_bpe(files, 16_000, f"{work_dir}/newstest2014-bpe16k.model")
+    try:
+        tokenizer = train_bpe(files, 16_000, f"{work_dir}/newstest2014-bpe16k.model")
+    except DataError:                  # its fix names vocab_size, which this has not
+        count = sum(1 for _ in read_lines(files[0]))
+        raise DataError(f"{files[0]} and its German hold {count:,} lines: too few to learn the "
+                        f"16,000-piece BPE this benchmark cuts them with (newstest2014 has "
+                        f"3,003); give the data location that holds all of newstest2014, or "
+                        f"--checkpoint with a model of your own (its tokenizer is used)") from None
     model = make_model(vocab).eval()                          # base: N=6, d_model=512
     model.generator = NoEOS(model.generator)
     return model, tokenizer

@@ -450,6 +450,19 @@ def test_decode_speed_refuses_a_checkpoint_that_cannot_read_its_english(tmp_path
     assert "copy task" in line and "ckpt_0000001.pt" in line and "English" in line
 
 
+def test_decode_speed_on_a_few_lines_of_newstest_names_them_not_a_setting(tmp_path, capsys):
+    """Three lines cannot teach its 16,000-piece BPE: the refusal names the file and its lines,
+    not the vocab_size of training, which this benchmark has not."""
+    (tmp_path / "wmt14").mkdir()
+    for lang in ("en", "de"):
+        (tmp_path / "wmt14" / f"newstest2014.{lang}").write_text("Gutach: a town.\n" * 3)
+    with pytest.raises(SystemExit):
+        decode_speed.main(["--data-dir", str(tmp_path), "--sentences", "2", "--threads", "1"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    says(line, "newstest2014.en", "3 lines", "too few", "--checkpoint")
+    assert "vocab_size" not in line
+
+
 def test_a_batch_too_large_to_decode_is_refused_before_any_work(capsys):
     with pytest.raises(SystemExit) as exit_:
         decode_speed.main(["--sentences", "99999999"])
