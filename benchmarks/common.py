@@ -28,6 +28,19 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
+def busy() -> str:
+    """A clause for a timing's first line when other work keeps the cores busy (a load
+    average above the cores): the times measured then are shared, slower than the machine's."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:                          # no load average on this system
+        return ""
+    if load <= cores():
+        return ""
+    return (f"; note: the machine is busy (load average {load:.1f} on {cores()} cores), so "
+            f"these times are slower than an idle machine's")
+
+
 def set_threads(n: int | None):
     """Use the same number of intra-op threads for every contender (--threads, else env
     BENCH_THREADS, else one a core); returns it. More threads than cores is said on stderr:

@@ -53,7 +53,7 @@ from annotated.model import EncoderDecoder
 from annotated.optim import make_optimizer
 from annotated.training.flops import batch_training_flops
 from annotated.training.step import make_engine, train_step
-from benchmarks.common import add_timing_arguments, interleaved_times, set_threads
+from benchmarks.common import add_timing_arguments, busy, interleaved_times, set_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 # One case's step, in the copy of the project on PYTHONPATH: one timed step per line of stdin.
@@ -229,11 +229,12 @@ def main(argv=None):
     args = parse_args(argv)
     threads = set_threads(args.threads)
     if args.against:
-        print(f"threads: {threads}, amp={args.amp}; this code ({ROOT}) against {args.against}")
+        print(f"threads: {threads}, amp={args.amp}; this code ({ROOT}) against "
+              f"{args.against}{busy()}")
         for name in args.only or CASES:
             compare(name, args, threads)
         return
-    print(f"threads: {threads}; target: MFU >= 0.5 at the base dimensions")
+    print(f"threads: {threads}; target: MFU >= 0.5 at the base dimensions{busy()}")
     relative = {}                            # seconds per step / seconds per peak matmul
     for name, (config, vocab, max_tokens, length_range) in CASES.items():
         if args.only and name not in args.only:

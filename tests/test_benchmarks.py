@@ -468,3 +468,12 @@ def test_a_batch_too_large_to_decode_is_refused_before_any_work(capsys):
         decode_speed.main(["--sentences", "99999999"])
     assert exit_.value.code == 2
     says(capsys.readouterr().err.strip().splitlines()[-1], "--sentences", "500", "99999999")
+
+
+def test_a_timing_on_a_busy_machine_says_so_in_its_first_line(monkeypatch):
+    """A load average above the cores: the times are shared; at rest, nothing is said."""
+    monkeypatch.setattr(common, "cores", lambda: 2)
+    monkeypatch.setattr(common.os, "getloadavg", lambda: (3.9, 3.0, 2.0))
+    says(common.busy(), "busy", "load average 3.9 on 2 cores", "slower")
+    monkeypatch.setattr(common.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert common.busy() == ""
