@@ -311,11 +311,23 @@ def check(source: Path, lang: str) -> Report:
             if source.suffix == ".ipynb" else set())
     report.orphans += [f"{name}:{u.line}: {u.key} is a code cell, and code is not translated: "
                        f"remove this unit" if u.key in code else
+                       moved_to(u, name, source, lang) or
                        f"{name}:{u.line}: {u.key} translates a cell that is no longer there: "
                        f"{short(u.en)}" for u in misheaded.values()]
     _check_blocks([text for key, text in english if key == "block"],
                   [u for u in units if u.key == "block"], name, report)
     return report
+
+
+def moved_to(unit: Unit, name, source: Path, lang: str) -> str | None:
+    """The line for a unit of `source`'s translation file `name` whose cell another notebook
+    holds: moved into the wrong file, it is named with the file it belongs in; else None."""
+    home = next((s for s in sources() if s.suffix == ".ipynb" and s != source and
+                 any(f"cell {c.get('id')}" == unit.key for c in read_notebook(s).cells)), None)
+    if home is None:
+        return None
+    return (f"{name}:{unit.line}: {unit.key} is a cell of {home.relative_to(ROOT)}, not of "
+            f"this page: move the unit to {translation_file(home, lang).relative_to(ROOT)}")
 
 
 def _compare(unit: Unit | None, key: str, text: str, name, report: Report) -> None:

@@ -116,6 +116,26 @@ def copy_of_chapter_one(tmp_path, monkeypatch):
     return chapters / chapter.name
 
 
+def test_a_unit_moved_into_another_chapter_s_file_is_named_with_the_file_it_belongs_in(
+        tmp_path, monkeypatch):
+    chapters, book = tmp_path / "chapters", tmp_path / "book"
+    (book / "zh").mkdir(parents=True)
+    chapters.mkdir()
+    for chapter in (p for p in CHAPTERS if p.name.startswith(("01_", "02_"))):
+        shutil.copy(chapter, chapters / chapter.name)
+        shutil.copy(i18n.translation_file(chapter, "zh"), book / "zh" / f"{chapter.stem}.md")
+    for name, value in (("BOOK", book), ("ROOT", tmp_path), ("CHAPTERS", chapters)):
+        monkeypatch.setattr(i18n, name, value)
+    first, second = sorted(chapters.glob("*.ipynb"))
+    units = {p: i18n.read_units(i18n.translation_file(p, "zh"), "zh") for p in (first, second)}
+    moved = next(u for u in units[second] if u.key.startswith("cell "))
+    i18n.write_units(i18n.translation_file(first, "zh"), units[first] + [moved], "zh")
+    orphans = i18n.check(first, "zh").orphans
+    assert len(orphans) == 1
+    says(orphans[0], moved.key, "is a cell of chapters/02_masking.ipynb",
+         "move the unit to book/zh/02_masking.md")
+
+
 def test_an_english_edit_makes_its_translation_stale_until_it_is_revisited(copy_of_chapter_one):
     path = copy_of_chapter_one
     assert i18n.check(path, "zh").ok()
