@@ -25,7 +25,7 @@ from annotated.base.files import check_aligned, read_lines
 from annotated.data.corpus import (MIN_LENGTH_CORRELATION, in_line_correlation,
                                    stretch_out_of_line)
 from annotated.data.languages import FULL_WIDTH_LATIN, guess_language, guess_short_language
-from annotated.data.tokenizer import is_language
+from annotated.data.tokenizer import base_language, is_language
 from annotated.inference.bleu import (case_note, describe_paired, escaped_note, paired_bootstrap,
                                       report, tokenized_note, tokenizer_for, too_short_note)
 
@@ -96,11 +96,22 @@ def main(argv=None):
         for metric, lowercase in (("sacreBLEU (cased)", False), ("lowercased BLEU", True)):
             show(describe_paired(paired_bootstrap(hyps, baseline, refs, lowercase=lowercase,
                                                   tokenize=tok), metric))
-    for note in (too_short_note(hyps, refs, args.lang), tokenized_note(hyps, args.hyp),
-                 case_note(hyps, refs, args.hyp), escaped_note(hyps, args.hyp),
-                 escaped_note(refs, args.ref)):
+    for note in (lang_note(refs, args.lang, args.ref), too_short_note(hyps, refs, args.lang),
+                 tokenized_note(hyps, args.hyp), case_note(hyps, refs, args.hyp),
+                 escaped_note(hyps, args.hyp), escaped_note(refs, args.ref)):
         if note:
             say_error(note)
+
+
+def lang_note(refs: list[str], lang: str | None, ref) -> str | None:
+    """A note when --lang names another language than the references read as (their script,
+    or their commonest words): the language picks the tokenizer BLEU splits words with."""
+    read = guess_language(refs) or guess_short_language(refs)
+    if lang is None or read is None or read == base_language(lang):
+        return None
+    return (f"note: --lang {lang}, but the references ({ref}) read as {read}: the language picks "
+            f"the tokenizer that BLEU splits words with; give --lang {read}, or the references "
+            f"in {lang}")
 
 
 def note_copy(lines: list[str], refs: list[str], given: str, ref_path) -> None:

@@ -401,3 +401,20 @@ def test_the_translate_command_runs_a_small_model_on_one_thread(tmp_path, monkey
     translate_main(["--checkpoint", str(shipped), "--input", str(tmp_path / "in.txt"), "--out",
                     str(tmp_path / "out.txt"), "--greedy"])
     assert seen == [1]
+
+
+def test_evaluate_notes_a_language_the_references_are_not_in(tmp_path, capsys):
+    """--lang picks the tokenizer: German references scored as French get a note naming
+    both; the right code, with a region or without, gets none."""
+    from annotated.base.files import read_lines
+    from annotated.data.corpus import SAMPLE, SAMPLE_SPLITS
+    refs = list(read_lines(SAMPLE / f"{SAMPLE_SPLITS['test']}.de.gz"))
+    (tmp_path / "ref").write_text("\n".join(refs) + "\n")
+    (tmp_path / "hyp").write_text("\n".join(" ".join(r.split()[1:]) for r in refs) + "\n")
+    notes = {}
+    for lang in ("fr", "de", "de-DE"):
+        evaluate_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
+                       "--lang", lang])
+        notes[lang] = [line for line in capsys.readouterr().err.splitlines() if "--lang" in line]
+    assert len(notes["fr"]) == 1 and notes["de"] == notes["de-DE"] == [], notes
+    says(notes["fr"][0], "--lang fr", "read as de", "tokenizer", "--lang de")
