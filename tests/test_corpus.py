@@ -246,6 +246,27 @@ def test_a_line_lost_near_the_end_of_a_side_is_refused_where_it_was_lost(tmp_pat
     assert len(read_parallel(src, _write(tmp_path / "train.de", de))[0]) == 2000
 
 
+def test_the_tail_check_refuses_no_clean_tail_and_finds_most_shifts_of_ten_lines():
+    """What TAIL_STRAY and TAIL_BETTER were set for, on the real corpora: windows of 2,000
+    pairs ending all along Multi30k (German and French) and newstest2014 are never refused,
+    and the same windows with a line lost ten lines before their end mostly are."""
+    multi30k = full_corpus("multi30k", "train.en.gz") / "multi30k"
+    sides = [(list(read_lines(multi30k / "train.en.gz")),
+              list(read_lines(multi30k / f"train.{lang}.gz"))) for lang in ("de", "fr")]
+    wmt14 = full_corpus("wmt14", "newstest2014.en") / "wmt14"
+    sides.append((list(read_lines(wmt14 / "newstest2014.en")),
+                  list(read_lines(wmt14 / "newstest2014.de"))))
+    clean = found = windows = 0
+    for en, other in sides:
+        for end in range(2000, len(en) + 1, 211):
+            src, tgt = en[end - 2000:end], other[end - 2000:end]
+            clean += data.tail_out_of_line(list(zip(src, tgt))) is None
+            lost = tgt[:-10] + tgt[-9:] + tgt[-10:-9]        # line -10 taken out, put at the end
+            found += data.tail_out_of_line(list(zip(src, lost))) is not None
+            windows += 1
+    assert clean == windows and found >= 0.8 * windows, (clean, found, windows)
+
+
 @pytest.mark.parametrize("copied_from", [1000, 1400, 1900])
 def test_a_stretch_of_targets_copied_from_the_source_is_refused(tmp_path, copied_from):
     """The German side from some line on the English copied over: too few pairs for the

@@ -93,8 +93,8 @@ SHIFT_STRETCH = 30
 # ... and in the last SHIFT_STRETCH lines, from TAIL_SHORTEST on (tail_out_of_line): paired
 # lines there stray from the corpus's usual length ratio by more than TAIL_STRAY (in log
 # characters, on average), and pairing each target with the next or previous source strays at
-# least TAIL_BETTER times less. Set on Multi30k and newstest2014: no clean tail of thousands
-# taken is refused, and most shifts of ten lines or more are found.
+# least TAIL_BETTER times less: far apart enough that a clean corpus's tail is not refused,
+# near enough that a shift of ten lines or more is found.
 TAIL_SHORTEST, TAIL_STRAY, TAIL_BETTER = 6, 0.25, 1.8
 # What the first line of a file exported from a table names its column by (check_no_header),
 # beside the language code of the file's name.

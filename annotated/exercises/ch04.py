@@ -57,8 +57,9 @@ def halves(angle):
     return torch.cat([angle.sin(), angle.cos()], dim=-1)
 
 
-# Computing an angle pos * omega_i in float32 moves it by a few units in its last place, up to
-# about 6 for the usual ways of writing it; a table off by no more than this many is named so.
+# Computing an angle pos * omega_i in float32 moves it by a few units in its last place (the
+# frequency's rounding, the product's, exp's); a table off by no more than this many units of
+# each angle is named as computed so.
 FLOAT32_ULPS = 8
 
 
