@@ -322,8 +322,11 @@ def check(source: Path, lang: str) -> Report:
 def moved_to(unit: Unit, name, source: Path, lang: str) -> str | None:
     """The line for a unit of `source`'s translation file `name` whose cell another notebook
     holds: moved into the wrong file, it is named with the file it belongs in; else None."""
-    home = next((s for s in sources() if s.suffix == ".ipynb" and s != source and
-                 any(f"cell {c.get('id')}" == unit.key for c in read_notebook(s).cells)), None)
+    here = translation_file(source, lang)
+    home = next((s for s in sources() if s.suffix == ".ipynb" and s.is_relative_to(ROOT)
+                 and translation_file(s, lang) != here
+                 and any(f"cell {c.get('id')}" == unit.key for c in read_notebook(s).cells)),
+                None)
     if home is None:
         return None
     return (f"{name}:{unit.line}: {unit.key} is a cell of {home.relative_to(ROOT)}, not of "

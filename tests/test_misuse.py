@@ -1079,13 +1079,20 @@ def test_a_folder_given_as_hypotheses_is_one_line(tmp_path, capsys):
     says(error_line(capsys), str(tmp_path), "a folder", "give a file")
 
 
-def test_control_characters_in_an_input_line_translate_without_breaking_the_alignment(
-        tmp_path):
-    (tmp_path / "in.txt").write_bytes("a dog\x07 runs .\n\x1b[31mred\x1b[0m\n\tthe end .\n"
-                                      .encode())
+def test_a_tab_in_an_input_line_translates_and_a_control_character_is_refused(tmp_path,
+                                                                             capsys):
+    """A tab is a space to the tokenizer; a bell or a terminal's colour code is no text, and
+    would be read as a word: refused, naming the first line, before anything is written."""
+    (tmp_path / "in.txt").write_bytes(b"a dog\truns .\n\tthe end .\n")
     translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
                     str(tmp_path / "out.txt"), "--greedy"])
-    assert len((tmp_path / "out.txt").read_text().split("\n")) == 4      # 3 lines and the end
+    assert len((tmp_path / "out.txt").read_text().split("\n")) == 3      # 2 lines and the end
+    capsys.readouterr()
+    (tmp_path / "in.txt").write_bytes(b"a dog runs .\na dog\x07 runs .\n\x1b[31mred\x1b[0m\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.txt"), "--out", str(tmp_path / "o2.txt")])
+    says(error_line(capsys), "U+0007", "line 2", "spaces")
+    assert not (tmp_path / "o2.txt").exists()
 
 
 def test_setting_h_alone_notes_that_h_times_d_k_left_d_model(capsys):

@@ -359,17 +359,17 @@ def std_stream(path) -> int | None:
 
 
 def is_stdin(path) -> str | None:
-    """What this process's stdin is ("the file", "the pipe", ...) if `path` is it: `< file`
-    read through `--out file`, or `/dev/stdin`, where a write would go into what the command
-    reads. A terminal that is stdout as well is not: writing to it shows the text."""
+    """"the file" or "the pipe" if `path` is this process's stdin and that is one (`< file`
+    read through `--out file`, or `/dev/stdin`), where a write would go into what the command
+    reads; None otherwise. A device (/dev/null, a terminal) keeps nothing a write could spoil."""
     try:
         st, here = os.fstat(0), os.stat(path)
     except (OSError, ValueError):
         return None
-    if not os.path.samestat(st, here) or (stat.S_ISCHR(st.st_mode) and std_stream(path)):
+    if not os.path.samestat(st, here):
         return None
     return ("the file" if stat.S_ISREG(st.st_mode) else
-            "the pipe" if stat.S_ISFIFO(st.st_mode) else "the device")
+            "the pipe" if stat.S_ISFIFO(st.st_mode) else None)
 
 
 @contextmanager
