@@ -1,9 +1,9 @@
 """Beam-search speed with and without incremental decoding: the cached decoder should be >= 3x faster.
 
-Decodes the first --sentences English sentences of newstest2014 as one batch with beam 4,
-alpha 0.6, once with the decoder cache (each step feeds one new token; keys and values of
-earlier positions are kept, the memory's are projected once) and once recomputing the whole
-prefix every step. Same model, batch, threads; timed round-robin. Prints sentences/second of
+Decodes the first --sentences English sentences of newstest2014 as one batch (beam 4, alpha
+0.6; a --checkpoint with its own beam and alpha), once with the decoder cache (each step feeds
+one new token; keys and values of earlier positions are kept, the memory's are projected once)
+and once recomputing the whole prefix every step. Same model, batch, threads; timed round-robin. Prints sentences/second of
 each and the ratio, and checks that both produced the same tokens.
 
 The model: with --checkpoint, a trained one and its tokenizer. Otherwise a random base model
@@ -99,19 +99,22 @@ def main(argv=None):
     folder = _find("wmt14", ["newstest2014.en", "newstest2014.de"], args.data_dir)
     lines = [line for line in read_lines(folder / "newstest2014.en") if line.strip()]
     lines = lines[:args.sentences]
-    model, tokenizer, what, default_extra = model_to_time(args, folder)
-    max_extra = default_extra if args.max_extra is None else args.max_extra
+    model, tokenizer, what, search = model_to_time(args, folder)
+    if args.max_extra is not None:
+        search["max_extra"] = args.max_extra
     src = source_batch(tokenizer.encode_all(lines))                 # (sentences, src_len)
     lengths = (src != PAD).sum(1).float()
     print(f"{what}; {len(lines)} newstest2014 sentences, {lengths.mean():.1f} source tokens on "
-          f"average (max {int(lengths.max())}), beam 4, alpha 0.6, max length input + "
-          f"{max_extra}, {threads} threads, one batch")
-    time_decoding(model, src, max_extra, args.repeats)
+          f"average (max {int(lengths.max())}), beam {search['beam_size']}, alpha "
+          f"{search['alpha']}, max length input + {search['max_extra']}, {threads} threads, "
+          f"one batch")
+    time_decoding(model, src, search, args.repeats)
 
 
 def model_to_time(args, folder):
-    """(model, tokenizer, what it is, its default max_extra): the --checkpoint, or a random
-    base model."""
+    """(model, tokenizer, what it is, its search settings): the --checkpoint, decoded as it
+    was scored (its beam and alpha), or a random base model, decoded with the paper's (beam 4,
+    alpha 0.6) to its input's length."""
     if args.checkpoint:
         model, config, tokenizer = load_model(args.checkpoint)
         if config.dataset == "copy" or config.source_lang != "en":
@@ -120,22 +123,23 @@ def model_to_time(args, folder):
             raise DataError(f"--checkpoint {args.checkpoint}: a model of {what}; this benchmark "
                             f"decodes newstest2014's English, so give a model that translates "
                             f"from English, or leave out --checkpoint")
-        return model, tokenizer, args.checkpoint, 50
+        return model, tokenizer, args.checkpoint, dict(beam_size=config.beam_size,
+                                                       alpha=config.alpha, max_extra=50)
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as work_dir:
         model, tokenizer = random_model_and_tokenizer(folder, args.vocab, work_dir)
-    return model, tokenizer, f"random base model, V={args.vocab:,}, EOS suppressed", 0
+    return (model, tokenizer, f"random base model, V={args.vocab:,}, EOS suppressed",
+            dict(beam_size=4, alpha=0.6, max_extra=0))
 
 
-def time_decoding(model, src, max_extra: int, repeats: int):
+def time_decoding(model, src, search: dict, repeats: int):
     """Beam search on `src` with and without the cache, timed round-robin; prints the speeds,
     their ratio and whether both gave the same tokens."""
     outputs = {}
 
     def run(cached, sentences=src):
         def decode():
-            outputs[cached] = beam_search(model, sentences, beam_size=4, alpha=0.6,
-                                          max_extra=max_extra, cached=cached)
+            outputs[cached] = beam_search(model, sentences, **search, cached=cached)
         return decode
 
     start = time.perf_counter()
