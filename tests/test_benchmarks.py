@@ -463,6 +463,20 @@ def test_decode_speed_on_a_few_lines_of_newstest_names_them_not_a_setting(tmp_pa
     assert "vocab_size" not in line
 
 
+def test_decode_speed_decodes_a_checkpoint_as_it_was_scored(tmp_path, capsys):
+    """The shipped model's own beam and alpha, not the random model's 4 and 0.6."""
+    from annotated.pretrained import MULTI30K_EN_DE
+    from annotated.store.checkpoint_file import load
+    config = load(MULTI30K_EN_DE)["config"]
+    (tmp_path / "wmt14").mkdir()
+    for lang in ("en", "de"):
+        (tmp_path / "wmt14" / f"newstest2014.{lang}").write_text("A dog runs.\nTwo men.\n")
+    decode_speed.main(["--checkpoint", str(MULTI30K_EN_DE), "--data-dir", str(tmp_path),
+                       "--sentences", "2", "--threads", "1"])
+    says(capsys.readouterr().out.splitlines()[0],
+         f"beam {config['beam_size']}, alpha {config['alpha']}")
+
+
 def test_a_batch_too_large_to_decode_is_refused_before_any_work(capsys):
     with pytest.raises(SystemExit) as exit_:
         decode_speed.main(["--sentences", "99999999"])
