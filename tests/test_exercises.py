@@ -444,6 +444,36 @@ def test_a_sinusoid_table_with_its_angles_in_float32_is_named_so_however_written
     says(result.message("zh"), "float32", "float64")
 
 
+def float64_sinusoids(length, d_model):
+    pos = torch.arange(length, dtype=torch.float64)[:, None]
+    angle = pos / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)      # float64, not 32
+
+
+def int64_kept_only(state_dicts, key):
+    values = [sd[key] for sd in state_dicts]
+    if values[-1].dtype == torch.int64:
+        return values[-1]
+    return torch.stack([v.double() for v in values]).mean(0).to(values[-1].dtype)
+
+
+@pytest.mark.parametrize("exercise, answer, names, not_named", [
+    ("6.1", lambda s, d, w: 0.0, ["got 0"], ["rounded"]),
+    ("6.1", lambda s, d, w: d ** -0.5 * min(s ** -0.5, s // w * w ** -0.5), ["//", "Divide"],
+     ["rounded"]),
+    ("4.1", float64_sinusoids, ["expected dtype float32, got float64"], ["computed in float32"]),
+    ("9.1", int64_kept_only, ["int32", "int64 entries", "boolean mask"], [])],
+    ids=["zero", "integer division", "float64 table", "int64 only"])
+def test_a_wrong_answer_is_told_its_own_cause_not_a_neighbour_s(exercise, answer, names,
+                                                                 not_named):
+    """A result of 0 is not a rounded one; a table returned in float64 is a dtype mistake, not
+    angles computed in float32; an answer that keeps only int64 entries fails on an int32
+    buffer and a mask, as the rule says they are no weights either."""
+    message = run(EXERCISES[exercise], answer).message()
+    says(message, *names)
+    assert not [n for n in not_named if n in message], message
+
+
 def test_float64_work_off_by_far_less_than_float32_is_not_called_float32_rounding():
     """An entry that should be 0 beside entries of 1, off by 5e-12 (a solve's rounding):
     right; off by 5e-10, named as float64 work gone a long way; off by 5e-8, float32's."""

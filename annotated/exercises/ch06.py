@@ -64,6 +64,11 @@ LRATE = Exercise(
                   "你的预热项是 step * warmup_steps^-0.5：指数应为 -1.5，这样两项才会在 "
                   "step = warmup_steps 处相交。"),
              lambda s, d, w: noam(s, d, w, warmup_power=-0.5)),
+        Slip(Text("Your warmup term is 0 until step reaches warmup_steps: it divides step by "
+                  "warmup_steps with //, which rounds down to a whole number. Divide with /.",
+                  "在 `step` 达到 `warmup_steps` 之前，你的预热项都是 0：它用 // 把 `step` 除以 "
+                  "`warmup_steps`，结果向下取整成了整数。应该用 / 来除。"),
+             lambda s, d, w: d ** -0.5 * min(s ** -0.5, s // w * w ** -0.5)),
         Slip(Text("Your rate at step s is the paper's rate at step s + 1: step here already counts "
                   "from 1, as in the paper; only a counter that starts at 0 (LambdaLR's) needs the "
                   "+ 1.",

@@ -20,13 +20,17 @@ from reference_numpy import loss as np_loss
 # ---- 9.1 averaging checkpoints (§6.1) ----
 
 def checkpoints(k: int, seed: int) -> list[dict]:
-    """k state dicts of one small model, as a run writes them: weights of several dtypes, an
-    integer buffer that differs from one checkpoint to the next, and a step counter."""
+    """k state dicts of one small model, as a run writes them: weights of several dtypes,
+    integer buffers (int64, int32) and a boolean mask that differ from one checkpoint to the
+    next, and a step counter."""
     return [{"encoder.weight": randn(4, 6, seed=seed + i, dtype=torch.float32),
              "decoder.bias": randn(7, seed=seed + 10 + i, dtype=torch.float64),
              "generator.scale": 40_000 + 1_000 * randn(3, seed=seed + 20 + i, dtype=torch.float32).half(),
              "norm.gain": (1 + randn(6, seed=seed + 50 + i, dtype=torch.float32) / 64).bfloat16(),
              "tokens_seen": torch.randint(0, 10**6, (5,), generator=seeded(seed + 30 + i)),
+             "batches_seen": torch.randint(0, 10**4, (4,), generator=seeded(seed + 60 + i),
+                                           dtype=torch.int32),
+             "padding_mask": torch.rand(6, generator=seeded(seed + 70 + i)) > 0.5,
              "step": torch.tensor(100 * (i + 1))} for i in range(k)]
 
 
@@ -48,6 +52,10 @@ def average_cases() -> list[Case]:
         Case(Text("the step counter, int64", "步数计数器，int64"), (five, "step")),
         Case(Text("an integer buffer that differs from checkpoint to checkpoint",
                   "一个各检查点取值不同的整数缓冲区"), (three, "tokens_seen")),
+        Case(Text("an int32 buffer that differs from checkpoint to checkpoint",
+                  "一个各检查点取值不同的 int32 缓冲区"), (five, "batches_seen")),
+        Case(Text("a boolean mask that differs from checkpoint to checkpoint",
+                  "一个各检查点取值不同的布尔掩码"), (five, "padding_mask")),
     ]
 
 
@@ -71,6 +79,13 @@ def integers(rule):
 def by_name_step(state_dicts, key):
     values = [sd[key] for sd in state_dicts]
     if key == "step":
+        return values[-1]
+    return (sum(v.double() for v in values) / len(values)).to(values[-1].dtype)
+
+
+def int64_only(state_dicts, key):
+    values = [sd[key] for sd in state_dicts]
+    if values[-1].dtype == torch.int64:
         return values[-1]
     return (sum(v.double() for v in values) / len(values)).to(values[-1].dtype)
 
@@ -143,6 +158,12 @@ AVERAGE = Exercise(
                   "你的代码只对名为 `step` 的条目保留最新值：凡不是浮点数的条目（计数器或整数缓冲区，"
                   "不论叫什么名字）都不是权重。应按数据类型来区分，保留最新检查点的值。"),
              by_name_step),
+        Slip(Text("Your code keeps the newest value only of int64 entries: an int32 buffer or "
+                  "a boolean mask is no weight either. Every entry that is not floating point "
+                  "keeps the newest checkpoint's value.",
+                  "你的代码只对 int64 条目保留最新值：int32 缓冲区或布尔掩码也不是权重。"
+                  "凡不是浮点数的条目，都保留最新检查点的值。"),
+             int64_only),
         Slip(Text("Your code keeps the first checkpoint's value of an integer entry: keep the "
                   "newest one's, the last of the list.",
                   "对整数条目，你的代码保留了第一个检查点的值：应保留最新检查点（列表中最后一个）的值。"),

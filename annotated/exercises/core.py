@@ -300,7 +300,8 @@ def small_error_note(want: np.ndarray, have: np.ndarray, lang: str) -> str:
     if not (np.isfinite(want).all() and np.isfinite(have).all()):
         return ""
     for decimals in range(4, 0, -1):            # (an integer: more likely another slip)
-        if np.array_equal(np.round(want.astype(np.float64), decimals), have.astype(np.float64)):
+        rounded = np.round(want.astype(np.float64), decimals)
+        if rounded.any() and np.array_equal(rounded, have.astype(np.float64)):  # not all 0
             return MESSAGES[lang]["rounded"].format(decimals=decimals)
     if want.dtype != np.float64:
         return ""
