@@ -825,6 +825,24 @@ def test_a_split_in_another_language_than_its_side_is_refused(tmp_path):
     assert not (tmp_path / "cache" / "tokenizers").exists()
 
 
+@pytest.mark.parametrize("lines", [100, 150])
+def test_a_stretch_of_a_training_side_in_another_language_is_refused_where_it_is(tmp_path,
+                                                                                  lines):
+    """French for lines 201-300 (or more) of a train.de of 400: the file reads as German as a
+    whole, and the French lines translate their English, so no other check sees them. Refused
+    before a tokenizer is trained, naming the file and the lines."""
+    folder = user_corpus(tmp_path / "mine", target="de")
+    german = (folder / "train.de").read_text().splitlines()
+    french = list(read_lines(SAMPLE / "train_sample.fr.gz"))[:400]
+    _write(folder / "train.de", german[:200] + french[200:200 + lines] + german[200 + lines:])
+    config = get("multi30k").override(dataset="files", source_lang="en", target_lang="de",
+                                      vocab_size=500)
+    with pytest.raises(data.DataError) as error:
+        load_corpus(config, data_dir=folder, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "train.de", "lines 201-300", "read as fr", "as de")
+    assert not (tmp_path / "cache" / "tokenizers").exists()
+
+
 def test_a_data_location_with_a_space_at_its_end_shows_the_space(tmp_path):
     from annotated.base.errors import DataError
     from annotated.data.corpus import data_location

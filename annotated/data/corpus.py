@@ -374,6 +374,8 @@ def check_split_languages(text: dict, files: dict, config) -> None:
                             f"{setting}={getattr(config, setting)} is written in (e.g. "
                             f"{shown(lines[0])}): another language's file? Check the files, "
                             f"or the languages")
+        if found is not None:
+            check_stretch_languages(lines, files["train"][side], found)
     for side in (0, 1):
         trained = guess_spaced_language([pair[side] for pair in text["train"]])
         for split in ("valid", "test"):
@@ -383,6 +385,23 @@ def check_split_languages(text: dict, files: dict, config) -> None:
                                 f"{files['train'][side]} as {trained} (from their commonest "
                                 f"words): each side's splits are in one language; check "
                                 f"{files[split][side].name}")
+
+
+def check_stretch_languages(lines: list[str], path, language: str) -> None:
+    """Refuse a side that reads as `language` as a whole but as another in a stretch of
+    STRETCH lines (a part of the file from another language's corpus, under half of it): the
+    model would learn to write that language too. Stretches start every STRETCH // 2 lines."""
+    if len(lines) < STRETCH:
+        return
+    for start in stretches(np.arange(len(lines)))[0]:
+        stretch = lines[start:start + STRETCH]
+        by_script = guess_language(stretch)
+        found = by_script or guess_spaced_language(stretch)
+        if found not in (None, language):
+            raise DataError(f"{path}, lines {start + 1:,}-{start + STRETCH:,}: they read as "
+                            f"{found} (from their {'script' if by_script else 'commonest words'}"
+                            f"), the rest of the file as {language}: a side is in one language; "
+                            f"check the file there")
 
 
 def check_line_counts(src_path, tgt_path) -> int:
