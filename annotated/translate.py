@@ -19,6 +19,7 @@ import gzip
 import os
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 import torch
@@ -47,6 +48,11 @@ UNKNOWN_SHARE = 0.2
 # Control characters, which no sentence holds (tab, CR and the line end aside): a terminal's
 # colour codes (ESC) or a form feed read as words and change the translation.
 CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Invisible characters that text pasted from the web carries (a soft hyphen, a zero-width
+# space, a word joiner, a no-break space of zero width, a direction override): the line looks
+# the same, but the model reads a word split in two or a mark it never learned. The joiners
+# and direction marks that some scripts write with are not among them.
+INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff\u202a-\u202e]")
 PAPER_BEAM = Config().beam_size
 SLOW_BEAM = 16 * PAPER_BEAM
 
@@ -128,12 +134,18 @@ def main(argv=None):
 
 
 def control_character(lines: list[str]) -> str | None:
-    """Why lines holding a control character cannot be translated as they are, or None."""
+    """Why lines holding a control character or an invisible one (INVISIBLE) cannot be
+    translated as they are, or None."""
     found = next(((n, m.group()) for n, line in enumerate(lines, 1)
-                  if (m := CONTROL.search(line))), None)
+                  if (m := CONTROL.search(line) or INVISIBLE.search(line))), None)
     if found is None:
         return None
     n, c = found
+    if INVISIBLE.match(c):
+        escaped = "".join(f"\\x{b:02x}" for b in c.encode())
+        return (f"holds the invisible character U+{ord(c):04X} ({unicodedata.name(c)}) on line "
+                f"{n:,}: the line looks the same without it, but the model reads a word split "
+                f"or a mark it never learned; delete it (sed -i 's/{escaped}//g' FILE)")
     return (f"holds the control character U+{ord(c):04X} on line {n:,}, which no sentence "
             f"holds (a terminal's colour codes? a form feed?): the model would read it as a "
             f"word; turn them into spaces (tr '\\001-\\010\\013\\014\\016-\\037\\177' ' ')")

@@ -463,12 +463,16 @@ def test_translate_from_a_terminal_says_it_waits_for_sentences(tmp_path):
     (b"A dog runs.\rA cat sleeps.\r", ["CR alone", "LF"]),
     (b"A man walks.\nA man\x1b[31mwalks.\n", ["U+001B", "line 2", "colour codes", "spaces"]),
     (b"A man\x0bwalks.\n", ["U+000B", "line 1", "spaces"]),
+    ("A dog runs.\nA d\u200bog runs.\n".encode(), ["U+200B", "ZERO WIDTH SPACE", "line 2",
+                                                     "looks the same", "sed"]),
+    ("A dog ru\u00adns.\n".encode(), ["U+00AD", "SOFT HYPHEN", "line 1"]),
 ])
 @pytest.mark.parametrize("given", ["--input", "stdin"])
 def test_translate_refuses_input_that_is_not_lines_of_text(tmp_path, content, names, given):
     """NUL bytes would be translated into an invented sentence, CR-only line ends into one
-    line for many, a control character (a terminal's colour code, a vertical tab) into another
-    sentence: refused before decoding, from a file or from stdin, the output untouched."""
+    line for many, a control character (a terminal's colour code, a vertical tab) or an
+    invisible one (a zero-width space, a soft hyphen) into another sentence: refused before
+    decoding, from a file or from stdin, the output untouched."""
     (tmp_path / "in.en").write_bytes(content)
     (tmp_path / "out.de").write_text("kept\n")
     argv = [sys.executable, "-m", "annotated.translate", "--checkpoint", str(SHIPPED),
