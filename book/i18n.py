@@ -361,6 +361,8 @@ LINK_TARGETS = (re.compile(r"\]\(<([^<>\n]+)>\)"),
 FOOTNOTE = re.compile(r"\[\^[^\]\n]+\]")
 #: A MyST role, {name}`content`: its target is what stands in <...>, or the whole content.
 ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
+#: A MyST substitution, {{ name }}: the build would write the name's value, or the braces.
+SUBSTITUTION = re.compile(r"\{\{[^{}\n]*\}\}")
 #: A raw HTML element's tag, opening (by its name) or closing (outside code and math).
 HTML_TAG = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^<>]*)?/?>")
 HTML_CLOSING = re.compile(r"</[A-Za-z][\w-]*\s*>")
@@ -385,12 +387,12 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
     """What a translation keeps as it is, whitespace normalised: display and inline math, code
     (not directives, whose captions are translated), inline code, the target of each link in
     whatever form (markdown link or image, angle-bracketed, autolink, reference definition, raw
-    HTML href or src: their text is translated), each MyST role's name and target, and each raw
-    HTML element; and the text with all of those blanked out, the prose a translation
+    HTML href or src: their text is translated), each MyST role's name and target and each
+    substitution, and each raw HTML element; and the text with all of those blanked out, the prose a translation
     translates."""
     found = [f"{{{name}}}`{role_target(body)}`" for name, body in ROLE.findall(text)
-             if name != "math"]
-    text = ROLE.sub(lambda m: m[0] if m[1] == "math" else " ", text)
+             if name != "math"] + SUBSTITUTION.findall(text)
+    text = SUBSTITUTION.sub(" ", ROLE.sub(lambda m: m[0] if m[1] == "math" else " ", text))
     for pattern in LINK_TARGETS:
         found += [f"]({t})" for t in pattern.findall(text)]
         text = pattern.sub(" ", text)
@@ -585,7 +587,8 @@ def unpublishable(unit: Unit) -> str | None:
                 f"the English's links (only their text is translated)")
     if added:
         what = ("raw HTML" if added[0].startswith("<") else "the footnote"
-                if added[0].startswith("[^") else "the role")
+                if added[0].startswith("[^") else "the substitution"
+                if added[0].startswith("{{") else "the role")
         return (f"its translation adds {what} {added[0]}, which the English has not: keep the "
                 f"English's roles and HTML as they are (only text is translated)")
     directives = Counter(DIRECTIVE.findall(unit.text)) - Counter(DIRECTIVE.findall(unit.en))

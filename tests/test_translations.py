@@ -504,9 +504,10 @@ def test_a_translation_that_changes_code_math_or_a_link_target_is_named(kept, ch
     ("见注[^n1]。\n\n[^n1]: 脚注", ["the footnote [^n1]"]),
     ("<script>window.PWNED=1</script>", ["<script>", "raw HTML"]),
     ('<iframe srcdoc="x"></iframe>', ["<iframe>", "raw HTML"]),
-    ("<style>body{display:none}</style>", ["<style>", "raw HTML"])],
-    ids=["link", "directive", "colon-fence", "tilde-fence", "autolink", "reference", "angle", "doc", "download", "footnote", "script",
-         "iframe", "style"])
+    ("<style>body{display:none}</style>", ["<style>", "raw HTML"]),
+    ("本章考察 {{ secret }} 论文。", ["{{ secret }}", "the substitution"])],
+    ids=["link", "directive", "colon-fence", "tilde-fence", "autolink", "reference", "angle",
+         "doc", "download", "footnote", "script", "iframe", "style", "substitution"])
 def test_a_translation_that_adds_a_link_or_a_directive_is_named_and_published_in_english(
         added, names, tmp_path):
     """The build would fail on it (a page that does not exist, a directive Sphinx does not
