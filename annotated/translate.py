@@ -299,7 +299,8 @@ OTHER_COMPRESSED = (".bz2", ".xz", ".zst", ".lzma", ".zip", ".7z", ".Z")
 def check_out_name(out_path) -> None:
     """Refuse an --out whose name says it is compressed in a way translate does not write: a
     plain text named .bz2 would fail whatever reads it by its name."""
-    if out_path is not None and Path(out_path).suffix in OTHER_COMPRESSED:
+    if out_path is not None and Path(out_path).suffix.lower() in {
+            s.lower() for s in OTHER_COMPRESSED}:
         raise DataError(f"--out {out_path}: translate writes a {Path(out_path).suffix} name as "
                         f"plain text (it compresses only .gz); name it .gz, or leave the "
                         f"suffix out")
@@ -328,7 +329,7 @@ def write(translations: list[str], out_path) -> None:
     """The translations, one a line, to `out_path` (atomically) or to stdout."""
     text = "".join(line + "\n" for line in translations)
     if out_path is not None:
-        gz = Path(out_path).suffix == ".gz"           # as its name says, like the inputs
+        gz = Path(out_path).suffix.lower() == ".gz"         # as its name says, like the inputs
         with atomic_open(out_path, "wb" if gz else "w") as f:
             f.write(gzip.compress(text.encode(), mtime=0) if gz else text)
         return

@@ -606,6 +606,12 @@ def test_a_number_the_translation_lacks_is_noted_and_an_other_compression_refuse
                                       str(tmp_path / "in.en"), "--out", str(tmp_path / "o.bz2")])
     says(error_line(capsys), "o.bz2", "plain text", ".gz")
     assert not (tmp_path / "o.bz2").exists()
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "in.en"), "--out", str(tmp_path / "o.XZ")])
+    says(error_line(capsys), "o.XZ", "plain text")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.en"),
+                    "--out", str(tmp_path / "o.GZ"), "--greedy"])      # named gzip: it is gzip
+    assert gzip.decompress((tmp_path / "o.GZ").read_bytes()).count(b"\n") == 2
 
 
 def test_a_short_line_in_capitals_is_named_and_an_acronym_is_not():
