@@ -354,6 +354,17 @@ def test_a_checkpoint_option_naming_a_folder_says_it_is_a_folder(tmp_path, capsy
     says(error_line(capsys), str(tmp_path), "a folder", str(tmp_path / "ckpt_0000003.pt"))
 
 
+def test_a_checkpoint_that_is_a_loop_of_links_or_a_broken_link_is_named_as_one(tmp_path,
+                                                                                capsys):
+    """Not "there is no file or folder": the name is there, as a link."""
+    (tmp_path / "a.pt").symlink_to("b.pt")
+    (tmp_path / "b.pt").symlink_to("a.pt")
+    (tmp_path / "gone.pt").symlink_to("nowhere.pt")
+    for name, names in (("a.pt", ["loop of links"]), ("gone.pt", ["a link to nowhere.pt"])):
+        exits_with_error(translate.main, ["--checkpoint", str(tmp_path / name)])
+        says(error_line(capsys), str(tmp_path / name), *names, "the checkpoint file itself")
+
+
 def test_a_text_file_named_like_a_checkpoint_is_called_text(tmp_path, capsys):
     """Not "corrupt (KeyError: 101)", torch.load's word for a file it cannot read."""
     (tmp_path / "notes.pt").write_text("hello world\nmore\n")

@@ -57,7 +57,7 @@ from pathlib import Path
 import torch
 
 from annotated.base.errors import CheckpointError, ConfigError, DeviceError
-from annotated.base.files import atomic_open, compressed_by
+from annotated.base.files import atomic_open, compressed_by, links_loop
 from annotated.base.settings import shown
 from annotated.base.signals import signals_held
 from annotated.configs import COPY_ONLY, SHAPE, TEXT_ONLY, Config
@@ -260,6 +260,12 @@ def missing(path: Path) -> str:
     training run deletes its older checkpoints as it saves new ones."""
     if not path.parent.is_dir():
         return f"checkpoint {path} does not exist: there is no folder {path.parent}"
+    if links_loop(path):
+        return (f"{path} is a link in a loop of links, which leads to no file: give the "
+                f"checkpoint file itself")
+    if path.is_symlink():
+        return (f"{path} is a link to {os.readlink(path)}, which does not exist: give the "
+                f"checkpoint file itself")
     found = checkpoints(path.parent)
     if not found:
         return (f"there is no file or folder {path} (in {path.parent.resolve()})" if
