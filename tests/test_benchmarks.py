@@ -135,6 +135,24 @@ def test_the_schedule_estimate_never_writes_over_the_timings_it_reads(tmp_path, 
     assert [p.name for p in tmp_path.iterdir()] == [timings.name]
 
 
+@pytest.mark.parametrize("timings", ["copy", "/dev/stdin"])
+def test_the_committed_schedule_is_estimated_from_the_committed_record_only(tmp_path, capsys,
+                                                                            timings):
+    """results/gpu_schedule.* beside results/gpu_train.json must come from it: a copy (perhaps
+    edited) or /dev/stdin would publish a source nobody can check. Refused, nothing written."""
+    committed = {p: p.read_bytes() for p in RESULTS.glob("gpu_schedule.*")}
+    shutil.copy(RESULTS / "gpu_train.json", tmp_path / "gt.json")
+    given = str(tmp_path / "gt.json") if timings == "copy" else timings
+    try:
+        with pytest.raises(SystemExit):       # refused by the name given, before it is read
+            gpu_schedule.main(["--timings", given, "--out-dir", str(RESULTS)])
+    finally:
+        for path, data in committed.items():
+            assert path.read_bytes() == data
+            path.write_bytes(data)
+    says(capsys.readouterr().err.strip(), "results/gpu_train.json", given, "another --out-dir")
+
+
 @pytest.mark.parametrize("record,names", [
     ({"complete": False, "machine": {"gpu": "H100"}, "cases": [{"case": "base"}]},
      ["stopped before its end", "a complete record", "results/gpu_train.json"]),
