@@ -164,6 +164,18 @@ def refused_summary(folder, capsys) -> str:
     return err
 
 
+def test_a_read_only_readme_is_not_replaced(scratch_summary, capsys):
+    """Replacing a file asks its folder, not the file: a README made read-only is refused as
+    a read-only --out is, and left as it was."""
+    readme = scratch_summary / "README.md"
+    readme.write_text(readme.read_text().replace("| base |", "| base (old) |", 1))
+    readme.chmod(0o444)
+    try:
+        says(refused_summary(scratch_summary, capsys), "README.md", "read-only", "chmod u+w")
+    finally:
+        readme.chmod(0o644)
+
+
 def test_a_results_file_replaced_by_a_link_to_another_is_named_as_the_link(scratch_summary,
                                                                           capsys):
     """The link, not the file it leads to, is what the fix restores."""

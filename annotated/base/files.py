@@ -597,6 +597,9 @@ def _target(path: Path) -> Path:
     if target.exists() and not target.is_file():
         raise DataError(f"cannot write {path}: it is not a file (a folder, a device or a pipe "
                         f"is in its place); move it away or choose another output folder")
+    if target.exists() and not target.stat().st_mode & 0o222:     # replacing it would not ask
+        raise DataError(f"cannot write {path}: the file is read-only; make it writable (chmod "
+                        f"u+w) if it may be replaced, or write to another file")
     return target
 
 
