@@ -150,6 +150,11 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
             raise DataError(f"{where}: the variant `{e.pattern}` is not a regular expression "
                             f"({e.msg}); escape the character with a backslash") from None
         for variant in patterns:
+            if shortest_match(variant) == 0:
+                raise DataError(f"{where}: the variant `{variant.pattern}` can match no "
+                                f"character at all (a lookahead, or every part optional), so "
+                                f"it is found in text that holds no variant; write the "
+                                f"characters it must find")
             if variant.search(zh):
                 raise DataError(f"{where}: the variant `{variant.pattern}` matches the "
                                 f"rendering {zh} itself, so every right use of {en} "
@@ -171,6 +176,13 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
                         f"project's term list; restore it from git (git checkout -- "
                         f"{TERMS.relative_to(i18n.ROOT)})")
     return rows
+
+
+def shortest_match(pattern: re.Pattern) -> int:
+    """The fewest characters `pattern` can match (Python's own parser of regular expressions
+    tells; None where this Python's has not that name)."""
+    parser = getattr(re, "_parser", None)
+    return parser.parse(pattern.pattern, pattern.flags).getwidth()[0] if parser else None
 
 
 def check_row(where: str, en: str, zh: str, variants: str, seen: dict) -> None:

@@ -1022,7 +1022,9 @@ def test_a_misspelled_unit_header_is_named_at_its_line(tmp_path):
     ("| Mask |  |  |", ["Mask has no rendering", "second cell"]),
     ("| Mask | 掩码 | `` · `遮罩` |", ["'``'", "in backticks", "' · '"]),
     ("| Mask | 掩码 |  |\n| mask | 遮罩 |  |", ["listed twice", "one rendering"]),
-    ("| Mask | 掩码 | `(.*)*X` |", ["`(.*)*X`", "repeats a group", "nested"])])
+    ("| Mask | 掩码 | `(.*)*X` |", ["`(.*)*X`", "repeats a group", "nested"]),
+    ("| Mask | 掩码 | `(?=遮)` |", ["`(?=遮)`", "no character at all", "characters it must"]),
+    ("| Mask | 掩码 | `遮?` |", ["`遮?`", "no character at all"])])
 def test_a_broken_row_of_the_term_list_is_one_line_naming_it(edit, names, tmp_path,
                                                              monkeypatch):
     from annotated.base.errors import DataError
