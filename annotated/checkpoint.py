@@ -22,7 +22,7 @@ from annotated.configs import option
 from annotated.store.checkpoint_file import (NAME, NotOurs, atomic_save, average, checkpoints,
                                              half, header, not_a_checkpoint, step_in_name,
                                              verify)
-from annotated.training.run_dir import check_one_run, misnamed
+from annotated.training.run_dir import check_one_run, in_use_by, misnamed
 
 
 def _average_inputs(args) -> list[Path]:
@@ -47,7 +47,10 @@ def _average_inputs(args) -> list[Path]:
     check_one_run(args.paths[0])          # the newest by name are the newest by step
     found = checkpoints(args.paths[0])
     if len(found) < args.last:
+        training = in_use_by(args.paths[0])
         fix = (f"give --last {len(found)} or fewer, or train the run longer" if found else
+               f"the run training there (pid {training}) has saved none yet: wait for its "
+               f"first checkpoints" if training else
                "train a run there first, or give the run folder that holds its checkpoints")
         raise CheckpointError(f"{args.paths[0]} holds {len(found)} checkpoint"
                               f"{'' if len(found) == 1 else 's'}, fewer than --last "

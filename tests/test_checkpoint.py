@@ -221,6 +221,25 @@ def test_average_of_checkpoints_is_the_elementwise_mean(tmp_path, capsys):
     says(capsys.readouterr().err.strip(), str(tmp_path), "3 checkpoints", "--last 5", "--last 3 or fewer")
 
 
+def test_averaging_a_run_that_has_saved_nothing_yet_names_the_run_training_there(tmp_path,
+                                                                                 capsys):
+    """A run folder whose lock a training process holds, before its first checkpoint: wait
+    for it, not "train a run there first"."""
+    import fcntl
+    import os
+    lock = open(tmp_path / ".lock", "w")
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        with pytest.raises(SystemExit):
+            checkpoint_command.main(["average", "--out", str(tmp_path / "avg.pt"), "--last", "1",
+                                     str(tmp_path)])
+    finally:
+        lock.close()
+    says(capsys.readouterr().err.strip(), "0 checkpoints", f"pid {os.getpid()}", "wait")
+
+
 def test_half_stores_float16_weights_that_load_as_float32_and_compute_alike(tmp_path, capsys):
     source = save_tiny(tmp_path / "model.pt").eval()
     out = tmp_path / "half.pt"
