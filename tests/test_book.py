@@ -1120,9 +1120,11 @@ def test_the_chinese_search_finds_chinese_words(site, server, browser):
     chapter of a Chinese term."""
     from selenium.webdriver.support.ui import WebDriverWait
     browser.get(server + "zh/search.html?q=" + urllib.parse.quote("掩码"))     # masks
-    found = WebDriverWait(browser, 20).until(lambda d: d.execute_script(
-        "const r = document.querySelectorAll('#search-results li a');"
-        "return r.length ? Array.from(r, a => a.getAttribute('href')) : null;"))
+    found = WebDriverWait(browser, 60).until(lambda d: d.execute_script(   # all shown: the
+        "const done = document.querySelector('#search-results .search-summary');"  # summary
+        "if (!done || !done.innerText.trim()) return null;"                # is written last
+        "return Array.from(document.querySelectorAll('#search-results li a'),"
+        "                  a => a.getAttribute('href'));"))
     assert any("02_masking" in href for href in found), found
 
 
