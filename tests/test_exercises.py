@@ -18,6 +18,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -1469,6 +1470,23 @@ def test_a_check_given_its_arguments_by_name_says_how_to_give_them(capsys):
     checker("en")(exercise="2.1", function=causal_mask)
     says(capsys.readouterr().out.strip(), "two things", 'check("2.1", causal_mask)')
     assert CHECKED["2.1"].status == "failed" and CHECKED["2.1"].wrong_call
+
+
+def test_a_kernel_ended_by_a_cell_is_blamed_on_that_cell_not_where_it_died():
+    """exit() ends the kernel once its cell is done, so it dies a cell or two later: the row
+    names the cell that asked. Written in a comment or a string, it asks nothing."""
+    from annotated.exercises.messages import MESSAGES
+    from annotated.exercises.run_notebook import died_where
+
+    def notebook(*sources):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    what, detail = died_where(notebook("x = 1", "exit()", "y = 2", "z = 3"), 3)
+    assert (what, detail) == ("kernel_ended", "2")
+    says(MESSAGES["en"][what].format(detail=detail), "cell 2", "exit()", "remove that call")
+    assert died_where(notebook("x = 1", "get_ipython().kernel.do_shutdown(True)", "y"), 2) == \
+        ["kernel_ended", "2"]
+    assert died_where(notebook("x = 1", "# exit() later", "s = 'quit()'", "y"), 3) == \
+        ["kernel_died", "4"]
 
 
 def test_a_check_in_a_comment_or_a_string_is_no_call():

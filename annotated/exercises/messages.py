@@ -102,6 +102,8 @@ MESSAGES = {
         "timeout": "stopped after {detail} s, before the notebook finished (more time: "
                    "--timeout)",
         "kernel_died": "the notebook's kernel died in cell {detail}",
+        "kernel_ended": "cell {detail} ends the notebook's kernel (exit(), quit() or a "
+                        "shutdown), so the cells after it did not all run: remove that call",
         "stopped_in_cell": "stopped at --timeout in cell {detail}, before the notebook finished "
                            "(the checks before it count): give more time with --timeout, or "
                            "look at that cell (one that ignores an interrupt runs on past "
@@ -255,6 +257,8 @@ MESSAGES = {
         "graded": "通过 {passed} / {total}",
         "timeout": "{detail} 秒后停止，笔记本还没有运行完（要给更多时间：--timeout）",
         "kernel_died": "笔记本的内核在第 {detail} 个单元格意外退出",
+        "kernel_ended": "第 {detail} 个单元格结束了笔记本的内核（`exit()`、`quit()` 或关闭内核），"
+                        "所以它之后的单元格没有全部运行：请删掉这个调用",
         "stopped_in_cell": "到 --timeout 时在第 {detail} 个单元格停止，笔记本还没有运行完（之前的检查照常计分）：请用 --timeout 给更多时间，或检查那个单元格（忽略中断的单元格会越过 --cell-timeout 一直运行）",
         "signalled": "它的进程在第 {detail} 个单元格被停止，不是评分程序所为：可能是笔记本自己的代码发出了信号（之前的检查照常计分）",
         "report_failed": "笔记本之后的评分单元格出错：{detail}",

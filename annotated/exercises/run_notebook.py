@@ -18,6 +18,7 @@ import asyncio
 import ctypes
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -27,6 +28,7 @@ from pathlib import Path
 import nbformat
 
 from annotated.base.files import write_files
+from annotated.exercises.notebook import name_offsets
 
 #: The tag nbclient skips cells by, here one no notebook has: every cell runs, and a tag
 #: (nbclient's own, skip-execution) cannot keep a check from running.
@@ -70,6 +72,24 @@ def prepared(nb, ids: list[str]):
                                                   metadata={"grader": "report"})]
     nb.cells = cells
     return nb
+
+
+# A call that ends the kernel once its cell is done (IPython's exit and quit, a shutdown asked
+# of the kernel), so that it dies in a later cell than the one that asked.
+ENDS_KERNEL = re.compile(r"(?<![\w.])(?:exit|quit)\s*\(|\.do_shutdown\s*\(")
+
+
+def died_where(nb, done: int) -> list:
+    """[what, detail] for a kernel that died after `done` student cells ran: in the next one,
+    or, if one of those asked it to end (ENDS_KERNEL, outside comments and strings), after
+    that one."""
+    for number, cell in enumerate(students(nb)[:done + 1], start=1):
+        text = cell.get("source", "")
+        names = name_offsets(text)
+        if any(names is None or m.start() in names or m.start() + 1 in names
+               for m in ENDS_KERNEL.finditer(text)):
+            return ["kernel_ended", str(number)]
+    return ["kernel_died", str(done + 1)]
 
 
 def students(nb) -> list:
@@ -222,7 +242,7 @@ def main(path: str, report: str, cell_timeout: float) -> None:
         if STOPPED:                           # stopped: the report of the last cell stands
             raise SystemExit(128 + STOPPED[0]) from None
         found, done = results(nb)             # the checks that ran before it died still count
-        problem = ["kernel_died", str(done + 1)]
+        problem = died_where(nb, done)
     finally:
         if sys.platform.startswith("linux"):
             stop_orphans()
