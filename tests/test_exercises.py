@@ -475,6 +475,27 @@ def test_a_wrong_answer_is_told_its_own_cause_not_a_neighbour_s(exercise, answer
     assert not [n for n in not_named if n in message], message
 
 
+def test_bleu_from_whole_numbers_is_checked_in_float64_as_other_exercises_are():
+    """8.1 and 8.2 take counts: a float32 step is named as float32's rounding, as in every
+    exercise whose inputs are not float32; perplexity (8.3) may add up in float32, as its
+    exercise says."""
+    import math
+
+    def penalty_in_float32(c, r):
+        if c == 0:
+            return 1.0 if r == 0 else 0.0
+        return float(torch.tensor(1 - r / c).exp().clamp(max=1))
+    says(run(EXERCISES["8.1"], penalty_in_float32).message(), "float32's rounding", "float64")
+
+    def penalty(c, r):
+        return 1.0 if c >= r else 0.0 if c == 0 else math.exp(1 - r / c)
+    assert run(EXERCISES["8.1"], penalty).status == "passed"
+
+    def perplexity_in_float32(log_probs, mask):
+        return float((-log_probs.float()[mask].sum() / mask.sum()).exp())
+    assert run(EXERCISES["8.3"], perplexity_in_float32).status == "passed"
+
+
 def test_float64_work_off_by_far_less_than_float32_is_not_called_float32_rounding():
     """An entry that should be 0 beside entries of 1, off by 5e-12 (a solve's rounding):
     right; off by 5e-10, named as float64 work gone a long way; off by 5e-8, float32's."""

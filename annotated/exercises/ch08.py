@@ -16,8 +16,9 @@ from annotated.exercises.messages import MESSAGES
 
 def one_number(expected, got, lang: str) -> str | None:
     """compare() for an answer that is one real number, in whatever holds it: a Python int or
-    float, a NumPy number, a 0-d tensor. The expected value is a float32, so the answer is
-    right to float32's tolerance, the precision a learner's tensors may hold."""
+    float, a NumPy number, a 0-d tensor; right to the tolerance of the expected value's dtype:
+    float64 for BLEU and its penalty, computed from whole numbers (exact), float32 for
+    perplexity, which its exercise lets a learner add up in float32 (number)."""
     value = as_array(got)
     if value is not None and value.ndim == 0 and kind(value.dtype) in ("int", "float"):
         got = value.astype(np.float64)
@@ -36,6 +37,10 @@ HALF_STEP = 2.0 ** -11
 
 def number(x) -> np.float32:
     return np.float32(x)
+
+
+def exact(x) -> np.float64:
+    return np.float64(x)
 
 
 # ---- 8.1 the brevity penalty ----
@@ -64,7 +69,7 @@ def penalty_cases() -> list[Case]:
 
 def penalty_answer(c, r):
     # sacreBLEU computes the penalty inside compute_bleu, from the lengths alone: any counts do
-    return number(BLEU.compute_bleu([1] * 4, [1] * 4, c, r).bp)
+    return exact(BLEU.compute_bleu([1] * 4, [1] * 4, c, r).bp)
 
 
 UPSIDE_DOWN = Text("Your ratio is upside down: the penalty is e^(1 - r/c), reference length over "
@@ -86,24 +91,24 @@ PENALTY = Exercise(
         Slip(Text("Your code divides by c = 0 for an empty output: such an output gets a "
                   "penalty of 0, as in sacreBLEU.",
                   "输出为空时，你的代码除以了 c = 0：这样的输出的惩罚应为 0，与 sacreBLEU 一致。"),
-             lambda c, r: number(1.0) if c >= r else number(math.exp(1 - r / c))),
+             lambda c, r: exact(1.0) if c >= r else exact(math.exp(1 - r / c))),
         Slip(Text("Your penalty is 0 for every empty output: an empty output of an empty "
                   "reference is not shorter than it, and only c < r is penalised.",
                   "你的惩罚对每个空输出都是 0：参考译文也为空时，输出并不比它短，而只有 c < r 才受惩罚。"),
-             lambda c, r: number(0.0) if c == 0 else number(min(1.0, math.exp(1 - r / c)))),
-        Slip(UPSIDE_DOWN, lambda c, r: number(math.exp(1 - c / r)) if c < r else number(1.0)),
-        Slip(UPSIDE_DOWN, lambda c, r: number(min(1.0, math.exp(1 - c / r)))),
+             lambda c, r: exact(0.0) if c == 0 else exact(min(1.0, math.exp(1 - r / c)))),
+        Slip(UPSIDE_DOWN, lambda c, r: exact(math.exp(1 - c / r)) if c < r else exact(1.0)),
+        Slip(UPSIDE_DOWN, lambda c, r: exact(min(1.0, math.exp(1 - c / r)))),
         Slip(Text("Your penalty is e^(1 - r/c) whatever the lengths: for an output longer than "
                   "the reference it exceeds 1 and raises the score. Take min(1, ...): only "
                   "c < r is penalised.",
                   "无论长度如何，你的惩罚都是 e^(1 - r/c)：输出比参考译文长时它大于 1，反而抬高了分数。"
                   "要取 min(1, ...)：只有 c < r 才受惩罚。"),
-             lambda c, r: number(math.exp(1 - r / c))),
+             lambda c, r: exact(math.exp(1 - r / c))),
         Slip(Text("Your penalty also punishes an output longer than the reference: BLEU leaves "
                   "that to the precisions, whose denominators grow with every extra word.",
                   "你的惩罚也惩罚了比参考译文长的输出：BLEU 把这件事交给精确率，"
                   "多出的每个词都会增大精确率的分母。"),
-             lambda c, r: number(math.exp(1 - r / c) if c < r else math.exp(1 - c / r))),
+             lambda c, r: exact(math.exp(1 - r / c) if c < r else math.exp(1 - c / r))),
     ))
 
 
@@ -146,7 +151,7 @@ def drawn_counts(seed: int) -> Case:
 def bleu_answer(matches, totals, c, r):
     # sacreBLEU's corpus score from the same statistics, unsmoothed like the paper's script
     # (annotated.inference.bleu.paper_bleu): an order without a match makes BLEU 0
-    return number(BLEU.compute_bleu(list(matches), list(totals), c, r,
+    return exact(BLEU.compute_bleu(list(matches), list(totals), c, r,
                                     smooth_method="none").score)
 
 
@@ -165,7 +170,7 @@ def penalty(c, r) -> float:
 
 def bleu_with(mean=geometric, bp=penalty, per=shares, points=100.0):
     """BLEU computed with one of its parts swapped for a slip's version."""
-    return lambda matches, totals, c, r: number(bp(c, r) * mean(per(matches, totals)) * points)
+    return lambda matches, totals, c, r: exact(bp(c, r) * mean(per(matches, totals)) * points)
 
 
 def over_output_length(matches, totals):
@@ -174,14 +179,14 @@ def over_output_length(matches, totals):
 
 
 def logs_of_zero(matches, totals, c, r):
-    return number(penalty(c, r) * math.exp(sum(math.log(m / t) for m, t in zip(matches, totals))
+    return exact(penalty(c, r) * math.exp(sum(math.log(m / t) for m, t in zip(matches, totals))
                                            / 4) * 100)
 
 
 def zero_over_zero(matches, totals, c, r):
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.asarray(matches, dtype=np.float64) / np.asarray(totals, dtype=np.float64)
-        return number(penalty(c, r) * np.exp(np.log(p).mean()) * 100)
+        return exact(penalty(c, r) * np.exp(np.log(p).mean()) * 100)
 
 
 BLEU_SCORE = Exercise(
