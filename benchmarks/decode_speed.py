@@ -3,8 +3,9 @@
 Decodes the first --sentences English sentences of newstest2014 as one batch (beam 4, alpha
 0.6; a --checkpoint with its own beam and alpha), once with the decoder cache (each step feeds
 one new token; keys and values of earlier positions are kept, the memory's are projected once)
-and once recomputing the whole prefix every step. Same model, batch, threads; timed round-robin. Prints sentences/second of
-each and the ratio, and checks that both produced the same tokens.
+and once recomputing the whole prefix every step. Same model, batch, threads; timed
+round-robin. Prints sentences/second of each and the ratio, and checks that both produced the
+same tokens.
 
 The model: with --checkpoint, a trained one and its tokenizer. Otherwise a random base model
 (§3, float32) with the paper's 37,000-token vocabulary; the sentences are cut into subwords by

@@ -178,7 +178,7 @@ def term_list() -> list[tuple[str, str, list[re.Pattern]]]:
     return rows
 
 
-def shortest_match(pattern: re.Pattern) -> int:
+def shortest_match(pattern: re.Pattern) -> int | None:
     """The fewest characters `pattern` can match (Python's own parser of regular expressions
     tells; None where this Python's has not that name)."""
     parser = getattr(re, "_parser", None)

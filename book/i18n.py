@@ -388,8 +388,8 @@ def kept_and_prose(text: str) -> tuple[list[str], str]:
     (not directives, whose captions are translated), inline code, the target of each link in
     whatever form (markdown link or image, angle-bracketed, autolink, reference definition, raw
     HTML href or src: their text is translated), each MyST role's name and target and each
-    substitution, and each raw HTML element; and the text with all of those blanked out, the prose a translation
-    translates."""
+    substitution, and each raw HTML element; and the text with all of those blanked out, the
+    prose a translation translates."""
     found = [f"{{{name}}}`{role_target(body)}`" for name, body in ROLE.findall(text)
              if name != "math"] + SUBSTITUTION.findall(text)
     text = SUBSTITUTION.sub(" ", ROLE.sub(lambda m: m[0] if m[1] == "math" else " ", text))

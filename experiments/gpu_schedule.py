@@ -17,7 +17,6 @@ backward pass). Two estimates bracket the truth:
 Neither was measured on eight GPUs; both are labelled estimates wherever they are shown.
 """
 import json
-import os
 
 from annotated.base.cli import ArgumentParser, command, path
 from annotated.base.errors import DataError
@@ -82,8 +81,7 @@ def main(argv=None):
         raise DataError(f"--out-dir {args.out_dir} is inside {relative(folder)}/, the "
                         f"package's own files; give results/ or a folder outside the package")
     record_file = ROOT / "results" / "gpu_train.json"
-    if folder is not None and not (relative(args.timings) == relative(record_file)
-                                   and os.path.samefile(args.timings, record_file)):
+    if folder is not None and relative(args.timings) != relative(record_file):
         raise DataError(f"--out-dir {args.out_dir} is results/, whose schedule is estimated from "
                         f"the GPU record published beside it, results/gpu_train.json, not from "
                         f"{args.timings}: give --timings results/gpu_train.json, or another "
