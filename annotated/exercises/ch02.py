@@ -148,6 +148,10 @@ def masked_cases() -> list[Case]:
         Case(Text("the causal mask, float64", "因果掩码，float64"), (q, k, v, causal)),
         Case(Text("a padding mask, float32", "填充掩码，float32"),
              (q.float(), k.float(), v.float(), padded)),
+        Case(Text("two sentences padded differently: a mask of shape (2, 1, 1, 5)",
+                  "两个句子的填充不同：掩码形状为 (2, 1, 1, 5)"),
+             (q, k, v, torch.tensor([[True] * 5, [True, True, False, False, False]])
+              [:, None, None])),
         Case(Text("a batch of one, odd length 3", "批次中只有一个句子，奇数长度 3"),
              (q[:1, :, :3], k[:1, :, :3], v[:1, :, :3], causal[..., :3, :3])),
         Case(Text("open scores near -12,000", "开放的分数约为 -12,000"),
@@ -201,6 +205,11 @@ def shifted_by_every_score(q, k, v, mask):
     return weights @ v, weights
 
 
+def first_sentence_mask(q, k, v, mask):
+    """Attention with the first sentence's mask (and first head's) used for every one."""
+    return filled(float("-inf"))(q, k, v, mask[:1, :1])
+
+
 def masked_after_softmax(q, k, v, mask):
     weights = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1) * mask
     return weights @ v, weights
@@ -224,6 +233,12 @@ MASKED = Exercise(
               "无论开放的分数多大或多小，被屏蔽的分数在 softmax 之后都必须恰好得到零权重"
               "（§3.2.3）；先对分数加掩码，再取 softmax。"),
     slips=(
+        Slip(Text("Your code uses one sentence's mask for every sentence: the mask broadcasts "
+                  "against the scores (batch, h, q_len, k_len), so each sentence keeps its own "
+                  "padding.",
+                  "你的代码把一个句子的掩码用在了每个句子上：掩码要与分数 (batch, h, q_len, k_len) "
+                  "广播，每个句子保留自己的填充。"),
+             first_sentence_mask),
         Slip(FINITE, filled(-1e9), "slip-finite-mask"),
         Slip(FINITE, filled(-1e4), "slip-finite-mask"),
         Slip(FINITE, filled(lambda dtype: torch.finfo(dtype).min), "slip-finite-mask"),

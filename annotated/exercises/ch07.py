@@ -23,6 +23,10 @@ def lp_cases() -> list[Case]:
         Case(Text("|Y| = 301, alpha 0.3 (parsing)", "|Y| = 301，alpha 0.3（句法分析）"), (301, 0.3)),
         Case(Text("a tensor of lengths, float64", "一个长度张量，float64"),
              (torch.tensor([1.0, 4.0, 9.0, 30.0], dtype=torch.float64), 0.6)),
+        Case(Text("a tensor of one length, float64", "只有一个长度的张量，float64"),
+             (torch.tensor([7.0], dtype=torch.float64), 0.6)),
+        Case(Text("a tensor of lengths, alpha 0", "一个长度张量，alpha 0"),
+             (torch.tensor([2.0, 5.0], dtype=torch.float64), 0.0)),
         Case(Text(f"drawn at random, |Y| = {length}, alpha {alpha}",
                   f"随机抽取：|Y| = {length}，alpha {alpha}"), (length, alpha)),
     ]
