@@ -133,8 +133,16 @@ def note_empty_references(refs: list[str], ref) -> None:
 
 def note_mismatch(hyps: list[str], refs: list[str], hyp, ref) -> None:
     """Notes on stderr for translations (`hyps`, of the file `hyp`) that cannot match their
-    references: in another script or language than theirs (the wrong file, or the wrong
-    direction), in another Unicode form, or out of step (note_form_and_step)."""
+    references: two columns (a file of pairs), in another script or language than theirs (the
+    wrong file, or the wrong direction), in another Unicode form, or out of step
+    (note_form_and_step)."""
+    tabbed = [sum("\t" in line for line in lines[:200]) for lines in (hyps, refs)]
+    if tabbed[0] > min(len(hyps), 200) / 2 and not tabbed[1]:
+        say_error(f"note: {tabbed[0]:,} of the first {min(len(hyps), 200):,} lines of {hyp} hold "
+                  f"a tab, as a file of pairs (source, tab, translation) does, and the references "
+                  f"none: each whole line is scored, both columns; give the translations' column "
+                  f"alone (cut -f2 {hyp})")
+        return
     scripts = [guess_language(lines) for lines in (hyps, refs)]
     if scripts[0] != scripts[1] and any(c.isalpha() for line in hyps[:200] for c in line):
         named = [f"a script without spaces ({s})" if s else "a script with spaces between words"

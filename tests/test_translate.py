@@ -360,6 +360,7 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
              "pieces": ["\u2581" + h.replace(" ", " \u2581") for h in hyps],
              "bpe": [h.replace("en ", "@@ en ", 1) if i % 20 == 0 else h
                      for i, h in enumerate(hyps)],
+             "pairs": [f"{h}\t{h}" for h in hyps],
              "blank": [""] * len(refs)}
     for name, lines in files.items():
         (tmp_path / name).write_text("\n".join(lines) + "\n")
@@ -371,6 +372,7 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
                 "compounds": ("look tokenized", "##AT##", "join the compounds"),
                 "pieces": ("look tokenized", "SentencePiece", "spm_decode"),
                 "bpe": ("look tokenized", "'@@ '", "remove the BPE joins"),
+                "pairs": ("hold a tab", "file of pairs", "cut -f2"),
                 "blank": ("every line", "is empty")}         # and no 4-gram note besides
     for name, names in expected.items():
         evaluate_main(["--hyp", str(tmp_path / name), "--ref", str(tmp_path / "ref")])
