@@ -15,6 +15,7 @@ the BLEU scores of `python -m annotated.evaluate` are printed (on stderr, as is 
 stdout holds only translations). A copy-task checkpoint reads its symbols as numbers separated
 by spaces: `echo "4 9 5" | ...` prints `4 9 5`. The code is annotated.inference.
 """
+import argparse
 import gzip
 import os
 import re
@@ -26,7 +27,7 @@ import torch
 
 from annotated.base.cli import (ArgumentParser, allocation_failed, command, number,
                                 out_file, out_of_memory, path, say_error, unwritable_on_stdout)
-from annotated.base.errors import DataError
+from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import (atomic_open, check_aligned, check_output, not_lines_of_text,
                                   not_text_to_replace, read_lines, std_stream)
 from annotated.base.settings import between
@@ -38,7 +39,7 @@ from annotated.data.tokenizer import UNK, base_language
 from annotated.inference.batched import translate_lines
 from annotated.inference.bleu import escaped_note, report, too_short_note
 from annotated.model import count_parameters
-from annotated.store.checkpoint_file import load_model
+from annotated.store.checkpoint_file import check_device, load_model
 
 
 # More unknown pieces than this share, and the input is likely not in the model's language.
@@ -79,7 +80,8 @@ def parse_args(argv=None):
                                             "checkpoint (default or -: stdout)")
     p.add_argument("--ref", type=path,
                    help="references: print BLEU (annotated.evaluate) on stderr")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+    p.add_argument("--device", type=device_name,
+                   default="cuda" if torch.cuda.is_available() else "cpu",
                    help="cpu, cuda, cuda:N or mps (default: cuda where there is a GPU)")
     args = p.parse_args(argv)
     if args.greedy and (args.beam_size is not None or args.alpha is not None):
@@ -149,6 +151,16 @@ def control_character(lines: list[str]) -> str | None:
     return (f"holds the control character U+{ord(c):04X} on line {n:,}, which no sentence "
             f"holds (a terminal's colour codes? a form feed?): the model would read it as a "
             f"word; turn them into spaces (tr '\\001-\\010\\013\\014\\016-\\037\\177' ' ')")
+
+
+def device_name(text: str) -> str:
+    """--device as given, after checking that torch knows it and this machine has it: a wrong
+    one is a wrong argument (exit 2), named with the devices to use."""
+    try:
+        check_device(text)
+    except DeviceError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def empty_output_note(lines: list[str], out: list[str], source) -> str | None:

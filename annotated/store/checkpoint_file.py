@@ -205,8 +205,8 @@ def check_device(device) -> torch.device:
     missing GPU fails with an error that reads like a corrupt file)."""
     try:
         device = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise DeviceError(f"unknown device {device!r} ({e}); use cpu, cuda or cuda:N") from None
+    except (RuntimeError, TypeError):         # torch's message lists twenty device types
+        raise DeviceError(f"unknown device {device!r}; use cpu, cuda, cuda:N or mps") from None
     if device.type not in ("cpu", "cuda", "mps") or (device.type == "cpu" and device.index):
         raise DeviceError(f"device {device}: a model runs on cpu, cuda, cuda:N or mps")
     if device.type == "cuda" and not torch.cuda.is_available():
