@@ -161,6 +161,19 @@ def test_a_test_split_that_is_the_validation_split_is_warned_about(tmp_path):
     says(said[0], "warning", "100 of the 100 pairs", "test.en", "validation pairs")
 
 
+def test_a_split_whose_sides_are_named_apart_is_told_to_rename_one(tmp_path):
+    """valid.en beside val.de: both names are accepted, but a split's sides go by one."""
+    for split in ("train", "test"):
+        for lang in ("en", "de"):
+            (tmp_path / f"{split}.{lang}").write_text("A dog runs.\nTwo men.\n")
+    (tmp_path / "valid.en").write_text("A dog runs.\nTwo men.\n")
+    (tmp_path / "val.de").write_text("Ein Hund.\nZwei Männer.\n")
+    config = get("sample").override(dataset="files", source_lang="en", target_lang="de")
+    with pytest.raises(data.DataError) as error:
+        load_corpus(config, data_dir=tmp_path, cache_dir=tmp_path / "cache", log=quiet)
+    says(error, "valid.en", "val.de", "named apart", "rename val.de to valid.de")
+
+
 def test_a_side_compressed_with_xz_is_named_with_how_to_read_it(tmp_path):
     for split in ("train", "valid", "test"):
         for lang in ("en", "de"):

@@ -613,7 +613,13 @@ def _user_files(data_dir, langs) -> dict:
             if here or there:
                 have, lack = (here[0].name, f"{stem}.{langs[1]}") if here else \
                     (there[0].name, f"{stem}.{langs[0]}")
-                fix = _case_fix(data_dir, lack) or f"add {lack}"
+                side = 1 if here else 0                 # the lacking side, under another stem
+                other = next((f[0] for j, f in enumerate(found)
+                              if f and j % 2 == side and j // 2 != i), None)
+                gz = ".gz" if other and other.suffix == ".gz" else ""
+                fix = (f"the split's two sides are named apart ({have}, {other.name}): rename "
+                       f"{other.name} to {lack}{gz}" if other else
+                       _case_fix(data_dir, lack) or f"add {lack}")
                 raise DataError(f"{data_dir} has {have} but no {lack} (plain or .gz): each "
                                 f"split needs both sides, line for line; {fix}")
         missing.append(f"{'/'.join(stems)}.{{{','.join(langs)}}}")
