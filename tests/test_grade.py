@@ -260,6 +260,10 @@ def test_a_deleted_check_counts_as_not_run_not_out_of_the_total(tmp_path):
     row = json.loads(done.stdout)[0]
     assert (row["passed"], row["total"]) == (1, 3), row
     assert statuses(row) == {"2.1": "passed", "2.2": "not run", "2.3": "not run"}
+    import tempfile                               # and the grader's lock file is gone
+    found = tmp_path.stat()
+    assert not (Path(tempfile.gettempdir()) / f"annotated-grade-{found.st_dev}-{found.st_ino}"
+                ).exists()
     says(row["note"], 'check("2.9", ...)', "2.1, 2.2, 2.3")      # its check printed, not raised
 
 
@@ -654,10 +658,37 @@ def test_a_second_grader_of_the_same_folder_is_refused_while_the_first_runs(tmp_
     with pytest.raises(DataError) as refused:
         Folders([tmp_path / "one.ipynb"])
     says(str(refused.value), str(tmp_path), "another grader", str(os.getpid()), "wait")
-    for handle in first.locks:              # the first ends: its locks go with it
-        handle.close()
-    Folders([tmp_path / "one.ipynb"])
+    files = [name for name, _ in first.locks]
+    assert all(name.exists() for name in files)
+    first.unlock()                          # the first ends: its locks and their files go
+    assert not any(name.exists() for name in files)
+    second = Folders([tmp_path / "one.ipynb"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.ipynb"]   # no lock among them
+    second.unlock()
+
+
+def test_a_grader_that_lost_the_race_for_a_removed_lock_file_takes_a_new_one(tmp_path):
+    """A lock file removed between its opening and its locking (the grader before ended) is
+    not kept: two graders would each hold a file of their own."""
+    from annotated.exercises.grade import Folders
+    write(tmp_path, "one.ipynb", [SETUP, MASK])
+    real = Folders.locked
+    removed = []
+
+    def locked_then_removed(name, folder):
+        handle = real(name, folder)
+        if not removed:                     # the first time: another grader unlinks it
+            removed.append(name)
+            os.unlink(name)
+        return handle
+    Folders.locked = staticmethod(locked_then_removed)
+    try:
+        folders = Folders([tmp_path / "one.ipynb"])
+    finally:
+        Folders.locked = staticmethod(real)
+    (name, handle), = folders.locks
+    assert removed and os.path.samestat(os.fstat(handle.fileno()), os.stat(name))
+    folders.unlock()
 
 
 def test_a_folder_replaced_by_a_file_or_a_link_is_put_back_and_nothing_written_elsewhere(

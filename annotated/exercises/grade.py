@@ -86,24 +86,33 @@ def main(argv=None):
                         f"marks (such as {c!r}); set PYTHONIOENCODING=utf-8 (or a UTF-8 locale)")
     args.notebooks = once_each(args.notebooks)
     folders, installation = Folders(args.notebooks), Installation()
-    rows = []
-    for notebook in args.notebooks:
-        try:
-            rows.append(grade(notebook, args))
-        except KeyboardInterrupt:     # Ctrl-C, SIGTERM, SIGHUP: first put back what it changed
-            with signals_held():
-                stopped = {"note": None}
-                folders.restore(stopped, MESSAGES[args.lang])
-                note_restored(stopped, installation.restore(), MESSAGES[args.lang])
-            if stopped["note"]:
-                say_error(f"{notebook}: {stopped['note']}")
-            raise
-        folders.restore(rows[-1], MESSAGES[args.lang])
-        note_restored(rows[-1], installation.restore(), MESSAGES[args.lang])
+    try:
+        rows = [graded_and_restored(notebook, args, folders, installation)
+                for notebook in args.notebooks]
+    finally:
+        folders.unlock()
     show(json.dumps(rows, ensure_ascii=bool(unwritable_on_stdout(json.dumps(rows))), indent=1)
          if args.json else table(rows, args.lang))   # JSON escapes what stdout cannot write
     if not all(row["graded"] for row in rows):
         raise SystemExit(1)
+
+
+def graded_and_restored(notebook: Path, args, folders, installation) -> dict:
+    """grade(notebook), then what it changed put back (in its folder and in the Python
+    installation) and named in its row; on a stop, put back first, then stopped."""
+    try:
+        row = grade(notebook, args)
+    except KeyboardInterrupt:         # Ctrl-C, SIGTERM, SIGHUP: first put back what it changed
+        with signals_held():
+            stopped = {"note": None}
+            folders.restore(stopped, MESSAGES[args.lang])
+            note_restored(stopped, installation.restore(), MESSAGES[args.lang])
+        if stopped["note"]:
+            say_error(f"{notebook}: {stopped['note']}")
+        raise
+    folders.restore(row, MESSAGES[args.lang])
+    note_restored(row, installation.restore(), MESSAGES[args.lang])
+    return row
 
 
 def note_restored(row: dict, done: Restored, say: dict) -> None:
@@ -157,30 +166,52 @@ class Folders:
     def lock(self) -> None:
         """Take each folder for this grader alone: a second grader of the same folder would
         see the first's notebooks' writes as its own, and each would put back the other's.
-        The locks live in the system's temporary folder, never among the submissions, and
-        the kernel drops them when this process ends, however it ends."""
+        The locks live in the system's temporary folder, never among the submissions; the
+        kernel drops them when this process ends, however it ends, and unlock removes their
+        files when grading is done."""
         self.locks = []
         for folder in sorted(self.folders):
             found = folder.stat()
             name = Path(tempfile.gettempdir()) / f"annotated-grade-{found.st_dev}-{found.st_ino}"
-            try:
-                handle = open(name, "a+")
-            except OSError as e:
-                raise DataError(f"cannot take the grading lock {name} ({e.strerror}); set "
-                                f"TMPDIR to a folder you may write") from None
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                raise DataError(f"{folder} is being graded by another grader (pid "
-                                f"{handle.read().strip() or 'unknown'}): wait for it to end; "
-                                f"two graders of one folder would each put back the other's "
-                                f"files") from None
+            handle = self.locked(name, folder)
+            while not os.path.exists(name) or not os.path.samestat(os.fstat(handle.fileno()),
+                                                                   os.stat(name)):
+                handle.close()                 # a grader that ended removed it meanwhile
+                handle = self.locked(name, folder)
             handle.seek(0)
             handle.truncate()
             handle.write(f"{os.getpid()}\n")
             handle.flush()
-            self.locks.append(handle)
+            self.locks.append((name, handle))
+
+    @staticmethod
+    def locked(name: Path, folder: Path):
+        """The lock file `name`, opened and locked for this grader alone."""
+        try:
+            handle = open(name, "a+")
+        except OSError as e:
+            raise DataError(f"cannot take the grading lock {name} ({e.strerror}); set "
+                            f"TMPDIR to a folder you may write") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise DataError(f"{folder} is being graded by another grader (pid "
+                            f"{handle.read().strip() or 'unknown'}): wait for it to end; "
+                            f"two graders of one folder would each put back the other's "
+                            f"files") from None
+        return handle
+
+    def unlock(self) -> None:
+        """Remove the lock files, still holding their locks (a grader that opened one meanwhile
+        finds it gone once it has the lock, and takes a new one), then let them go."""
+        for name, handle in self.locks:
+            try:
+                os.unlink(name)
+            except OSError:
+                pass
+            handle.close()
+        self.locks = []
 
     def listed(self, links: bool = False) -> list[Path]:
         """The regular files in the folders and their subfolders now (not following links,
