@@ -12,7 +12,7 @@ without the README (or the other way round) fails the tests until this command i
 """
 
 from annotated import configs
-from annotated.base.cli import ArgumentParser, command, require_stdout
+from annotated.base.cli import ArgumentParser, command, require_stdout, say_error
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, with_line_ends_of, write_files
 from annotated.base.settings import POSITIVE, shown
@@ -265,12 +265,26 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def readme_tables_stale() -> str | None:
+    """Which of the README's tables differ from what the results files give ("the results
+    table", ...), or None; None too for a README this cannot read (--write names why)."""
+    try:
+        readme = "\n".join(read_lines(README)) + "\n"
+        stale = [name for name, render in TABLES.items() if readme_table(readme, name) != render()]
+    except (DataError, OSError):
+        return None
+    return f"tables ({', '.join(stale)})" if stale else None
+
+
 @command
 def main(argv=None):
     args = parse_args(argv)
     if not args.write:
         require_stdout("the tables (or give --write)")
         print("\n\n".join(render() for render in TABLES.values()))
+        if stale := readme_tables_stale():
+            say_error(f"note: {README} shows other {stale} than these; python -m "
+                      f"experiments.summary --write puts these there")
         return
     if not README.is_file():
         raise DataError(f"{README} is {'a folder' if README.is_dir() else 'missing'}, not the "

@@ -164,6 +164,16 @@ def refused_summary(folder, capsys) -> str:
     return err
 
 
+def test_the_tables_printed_say_when_the_readme_shows_others(scratch_summary, capsys):
+    """Without --write the tables are printed; a README whose table was edited is named."""
+    summary.main([])
+    assert "note" not in capsys.readouterr().err
+    readme = scratch_summary / "README.md"
+    readme.write_text(readme.read_text().replace("| base |", "| base (old) |", 1))
+    summary.main([])
+    says(capsys.readouterr().err, "README.md", "other tables", "--write")
+
+
 def test_a_read_only_readme_is_not_replaced(scratch_summary, capsys):
     """Replacing a file asks its folder, not the file: a README made read-only is refused as
     a read-only --out is, and left as it was."""
