@@ -798,7 +798,7 @@ def test_a_second_build_into_the_same_folder_waits_for_the_first(tmp_path, fake_
     threading.Timer(1.0, os.close, [held]).start()
     (tmp_path / "link").symlink_to(out)
     build.build(tmp_path / "link")
-    says(capsys.readouterr().err, "another command is writing into", str(tmp_path), "waiting")
+    says(capsys.readouterr().err, "another command is writing", str(out), "waiting")
     assert (out / "index.html").exists()
 
 

@@ -690,8 +690,8 @@ def folder_claimed(path, say):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            say(f"note: another command is writing into {Path(path).parent}; waiting for it "
-                f"to finish")
+            say(f"note: another command is writing {path} or beside it, in "
+                f"{Path(os.path.abspath(path)).parent}; waiting for it to finish")
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
