@@ -458,18 +458,34 @@ def int64_kept_only(state_dicts, key):
     return torch.stack([v.double() for v in values]).mean(0).to(values[-1].dtype)
 
 
+def keys_from_queries_when_shapes_match(q, k, v):
+    keys = q if q.shape == k.shape else k
+    weights = (q @ keys.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1)
+    return weights @ v, weights
+
+
 @pytest.mark.parametrize("exercise, answer, names, not_named", [
+    ("1.1", keys_from_queries_when_shapes_match, ["5 queries, 5 keys"], []),
+    ("7.1", lambda length, alpha: ((5 + length) / 6) ** alpha if not torch.is_tensor(length)
+     or length.numel() > 1 else float(((5 + length) / 6) ** alpha),
+     ["a tensor of one length", "tensor"], []),
+    ("7.1", lambda length, alpha: 1 if alpha == 0 else ((5 + length) / 6) ** alpha,
+     ["a tensor of lengths, alpha 0", "tensor"], []),
     ("6.1", lambda s, d, w: 0.0, ["got 0"], ["rounded"]),
     ("6.1", lambda s, d, w: d ** -0.5 * min(s ** -0.5, s // w * w ** -0.5), ["//", "Divide"],
      ["rounded"]),
     ("4.1", float64_sinusoids, ["expected dtype float32, got float64"], ["computed in float32"]),
     ("9.1", int64_kept_only, ["int32", "int64 entries", "boolean mask"], [])],
-    ids=["zero", "integer division", "float64 table", "int64 only"])
+    ids=["q as k", "one length", "alpha 0 lengths", "zero", "integer division",
+         "float64 table", "int64 only"])
 def test_a_wrong_answer_is_told_its_own_cause_not_a_neighbour_s(exercise, answer, names,
                                                                  not_named):
-    """A result of 0 is not a rounded one; a table returned in float64 is a dtype mistake, not
-    angles computed in float32; an answer that keeps only int64 entries fails on an int32
-    buffer and a mask, as the rule says they are no weights either."""
+    """A shortcut that holds only where the shapes differ (keys taken from the queries) fails
+    on self-attention's shapes; a number for a tensor of one length, or for lengths at alpha
+    0, fails on those cases; a result of 0 is not a rounded one; a table returned in float64
+    is a dtype mistake, not angles computed in float32; an answer that keeps only int64
+    entries fails on an int32 buffer and a mask, as the rule says they are no weights
+    either."""
     message = run(EXERCISES[exercise], answer).message()
     says(message, *names)
     assert not [n for n in not_named if n in message], message
