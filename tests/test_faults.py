@@ -498,8 +498,9 @@ def test_translate_on_cuda_without_a_gpu_says_cuda_is_not_available(translation,
     ckpt, source, _, before = translation
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     exits_with_error(translate_main, ["--checkpoint", str(ckpt), "--input", str(source),
-                                      "--device", "cuda"])
-    says(error_line(capsys), "device cuda", "CUDA", "not available", "use cpu")
+                                      "--device", "cuda"], code=2)       # a usage error
+    says(capsys.readouterr().err.strip().splitlines()[-1], "--device", "device cuda", "CUDA",
+         "not available", "use cpu")
     with pytest.raises(ValueError) as error:
         checkpoint_file.load_model(ckpt, map_location="cuda:0")
     says(error, "CUDA", "not available")

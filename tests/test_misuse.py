@@ -98,15 +98,6 @@ def test_every_number_option_refuses_what_means_nothing_in_one_line(main, before
                                                                    last), err
 
 
-@pytest.mark.parametrize("device", ["tpu", "cuda:-1", "cpu:1"])
-def test_a_device_translate_cannot_use_is_a_usage_error_naming_the_ones_it_can(device, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        translate.main(["--checkpoint", str(SHIPPED), "--device", device])
-    err = capsys.readouterr().err.strip()
-    assert exit_.value.code == 2 and "Traceback" not in err and "xla" not in err, err
-    says(err.splitlines()[-1], "--device", device, "cpu, cuda")
-
-
 def test_an_unknown_preset_given_to_a_benchmark_is_a_usage_error(capsys):
     from benchmarks import padding
     with pytest.raises(SystemExit) as exit_:
