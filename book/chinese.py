@@ -232,8 +232,9 @@ def as_read(texts) -> list:
 def variants_used(texts) -> list[str]:
     """A line for each variant of the term list found in `texts` (file, line, prose)."""
     texts, _ = english_glosses(as_read(texts))
+    terms = term_list()
     return [f"{where}:{n}: '{found.group(0)}' for {en}: write {zh}"
-            for where, n, text in texts for en, zh, variants in term_list()
+            for where, n, text in texts for en, zh, variants in terms
             for variant in variants for found in variant.finditer(text)]
 
 
