@@ -421,7 +421,8 @@ def translation_problem(unit: Unit) -> str | None:
     """What makes a unit's translation unfit to publish though it is there: the English left
     as it is (prose words, outside code and math, the same as the quote), code, math or a link
     target that is not as in the English (kept_pieces), a formula or a code block it adds, a
-    number of its prose changed or added (numbers_changed), a heading's level changed
+    number of its prose changed, added (numbers_changed) or moved to another noun
+    (numbers_moved), a heading's level changed
     (headings_changed), or what would break its page (unpublishable)."""
     prose_words = WORD.findall(kept_and_prose(unit.en)[1])
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
@@ -444,7 +445,8 @@ def translation_problem(unit: Unit) -> str | None:
     if added:
         return (f"its translation has {short(added[0])}, a formula or a code block the English "
                 f"has not: keep the English's, and only those")
-    return numbers_changed(unit) or headings_changed(unit) or unpublishable(unit)
+    return (numbers_changed(unit) or numbers_moved(unit) or headings_changed(unit)
+            or unpublishable(unit))
 
 
 def invisible_added(unit: Unit) -> str | None:
@@ -545,6 +547,75 @@ def number_key(written: str, scale: str | None) -> str:
         return written
     value = Decimal(written.replace(",", "")) * SCALE.get(scale, 1)
     return format(value.normalize(), "f")
+
+
+#: What a number counts, by its English noun and the Chinese one ("8 heads", 8 个头): in both
+#: languages the number stands before it, the Chinese with a measure word (个, 块) or none.
+COUNTED = {"token": "词元", "position": "位置", "step": "步", "GPU": "GPU|块", "checkpoint": "检查点",
+           "hour": "小时", "minute": "分钟", "second": "秒", "day": "天", "parameter": "参数",
+           "sentence": "句子|句", "pair": "句对|对", "subword": "子词", "piece": "片段", "word": "词",
+           "head": "头", "layer": "层", "dimension": "维", "bit": "位", "time": "倍",
+           "language": "语言", "epoch": "轮", "core": "核", "process": "进程", "thread": "线程",
+           "file": "文件", "column": "列", "row": "行", "line": "行", "cycle": "周期"}
+MEASURE = "(?:个|块|张|条|次|名|种|项|组)?"
+#: What a number names, in English and in Chinese ("Chapters 6 and 7", 第 6、7 章), {n} being
+#: the number or, after a plural, the list of them.
+NAMED = {"Chapter": (r"\bChapter(s?) {n}", r"第\s*{n}\s*章"),
+         "Table": (r"\bTable(s?) {n}", r"表\s*{n}"), "Figure": (r"\bFigure(s?) {n}", r"图\s*{n}"),
+         "Exercise": (r"\bExercise(s?) {n}", r"练习\s*{n}"), "§": (r"§()\s*{n}", r"§\s*{n}"),
+         "heading": (r"^#+ (){n}\. ", r"^#+ {n}\. ")}
+ONE = r"\d+(?:,\d{3})*(?:\.\d+)?(?:\s?(?:thousand|million|billion|百万|万亿|千|万|亿))?"
+LIST_EN = rf"((?<![\d.,]){ONE}(?:(?:, |,? and |,? or | to |–){ONE})*)"     # 5, 6 and 8
+LIST_ZH = rf"((?<![\d.,]){ONE}(?:\s*{MEASURE}\s*(?:、|，|和|或|到|至|–|-)\s*{ONE})*)"  # 5、6 和 8
+NOUNS = sorted(COUNTED, key=len, reverse=True)                  # "pairs" before "pair"
+NOUNS_ZH = sorted({z for zh in COUNTED.values() for z in zh.split("|")}, key=len, reverse=True)
+COUNT_EN = re.compile(rf"{LIST_EN}[ -]({'|'.join(NOUNS)})(?:e?s)?\b", re.I)
+COUNT_ZH = re.compile(rf"{LIST_ZH}\s*{MEASURE}\s*({'|'.join(NOUNS_ZH)})")
+
+
+def numbers_with_names(text: str, english: bool) -> dict[tuple[str, str], str]:
+    """What each number of a unit's prose counts or names: {(its value, the English noun of
+    COUNTED or the name of NAMED): the words as written}."""
+    found = {}
+    for match in (COUNT_EN if english else COUNT_ZH).finditer(text):
+        nouns = [noun for noun in NOUNS if match[2].lower() == noun.lower()
+                 or match[2] in COUNTED[noun].split("|")]
+        found |= {(value, noun): match[0] for value in listed_values(match[1]) for noun in nouns}
+    for name, (en, zh) in NAMED.items():
+        pattern = en.format(n=LIST_EN) if english else zh.format(n=LIST_ZH)
+        for match in re.finditer(pattern, text, re.M | (re.I if english else 0)):
+            values = listed_values(match[match.lastindex])
+            if english and not match[1]:          # "Chapter 3, 5 heads": one chapter
+                values = values[:1]
+            found |= {(value, name): match[0] for value in values}
+    return found
+
+
+def listed_values(written: str) -> list[str]:
+    """The values (number_key) of a list of numbers ("5 and 10", "1.2 to 2.5 million"), the
+    last number's scale word standing for those before it that have none."""
+    numbers = [(m[1], m[2] or m[3]) for m in PROSE_NUMBER.finditer(written)]
+    scale = numbers[-1][1] if numbers else None
+    return [number_key(number, own or scale) for number, own in numbers]
+
+
+def numbers_moved(unit: Unit) -> str | None:
+    """A number the translation puts with another noun or name than the English does: 300
+    sentences, of which 200 ... written 200 个句子，其中 300 个. Each number of the English may
+    stay, and the set of numbers is the same (numbers_changed), but what they count has moved."""
+    english = numbers_with_names(kept_and_prose(unit.en)[1], english=True)
+    translated = numbers_with_names(kept_and_prose(unit.text)[1], english=False)
+    values = set(prose_numbers(unit.en)) | {value for value, _ in english}
+    for (value, name), written in english.items():
+        if (value, name) in translated:
+            continue
+        moved = next((words for (other, there), words in translated.items() if there == name
+                      and other != value and other in values and (other, name) not in english),
+                     None)
+        if moved:
+            return (f"its translation writes {moved!r} where the English writes {written!r}: "
+                    f"keep each number with what it counts or names")
+    return None
 
 
 def open_block(unit: Unit) -> str | None:

@@ -556,6 +556,33 @@ def test_a_single_digit_changed_in_a_translation_is_named(english, translated, n
     assert any(name in problem for name in names), problem
 
 
+@pytest.mark.parametrize("english, translated, names", [
+    ("We keep the first 300 sentences, of which 200 are written the other way round.",
+     "我们保留前 200 个句子，其中 300 个是反过来写的。", ["'200 个句子'", "'300 sentences'"]),
+    ("The base model has 6 layers. Each layer has 8 heads.", "base 模型有 8 层。每层有 6 个头。",
+     ["'8 层'", "'6 layers'"]),
+    ("Chapter 6 trains it on 8 GPUs.", "第 8 章在 6 块 GPU 上训练它。", ["'6 块 GPU'", "'8 GPUs'"]),
+    ("Table 3 varies the model; Figure 2 draws it.", "表 2 改变模型；图 3 画出它。",
+     ["'表 2'", "'Table 3'"])], ids=["sentences", "layers", "chapters", "table"])
+def test_a_number_moved_to_what_another_number_counts_is_named(english, translated, names):
+    """The set of numbers is the same, so no number is lacking or added; but what each counts
+    or names has moved between sentences."""
+    says(i18n.translation_problem(i18n.Unit("block", english, translated, 3)),
+         *names, "keep each number with what it counts or names")
+
+
+@pytest.mark.parametrize("english, translated", [
+    ("We keep the first 300 sentences, of which 200 are written the other way round.",
+     "其中 200 个是反过来写的：我们保留的前 300 个句子里。"),
+    ("Chapters 6 and 7 print the mark.", "第 6、7 章打印这个记号。"),
+    ("The last 5 and 10 checkpoints.", "最后 5 个和 10 个检查点。"),
+    ("It has 65 million parameters and 8 heads.", "它有 8 个头、6500 万个参数。"),
+    ("Chapter 3, 5 heads, and chapter 8.", "第 3 章、第 8 章和 5 个头。")],
+    ids=["reordered", "list", "counts", "scale", "not-a-list"])
+def test_numbers_kept_with_what_they_count_in_another_order_pass(english, translated):
+    assert i18n.translation_problem(i18n.Unit("block", english, translated, 3)) is None
+
+
 @pytest.mark.parametrize("written", ["3", "30.0", "3OO", "30", "300 万", "3000"])
 def test_a_number_written_at_another_size_is_named(written):
     """Numbers are compared by their value: the same digits at another size (a zero lost, a
