@@ -233,10 +233,15 @@ def unlinked(path: Path, lang: str = languages.ENGLISH) -> list[str]:
     """What breaks the chapters' rule in one chapter (see the module's docstring), a line
     each: a first use not linked, a second link, a link whose words are not the term's."""
     defined, seen, found = defining_chapters(languages.ENGLISH), set(), []
+    unbolded = ({label for label, chapter in defined.items() if chapter == chapter_label(path)}
+                - {use.term.label for use in uses(path, lang) if use.how == "bold"})
     for use in uses(path, lang):
         term, problem = use.term, None
         defines = use.how == "bold" and defined.get(term.label) == use.chapter
-        if use.how == "link":
+        if term.label in unbolded - seen:           # a translation that lost the definition
+            problem = (f"{term.name!r} ('{use.words}') is nowhere in bold, and this chapter "
+                       f"defines it: write its defining use in bold, as the English does")
+        elif use.how == "link":
             if term.name == "?":
                 problem = f"a link to {term.label}, which the glossary lacks"
             elif term.label in seen:

@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from book import languages, terms
+from conftest import says
 
 ROOT = terms.ROOT
 CHAPTERS = terms.chapter_paths()
@@ -148,6 +149,24 @@ def test_the_start_page_says_whether_the_shipped_model_won_the_search():
         assert "best model" in row, row
 
 
+def unlinked_in_chinese(chapter, lines, tmp_path, monkeypatch) -> list[str]:
+    """terms.unlinked of `chapter` in Chinese, its translation file's lines replaced."""
+    from book import i18n
+    page = i18n.translation_file(chapter, "zh")
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "zh" / page.name).write_text("".join(lines), encoding="utf-8")
+    glossary = i18n.translation_file(terms.GLOSSARY, "zh")      # the Chinese terms' forms
+    (tmp_path / "zh" / glossary.name).write_bytes(glossary.read_bytes())
+    monkeypatch.setattr(i18n, "BOOK", tmp_path)
+    terms.uses.cache_clear()
+    terms.terms.cache_clear()
+    try:
+        return terms.unlinked(chapter, "zh")
+    finally:
+        terms.uses.cache_clear()
+        terms.terms.cache_clear()
+
+
 def test_a_translations_unlinked_term_is_named_by_the_file_and_line_to_edit(tmp_path,
                                                                             monkeypatch):
     """In the Chinese edition the fix is made in book/zh/NAME.md: the report names that file
@@ -160,13 +179,21 @@ def test_a_translations_unlinked_term_is_named_by_the_file_and_line_to_edit(tmp_
                   and i > next(j for j, x in enumerate(lines, 1) if x.startswith("--- zh")))
     link = re.search(r"\[([^\]]+)\]\(\.\./book/glossary\.md#glossary-[\w-]+\)", lines[number - 1])
     lines[number - 1] = lines[number - 1].replace(link[0], link[1], 1)
-    (tmp_path / "zh").mkdir()
-    (tmp_path / "zh" / page.name).write_text("".join(lines), encoding="utf-8")
-    monkeypatch.setattr(i18n, "BOOK", tmp_path)
-    terms.uses.cache_clear()
-    try:
-        found = terms.unlinked(chapter, "zh")
-    finally:
-        terms.uses.cache_clear()
+    found = unlinked_in_chinese(chapter, lines, tmp_path, monkeypatch)
     assert found and found[0].startswith(f"{tmp_path / 'zh' / page.name}:{number}: "), found
     assert "not linked" in found[0]
+
+
+def test_a_translation_that_loses_a_definitions_bold_is_told_to_bold_it(tmp_path, monkeypatch):
+    """The chapter the English defines a term in writes it in bold in every language; a
+    translation without it is told so, not that a use lacks its link."""
+    from book import i18n
+    defined = terms.defining_chapters()
+    chapter = CHAPTERS[0]
+    text = i18n.translation_file(chapter, "zh").read_text(encoding="utf-8")
+    label, bold = next((u.term.label, u.words) for u in terms.uses(chapter, "zh")
+                       if u.how == "bold" and defined.get(u.term.label) == u.chapter)
+    lines = re.sub(rf"\*\*{re.escape(bold)}\*\*", bold, text).splitlines(keepends=True)
+    found = [line for line in unlinked_in_chinese(chapter, lines, tmp_path, monkeypatch)
+             if f"'{bold}'" in line or bold in line.split(":", 2)[-1]]
+    says(found[0] if found else "", "nowhere in bold", "defines it")
