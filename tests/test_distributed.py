@@ -23,7 +23,7 @@ import time
 
 import pytest
 import torch
-from conftest import says
+from conftest import ROOT, says
 
 from annotated import configs
 from annotated.configs import apply_overrides
@@ -161,3 +161,61 @@ def test_processes_that_never_all_come_are_one_line_naming_the_missing(rank, nam
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     says(done.stderr, *names, "torchrun", "unset RANK")
+
+
+def children_by_rank(parent: int) -> dict[int, int]:
+    """{RANK: pid} of the training processes torchrun `parent` started, read from /proc."""
+    found = {}
+    for stat in os.listdir("/proc"):
+        try:
+            if not stat.isdigit() or int(open(f"/proc/{stat}/stat").read()
+                                         .rpartition(")")[2].split()[1]) != parent:
+                continue
+            environ = open(f"/proc/{stat}/environ", "rb").read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue                                     # gone meanwhile, or not ours
+        ranks = [line[5:] for line in environ if line.startswith(b"RANK=")]
+        if ranks:
+            found[int(ranks[0])] = int(stat)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/stat"), reason="reads /proc (Linux)")
+def test_a_process_of_the_job_left_stopped_is_named_with_its_way_out(tmp_path):
+    """A process stopped with SIGSTOP (or Ctrl-Z) holds the others inside torch, which said
+    nothing until its half-hour timeout. The other process names it, once, and the way out;
+    continued, the job goes on. STOPPED_NOTE_S is shortened here."""
+    script = tmp_path / "train_noting_soon.py"
+    script.write_text("import runpy\nimport annotated.training.distributed as d\n"
+                      "d.STOPPED_NOTE_S = 2\nrunpy.run_module('annotated.train', "
+                      "run_name='__main__')\n")
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as stderr:
+        job = subprocess.Popen(
+            [sys.executable, "-m", "torch.distributed.run", "--standalone",
+             "--nproc_per_node=2", str(script), "--config", "copy", "--run-dir",
+             str(tmp_path / "run"), "--max-steps", "100000", *OVERRIDES],
+            env={**CPU_ONLY, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+            stderr=stderr, start_new_session=True)
+    try:
+        metrics = tmp_path / "run" / "metrics.jsonl"
+        deadline = time.monotonic() + 240
+        while not (metrics.is_file() and metrics.stat().st_size) and time.monotonic() < deadline:
+            assert job.poll() is None, err.read_text()[-3000:]
+            time.sleep(0.2)
+        rank1 = children_by_rank(job.pid)[1]
+        os.kill(rank1, signal.SIGSTOP)
+        while "has been stopped" not in err.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        os.kill(rank1, signal.SIGCONT)
+        size = metrics.stat().st_size
+        while metrics.stat().st_size == size and time.monotonic() < deadline:
+            time.sleep(0.2)                              # the job goes on
+        went_on = metrics.stat().st_size > size
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    notes = [line for line in err.read_text().splitlines() if "has been stopped" in line]
+    assert len(notes) == 1, err.read_text()[-3000:]
+    says(notes[0], "process 1 of 2", f"pid {rank1}", f"kill -CONT {rank1}", "Ctrl-C")
+    assert went_on

@@ -9,6 +9,10 @@ process group every helper here is a no-op, so the loop reads the same either wa
 """
 import os
 import socket
+import sys
+import threading
+import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -19,6 +23,10 @@ from annotated.base.signals import stops_while_blocked
 
 #: How long the processes of a job may take to meet (torch's own limit is half an hour).
 RENDEZVOUS_S = 180
+
+#: How long a process of the job may stay stopped (SIGSTOP, Ctrl-Z) before another process of
+#: its machine says so: the others wait for it inside torch without a word, up to half an hour.
+STOPPED_NOTE_S = 20
 
 #: What torchrun sets for each process, all of them: a few alone are left from another job.
 TORCHRUN = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -68,6 +76,7 @@ def init_distributed():
                 dist.init_process_group("nccl", device_id=device)
             else:
                 dist.init_process_group("gloo")
+        watch_peers(rank, world)
     return rank, world, device
 
 
@@ -85,6 +94,49 @@ def peers_missing(rank: int, world: int) -> str:
     return (f"process {rank} of {world} waited {RENDEZVOUS_S} s for the others: {who}; start "
             f"all of them with torchrun (torchrun --nproc_per_node={world} -m annotated.train "
             f"...), or unset {' '.join(TORCHRUN)} to train as one process")
+
+
+#: One event per thread of watch_peers, set by finish() to end it.
+_watching: list[threading.Event] = []
+
+
+def watch_peers(rank: int, world: int) -> None:
+    """A thread that says, once, when a process of this machine's part of the job has been
+    stopped (SIGSTOP, Ctrl-Z) for STOPPED_NOTE_S seconds, naming it and the way out; the
+    lowest-ranked process of the machine that is not stopped says it. (A process that dies ends
+    the job through torchrun; one on another machine cannot be seen from here.)"""
+    here = {r: pid for r, (host, pid) in enumerate(gather((socket.gethostname(), os.getpid())))
+            if host == socket.gethostname()}
+    if len(here) < 2 or not Path(f"/proc/{os.getpid()}/stat").is_file():
+        return
+
+    finished = threading.Event()
+    _watching.append(finished)
+
+    def watch():
+        since, said = {}, set()
+        while not finished.wait(min(5, STOPPED_NOTE_S / 4)):
+            now = time.monotonic()
+            since = {r: since.get(r, now) for r, pid in here.items() if stopped(pid)}
+            said &= set(since)
+            speaker = min((r for r in here if r not in since), default=None)
+            for r in sorted(since):
+                if now - since[r] >= STOPPED_NOTE_S and r not in said and rank == speaker:
+                    print(f"note: process {r} of {world} (pid {here[r]}) has been stopped for "
+                          f"{now - since[r]:.0f} s (SIGSTOP, or Ctrl-Z), and the others wait for "
+                          f"it: continue it (kill -CONT {here[r]}), or end the job (Ctrl-C)",
+                          file=sys.stderr, flush=True)
+                    said.add(r)
+    threading.Thread(target=watch, daemon=True, name="watch_peers").start()
+
+
+def stopped(pid: int) -> bool:
+    """Whether process `pid` is stopped (by SIGSTOP, Ctrl-Z or a debugger), from /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:                                   # gone: torchrun ends the job
+        return False
+    return stat.rpartition(")")[2].split()[0] in ("T", "t")
 
 
 def active() -> bool:
@@ -135,5 +187,8 @@ def barrier():
 
 
 def finish():
+    for finished in _watching:
+        finished.set()
+    _watching.clear()
     if dist.is_initialized():
         dist.destroy_process_group()
