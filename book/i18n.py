@@ -15,6 +15,9 @@ file is a list of units, each the translation of one piece of English, which it 
     --- en ---
     ...
 
+A header may end with the order in which the translation puts the English's code, math and
+links, where it is not the English's: `=== cell 5a1e8d9b (order 1-4 6 5) ===` (order_changed).
+
 A unit is *stale* when the English it quotes is no longer the English of its cell (or, for a
 page, no longer one of its blocks), *missing* when English text has no unit, and the files say
 exactly what changed: `python -m book translations` prints, for each stale unit, the difference
@@ -53,7 +56,7 @@ from book import languages
 BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 CHAPTERS = ROOT / "chapters"
-HEADER = re.compile(r"^=== (cell [0-9a-zA-Z_-]+|block) ===$")
+HEADER = re.compile(r"^=== (cell [0-9a-zA-Z_-]+|block)(?: \(order ([0-9 -]+)\))? ===$")
 # The lines git writes around a conflict it leaves in a file.
 CONFLICT = re.compile(r"^(<{7}|\|{7}|>{7})( |$)|^={7}$")
 EN, TARGET = "--- en ---", "--- {lang} ---"
@@ -72,6 +75,8 @@ class Unit:
     en: str                  # the English it translates, as it was
     text: str                # the translation
     line: int                # where the unit starts in its file, for messages
+    order: tuple[int, ...] = ()   # the order its translation puts the English's code, math
+                                  # and links in, where it is not the English's (order_changed)
 
 
 def marks_trimmed(lines, lang: str) -> list[str]:
@@ -121,7 +126,8 @@ def read_units(path: Path, lang: str) -> list[Unit]:
         end = next((j for j in range(i + 2, len(lines)) if HEADER.match(lines[j])), len(lines))
         mid = _separator(path, lines, i, end, target)
         unit = Unit(header.group(1), "\n".join(lines[i + 2:mid]).strip("\n"),
-                    "\n".join(lines[mid + 1:end]).strip("\n"), i + 1)
+                    "\n".join(lines[mid + 1:end]).strip("\n"), i + 1,
+                    order_read(header.group(2) or ""))
         twin = next((u for u in units if u.key.startswith("cell ") and u.key == unit.key), None)
         if twin:
             raise DataError(f"{path}:{i + 1}: {unit.key} is translated twice (also at line "
@@ -162,9 +168,32 @@ def _separator(path: Path, lines: list[str], start: int, end: int, target: str) 
 def write_units(path: Path, units: list[Unit], lang: str) -> None:
     """Write a translation file (the format read_units reads), whole or not at all, with the
     line ends it has (a file saved on Windows keeps them)."""
-    parts = [f"=== {u.key} ===\n{EN}\n{u.en}\n{TARGET.format(lang=lang)}\n{u.text}\n"
+    parts = [f"{header(u.key, u.order)}\n{EN}\n{u.en}\n{TARGET.format(lang=lang)}\n{u.text}\n"
              for u in units]
     write_files({path: with_line_ends_of(path, "\n".join(parts))})
+
+
+def header(key: str, order: tuple[int, ...]) -> str:
+    """A unit's header line: its key, and the order of its pieces where it has one (1-4 for
+    1 2 3 4: `=== cell ID (order 1-4 6 5 7-9) ===`)."""
+    if not order:
+        return f"=== {key} ==="
+    runs = [[order[0]]]
+    for n in order[1:]:
+        runs[-1].append(n) if n == runs[-1][-1] + 1 else runs.append([n])
+    written = [f"{r[0]}-{r[-1]}" if len(r) > 2 else " ".join(map(str, r)) for r in runs]
+    return f"=== {key} (order {' '.join(written)}) ==="
+
+
+def order_read(written: str) -> tuple[int, ...]:
+    """The order of a unit's header, `1-4 6 5` read as (1, 2, 3, 4, 6, 5)."""
+    found = []
+    for part in written.split():
+        first, _, last = part.partition("-")
+        if not first.isdigit() or (last and not (last.isdigit() and int(last) > int(first))):
+            return (0,)                              # not an order: order_changed names it
+        found += range(int(first), int(last or first) + 1)
+    return tuple(found)
 
 
 def restore_advice(path: Path, root: Path) -> str:
@@ -422,7 +451,8 @@ def translation_problem(unit: Unit) -> str | None:
     as it is (prose words, outside code and math, the same as the quote), code, math or a link
     target that is not as in the English (kept_pieces), a formula or a code block it adds, a
     number of its prose changed, added (numbers_changed) or moved to another noun
-    (numbers_moved), a heading's level changed
+    (numbers_moved), code, math or links in another order (order_changed), a heading's level
+    changed
     (headings_changed), or what would break its page (unpublishable)."""
     prose_words = WORD.findall(kept_and_prose(unit.en)[1])
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
@@ -439,14 +469,13 @@ def translation_problem(unit: Unit) -> str | None:
                 f"has it: code, math and link targets stay exactly as they are (only link "
                 f"text is translated)")
     added = [piece for piece in translated - english      # a symbol or a name may be repeated,
-             if piece.startswith(("$$", "```"))]          # or named where the English leaves
-    added += [piece for piece in translated if piece not in english     # it implicit, but
-              and piece.startswith("$") and not SYMBOL.fullmatch(piece)]  # not a new formula
+             if piece.startswith(("$", "```"))             # or named where the English leaves
+             and not SYMBOL.fullmatch(piece)]              # it implicit, but not a formula
     if added:
         return (f"its translation has {short(added[0])}, a formula or a code block the English "
-                f"has not: keep the English's, and only those")
-    return (numbers_changed(unit) or numbers_moved(unit) or headings_changed(unit)
-            or unpublishable(unit))
+                f"has not (or has fewer times): keep the English's, and only those")
+    return (numbers_changed(unit) or numbers_moved(unit) or order_changed(unit)
+            or headings_changed(unit) or unpublishable(unit))
 
 
 def invisible_added(unit: Unit) -> str | None:
@@ -616,6 +645,48 @@ def numbers_moved(unit: Unit) -> str | None:
             return (f"its translation writes {moved!r} where the English writes {written!r}: "
                     f"keep each number with what it counts or names")
     return None
+
+
+def order_changed(unit: Unit) -> str | None:
+    """Code, math or link targets that the translation puts in another order than the English
+    (`True` allows and `False` masks, written the other way round), unless its header accepts
+    that order: Chinese may well reorder them, but a swap can reverse what a sentence says, so
+    each reordering is written down, `=== cell ID (order 2 1 3) ===`: the English's pieces,
+    numbered from 1 as kept_pieces lists them (each kind in the order of the text), in the order
+    the translation puts them (pieces_order)."""
+    english = kept_pieces(unit.en)
+    now = pieces_order(english, kept_pieces(unit.text))
+    if now is None:
+        return None                                # lacking a piece: said before this
+    accepted = unit.order or tuple(range(1, len(english) + 1))
+    if sorted(accepted) != list(range(1, len(english) + 1)):
+        return (f"its header's order does not number its {len(english)} pieces of code, "
+                f"math and links, each once, from 1: write the header "
+                f"'{header(unit.key, now if now != tuple(sorted(now)) else ())}'")
+    if now == accepted:
+        return None
+    at = next(i for i, (a, b) in enumerate(zip(now, accepted)) if a != b)
+    said = "its header's order" if unit.order else "the English"
+    return (f"its translation puts {short(english[now[at] - 1])} before "
+            f"{short(english[accepted[at] - 1])}, the other way round from {said}: put them "
+            f"back, or, if the Chinese means the same, accept its order with the header "
+            f"'{header(unit.key, now if now != tuple(sorted(now)) else ())}'")
+
+
+def pieces_order(english: list[str], translated: list[str]) -> tuple[int, ...] | None:
+    """Where the translation puts the English's pieces: for each piece of `translated` in turn,
+    its place in `english` (from 1; a piece's second use is the English's second use of it),
+    leaving out the uses the English has not (a symbol named again); None if it lacks one."""
+    places = {}
+    for i, piece in enumerate(english, 1):
+        places.setdefault(piece, []).append(i)
+    seen = Counter()
+    order = []
+    for piece in translated:
+        if seen[piece] < len(places.get(piece, ())):
+            order.append(places[piece][seen[piece]])
+        seen[piece] += 1
+    return tuple(order) if len(order) == len(english) else None
 
 
 def open_block(unit: Unit) -> str | None:

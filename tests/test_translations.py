@@ -583,6 +583,68 @@ def test_numbers_kept_with_what_they_count_in_another_order_pass(english, transl
     assert i18n.translation_problem(i18n.Unit("block", english, translated, 3)) is None
 
 
+ORDERED = ("A mask of `True` lets a query look at a key; `False` blocks it. Position $i$ may "
+           "see position $i+1$ only in the encoder; see [masks](../book/glossary.md#glossary-mask)"
+           " and [padding](../book/glossary.md#glossary-padding).")
+IN_ORDER = ("掩码中 `True` 让查询查看某个键，`False` 则屏蔽它。只有在编码器里，位置 $i$ 才能看到位置 "
+            "$i+1$；见[掩码](../book/glossary.md#glossary-mask)和[填充](../book/glossary.md"
+            "#glossary-padding)。")
+
+
+@pytest.mark.parametrize("swap, names", [
+    (("`True`", "`False`"), ["'`False`' before '`True`'"]),
+    (("$i$", "$i+1$"), ["'$i+1$' before '$i$'"]),
+    (("glossary-mask)", "glossary-padding)"), ["glossary-padding)' before", "glossary-mask)'"])],
+    ids=["code", "math", "links"])
+def test_code_math_or_links_swapped_in_a_translation_are_named_with_the_header_to_accept(
+        swap, names):
+    """Chinese may put them in another order, but a swap can reverse what a sentence says: a
+    reordering is written in the unit's header, and any other is named."""
+    a, b = swap
+    swapped = IN_ORDER.replace(a, "\0").replace(b, a).replace("\0", b)
+    assert i18n.translation_problem(i18n.Unit("cell c1", ORDERED, IN_ORDER, 3)) is None
+    says(i18n.translation_problem(i18n.Unit("cell c1", ORDERED, swapped, 3)),
+         *names, "other way round", "=== cell c1 (order")
+    order = i18n.pieces_order(i18n.kept_pieces(ORDERED), i18n.kept_pieces(swapped))
+    assert i18n.translation_problem(i18n.Unit("cell c1", ORDERED, swapped, 3, order)) is None
+    says(i18n.translation_problem(i18n.Unit("cell c1", ORDERED, IN_ORDER, 3, order)),
+         "header's order", "=== cell c1 ===")
+
+
+@pytest.mark.parametrize("written", ["1 2 3", "1-7", "0 1 2 3 4 5", "6-1", "1 1 2 3 4 5", "x"])
+def test_a_header_order_that_numbers_the_pieces_wrongly_is_named_with_the_right_one(
+        written, tmp_path):
+    where = tmp_path / "page.md"
+    where.write_text(f"=== cell c1 (order {written}) ===\n--- en ---\n{ORDERED}\n--- zh ---\n"
+                     f"{IN_ORDER}\n", encoding="utf-8")
+    if not i18n.HEADER.match(f"=== cell c1 (order {written}) ==="):
+        with pytest.raises(DataError) as raised:
+            i18n.read_units(where, "zh")
+        says(str(raised.value), "page.md:1", "not a unit header")
+        return
+    unit, = i18n.read_units(where, "zh")
+    says(i18n.translation_problem(unit), "6 pieces", "=== cell c1 ===")
+
+
+def test_a_units_order_is_written_back_as_it_was_read(tmp_path):
+    where = tmp_path / "page.md"
+    text = (f"=== cell c1 (order 1-4 6 5) ===\n--- en ---\n{ORDERED}\n--- zh ---\n{IN_ORDER}\n\n"
+            f"=== block ===\n--- en ---\nTwo.\n--- zh ---\n二。\n")
+    where.write_text(text, encoding="utf-8")
+    units = i18n.read_units(where, "zh")
+    assert units[0].order == (1, 2, 3, 4, 6, 5) and units[1].order == ()
+    i18n.write_units(where, units, "zh")
+    assert where.read_text(encoding="utf-8") == text
+
+
+def test_a_formula_written_more_often_than_in_the_english_is_named():
+    english = "The score is $-\\infty$ where masked, so its weight is zero."
+    right = "被屏蔽处分数为 $-\\infty$，所以权重为零。"
+    assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
+    says(i18n.translation_problem(i18n.Unit("block", english, right + "（$-\\infty$）", 3)),
+         "infty", "fewer times")
+
+
 @pytest.mark.parametrize("written", ["3", "30.0", "3OO", "30", "300 万", "3000"])
 def test_a_number_written_at_another_size_is_named(written):
     """Numbers are compared by their value: the same digits at another size (a zero lost, a
