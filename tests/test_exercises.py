@@ -749,6 +749,20 @@ def test_a_shortcut_that_holds_only_for_the_books_usual_inputs_fails(exercise_id
     says(result.message(), case, slip)
 
 
+def split_by_b(scores, log_probs, k):
+    top, flat = (scores[:, None] + log_probs).flatten().topk(k)
+    return top, flat // log_probs.size(0), flat % log_probs.size(0)
+
+
+@pytest.mark.parametrize("exercise_id, answer, slip", [
+    ("5.3", lambda x, fx, norm, drop: norm(drop(x) + drop(fx)), "on x and fx each"),
+    ("7.2", split_by_b, "(k, or b")], ids=["5.3-each", "7.2-by-b"])
+def test_a_slip_written_another_way_is_named_in_words_that_fit_it(exercise_id, answer, slip):
+    """Dropout on x and on fx apart is dropout on their sum under one mask; a flat index
+    split by b is split by k where the two are equal: the message names both ways."""
+    says(run(EXERCISES[exercise_id], answer).message(), slip)
+
+
 @pytest.mark.parametrize("exercise_id, answer, name", [
     ("1.2", functools.partial(torch.softmax, dim=-1), "torch.softmax"),
     ("1.3", functools.partial(torch._softmax_backward_data, dim=-1, input_dtype=torch.float64),
@@ -906,12 +920,13 @@ def test_a_bool_where_a_number_is_expected_is_named_as_a_bool_not_a_dtype():
 
 
 def test_an_async_function_is_one_line_saying_so_without_a_warning(recwarn):
-    async def causal_mask(size):
+    async def mask_of(size):                      # named otherwise than the exercise's stub
         return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
-    result = run(EXERCISES["2.1"], causal_mask)
+    result = run(EXERCISES["2.1"], mask_of)
     assert result.status == "failed" and not [w for w in recwarn if "never awaited" in
                                               str(w.message)]
-    says(result.message(), "async def", "plain `def`")
+    says(result.message(), "your function", "async def", "plain `def`")
+    assert "`causal_mask`" not in result.message()
     says(result.message("zh"), "async def", "普通的 `def`")
 
 

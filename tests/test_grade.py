@@ -715,7 +715,7 @@ def test_a_folder_replaced_by_a_file_or_a_link_is_put_back_and_nothing_written_e
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
     [row] = json.loads(done.stdout)
     assert done.returncode == 0 and row["passed"] == 1, done.stderr
-    says(done.stderr, "note", "given before", "graded once")
+    says(done.stderr, "note", "n.ipynb is given twice", "graded once")
     assert (class_ / "sub" / "a.txt").read_text() == "one"
     assert (class_ / "sub" / "deeper" / "b.txt").read_text() == "two"
     assert (class_ / "sub.found-while-grading").read_text() == "now a file"
@@ -794,3 +794,16 @@ def test_a_notebook_that_changes_the_code_of_later_kernels_is_named_in_its_row(
     says(hostile["note"], "masks.py", "put back", "hook.pth", "moved aside",
          "hook.pth.found-while-grading")
     assert after["note"] is None
+
+
+def test_a_notebook_given_twice_is_named_as_typed_and_graded_once(tmp_path, capsys,
+                                                                   monkeypatch):
+    from annotated.exercises.grade import once_each
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.ipynb").write_text("{}")
+    (tmp_path / "b.ipynb").symlink_to(tmp_path / "a.ipynb")
+    kept = once_each([Path("a.ipynb"), Path("./a.ipynb"), Path("b.ipynb")])
+    assert kept == [Path("a.ipynb")]
+    twice, linked = capsys.readouterr().err.strip().splitlines()
+    says(twice, "a.ipynb is given twice", "graded once")
+    says(linked, "b.ipynb is a.ipynb", "given before", "graded once")

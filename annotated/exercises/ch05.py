@@ -212,10 +212,11 @@ SUBLAYER = Exercise(
                   "你的代码在加上子层输出之前就对 x 做了归一化：LayerNorm(x) + Dropout(fx) 既不是"
                   "论文的 Post-LN，也不是 Pre-LN。归一化的对象是和：LayerNorm(x + Dropout(fx))。"),
              lambda x, fx, norm, drop: norm(x) + drop(fx), "slip-pre-ln"),
-        Slip(Text("Your dropout hits the sum, residual included: §5.4 drops the sublayer's "
-                  "output before it is added to x, so x always passes whole.",
-                  "你的 dropout 作用在和上，连残差也一起丢弃了：§5.4 是在子层的输出加到 x 之前对它"
-                  "做 dropout，所以 x 总是完整地通过。"),
+        Slip(Text("Your dropout hits x, the residual, too (on the sum, or on x and fx each): "
+                  "§5.4 drops the sublayer's output before it is added to x, so x always passes "
+                  "whole.",
+                  "你的 dropout 连残差 x 也一起丢弃了（作用在和上，或分别作用在 `x` 和 `fx` 上）："
+                  "§5.4 是在子层的输出加到 x 之前对它做 dropout，所以 x 总是完整地通过。"),
              lambda x, fx, norm, drop: norm(drop(x + fx))),
         Slip(Text("Your dropout comes after the LayerNorm: §5.4 drops the sublayer's output "
                   "before it is added to x and normalised.",

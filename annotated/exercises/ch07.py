@@ -168,10 +168,11 @@ STEP = Exercise(
                   "hypothesis of the beam.",
                   "你的候选都扩展自最后一个假设：应从束中所有假设的扩展里取最好的 k 个。"),
              last_beam_only),
-        Slip(Text("Your hypothesis and token indices split the flat index by k: the candidates "
-                  "are laid out (b, V), so index f is hypothesis f // V and token f % V.",
-                  "你用 k 拆分扁平下标，得到假设和词元的下标：候选的布局是 (b, V)，所以下标 f "
-                  "对应假设 f // V 和词元 f % V。"),
+        Slip(Text("Your hypothesis and token indices split the flat index by the beam's size "
+                  "(k, or b, which are equal here): the candidates are laid out (b, V), so "
+                  "index f is hypothesis f // V and token f % V.",
+                  "你用束的大小（k 或 b，这里二者相等）拆分扁平下标，得到假设和词元的下标："
+                  "候选的布局是 (b, V)，所以下标 f 对应假设 f // V 和词元 f % V。"),
              lambda s, lp, k: ranked(s[:, None] + lp, k, lp.size(-1), split=k)),
         Slip(Text("Your beam keeps the k worst candidates: argsort sorts in increasing order, so "
                   "the best are at the end (or sort descending, or use topk).",

@@ -895,7 +895,7 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
                                        got=found.got if kind == "quoted"
                                        else type(found.got).__name__)
     if found.status == "async":
-        return head + say["async"].format(name=exercise.function)
+        return head + say["async"]
     if found.status == "own":
         return head + say["own"].format(name=exercise.function, module=found.got.__module__)
     label = found.case.label(lang)

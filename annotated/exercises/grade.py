@@ -135,8 +135,9 @@ def once_each(notebooks: list[Path]) -> list[Path]:
     first, kept = {}, []
     for notebook in notebooks:
         key = os.path.realpath(notebook)
-        if key in first:
-            say_error(f"note: {notebook} is {first[key]}, given before: graded once")
+        if key in first:                     # (./a.ipynb and a.ipynb are one Path)
+            say_error(f"note: {notebook} is given twice: graded once" if notebook == first[key]
+                      else f"note: {notebook} is {first[key]}, given before: graded once")
             continue
         first[key] = notebook
         kept.append(notebook)

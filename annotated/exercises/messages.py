@@ -28,8 +28,8 @@ MESSAGES = {
         "case": "case '{case}': {problem}.",
         "none": "your function returned None: it needs a `return`",
         "generator": "your function is a generator (it uses `yield`): `return` the values instead",
-        "async": "`{name}` is written with `async def`, and calling it only makes a coroutine: "
-                 "write it with a plain `def`.",
+        "async": "your function is written with `async def`, and calling it only makes a "
+                 "coroutine: write it with a plain `def`.",
         "forbidden": "your function calls {name}, which this exercise asks you to do "
                      "without: build that step yourself. Hint: {hint}",
         "forbidden_inside": "your function calls {inside}, which calls {name}, and this "
@@ -214,7 +214,7 @@ MESSAGES = {
         "genexpr": "应当是元组，实际得到的是生成器表达式 (x for ...)，它只在被取用时给出一次值：请把它变成元组，tuple(x for ...)",
         "none": "你的函数返回了 None：它还缺一条 `return` 语句",
         "generator": "你的函数是一个生成器（用了 `yield`）：请改用 `return` 返回结果",
-        "async": "`{name}` 是用 `async def` 写的，调用它只会得到一个协程（coroutine）：请改用普通的 `def` 来写。",
+        "async": "你的函数是用 `async def` 写的，调用它只会得到一个协程（coroutine）：请改用普通的 `def` 来写。",
         "forbidden": "你的函数调用了 {name}，而这道练习要求不用它：请自己写出这一步。提示：{hint}",
         "forbidden_inside": "你的函数调用了 {inside}，它在内部调用了 {name}，而这道练习要求不用它："
                             "请自己写出这一步。提示：{hint}",
