@@ -122,6 +122,20 @@ def test_an_option_given_twice_is_refused_not_the_last_one_kept(main, argv, name
     says(capsys.readouterr().err.splitlines()[-1], named, "given twice", "once")
 
 
+@pytest.mark.parametrize("main,argv,option,value", [
+    (train.main, ["--config", "copy", "--run-dir", "-x"], "--run-dir", "-x"),
+    (translate.main, ["--checkpoint", "a.pt", "--out", "-y.de"], "--out", "-y.de")])
+def test_a_value_starting_with_a_dash_is_told_how_to_give_it(main, argv, option, value,
+                                                             capsys):
+    """argparse says "expected one argument" of `--run-dir -x`: the line says -x was read as
+    an option, and the form that gives it as a value."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.splitlines()[-1], f"'{value}' was read as an option",
+         f"{option}={value}")
+
+
 @pytest.mark.parametrize("main,argv,named", [
     (train.main, ["--bogus"], "--bogus"),
     (checkpoint_command.main, ["average", "run"], "--out"),

@@ -59,7 +59,21 @@ class ArgumentParser(argparse.ArgumentParser):
         if dashed is not None:
             message += (f"; {dashed!r} was read as an option: give a file whose name starts "
                         f"with - after --, as in -- {dashed}, or as ./{dashed}")
+        elif value := self.dashed_value(message):
+            option, token = value
+            message += (f"; {token!r} was read as an option: give a value that starts with - "
+                        f"as {option}={token}")
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def dashed_value(self, message: str) -> tuple[str, str] | None:
+        """(option, value) where argparse found no value after an option because the value
+        starts with - (`--run-dir -x`: "expected one argument"); else None."""
+        found = re.match(r"argument (\S+): expected one argument", message)
+        for option in found[1].split("/") if found else ():
+            at = [i for i, t in enumerate(self.given) if t == option]
+            if at and at[-1] + 1 < len(self.given) and self.given[at[-1] + 1].startswith("-"):
+                return option, self.given[at[-1] + 1]
+        return None
 
     def parse_intermixed_args(self, args=None, namespace=None):
         with signals_held():
