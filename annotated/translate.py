@@ -383,6 +383,14 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
             if len(unknown) > 1 else "")
             + f" is mostly characters this model never saw in training: is it in "
             f"{config.source_lang}? Its translation will mean nothing")
+    partly = [n for n, piece in enumerate(pieces, 1) if UNK in piece and n not in unknown]
+    chars = sorted({c for c in lines[partly[0] - 1] if not c.isspace()}) if partly else []
+    if unseen := "".join(c for c, ids in zip(chars, tokenizer.encode_all(chars)) if UNK in ids):
+        log(f"note: input line {partly[0]}" + (
+            f" ({len(partly)} such lines among the first {len(pieces):,})"
+            if len(partly) > 1 else "") + f" holds characters this model never saw in "
+            f"training ({unseen[:20]!r}): it reads them as one unknown piece, and its "
+            f"translation may make up words for it; write them in words, or leave them out")
     wordless = [n for n, line in enumerate(lines[:sample], 1)
                 if line.strip() and not any(c.isalnum() for c in line)]
     if wordless:

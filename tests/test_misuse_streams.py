@@ -636,6 +636,17 @@ def test_one_line_in_another_script_among_the_input_is_named(tmp_path, capsys):
     says(warned[0], "input line 9", "never saw", "is it in en")
 
 
+def test_a_few_characters_the_model_never_saw_in_a_line_are_named(tmp_path, capsys):
+    """Too few for the warnings above (an emoji in an English sentence): the model reads them
+    as an unknown piece and may make up words for it; the note names the line and them."""
+    (tmp_path / "in.txt").write_text("A dog runs.\nA dog runs on the grass. \U0001f436\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
+                    str(tmp_path / "out.txt"), "--greedy"])
+    noted = [line for line in capsys.readouterr().err.splitlines() if "never saw" in line]
+    assert len(noted) == 1, noted
+    says(noted[0], "input line 2", "'\U0001f436'", "make up words")
+
+
 def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, capsys):
     """A file of pairs (English, tab, German) given as input: each whole line would be
     translated, the German half too; the warning names the tab and the column to give."""
