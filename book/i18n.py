@@ -15,8 +15,9 @@ file is a list of units, each the translation of one piece of English, which it 
     --- en ---
     ...
 
-A header may end with the order in which the translation puts the English's code, math and
-links, where it is not the English's: `=== cell 5a1e8d9b (order 1-4 6 5) ===` (order_changed).
+A header may end with the order in which the translation puts the English's code, math,
+links and numbers, where it is not the English's: `=== cell 5a1e8d9b (order 1-4 6 5) ===`
+(order_changed).
 
 A unit is *stale* when the English it quotes is no longer the English of its cell (or, for a
 page, no longer one of its blocks), *missing* when English text has no unit, and the files say
@@ -75,8 +76,8 @@ class Unit:
     en: str                  # the English it translates, as it was
     text: str                # the translation
     line: int                # where the unit starts in its file, for messages
-    order: tuple[int, ...] = ()   # the order its translation puts the English's code, math
-                                  # and links in, where it is not the English's (order_changed)
+    order: tuple[int, ...] = ()   # the order its translation puts the English's code, math,
+                                  # links and numbers in, where not the English's (order_changed)
 
 
 def marks_trimmed(lines, lang: str) -> list[str]:
@@ -451,9 +452,8 @@ def translation_problem(unit: Unit) -> str | None:
     as it is (prose words, outside code and math, the same as the quote), code, math or a link
     target that is not as in the English (kept_pieces), a formula or a code block it adds, a
     number of its prose changed, added (numbers_changed) or moved to another noun
-    (numbers_moved), code, math or links in another order (order_changed), a heading's level
-    changed
-    (headings_changed), or what would break its page (unpublishable)."""
+    (numbers_moved), code, math, links or numbers in another order (order_changed), a heading's
+    level changed (headings_changed), or what would break its page (unpublishable)."""
     prose_words = WORD.findall(kept_and_prose(unit.en)[1])
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
@@ -648,29 +648,56 @@ def numbers_moved(unit: Unit) -> str | None:
 
 
 def order_changed(unit: Unit) -> str | None:
-    """Code, math or link targets that the translation puts in another order than the English
-    (`True` allows and `False` masks, written the other way round), unless its header accepts
-    that order: Chinese may well reorder them, but a swap can reverse what a sentence says, so
-    each reordering is written down, `=== cell ID (order 2 1 3) ===`: the English's pieces,
-    numbered from 1 as kept_pieces lists them (each kind in the order of the text), in the order
-    the translation puts them (pieces_order)."""
-    english = kept_pieces(unit.en)
-    now = pieces_order(english, kept_pieces(unit.text))
+    """Code, math, link targets or numbers that the translation puts in another order than the
+    English (`True` allows and `False` masks, or chapter 6 trains and chapter 8 scores, written
+    the other way round), unless its header accepts that order: Chinese may well reorder them,
+    but a swap can reverse what a sentence says, so each reordering is written down,
+    `=== cell ID (order 2 1 3) ===`: the English's pieces (ordered_pieces), numbered from 1, in
+    the order the translation puts them (pieces_order)."""
+    english, translated = ordered_pieces(unit)
+    now = pieces_order(english, translated)
     if now is None:
         return None                                # lacking a piece: said before this
     accepted = unit.order or tuple(range(1, len(english) + 1))
     if sorted(accepted) != list(range(1, len(english) + 1)):
         return (f"its header's order does not number its {len(english)} pieces of code, "
-                f"math and links, each once, from 1: write the header "
+                f"math, links and numbers, each once, from 1: write the header "
                 f"'{header(unit.key, now if now != tuple(sorted(now)) else ())}'")
     if now == accepted:
         return None
     at = next(i for i, (a, b) in enumerate(zip(now, accepted)) if a != b)
     said = "its header's order" if unit.order else "the English"
-    return (f"its translation puts {short(english[now[at] - 1])} before "
-            f"{short(english[accepted[at] - 1])}, the other way round from {said}: put them "
-            f"back, or, if the Chinese means the same, accept its order with the header "
+    return (f"its translation puts {piece_named(english[now[at] - 1])} before "
+            f"{piece_named(english[accepted[at] - 1])}, the other way round from {said}: put "
+            f"them back, or, if the Chinese means the same, accept its order with the header "
             f"'{header(unit.key, now if now != tuple(sorted(now)) else ())}'")
+
+
+#: How ordered_pieces writes a number among a unit's pieces: by its value (number_key).
+NUMBER_PIECE = "#"
+
+
+def ordered_pieces(unit: Unit) -> tuple[list[str], list[str]]:
+    """The pieces whose order order_changed compares, of the English and of the translation:
+    the kept pieces (each kind in the order of the text, as kept_pieces lists them), then the
+    numbers of the prose that both write as numerals, by value (8,000 and 8000 alike), as often
+    as both write them."""
+    numbers = [[NUMBER_PIECE + number_key(m[1], m[2] or m[3])
+                for m in PROSE_NUMBER.finditer(kept_and_prose(text)[1])]
+               for text in (unit.en, unit.text)]
+    both = Counter(numbers[0]) & Counter(numbers[1])
+    english, taken = [], Counter()
+    for number in numbers[0]:
+        if taken[number] < both[number]:
+            english.append(number)
+            taken[number] += 1
+    return kept_pieces(unit.en) + english, kept_pieces(unit.text) + numbers[1]
+
+
+def piece_named(piece: str) -> str:
+    """A piece of ordered_pieces, as a message names it."""
+    return (f"the number {piece.removeprefix(NUMBER_PIECE)}" if piece.startswith(NUMBER_PIECE)
+            else short(piece))
 
 
 def pieces_order(english: list[str], translated: list[str]) -> tuple[int, ...] | None:
