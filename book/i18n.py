@@ -175,9 +175,9 @@ def write_units(path: Path, units: list[Unit], lang: str) -> None:
 
 
 def header(key: str, order: tuple[int, ...]) -> str:
-    """A unit's header line: its key, and the order of its pieces where it has one (1-4 for
-    1 2 3 4: `=== cell ID (order 1-4 6 5 7-9) ===`)."""
-    if not order:
+    """A unit's header line: its key, and the order of its pieces where it is not the
+    English's (1-4 for 1 2 3 4: `=== cell ID (order 1-4 6 5 7-9) ===`)."""
+    if order == tuple(range(1, len(order) + 1)):
         return f"=== {key} ==="
     runs = [[order[0]]]
     for n in order[1:]:
@@ -662,7 +662,7 @@ def order_changed(unit: Unit) -> str | None:
     if sorted(accepted) != list(range(1, len(english) + 1)):
         return (f"its header's order does not number its {len(english)} pieces of code, "
                 f"math, links and numbers, each once, from 1: write the header "
-                f"'{header(unit.key, now if now != tuple(sorted(now)) else ())}'")
+                f"'{header(unit.key, now)}'")
     if now == accepted:
         return None
     at = next(i for i, (a, b) in enumerate(zip(now, accepted)) if a != b)
@@ -670,7 +670,7 @@ def order_changed(unit: Unit) -> str | None:
     return (f"its translation puts {piece_named(english[now[at] - 1])} before "
             f"{piece_named(english[accepted[at] - 1])}, the other way round from {said}: put "
             f"them back, or, if the Chinese means the same, accept its order with the header "
-            f"'{header(unit.key, now if now != tuple(sorted(now)) else ())}'")
+            f"'{header(unit.key, now)}'")
 
 
 #: How ordered_pieces writes a number among a unit's pieces: by its value (number_key).
