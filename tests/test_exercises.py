@@ -551,7 +551,7 @@ def test_a_float32_number_and_an_approximated_gradient_are_told_apart_from_float
             grad.view(-1)[i] = (loss(logits + step, target, pad, eps_ls)
                                 - loss(logits - step, target, pad, eps_ls)) / (2 * h)
         return grad
-    says(run(EXERCISES["6.4"], by_finite_differences).message(), "off by only",
+    says(run(EXERCISES["6.4"], by_finite_differences).message(), "off by at most",
          "finite differences")
 
 
@@ -1020,6 +1020,15 @@ def test_a_number_of_another_type_is_told_to_be_a_float(kind):
     message = result_of("8.1", brevity_penalty).message()
     says(message, kind, "float()")
     assert "expected a tensor or a number" not in message
+
+
+@pytest.mark.parametrize("make", [complex, np.complex128], ids=["complex", "numpy"])
+def test_a_complex_number_is_told_to_stay_real_not_to_call_float(make):
+    """float() of a complex raises: the message names the complex number and its usual cause."""
+    message = result_of("6.1", lambda s, d, w: make(d ** -0.5 * min(s ** -0.5, s * w ** -1.5))
+                        ).message()
+    says(message, "complex number", "real numbers")
+    assert "float()" not in message
 
 
 def test_a_bfloat16_weight_is_averaged_and_a_change_to_it_in_place_is_seen():

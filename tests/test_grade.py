@@ -52,6 +52,10 @@ def graded(tmp_path_factory):
     (folder / "g_not_json.ipynb").write_text("{ this is not JSON", encoding="utf-8")
     write(folder, "h_silenced.ipynb", [SETUP, "print = lambda *a, **k: None", MASK,
                                        "import io, sys\nsys.stdout = io.StringIO()", KEY])
+    write(folder, "i_reads_solutions.ipynb", [SETUP, (
+        "import pathlib, annotated\n"
+        "folder = pathlib.Path(annotated.__file__).parents[1] / 'chapters' / 'solutions'\n"
+        "text = (folder / '02_masking.ipynb').read_text()"), MASK])
     notebooks = sorted(str(p) for p in folder.iterdir())
     command = [sys.executable, "-m", "annotated.exercises", "grade", *notebooks,
                "--cell-timeout", "30", "--timeout", "300"]
@@ -157,6 +161,16 @@ def test_a_dead_kernel_and_a_file_that_is_not_a_notebook_are_one_line_each(grade
     lines = table.stdout.strip().split("\n")
     assert len(lines) == 3 and "not a notebook" in lines[0] and "missing.ipynb" in lines[1]
     assert "no such file" in lines[1] and "check the path" in lines[1]
+
+
+def test_a_notebook_that_opens_the_books_solutions_is_named_in_its_row(graded):
+    """It may run them (exec of their cells) and pass every check: the row says where its
+    answers may come from; a notebook that does not open them gets no such note."""
+    _, rows, _ = graded
+    assert statuses(rows["i"])["2.1"] == "passed"
+    says(rows["i"]["note"], "02_masking.ipynb", "solutions", "may not be its own work")
+    assert all("solutions" not in (row["note"] or "") for name, row in rows.items()
+               if name != "i")
 
 
 def test_a_notebook_cannot_reach_the_network(graded):

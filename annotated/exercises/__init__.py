@@ -30,6 +30,8 @@ of the book (in its metadata, under "exercise"), so that the book's translated n
 it in their own language without running anything again.
 """
 import importlib
+import os
+import sys
 
 from annotated.base.cli import escaped_for_stdout
 from annotated.exercises.core import Exercise, Result, run
@@ -187,6 +189,27 @@ def show(result: Result, lang: str) -> None:
     display({"text/plain": result.message(lang)}, raw=True,
             metadata={"exercise": {"id": result.id, "status": result.status,
                                    **result.messages}})
+
+
+#: Each file of the book's solutions this process opened since watch_solutions: for the grader.
+SOLUTIONS_OPENED: list[str] = []
+
+
+def watch_solutions(folder: str) -> None:
+    """For the grader, in a student's kernel before any of its code: note each file under
+    `folder` (chapters/solutions/) that the process opens from now on (an audit hook, which no
+    code can remove), so that a notebook that runs the book's solutions is named."""
+    root = os.path.join(os.path.realpath(folder), "")
+
+    def opened(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            try:
+                path = os.path.realpath(os.fsdecode(args[0]))
+            except (OSError, ValueError):          # (a name that is no path: open() says so)
+                return
+            if path.startswith(root) and path not in SOLUTIONS_OPENED:
+                SOLUTIONS_OPENED.append(path)
+    sys.addaudithook(opened)
 
 
 def grading_report(ids: list[str]) -> dict[str, dict]:

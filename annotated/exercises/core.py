@@ -240,6 +240,9 @@ def compare(expected, got, lang: str, inner: bool = False) -> str | None:
     if isinstance(got, torch.Tensor) and (got.layout != torch.strided or got.is_mkldnn):
         return MESSAGES[lang]["layout"].format(
             layout="MKLDNN" if got.is_mkldnn else str(got.layout).removeprefix("torch."))
+    if isinstance(got, numbers.Complex) and not isinstance(got, numbers.Real) \
+            and want is not None:               # float() of a complex raises
+        return MESSAGES[lang]["complex"].format(got=got)
     if have is None and isinstance(got, numbers.Number) and want is not None:
         return MESSAGES[lang]["number_type"].format(got=f"{type(got).__module__}."
                                                         f"{type(got).__name__}")

@@ -411,7 +411,9 @@ def grade(notebook: Path, args) -> dict:
         died = ignored_interrupt(row, died)
     typos = [i for i in called if i not in exercises()]     # their checks print, not raise
     wrong_calls = [e[args.lang] for e in row["exercises"].values() if e.get("wrong_call")]
+    opened = [Path(f).name for f in report.get("solutions_opened", [])]
     row["note"] = say["notes_sep"].join(dict.fromkeys(filter(None, [    # each note once
+        opened and say["solutions_opened"].format(files=", ".join(opened)),
         died and say[died[0]].format(detail=died[1]), cell_note(row["errors"], args, say),
         typos and say["unknown_id"].format(id=typos[0], known=nearest_ids(typos[0])),
         *wrong_calls]))) or None

@@ -69,6 +69,9 @@ MESSAGES = {
         "type": "expected a tensor or a number, got a {got}",
         "number_type": "expected a tensor, or a number as a Python float or int, got a {got}: "
                        "give it back with float()",
+        "complex": "expected a real number, got the complex number {got}: a negative number "
+                   "raised to a fractional power, or a square root of one, is complex in "
+                   "Python; keep the arithmetic in real numbers",
         "unreadable": "what your function returned cannot be read: reading it raised {error}; "
                       "return plain tensors and numbers",
         "not_tensor": "expected a torch tensor, got a {got}: keep the result a tensor (the "
@@ -82,14 +85,15 @@ MESSAGES = {
         "dtype": "expected dtype {expected}, got {got}",
         "value_at": "at index {where} expected {expected}, got {got}",
         "value": "expected {expected}, got {got}",
-        "half_rounding": " (off by only {off}, the rounding of a float16 result: return the "
+        "half_rounding": " (off by at most {off}, the rounding of a float16 result: return the "
                          "number in float32 or float64)",
-        "rounding": " (off by only {off}, as little as float32's rounding: compute in "
+        "rounding": " (off by at most {off}, as little as float32's rounding: compute in "
                     "float64, the dtype of the inputs (a Python float is float64 too), with "
-                    "no float32 step, and exactly, not approximated as by finite differences)",
-        "float32_result": " (off by only {off}: your answer is float32; give it back in "
+                    "no float32 step, and exactly, not approximated (by a fit, a solve or "
+                    "finite differences))",
+        "float32_result": " (off by at most {off}: your answer is float32; give it back in "
                           "float64, as the check expects)",
-        "float64_way": " (off by only {off}, far less than any float32 step makes it: your "
+        "float64_way": " (off by at most {off}, far less than any float32 step makes it: your "
                        "float64 arithmetic takes a long, ill-conditioned or approximate way (a "
                        "solve, a fit, finite differences); compute the result exactly, from its "
                        "formula)",
@@ -178,6 +182,8 @@ MESSAGES = {
                       "with the chapter (and with the solutions when you are done)",
         "kinds": {"predict, then run": "a predict-then-run exercise",
                   "derive": "a derivation"},
+        "solutions_opened": "its code opened the book's solutions ({files}): the checks it "
+                            "passed may not be its own work",
         "unknown_id": "`check(\"{id}\", ...)` names no exercise of this book (its numbers "
                       "nearest: {known}); correct the number",
         "id_as_text": "`check({given}, ...)`: give the exercise's number as text, in quotes: "
@@ -235,6 +241,8 @@ MESSAGES = {
         "type": "应当返回张量或数值，实际得到的是 {got}",
         "number_type": "应当返回张量，或 Python 的 `float`、`int` 数值，实际得到的是 {got}："
                        "请用 float() 转换后再返回",
+        "complex": "应当返回实数，实际得到的是复数 {got}：在 Python 里，负数的分数次幂（或负数的平方根）"
+                   "是复数；请让运算始终停留在实数范围内",
         "unreadable": "无法读取你的函数返回的值：读取时引发了 {error}；请返回普通的张量和数值",
         "not_tensor": "应当返回 PyTorch 张量，实际得到的是 {got}：请让结果保持为张量（本章后面的代码还要用 PyTorch 对它运算）",
         "layout": "得到的张量布局是 {layout}，不是普通的（strided）张量：本章后面的代码还要对它做 PyTorch 运算，"
@@ -244,12 +252,12 @@ MESSAGES = {
         "dtype": "数据类型应为 {expected}，实际为 {got}",
         "value_at": "下标 {where} 处应为 {expected}，实际为 {got}",
         "value": "应为 {expected}，实际为 {got}",
-        "half_rounding": "（只差 {off}，这是 float16 结果的舍入误差：请用 float32 或 float64 返回这个数）",
-        "rounding": "（只差 {off}，与 float32 的舍入误差相当：请用 float64 计算，即输入的数据类型"
+        "half_rounding": "（最多差 {off}，这是 float16 结果的舍入误差：请用 float32 或 float64 返回这个数）",
+        "rounding": "（最多差 {off}，与 float32 的舍入误差相当：请用 float64 计算，即输入的数据类型"
                     "（Python 的 `float` 也是 float64），中间不要经过 float32，并且要精确计算，"
-                    "不要用有限差分之类的近似）",
-        "float32_result": "（只差 {off}：你的答案是 float32；请按检查的要求以 float64 返回）",
-        "float64_way": "（只差 {off}，远小于任何 float32 步骤造成的误差：你的 float64 运算走了一条"
+                    "不要用拟合、求解方程或有限差分之类的近似）",
+        "float32_result": "（最多差 {off}：你的答案是 float32；请按检查的要求以 float64 返回）",
+        "float64_way": "（最多差 {off}，远小于任何 float32 步骤造成的误差：你的 float64 运算走了一条"
                        "很长、病态或近似的路（求解方程、拟合、有限差分）；请按公式精确计算结果）",
         "rounded": "（你的结果舍入到了 {decimals} 位小数：请返回完整的值；只在显示数字时才舍入）",
         "hint": "提示：{hint}",
@@ -304,6 +312,7 @@ MESSAGES = {
         "no_exercises": "没有找到本书各章的练习（没有 `check(\"N.K\", ...)` 单元格）",
         "not_coding": "练习 {id} 是{kind}，没有检查：先自己做出来，再与本章对照（做完后也可以看答案）",
         "kinds": {"predict, then run": "一道先预测、再运行的练习", "derive": "一道推导题"},
+        "solutions_opened": "它的代码打开了本书的解答（{files}）：它通过的检查可能不是它自己做的",
         "unknown_id": "`check(\"{id}\", ...)` 不是本书的练习编号（相近的编号：{known}）；请改正编号",
         "id_as_text": "`check({given}, ...)`：练习编号要写成带引号的文本：`check(\"{id}\", ...)`",
         "usage": "`check` 要两样东西：先是带引号的练习编号，再是你的函数：`check(\"{id}\", {name})`",

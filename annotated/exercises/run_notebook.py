@@ -6,7 +6,8 @@ The grader (annotated.exercises.grade) starts this in a new process group and ki
 if the whole notebook takes too long, so that a notebook that hangs its kernel stops nothing
 but itself. Here the notebook runs top to bottom, every cell whatever its tags, in a fresh
 kernel, in the folder it is started in (the grader's scratch folder), in the chapters' quick
-form, with no network: a first cell refuses every connection that leaves the machine. A cell
+form, with no network: a first cell refuses every connection that leaves the machine (and
+notes each file of the book's solutions that the notebook opens, for its row). A cell
 that raises does not stop the run; a cell that runs longer than CELL_TIMEOUT seconds is
 interrupted and the run goes on. After each of the student's cells a report cell asks the
 kernel for the result of every check called so far (annotated.exercises.grading_report), so
@@ -28,18 +29,19 @@ from pathlib import Path
 import nbformat
 
 from annotated.base.files import write_files
-from annotated.exercises.notebook import name_offsets
+from annotated.exercises.notebook import CHAPTER_FOLDER, name_offsets
 
 #: The tag nbclient skips cells by, here one no notebook has: every cell runs, and a tag
 #: (nbclient's own, skip-execution) cannot keep a check from running.
 EVERY_CELL_RUNS = "annotated-grader-runs-every-cell"
-#: Run first in the student's kernel: a connection to anything but this machine is refused.
-NO_NETWORK = '''\
+#: Run first in the student's kernel: a connection to anything but this machine is refused,
+#: and each file of the book's solutions that the notebook opens is noted (watch_solutions).
+SETUP = '''\
 import socket as _socket
 def _local(host):
     return host in ("127.0.0.1", "::1", "localhost", "", None)
 def _refuse(what):
-    raise OSError(f"the grader runs notebooks without a network ({what})")
+    raise OSError(f"the grader runs notebooks without a network ({{what}})")
 def _connect(self, address, *rest, _connect=_socket.socket.connect, _local=_local,
              _refuse=_refuse, _inet=(_socket.AF_INET, _socket.AF_INET6)):
     if self.family in _inet and not _local(address[0]):
@@ -50,14 +52,19 @@ def _getaddrinfo(host, *rest, _getaddrinfo=_socket.getaddrinfo, _local=_local, _
         _refuse(host)
     return _getaddrinfo(host, *rest)
 _socket.socket.connect, _socket.getaddrinfo = _connect, _getaddrinfo
-del _socket, _local, _refuse, _connect, _getaddrinfo'''
+del _socket, _local, _refuse, _connect, _getaddrinfo
+from annotated.exercises import watch_solutions as _watch_solutions
+_watch_solutions({solutions!r})
+del _watch_solutions'''
 # The report goes out as display data of its own type, not through print or sys.stdout, which
 # a student's notebook may replace (`print = ...` to silence debug output).
 REPORT = '''\
 from IPython.display import publish_display_data as _publish
-from annotated.exercises import grading_report as _grading_report
-_publish({{{kind!r}: _grading_report({ids!r})}})'''
+from annotated.exercises import SOLUTIONS_OPENED as _opened, grading_report as _grading_report
+_publish({{{kind!r}: _grading_report({ids!r}), {opened!r}: _opened}})'''
+SOLUTIONS = CHAPTER_FOLDER / "solutions"
 REPORT_TYPE = "application/vnd.annotated-exercises.report+json"
+OPENED_TYPE = "application/vnd.annotated-exercises.solutions-opened+json"
 TIMED_OUT = "CellTimeoutError"
 
 
@@ -65,11 +72,13 @@ def prepared(nb, ids: list[str]):
     """The student's notebook after the no-network cell, each of its cells followed by a report
     cell: if the kernel dies, the checks that ran before count. The grader's cells are marked in
     their metadata."""
-    first = nbformat.v4.new_code_cell(NO_NETWORK, metadata={"grader": "setup"})
+    first = nbformat.v4.new_code_cell(SETUP.format(solutions=str(SOLUTIONS)),
+                                      metadata={"grader": "setup"})
     cells = [first]
     for cell in nb.cells or [nbformat.v4.new_markdown_cell("")]:
-        cells += [cell, nbformat.v4.new_code_cell(REPORT.format(kind=REPORT_TYPE, ids=ids),
-                                                  metadata={"grader": "report"})]
+        cells += [cell, nbformat.v4.new_code_cell(
+            REPORT.format(kind=REPORT_TYPE, opened=OPENED_TYPE, ids=ids),
+            metadata={"grader": "report"})]
     nb.cells = cells
     return nb
 
@@ -126,6 +135,17 @@ def results(nb) -> tuple[dict | None, int]:
             if REPORT_TYPE in output.get("data", {}):
                 return output["data"][REPORT_TYPE], done
     return None, 0
+
+
+def solutions_opened(nb) -> list[str]:
+    """The files of the book's solutions the notebook's code opened, as the newest report cell
+    that ran says."""
+    reports = [cell for cell in nb.cells if cell.get("metadata", {}).get("grader") == "report"]
+    for cell in reversed(reports):
+        for output in cell.get("outputs", []):
+            if OPENED_TYPE in output.get("data", {}):
+                return output["data"][OPENED_TYPE]
+    return []
 
 
 def outcome(nb) -> tuple[dict | None, list | None]:
@@ -255,7 +275,8 @@ def write_report(report: str, ids: list[str], found, problem, nb, cells: dict) -
     `cells`: the cells stopped at --cell-timeout and those whose kernel was continued."""
     write_files({Path(report): json.dumps({
         "ids": ids, "results": found, "problem": problem,
-        "errors": cell_errors(nb, cells["stopped"], cells["continued"])})})
+        "errors": cell_errors(nb, cells["stopped"], cells["continued"]),
+        "solutions_opened": solutions_opened(nb)})})
 
 
 def continue_stopped_kernel(client, cells: dict) -> None:
