@@ -13,10 +13,12 @@ from annotated.base.settings import at_least, between
 THREADS = between(1, 1024, "threads")    # far more makes torch crash (100,000: a segfault)
 
 
-def add_timing_arguments(parser, repeats: int):
-    """--threads and --repeats, as the timing benchmarks take them."""
+def add_timing_arguments(parser, repeats: int, threads: int | None = None):
+    """--threads and --repeats, as the timing benchmarks take them; `threads`: the number of
+    threads without --threads or BENCH_THREADS (None: one a core), as set_threads takes it."""
     parser.add_argument("--threads", type=number(THREADS),
-                        help="default: env BENCH_THREADS or all cores")
+                        help=f"default: env BENCH_THREADS or "
+                             f"{'all cores' if threads is None else threads}")
     parser.add_argument("--repeats", type=number(at_least(1)), default=repeats,
                         help=f"timed runs of each contender (median; default {repeats})")
 
@@ -41,18 +43,19 @@ def busy() -> str:
             f"these times are slower than an idle machine's")
 
 
-def set_threads(n: int | None):
+def set_threads(n: int | None, default: int | None = None):
     """Use the same number of intra-op threads for every contender (--threads, else env
-    BENCH_THREADS, else one a core); returns it. More threads than cores is said on stderr:
+    BENCH_THREADS, else `default`, else one a core); returns it. More threads than cores is said on stderr:
     they take turns on the cores, and the times measure that. Every timing benchmark begins
     here, and prints its timings: with stdout closed it stops before timing anything."""
     require_stdout("the timings")
     if n is None:
-        text = os.environ.get("BENCH_THREADS", str(cores()))
+        text = os.environ.get("BENCH_THREADS", str(default or cores()))
         test, allowed = THREADS
         if not text.strip().isdigit() or not test(int(text)):
             raise ConfigError(f"env BENCH_THREADS={text!r}: expected a whole number, "
-                              f"{allowed}; set it so or unset it (then: one thread a core)")
+                              f"{allowed}; set it so or unset it (then: "
+                              f"{'one thread a core' if default is None else default})")
         n = int(text)
     if n > cores():
         print(f"note: {n} threads on the {cores()} cores this process may use: the threads "

@@ -53,9 +53,9 @@ def slowest(fn_by_name: dict, exercise, repeats: int) -> tuple[float, str]:
 def main(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.exercise_checks",
                             description=__doc__.split("\n\n")[0])
-    add_timing_arguments(parser, repeats=3)
+    add_timing_arguments(parser, repeats=3, threads=1)
     args = parser.parse_args(argv)
-    threads = set_threads(args.threads or 1)
+    threads = set_threads(args.threads, default=1)
     solved = solved_functions()
     print(f"{threads} thread(s), best of {args.repeats}; target: every check under "
           f"{TARGET_SECONDS:g} s")

@@ -417,11 +417,24 @@ def test_a_thread_count_torch_cannot_take_is_refused_before_any_work(module, cap
     says(capsys.readouterr().err.strip().splitlines()[-1], "--threads", "100000", "1,024")
 
 
-def test_bench_threads_that_torch_cannot_take_is_one_line(monkeypatch):
+@pytest.mark.parametrize("default", [None, 1], ids=["one a core", "one"])
+def test_bench_threads_that_torch_cannot_take_is_one_line(monkeypatch, default):
+    """Also where a benchmark times on one thread unless told otherwise (exercise_checks)."""
     monkeypatch.setenv("BENCH_THREADS", "100000")
     with pytest.raises(ConfigError) as error:
-        common.set_threads(None)
+        common.set_threads(None, default)
     says(error, "BENCH_THREADS", "100000", "1 <= threads <= 1,024")
+
+
+def test_bench_threads_is_taken_where_a_benchmark_defaults_to_one_thread(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("BENCH_THREADS", "2")
+        assert common.set_threads(None, default=1) == 2
+        monkeypatch.delenv("BENCH_THREADS")
+        assert common.set_threads(None, default=1) == 1
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_more_threads_than_cores_is_said(capsys):
