@@ -104,6 +104,10 @@ def check_out(out: Path) -> dict[str, str]:
         raise DataError(f"--out {out} is inside the project's {inside.name}/, whose files the "
                         f"book is made from (and the tests read); choose a folder outside it, "
                         f"such as build/site (the default)")
+    site = next((p for p in out.resolve().parents if (p / MANIFEST).is_file()), None)
+    if site is not None:                  # a rebuild of that site would replace it, or delete it
+        raise DataError(f"--out {out} is inside {site}, a site this command built: build the "
+                        f"site into {site} itself (--out {site}), or choose a folder outside it")
     blocking = next((p for p in [out, *out.parents] if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise DataError(f"cannot make the site folder {out}: {blocking} is a file; choose "

@@ -455,6 +455,23 @@ def test_a_rebuild_replaces_only_what_the_last_build_wrote(tmp_path, fake_sphinx
     assert "01.html" not in (out / publish.MANIFEST).read_text()
 
 
+@pytest.mark.parametrize("inside", ["zh", "_static", "new"])
+def test_a_site_is_never_built_inside_a_site_this_command_built(tmp_path, fake_sphinx, inside):
+    """A folder of the site (or a new one in it) is not empty or holds no list of its own:
+    the line names the site to build into, not "empty it yourself", which would break it."""
+    build, _ = fake_sphinx
+    out = tmp_path / "site"
+    build.build(out)
+    (out / "zh").mkdir(exist_ok=True)
+    (out / "zh" / "index.html").write_text("<p>zh</p>")
+    (out / "_static").mkdir(exist_ok=True)
+    (out / "_static" / "a.css").write_text("p {}")
+    with pytest.raises(DataError) as error:
+        publish.check_out(out / inside)
+    says(error, f"inside {out}", f"--out {out}")
+    assert "empty it" not in str(error.value) and not (out / "new").exists()
+
+
 @pytest.mark.parametrize("inside", ["chapters", "book", "tests", "experiments", "figures"])
 def test_a_site_is_never_built_among_the_project_s_sources(inside):
     """Built into chapters/, its notebook copies would be collected by the tests."""
