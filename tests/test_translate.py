@@ -391,6 +391,32 @@ def test_evaluate_notes_what_bleu_cannot_see_in_one_line_each(tmp_path, capsys):
     says(capsys.readouterr().err.strip(), "standard input was empty", "pipe them in")
 
 
+def test_a_small_test_set_out_of_step_is_noted_and_one_in_step_is_not(tmp_path, capsys):
+    """Twenty sentences are too few for a corpus's check of its lines (MIN_PAIRS_IN_LINE), but
+    not for a score's: in step, every 15 lines of the sample's test set and their German go
+    together far above MIN_LENGTH_CORRELATION; shifted by one line, or reversed, they do not."""
+    from annotated.base.files import read_lines
+    from annotated.data.corpus import (MIN_LENGTH_CORRELATION, SAMPLE, SAMPLE_SPLITS,
+                                       in_line_correlation)
+    from annotated.evaluate import FEWEST_PAIRS_IN_STEP
+    en, de = (list(read_lines(SAMPLE / f"{SAMPLE_SPLITS['test']}.{lang}.gz"))
+              for lang in ("en", "de"))
+    n = FEWEST_PAIRS_IN_STEP
+    in_step = [in_line_correlation(list(zip(en[i:i + n], de[i:i + n])), n)
+               for i in range(0, len(en) - n, 5)]
+    in_step = [r for r in in_step if r is not None]
+    assert len(in_step) > 40 and min(in_step) > MIN_LENGTH_CORRELATION + 0.1, min(in_step)
+    refs = de[:20]
+    hyps = [" ".join(ref.split()[1:]) for ref in refs]
+    for name, lines, noted in (("in step", hyps, False), ("shifted", hyps[1:] + hyps[:1], True),
+                               ("reversed", hyps[::-1], True)):
+        (tmp_path / "hyp").write_text("\n".join(lines) + "\n")
+        (tmp_path / "ref").write_text("\n".join(refs) + "\n")
+        evaluate_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
+        notes = [line for line in capsys.readouterr().err.splitlines() if "out of step" in line]
+        assert bool(notes) == noted, (name, notes)
+
+
 def test_the_translate_command_runs_a_small_model_on_one_thread(tmp_path, monkeypatch):
     """The command decides the threads (annotated.base.threads): one for a small model."""
     from annotated.base.threads import SMALL_MODEL, threads_for

@@ -195,11 +195,11 @@ def mean_ranks(values: np.ndarray) -> np.ndarray:
     return (np.bincount(group, weights=ranks) / np.bincount(group))[group]
 
 
-def in_line_correlation(pairs) -> float | None:
+def in_line_correlation(pairs, fewest: int = MIN_PAIRS_IN_LINE) -> float | None:
     """length_correlation of the pairs of lines that are not empty, in characters; None where
-    it cannot tell: too few different pairs, or lines all about as long."""
+    it cannot tell: fewer than `fewest` different pairs, or lines all about as long."""
     both = [(len(s), len(t)) for s, t in pairs if s and t]
-    if len(set(both)) < MIN_PAIRS_IN_LINE:
+    if len(set(both)) < fewest:
         return None
     lengths = np.array(both, dtype=np.float64)
     return None if min(lengths.std(axis=0)) < 3 else length_correlation(lengths)
