@@ -45,9 +45,10 @@ def busy() -> str:
 
 def set_threads(n: int | None, default: int | None = None):
     """Use the same number of intra-op threads for every contender (--threads, else env
-    BENCH_THREADS, else `default`, else one a core); returns it. More threads than cores is said on stderr:
-    they take turns on the cores, and the times measure that. Every timing benchmark begins
-    here, and prints its timings: with stdout closed it stops before timing anything."""
+    BENCH_THREADS, else `default`, else one a core); returns it. More threads than cores is
+    said on stderr: they take turns on the cores, and the times measure that. Every timing
+    benchmark begins here, and prints its timings: with stdout closed it stops before timing
+    anything."""
     require_stdout("the timings")
     if n is None:
         text = os.environ.get("BENCH_THREADS", str(default or cores()))
