@@ -448,6 +448,12 @@ def test_torchruns_processes_times_threads_past_the_cores_get_a_note(monkeypatch
     monkeypatch.setenv("LOCAL_RANK", "1")                    # said once, by the first process
     threads.use_threads(10, 2)
     assert capsys.readouterr().err == ""
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")              # one thread each is too many:
+    monkeypatch.setenv("LOCAL_RANK", "0")                    # fewer processes, not threads
+    threads.use_threads(10, 1)
+    note = capsys.readouterr().err.strip()
+    says(note, "3 processes", "2 CPU core(s)", "--nproc_per_node=2")
+    assert "give --threads" not in note
 
 
 def test_a_resumed_run_that_diverges_names_the_checkpoint_it_resumed_from_as_good(tmp_path):

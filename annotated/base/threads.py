@@ -35,7 +35,9 @@ def use_threads(parameters: int, requested: int | None = None) -> None:
                   f"process may use: the threads wait for each other, which makes each step "
                   f"slower, not faster; give --threads {cores} or fewer")
     elif requested and requested * peers > cores and os.environ.get("LOCAL_RANK") == "0":
+        fix = (f"give --threads {cores // peers}" + (" or fewer" if cores // peers > 1 else "")
+               if peers <= cores else      # one thread each is already too many: fewer processes
+               f"start at most {cores} process(es) here (torchrun --nproc_per_node={cores})")
         say_error(f"note: {peers} processes of --threads {requested} on this machine are "
                   f"{requested * peers} threads for its {cores} CPU core(s): they wait for "
-                  f"each other, which makes each step slower, not faster; give --threads "
-                  f"{max(1, cores // peers)}" + (" or fewer" if cores // peers > 1 else ""))
+                  f"each other, which makes each step slower, not faster; {fix}")
