@@ -15,14 +15,15 @@ from book import i18n
 CJK = re.compile(r"[\u3400-\u9fff]")
 TERMS = i18n.BOOK / "zh" / "terms.md"
 # What a Chinese sentence may quote as it is: code (a fence's line too, closed or not), math,
-# link and reference targets, labels, directive options, HTML, addresses, the build's
-# placeholders, quoted or italic examples written without Chinese (a German sentence, a
+# link and reference targets, labels, directive options, HTML and its entities, addresses, the
+# build's placeholders, quoted or italic examples written without Chinese (a German sentence, a
 # paper's title), bold Latin names (a reference's authors) and the Latin text of a
 # cross-reference (a citation). Each stops at its next opening mark, or after so many
 # characters, so that unclosed ones cost time in proportion to the line, not to its square.
 QUOTED = [r"```.*?```", r"^```[^\n]*$", r"\$\$.+?\$\$", r"`[^`\n]+`", r"\$[^$]+\$",
           r"^\([\w-]+\)=$", r"^:[\w-]+:.*$", r"<[A-Za-z/!][^<>\n]*>", r"\]\([^()\n]{0,2000}\)",
-          r"https?://\S+", r"\{\{\s*\w+\s*\}\}", r"\{[\w\[\].]*(?:[:!][^{}]*)?\}",
+          r"https?://\S+", i18n.ENTITY.pattern, r"\{\{\s*\w+\s*\}\}",
+          r"\{[\w\[\].]*(?:[:!][^{}]*)?\}",
           r"(?<![\w.-])[\w.-]*/[\w./-]+", r"(?<![\w-])[\w-]+(?:\.[\w-]+)+\b",
           r"(?<![\w-])--?[a-z][\w-]*",
           r"“[^“”\u3400-\u9fff]*”", r"\"[^\"\n\u3400-\u9fff]*\"", r"‘[^‘’\u3400-\u9fff]*’",

@@ -458,9 +458,9 @@ def translation_problem(unit: Unit) -> str | None:
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
                 f"(the page would show English)")
-    if broken := open_block(unit) or open_math(unit):    # first: they hide the rest
-        return broken
-    if hidden := invisible_added(unit):
+    if broken := open_block(unit) or open_math(unit) or open_emphasis(unit):   # first: they
+        return broken                                                           # hide the rest
+    if hidden := invisible_added(unit) or entity_added(unit):
         return hidden
     english, translated = Counter(kept_pieces(unit.en)), Counter(kept_pieces(unit.text))
     if lacking := english - translated:    # each one as often as the English has it: `True` twice
@@ -490,6 +490,21 @@ def invisible_added(unit: Unit) -> str | None:
     return (f"its translation holds an invisible character, U+{ord(found):04X} "
             f"({unicodedata.name(found, 'unnamed')}), which the English has not: remove it (it "
             f"can hide a word from the checks, or reorder what readers see)")
+
+
+#: An HTML entity, as markdown passes it on: &nbsp;, &lt;, &#8212;.
+ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+
+
+def entity_added(unit: Unit) -> str | None:
+    """An HTML entity (&nbsp;, &lt;) that the translation has and the English has not: the page
+    shows a character the English does not write, or hides one (a no-break space)."""
+    added = Counter(ENTITY.findall(kept_and_prose(unit.text)[1])) - Counter(
+        ENTITY.findall(kept_and_prose(unit.en)[1]))
+    if not added:
+        return None
+    return (f"its translation adds the HTML entity {next(iter(added))}, which the English has "
+            f"not: write the character itself (a space for &nbsp;), or leave it out")
 
 
 #: A markdown heading's marks, at the start of a line of prose.
@@ -740,6 +755,32 @@ def open_math(unit: Unit) -> str | None:
     return (f"its translation opens math ($) that it never closes, at "
             f"{short(line[max(0, at - 20):at + 30])}: add the closing $, or remove the opening "
             f"one")
+
+
+#: A list item's bullet, at the start of its line: a star that opens no emphasis.
+BULLET = re.compile(r"(?m)^[ \t]*[*+-][ \t]+")
+
+
+def open_emphasis(unit: Unit) -> str | None:
+    """Bold (**) or italic (*) that the translation opens and never closes, where the English
+    closes its own (outside code and math, list bullets and escaped stars aside): the page
+    would show the stars, or the rest of the paragraph in bold."""
+    def left_open(text: str) -> tuple[str, str] | None:
+        """The mark left open and the paragraph it is in (emphasis ends with its paragraph)."""
+        prose = kept_and_prose(text)[1].replace("\\*", " ")
+        for paragraph in re.split(r"\n[ \t]*\n", re.sub(BULLET, " ", prose)):
+            runs = [len(m) for m in re.findall(r"\*+", paragraph)]
+            if sum(n >= 2 for n in runs) % 2:
+                return "**", paragraph
+            if sum(n % 2 for n in runs) % 2:
+                return "*", paragraph
+        return None
+    if left_open(unit.en) or not (found := left_open(unit.text)):
+        return None
+    mark, paragraph = found
+    return (f"its translation opens {'bold' if mark == '**' else 'italic'} ({mark}) that it "
+            f"never closes, in the paragraph {short(paragraph.strip())}: close it as the English "
+            f"does, or remove the opening mark")
 
 
 def unpublishable(unit: Unit) -> str | None:

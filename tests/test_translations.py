@@ -642,6 +642,32 @@ def test_a_units_order_is_written_back_as_it_was_read(tmp_path):
     assert where.read_text(encoding="utf-8") == text
 
 
+@pytest.mark.parametrize("translated, names", [
+    ("填充是**补上的部分。它的分数设为负无穷。", ["bold (**)", "填充是"]),
+    ("填充是**补上的部分**。它的分数*设为负无穷。", ["italic (*)", "填充是"]),
+    ("* 填充是**补上的部分**。\n* 它的分数设为负无穷*。", ["italic (*)"])],
+    ids=["bold", "italic", "after a bullet"])
+def test_bold_or_italic_left_open_in_a_translation_is_named(translated, names):
+    """The page would show the stars, or the rest of the paragraph in bold; a list's bullet
+    and an escaped star open nothing."""
+    english = "* Padding is **what is added**.\n* Its score is *minus infinity*."
+    for right in ("* 填充是**补上的部分**。\n* 它的分数是*负无穷*。",
+                  "* 填充是**补上的部分**。\n* 它的分数是负无穷（\\*）。"):
+        assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
+    says(i18n.translation_problem(i18n.Unit("block", english, translated, 3)), *names,
+         "never closes")
+
+
+@pytest.mark.parametrize("entity", ["&nbsp;", "&lt;", "&#8212;"])
+def test_an_html_entity_the_english_has_not_is_named_not_taken_for_english(entity):
+    from book.chinese import english_left_in
+    english = "Padding fills any real position."
+    translated = f"填充会补满{entity}任何真实位置。"
+    says(i18n.translation_problem(i18n.Unit("block", english, translated, 3)),
+         f"HTML entity {entity}", "the character itself")
+    assert english_left_in([("book/zh/p.md", 3, chinese_prose(translated))]) == []
+
+
 def test_a_formula_written_more_often_than_in_the_english_is_named():
     english = "The score is $-\\infty$ where masked, so its weight is zero."
     right = "被屏蔽处分数为 $-\\infty$，所以权重为零。"
