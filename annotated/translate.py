@@ -44,8 +44,6 @@ from annotated.store.checkpoint_file import check_device, load_model
 
 # More unknown pieces than this share, and the input is likely not in the model's language.
 UNKNOWN_SHARE = 0.2
-# A beam over 16 times the paper's does that much more work a step, and a batch goes quiet
-# for long: the command says so before it starts.
 # Control characters, which no sentence holds (tab, CR and the line end aside): a terminal's
 # colour codes (ESC) or a form feed read as words and change the translation.
 CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -54,7 +52,13 @@ CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # the same, but the model reads a word split in two or a mark it never learned. The joiners
 # and direction marks that some scripts write with are not among them.
 INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff\u202a-\u202e]")
+# HTML tags and web or mail addresses, which no training sentence held: the model reads
+# them as rare characters, and writes no copy of them.
+MARKUP = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
+ADDRESS = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 PAPER_BEAM = Config().beam_size
+# A beam over 16 times the paper's does that much more work a step, and a batch goes quiet
+# for long: the command says so before it starts.
 SLOW_BEAM = 16 * PAPER_BEAM
 
 
@@ -119,7 +123,8 @@ def main(argv=None):
     check_out_name(out_path)
     check_replaceable(out_path, lines)
     try:
-        note_foreign_input(lines, tokenizer, config)
+        note_markup(lines)
+        note_foreign_input([MARKUP.sub(" ", line) for line in lines], tokenizer, config)
         if note := escaped_note(lines, source or "stdin"):
             log(note)
         out = decoded(args, model, config, tokenizer, lines)
@@ -353,6 +358,23 @@ def write(translations: list[str], out_path) -> None:
     except OSError as e:
         raise DataError(f"cannot write the translations to stdout: {e.strerror}; give "
                         f"--out FILE") from None
+
+
+def note_markup(lines: list[str], sample: int = 200) -> None:
+    """A note for HTML tags, and one for web or mail addresses, in the input's first `sample`
+    lines: the model never saw them, translates tags as words and loses addresses."""
+    for pattern, what, fix in (
+            (MARKUP, "HTML tags", "it translates them as words; remove them first "
+                                  "(sed 's/<[^>]*>//g')"),
+            (ADDRESS, "a web or mail address", "it cannot copy one, and loses or garbles it; put "
+                                               "it back into the translation by hand")):
+        found = [(n, m[0]) for n, line in enumerate(lines[:sample], 1)
+                 if (m := pattern.search(line))]
+        if found:
+            log(f"note: input line {found[0][0]}" + (
+                f" ({len(found)} such lines among the first {min(len(lines), sample):,})"
+                if len(found) > 1 else "") + f" holds {what} ({found[0][1][:40]!r}), which the "
+                f"model never saw in training: {fix}")
 
 
 def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -> None:

@@ -647,6 +647,22 @@ def test_a_few_characters_the_model_never_saw_in_a_line_are_named(tmp_path, caps
     says(noted[0], "input line 2", "'\U0001f436'", "make up words")
 
 
+def test_html_tags_and_web_addresses_in_the_input_are_named_not_taken_for_a_language(
+        tmp_path, capsys):
+    """The tags' characters are rare pieces: the input-wide warning asked whether the input
+    was English. The tags and the address are named instead, each with what to do."""
+    (tmp_path / "in.txt").write_text("A <b>dog</b> runs in the <i>park</i>.\n"
+                                     "See https://example.com/a?b=c for a dog.\nA man sits.\n")
+    translate.main(["--checkpoint", str(SHIPPED), "--input", str(tmp_path / "in.txt"), "--out",
+                    str(tmp_path / "out.txt"), "--greedy"])
+    err = capsys.readouterr().err
+    says(next(line for line in err.splitlines() if "HTML" in line), "input line 1", "'<b>'",
+         "sed")
+    says(next(line for line in err.splitlines() if "address" in line), "input line 2",
+         "https://example.com/a?b=c", "by hand")
+    assert "is the input in" not in err and "never saw in training (" not in err, err
+
+
 def test_an_input_of_sentence_pairs_separated_by_tabs_is_warned_about(tmp_path, capsys):
     """A file of pairs (English, tab, German) given as input: each whole line would be
     translated, the German half too; the warning names the tab and the column to give."""
