@@ -27,6 +27,9 @@ def lp_cases() -> list[Case]:
              (torch.tensor([7.0], dtype=torch.float64), 0.6)),
         Case(Text("a tensor of lengths, alpha 0", "一个长度张量，alpha 0"),
              (torch.tensor([2.0, 5.0], dtype=torch.float64), 0.0)),
+        Case(Text("a tensor of whole-number lengths, int64 (as the search counts them)",
+                  "一个整数长度张量，int64（搜索就是这样计数的）"),
+             (torch.tensor([1, 3, 10, 24]), 0.6)),
         Case(Text(f"drawn at random, |Y| = {length}, alpha {alpha}",
                   f"随机抽取：|Y| = {length}，alpha {alpha}"), (length, alpha)),
     ]

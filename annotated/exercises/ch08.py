@@ -263,6 +263,9 @@ def perplexity_cases() -> list[Case]:
              tuple(x.float() if x.is_floating_point() else x for x in log_probs([5, 0, 3], 5, 3))),
         Case(Text("padding positions hold -inf", "填充位置上的值是 -inf"),
              (with_inf[0].masked_fill(~with_inf[1], float("-inf")).float(), with_inf[1])),
+        Case(Text("float64, 2,000 tokens: the product of their 1/p passes float64's largest "
+                  "number", "float64，2,000 个词元：它们的 1/p 之积超过 float64 能表示的最大数"),
+             log_probs([500] * 4, 500, seed=7)),
         Case(Text("float16, 32,000 tokens: the sum of -log p passes 65,504",
                   "float16，32,000 个词元：-log p 之和超过 65,504"), (long_lp.half(), long_mask)),
     ]
@@ -299,6 +302,13 @@ PERPLEXITY = Exercise(
                   "你的代码用 float16 求和：超过 65,504 后，和就成了 inf。"
                   "求和之前先把对数概率转成 float32 或 float64。"),
              in_dtype(lambda lp, mask: (-lp[mask].sum() / mask.sum()).exp())),
+        Slip(Text("Your code multiplies the 1/p of the tokens, then takes the T-th root: the "
+                  "product passes the largest float (inf) long before the root is taken. Add up "
+                  "-log p instead (the log of a product is the sum of the logs), then take one "
+                  "exp of the mean.",
+                  "你的代码把各词元的 1/p 连乘，再开 T 次方根：还没开根，乘积就已超过最大的浮点数"
+                  "（inf）。应改为把 -log p 相加（乘积的对数就是对数之和），再对平均值取一次 exp。"),
+             in_dtype(lambda lp, mask: (-lp[mask]).exp().prod() ** (1 / mask.sum()))),
         Slip(Text("Your code takes exp of the sum, not of the mean: divide by the number of real "
                   "tokens before the exp.",
                   "你的代码对总和取了 exp，而不是对平均值：在取 exp 之前要除以真实词元的个数。"),
