@@ -912,10 +912,13 @@ def orphan_files(lang: str) -> list[str]:
     """The files of book/<lang>/ that translate no English page (a page renamed or removed, a
     copy left behind), beside the table cells and the term list, each one line."""
     ours = {translation_file(source, lang) for source in sources()}
+    misnamed = [f"{p.relative_to(ROOT)}: the translation of its page is read from "
+                f"{want.name}, which is missing; rename it so" for want in sorted(ours)
+                if not want.exists() for p in sorted(want.parent.glob(f"{want.stem}.*"))]
     ours |= {BOOK / lang / TABLES, BOOK / lang / "terms.md"}
-    return [f"{p.relative_to(ROOT)}: translates no English page (a page renamed or removed?); "
-            f"delete it, or rename it after its page" for p in sorted((BOOK / lang).glob("*.md"))
-            if p not in ours]
+    return misnamed + [f"{p.relative_to(ROOT)}: translates no English page (a page renamed or "
+                       f"removed?); delete it, or rename it after its page"
+                       for p in sorted((BOOK / lang).glob("*.md")) if p not in ours]
 
 
 def add_missing(source: Path, lang: str) -> int:

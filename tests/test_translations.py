@@ -1068,6 +1068,12 @@ def test_a_translation_file_that_translates_no_page_is_listed(tmp_path, monkeypa
     found = i18n.orphan_files("zh")
     assert len(found) == 1
     says(found[0], "book/zh/02_masking_old.md", "no English page", "delete it")
+    zh = tmp_path / "book" / "zh"
+    (zh / "02_masking.md").rename(zh / "02_masking.txt")
+    (zh / "02_masking_old.md").unlink()
+    found = i18n.orphan_files("zh")                   # its page's name with another ending
+    assert len(found) == 1
+    says(found[0], "book/zh/02_masking.txt", "02_masking.md", "missing", "rename it")
 
 
 @pytest.mark.parametrize("argv, option", [(["translations", "--out", "x"], "--out"),
