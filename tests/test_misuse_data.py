@@ -327,6 +327,18 @@ def test_a_resume_whose_saved_data_location_moved_says_where_it_came_from(tmp_pa
          str(tmp_path / "moved"), str(location))          # read from here, not from there
 
 
+def test_a_resume_given_another_corpus_names_the_folder_it_read_before(tmp_path, capsys):
+    """--data-dir pointing at another corpus, not a moved one: the refusal says the folder
+    given is not the run's, and names that one, not only that a file was edited."""
+    location = corpus(tmp_path / "data", PAIRS)
+    files_run(tmp_path / "run", location)
+    other = corpus(tmp_path / "other", PAIRS)
+    (other / "train.en").write_text((other / "train.en").read_text().replace("a", "ä"))
+    run_fails(tmp_path / "run", "--resume", "--max-steps", 3, "--data-dir", other)
+    says(error_line(capsys, alone=False), f"--data-dir {other} is not {location}",
+         "where this run read its data")
+
+
 # --- corpora that are not what they say -------------------------------------------------------
 
 @pytest.mark.parametrize("case,names", [

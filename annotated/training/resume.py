@@ -34,11 +34,14 @@ def finite_numbers(values) -> bool:
 
 
 def data_origin(given, resumed, data_dir) -> str | None:
-    """Where the data location `data_dir` came from, for messages: None when it was `given`
-    (--data-dir) or there is none."""
+    """Where the data location `data_dir` came from, for messages: None when there is none, or
+    it was `given` (--data-dir) where the run read its data before."""
+    saved = resumed["training"].get("data_dir") if resumed else None
+    if given and saved and str(saved) != str(data_dir):
+        return (f"--data-dir {data_dir} is not {saved}, where this run read its data: give "
+                f"--data-dir {saved}, or leave it out if that corpus has not moved")
     if given or data_dir is None:
         return None
-    saved = resumed["training"].get("data_dir") if resumed else None
     if os.environ.get(DATA_ENV) and saved and str(saved) != str(data_dir):
         return (f"the data location {data_dir} is {DATA_ENV}'s, not {saved}, where this run "
                 f"read its data: unset {DATA_ENV}, or give --data-dir {saved}")
