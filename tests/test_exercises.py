@@ -749,6 +749,35 @@ def test_a_shortcut_that_holds_only_for_the_books_usual_inputs_fails(exercise_id
     says(result.message(), case, slip)
 
 
+def detached_copy(weight, pieces, loss_of):
+    w = weight.detach().requires_grad_()
+    n = sum(int((y != loss_of.pad).sum()) for _, y in pieces)
+    for x, y in pieces:
+        loss, _ = loss_of(w, x, y)
+        if loss.requires_grad:
+            (loss / n).backward()
+    return w.grad
+
+
+def grad_cleared(weight, pieces, loss_of):
+    n = sum(int((y != loss_of.pad).sum()) for _, y in pieces)
+    for x, y in pieces:
+        loss, _ = loss_of(weight, x, y)
+        if loss.requires_grad:
+            (loss / n).backward()
+    grad, weight.grad = weight.grad.clone(), None
+    return grad
+
+
+@pytest.mark.parametrize("answer", [detached_copy, grad_cleared], ids=["copy", "cleared"])
+def test_a_right_gradient_left_out_of_weight_grad_fails_naming_weight_grad(answer):
+    """The optimizer steps with weight.grad: a gradient computed on a copy of the weight, or
+    returned and cleared, would leave every update empty."""
+    result = run(EXERCISES["9.2"], answer)
+    assert result.status in ("failed", "rule")
+    says(result.message(), "weight.grad holds nothing", "the optimizer")
+
+
 def split_by_b(scores, log_probs, k):
     top, flat = (scores[:, None] + log_probs).flatten().topk(k)
     return top, flat // log_probs.size(0), flat % log_probs.size(0)

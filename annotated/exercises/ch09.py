@@ -241,33 +241,43 @@ class CountedLoss:
 
 
 def pieces_cases() -> list[Case]:
+    def case(en: str, zh: str, weight, pieces, pad: int = PAD) -> Case:
+        return Case(Text(en, zh), (weight, pieces, CountedLoss(pad)))
     return [
-        Case(Text("three pieces of 12, 5 and 8 tokens", "三块，分别有 12、5、8 个词元"),
-             (weight_of(0), [piece(12, 1), piece(5, 2), piece(8, 3)], CountedLoss())),
-        Case(Text("two pieces of 1 and 9 tokens", "两块，分别有 1 个和 9 个词元"),
-             (weight_of(4), [piece(1, 5), piece(9, 6)], CountedLoss())),
-        Case(Text("one piece: the whole batch", "只有一块：整个批次"),
-             (weight_of(7), [piece(10, 8)], CountedLoss())),
-        Case(Text("pieces with padding targets", "含有填充目标的块"),
-             (weight_of(9), [piece(8, 10, padded=3), piece(6, 11), piece(7, 12, padded=5)],
-              CountedLoss())),
-        Case(Text("an empty piece, as a process with nothing to compute gets",
-                  "一个空块，就像无事可做的进程拿到的那样"),
-             (weight_of(13), [piece(9, 14), piece(0, 15), piece(4, 16)], CountedLoss())),
-        Case(Text("float32, four pieces", "float32，四块"),
-             (weight_of(17, torch.float32),
-              [piece(n, 18 + n, dtype=torch.float32) for n in (7, 3, 11, 5)], CountedLoss())),
-        Case(Text("padding id 3, and real targets with the id 0",
-                  "填充的编号为 3，还有编号为 0 的真实目标"),
-             (weight_of(35), [piece(8, 36, padded=2, pad=3), piece(6, 37, padded=4, pad=3)],
-              CountedLoss(pad=3))),
+        case("three pieces of 12, 5 and 8 tokens", "三块，分别有 12、5、8 个词元",
+             weight_of(0), [piece(12, 1), piece(5, 2), piece(8, 3)]),
+        case("two pieces of 1 and 9 tokens", "两块，分别有 1 个和 9 个词元",
+             weight_of(4), [piece(1, 5), piece(9, 6)]),
+        case("one piece: the whole batch", "只有一块：整个批次", weight_of(7), [piece(10, 8)]),
+        case("pieces with padding targets", "含有填充目标的块",
+             weight_of(9), [piece(8, 10, padded=3), piece(6, 11), piece(7, 12, padded=5)]),
+        case("an empty piece, as a process with nothing to compute gets",
+             "一个空块，就像无事可做的进程拿到的那样",
+             weight_of(13), [piece(9, 14), piece(0, 15), piece(4, 16)]),
+        case("float32, four pieces", "float32，四块", weight_of(17, torch.float32),
+             [piece(n, 18 + n, dtype=torch.float32) for n in (7, 3, 11, 5)]),
+        case("padding id 3, and real targets with the id 0", "填充的编号为 3，还有编号为 0 的真实目标",
+             weight_of(35), [piece(8, 36, padded=2, pad=3), piece(6, 37, padded=4, pad=3)],
+             pad=3),
     ]
 
 
-def one_pass_per_piece(weight, pieces, loss_of) -> Text | None:
-    """What is wrong when fewer backward passes reached the weight than there are pieces with
-    a token to learn from: the pieces were joined (or their losses summed) into one graph,
-    which is the memory that accumulation exists to save."""
+def one_pass_per_piece(got, weight, pieces, loss_of) -> Text | None:
+    """What is wrong with a right gradient `got`: it is not in weight.grad (the weight the
+    learner's function was given) after the call, where the optimizer reads it (computed on a
+    copy of the weight, or cleared); or fewer backward passes reached the weight than there
+    are pieces with a token to learn from (the pieces joined, or their losses summed, into
+    one graph: the memory accumulation exists to save)."""
+    grad = weight.grad
+    if grad is None or compare(got, grad, "en"):
+        held = "nothing" if grad is None else "another gradient"
+        return Text(f"your function returns the right gradient, but weight.grad holds {held} "
+                    "after it: the optimizer steps with weight.grad, so the pieces' gradients "
+                    "must add up there, in the weight you are given (not a copy of it), and "
+                    "stay there",
+                    f"你的函数返回的梯度是对的，但调用之后 weight.grad 里"
+                    f"{'什么也没有' if grad is None else '是另一个梯度'}：优化器用 weight.grad 更新参数，"
+                    "所以各块的梯度必须累加在那里，即传给你的那个权重里（而不是它的副本），并留在那里")
     needed = sum(1 for _, y in pieces if bool((y != loss_of.pad).any()))
     if loss_of.passes >= needed:
         return None
@@ -302,20 +312,31 @@ def piece_gradients(weight, pieces, loss_of):
     return found
 
 
+def left_in_grad(slip):
+    """A slip that leaves what it returns in weight.grad too, as the learner's code would."""
+    def gradient(weight, pieces, loss_of):
+        weight.grad = slip(weight, pieces, loss_of)
+        return weight.grad
+    return gradient
+
+
 def combined(rule):
     """A slip: the pieces' gradients g_k (of summed losses) and counts n_k put together by
     `rule(g, n)`, g and n lists over the pieces."""
+    @left_in_grad
     def gradient(weight, pieces, loss_of):
         shares = piece_gradients(weight, pieces, loss_of)
         return rule([g for g, _ in shares], [n for _, n in shares])
     return gradient
 
 
+@left_in_grad
 def zero_as_padding(weight, pieces, loss_of):
     n = sum(int((y != 0).sum()) for _, y in pieces)
     return sum(g for g, _ in piece_gradients(weight, pieces, loss_of)) / n
 
 
+@left_in_grad
 def all_positions(weight, pieces, loss_of):
     n = sum(y.numel() for _, y in pieces)
     return sum(g for g, _ in piece_gradients(weight, pieces, loss_of)) / n

@@ -108,7 +108,8 @@ class Exercise:
     slips: tuple[Slip, ...] = ()
     compare: Callable | None = None  # (expected, got) -> a problem (Text, values) or None
     forbidden: tuple[str, ...] = ()  # what the exercise says to do without: "torch.softmax"
-    rule: Callable | None = None     # (case's args) -> a Text if a right result broke the rule
+    rule: Callable | None = None     # (result, args as the learner's function left them) ->
+    #                                  a Text if a right result broke the rule
     allowed: tuple[Callable, ...] = ()   # the project's functions its text lets the answer call
 
 
@@ -337,10 +338,13 @@ class Outcome:
     later: list = field(default_factory=list)   # results_after a wrong case
 
 
-def call(fn, case: Case):
+def call(fn, case: Case, kept: list | None = None):
     """fn on copies of the case's arguments, so that nothing it does to them carries over; what
-    it returned, and the name of the first argument it changed in place (None if none)."""
+    it returned, and the name of the first argument it changed in place (None if none).
+    `kept`: a list that gets the copies, (args, kwargs), as fn left them (for a rule)."""
     args, kwargs = copy.deepcopy(case.args), copy.deepcopy(case.kwargs)
+    if kept is not None:
+        kept.append((args, kwargs))
     got = called_from_python(fn)(*args, **kwargs)
     names = parameter_names(fn, len(args))
     given = [*zip(names, case.args, args), *((k, case.kwargs[k], kwargs[k]) for k in kwargs)]
@@ -450,10 +454,10 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
     for n, case in enumerate(cases, start=1):
         sealed = fingerprint(call(exercise.answer, case))   # before the learner's code runs,
         refused: list[str] = []       # what it called that it may not, even if it caught that
-        error = None
+        error, given = None, []       # given: the arguments as the learner's function left them
         try:
             with under_watch(exercise, fn, case, refused):
-                got, changed = call(fn, case)
+                got, changed = call(fn, case, given)
         except TooSlow:
             return Outcome("slow", n, case)
         except (Exception, SystemExit) as raised:   # the learner's code: a finding, not a crash
@@ -472,7 +476,7 @@ def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
         if difference(exercise, expected, got, "en"):
             return Outcome("failed", n, case, got, expected,
                            later=results_after(exercise, fn, cases[n:]))
-        broken = exercise.rule and exercise.rule(*case.args, **case.kwargs)
+        broken = exercise.rule and exercise.rule(got, *given[0][0], **given[0][1])
         if broken:                    # the right result, reached the way the exercise forbids
             return Outcome("rule", n, case, broken)
     return Outcome("passed", len(cases))
