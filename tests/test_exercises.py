@@ -587,6 +587,18 @@ def test_a_list_argument_changed_in_place_fails_as_a_tensor_does():
              "in place")
 
 
+def test_a_dict_whose_keys_are_put_back_in_another_order_is_not_changed():
+    """A parameter taken out of a dict and put back: the dict is equal, only its keys' order
+    differs; one key removed is a change."""
+    from annotated.exercises.core import bits
+    params = {"W_Q.weight": torch.ones(2, 2), "W_Q.bias": torch.zeros(2), "h": 2}
+    put_back = dict(params)
+    put_back["W_Q.weight"] = put_back.pop("W_Q.weight")
+    assert list(put_back) != list(params) and bits(put_back) == bits(params)
+    del put_back["h"]
+    assert bits(put_back) != bits(params)
+
+
 @pytest.mark.parametrize("exercise, returned", [
     ("2.1", lambda size: torch.nested.nested_tensor([torch.ones(size, size).tril()])),
     ("2.1", lambda size: torch.quantize_per_tensor(torch.ones(1, 1, size, size).tril(), 1.0, 0,

@@ -379,8 +379,9 @@ def bits(value) -> list:
                 .tobytes()] if value.layout == torch.strided and not value.is_meta else []
     if isinstance(value, np.ndarray):
         return [value.tobytes()]
-    if isinstance(value, dict):
-        return [("keys", *map(repr, value))] + [b for v in value.values() for b in bits(v)]
+    if isinstance(value, dict):              # (its keys' order aside: a key put back is no change)
+        keys = sorted(value, key=repr)
+        return [("keys", *map(repr, keys))] + [b for k in keys for b in bits(value[k])]
     if isinstance(value, (list, tuple)):
         return [(type(value).__name__, len(value))] + [b for v in value for b in bits(v)]
     if value is None or isinstance(value, (int, float, complex, str, bytes)):
