@@ -59,6 +59,8 @@ def padding_cases() -> list[Case]:
              (tokens([[5, 6, 7, 2], [5, 6, 2, 0], [8, 2, 0, 0]]), PAD)),
         Case(Text("a batch of one, no padding", "批次中只有一个句子，没有填充"),
              (tokens([[9, 4, 2]]), PAD)),
+        Case(Text("a batch of one, padded", "批次中只有一个句子，有填充"),
+             (tokens([[9, 4, 2, 0, 0]]), PAD)),
         Case(Text("an odd length, padding id 1", "奇数长度，填充的编号为 1"),
              (tokens([[4, 5, 6, 7, 2], [4, 2, 1, 1, 1]]), 1)),
         Case(Text("a row that is all padding", "一整行都是填充"),

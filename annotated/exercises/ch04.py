@@ -134,6 +134,7 @@ def rotation_cases() -> list[Case]:
         Case(Text("k = 0, d_model 6", "k = 0，d_model 6"), (0, 6)),
         Case(Text("d_model 2: one pair, k = 5", "d_model 2：只有一对，k = 5"), (5, 2)),
         Case(Text("k = 5,000, d_model 64", "k = 5,000，d_model 64"), (5_000, 64)),
+        Case(Text("the paper's d_model 512, k = 7", "论文的 d_model 512，k = 7"), (7, 512)),
         Case(Text(f"drawn at random, k = {k}, d_model {d_model}",
                   f"随机抽取：k = {k}，d_model {d_model}"), (k, d_model)),
     ]
