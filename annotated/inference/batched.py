@@ -108,8 +108,9 @@ def translate_lines(model, tokenizer, lines: list[str], *, beam_size: int = 4,
             + ("" if greedy else f" (alpha {alpha:g}: a larger alpha favours longer outputs)"))
     if cut and log:
         log(f"note: {len(cut)} translation(s) reached the maximum length (input + {max_extra} "
-            f"tokens) before ending, line {min(cut) + 1} first: they are cut there; give a "
-            f"larger --max-extra if they should go on")
+            f"tokens) before the model ended them, line {min(cut) + 1} first: each stops "
+            f"there, whole or cut short (the search cannot tell); give a larger --max-extra to "
+            f"see whether they go on")
     if log:
         note_numbers_lost(lines, out, log)
     return out
