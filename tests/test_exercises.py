@@ -761,6 +761,17 @@ def test_a_shortcut_that_holds_only_for_the_books_usual_inputs_fails(exercise_id
     says(result.message(), case, slip)
 
 
+def test_a_length_penalty_that_fails_on_whole_number_lengths_fails_its_case():
+    """The search counts lengths in an int64 tensor: an answer that works in place on a float
+    tensor of lengths cannot divide an integer one."""
+    def in_place(length, alpha):
+        if torch.is_tensor(length):
+            return (length + 5).div_(6).pow_(alpha)
+        return ((5 + length) / 6) ** alpha
+    says(run(EXERCISES["7.1"], in_place).message(), "whole-number lengths, int64",
+         "RuntimeError")
+
+
 def detached_copy(weight, pieces, loss_of):
     w = weight.detach().requires_grad_()
     n = sum(int((y != loss_of.pad).sum()) for _, y in pieces)
