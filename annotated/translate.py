@@ -360,6 +360,13 @@ def write(translations: list[str], out_path) -> None:
                         f"--out FILE") from None
 
 
+def input_lines(found: list[int], read: int) -> str:
+    """'input line N' for the first of the lines `found` (numbered from 1), with how many such
+    lines the first `read` lines hold, where more than one."""
+    more = f" ({len(found)} such lines among the first {read:,})" if len(found) > 1 else ""
+    return f"input line {found[0]}{more}"
+
+
 def note_markup(lines: list[str], sample: int = 200) -> None:
     """A note for HTML tags, and one for web or mail addresses, in the input's first `sample`
     lines: the model never saw them, translates tags as words and loses addresses."""
@@ -371,10 +378,8 @@ def note_markup(lines: list[str], sample: int = 200) -> None:
         found = [(n, m[0]) for n, line in enumerate(lines[:sample], 1)
                  if (m := pattern.search(line))]
         if found:
-            log(f"note: input line {found[0][0]}" + (
-                f" ({len(found)} such lines among the first {min(len(lines), sample):,})"
-                if len(found) > 1 else "") + f" holds {what} ({found[0][1][:40]!r}), which the "
-                f"model never saw in training: {fix}")
+            log(f"note: {input_lines([n for n, _ in found], min(len(lines), sample))} holds "
+                f"{what} ({found[0][1][:40]!r}), which the model never saw in training: {fix}")
 
 
 def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -> None:
@@ -400,26 +405,21 @@ def note_foreign_input(lines: list[str], tokenizer, config, sample: int = 200) -
     unknown = [n for n, piece in enumerate(pieces, 1)
                if 0 < 3 * sum(i == UNK for i in piece) >= len(piece)]
     if unknown:
-        log(f"warning: input line {unknown[0]}" + (
-            f" ({len(unknown)} such lines among the first {len(pieces):,})"
-            if len(unknown) > 1 else "")
-            + f" is mostly characters this model never saw in training: is it in "
-            f"{config.source_lang}? Its translation will mean nothing")
+        log(f"warning: {input_lines(unknown, len(pieces))} is mostly characters this model "
+            f"never saw in training: is it in {config.source_lang}? Its translation will mean "
+            f"nothing")
     partly = [n for n, piece in enumerate(pieces, 1) if UNK in piece and n not in unknown]
     chars = sorted({c for c in lines[partly[0] - 1] if not c.isspace()}) if partly else []
     if unseen := "".join(c for c, ids in zip(chars, tokenizer.encode_all(chars)) if UNK in ids):
-        log(f"note: input line {partly[0]}" + (
-            f" ({len(partly)} such lines among the first {len(pieces):,})"
-            if len(partly) > 1 else "") + f" holds characters this model never saw in "
-            f"training ({unseen[:20]!r}): it reads them as one unknown piece, and its "
+        log(f"note: {input_lines(partly, len(pieces))} holds characters this model never saw "
+            f"in training ({unseen[:20]!r}): it reads them as one unknown piece, and its "
             f"translation may make up words for it; write them in words, or leave them out")
     wordless = [n for n, line in enumerate(lines[:sample], 1)
                 if line.strip() and not any(c.isalnum() for c in line)]
     if wordless:
-        log(f"warning: input line {wordless[0]}" + (
-            f" ({len(wordless)} such lines among the first {min(len(lines), sample):,})"
-            if len(wordless) > 1 else "") + " holds no letter or digit, only punctuation or "
-            "symbols: there is nothing to translate, and its translation will mean nothing")
+        log(f"warning: {input_lines(wordless, min(len(lines), sample))} holds no letter or "
+            f"digit, only punctuation or symbols: there is nothing to translate, and its "
+            f"translation will mean nothing")
     if not config.lowercase and (capitals := in_capitals(lines[:sample])):
         log(f"warning: {len(capitals):,} of the first {min(len(lines), sample):,} input lines "
             f"are written in capitals, line {capitals[0] + 1} first, which the model rarely "
