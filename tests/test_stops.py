@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import says, stop_at_import
 
+from annotated.base.signals import STOPS, signal_name
 from annotated.store import checkpoint_file
 from test_misuse import TINY_RUN, run
 
@@ -43,7 +44,7 @@ def stopped(signum, module, *argv) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-c", STOP_AT_FSYNC, str(int(signum)), module,
                            *map(str, argv)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    name = signal.Signals(signum).name
+    name = signal_name(signum)
     last = (done.stderr.splitlines() or [""])[-1]
     assert done.returncode == 128 + signum and last.startswith(f"interrupted by {name}"), \
         done.stderr
@@ -94,7 +95,8 @@ def test_averaging_or_halving_stopped_while_it_writes_finishes_the_file(tiny_run
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR2,
-                                    signal.SIGALRM])
+                                    signal.SIGALRM, signal.SIGTRAP, signal.SIGIO,
+                                    signal.SIGRTMIN + 3])
 def test_translating_stopped_while_it_writes_keeps_the_old_output(tiny_run, tmp_path, signum):
     (tmp_path / "in.txt").write_text("4 5 6\n7 8\n")
     (tmp_path / "out.txt").write_text("the old translations\n")
@@ -103,6 +105,36 @@ def test_translating_stopped_while_it_writes_keeps_the_old_output(tiny_run, tmp_
             tmp_path / "out.txt")
     assert (tmp_path / "out.txt").read_text() == "the old translations\n"
     assert temporaries(tmp_path) == []
+
+
+# A process that sends itself signal N with its default action, then sleeps: it dies of the
+# signal if that action ends it. Python itself ignores SIGPIPE and SIGXFSZ (a write then fails
+# with an error a command reports).
+DIES_OF = """
+import os, signal, sys, time
+number = int(sys.argv[1])
+signal.signal(number, signal.SIG_DFL)
+os.kill(os.getpid(), number)
+time.sleep(2)
+"""
+# Signals a faulting instruction raises: a handler that returned would run it again.
+FAULTS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT,
+          signal.SIGSYS}
+# Signals whose default action stops the process instead of ending it, or that no one can catch.
+NOT_ENDINGS = {signal.SIGKILL, signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU,
+               signal.SIGPIPE, signal.SIGXFSZ}
+
+
+def test_every_signal_that_would_end_a_command_where_it_stands_is_a_stop():
+    """`kill -s` may send any signal: each one whose default action would end a command with
+    nothing said (SIGTRAP, SIGIO, the real-time ones, ...) is one the commands take as a
+    stop, except the faults."""
+    candidates = sorted(set(signal.valid_signals()) - FAULTS - NOT_ENDINGS)
+    children = {n: subprocess.Popen([sys.executable, "-c", DIES_OF, str(int(n))])
+                for n in candidates}
+    ending = {n for n, child in children.items() if child.wait(timeout=60) == -n}
+    assert {signal.SIGTERM, signal.SIGTRAP, signal.SIGRTMIN} <= ending       # the probe works
+    assert sorted(map(signal_name, ending - set(STOPS))) == []
 
 
 @pytest.mark.parametrize("signum, said", [(signal.SIGINT, "interrupted"),

@@ -1,8 +1,12 @@
 """The signals that ask a command to stop: Ctrl-C (SIGINT), SIGTERM (`kill`, `timeout`, a
 service manager, a cancelled job), SIGHUP (a closed terminal), SIGQUIT (Ctrl-\\), SIGUSR1,
 SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF and SIGXCPU (what a batch scheduler, `timeout -s`, a timer
-or a CPU-time limit may send when time runs out) and SIGPWR (a power failure, as a UPS daemon
-or a container manager tells it): each of them ends a process where it stands unless caught.
+or a CPU-time limit may send when time runs out), SIGPWR (a power failure, as a UPS daemon
+or a container manager tells it), and SIGTRAP, SIGSTKFLT, SIGIO and the real-time signals
+SIGRTMIN to SIGRTMAX (which nothing in the project uses, but `kill -s` may send): each of them
+ends a process where it stands unless caught. The faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+SIGABRT, SIGSYS) are left as they are: a handler that returned would run the faulting
+instruction again.
 
 - `signals_held`: held back during a short phase that must not stop halfway (a checkpoint or
   a set of files being written); they take effect when it ends.
@@ -32,8 +36,10 @@ from contextlib import contextmanager
 
 STOPS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT",
                                                 "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM",
-                                                "SIGPROF", "SIGXCPU", "SIGPWR")
-              if hasattr(signal, name))
+                                                "SIGPROF", "SIGXCPU", "SIGPWR", "SIGTRAP",
+                                                "SIGSTKFLT", "SIGIO")
+              if hasattr(signal, name)) + tuple(
+    range(signal.SIGRTMIN, signal.SIGRTMAX + 1) if hasattr(signal, "SIGRTMIN") else ())
 # The stops other than Ctrl-C, which Python leaves to end the process where it stands.
 OTHER_STOPS = STOPS[1:]
 # The project's packages, whose modules are its commands (`python -m book build`).
@@ -43,12 +49,20 @@ SCRIPT_FOLDERS = ("chapters",)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def signal_name(signum: int) -> str:
+    """The name of signal `signum`: SIGTERM, or SIGRTMIN+3 for a real-time one."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:                      # only SIGRTMIN and SIGRTMAX themselves are named
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}"
+
+
 class Stopped(KeyboardInterrupt):
     """A stop other than Ctrl-C as an exception (see stops_unwind): a KeyboardInterrupt, so
     that what cleans up after Ctrl-C cleans up after it too; `signum` is the signal's number."""
 
     def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
+        super().__init__(signal_name(signum))
         self.signum = signum
 
 
@@ -161,7 +175,7 @@ def stops_while_blocked(limit_s: float, overdue: Callable[[], str]):
                 return
             if stops := [s for s in got if s in STOPS]:
                 end("interrupted" if stops[0] == signal.SIGINT
-                    else f"interrupted by {signal.Signals(stops[0]).name}", 128 + stops[0])
+                    else f"interrupted by {signal_name(stops[0])}", 128 + stops[0])
         end(f"error: {overdue()}", 1)
     watcher = threading.Thread(target=watch, daemon=True, name="stops_while_blocked")
     watcher.start()
