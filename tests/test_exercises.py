@@ -1508,6 +1508,31 @@ def test_the_expected_answer_is_made_before_the_learners_code_runs(monkeypatch):
     assert run(EXERCISES["2.1"], leaks).status == "failed"
 
 
+def empties_the_checks_cases(size):
+    """A right causal mask that, on its first call, empties every case list it finds in the
+    frames above it, so that the check would run no case after this one."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        for value in frame.f_locals.values():
+            if isinstance(value, list) and value and isinstance(value[0], Case):
+                value.clear()
+        frame = frame.f_back
+    return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+
+
+def test_a_check_left_with_fewer_cases_or_none_never_passes_on_them(monkeypatch):
+    """An answer cannot shorten the check's case list; a check that finds none to run (its
+    exercise changed behind it) says so and does not pass."""
+    causal = EXERCISES["2.1"]
+    assert run(causal, empties_the_checks_cases).cases == len(causal.cases())
+    emptied = Exercise(**{**vars(causal), "cases": lambda: []})
+    result = run(emptied, empties_the_checks_cases)
+    assert result.status == "failed" and result.cases == 0
+    for lang in LANGS:
+        says(result.message(lang), "2.1", {"en": "no case", "zh": "用例"}[lang],
+             {"en": "check itself", "zh": "检查本身"}[lang])
+
+
 @pytest.mark.parametrize("typed", ["\uff12.\uff11", "\uff12\uff0e\uff11", "2,1", "2\u30021",
                                    " 2.1 "])
 def test_an_exercise_number_typed_with_full_width_digits_or_a_comma_is_recognised(typed,

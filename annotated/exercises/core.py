@@ -330,6 +330,7 @@ class Outcome:
     the case, what it returned (or the error it raised) and what was expected."""
     status: str      # passed, failed, not attempted, not callable, own, changed, forbidden,
     #                  rule (a right result, reached the way the exercise forbids), tampered,
+    #                  emptied (the check was left no case to run),
     #                  again (wrong on a case made again with other numbers)
     n: int
     case: Case | None = None
@@ -398,7 +399,9 @@ def outcome(exercise: Exercise, fn) -> Outcome:
         return Outcome("async", 0, got=fn)          # (calling it would only make a coroutine)
     if from_the_package(fn) or fn is exercise.answer or rebuilt(fn, exercise.answer):
         return Outcome("own", 0, got=fn)
-    cases = exercise.cases()
+    cases = tuple(exercise.cases())   # a tuple: the learner's code cannot shorten it
+    if not cases:                      # ... nor may it leave the check nothing to run
+        return Outcome("emptied", 0)
     if unseen := compiled_code_in(fn):
         return Outcome("forbidden", 1, cases[0], unseen)
     found = outcome_on(exercise, fn, cases)
@@ -411,7 +414,7 @@ def outcome(exercise: Exercise, fn) -> Outcome:
     return again if again.status != "passed" else found
 
 
-def given_back(fn, got, cases: list[Case]) -> bool:
+def given_back(fn, got, cases: tuple[Case, ...]) -> bool:
     """Whether `got` is what `fn` returns for one of the book's own cases: a result kept from
     an earlier call. (A result of its own that is wrong on the new numbers is another
     mistake, such as an overflow that only larger numbers reach.)"""
@@ -437,7 +440,7 @@ def rebuilt(fn, answer) -> bool:
         getattr(fn, "__closure__", None) == getattr(answer, "__closure__", None)
 
 
-def other_numbers(exercise: Exercise, cases: list[Case]) -> list[Case]:
+def other_numbers(exercise: Exercise, cases: tuple[Case, ...]) -> tuple[Case, ...]:
     """The cases made again from other seeds (other random numbers; the drawn cases with other
     sizes too), those that changed: an answer that gives back a result kept from an earlier
     call, chosen by the inputs' shapes or looked up by their values, is wrong on them."""
@@ -446,11 +449,11 @@ def other_numbers(exercise: Exercise, cases: list[Case]) -> list[Case]:
         remade = exercise.cases()
     finally:
         SEED_OFFSET.reset(token)
-    return [new for old, new in zip(cases, remade)
-            if fingerprint(new.args) != fingerprint(old.args)]
+    return tuple(new for old, new in zip(cases, remade)
+                 if fingerprint(new.args) != fingerprint(old.args))
 
 
-def outcome_on(exercise: Exercise, fn, cases: list[Case]) -> Outcome:
+def outcome_on(exercise: Exercise, fn, cases: tuple[Case, ...]) -> Outcome:
     """Call `fn` on each of `cases` in turn; the first wrong case ends the check."""
     for n, case in enumerate(cases, start=1):
         sealed = fingerprint(call(exercise.answer, case))   # before the learner's code runs,
@@ -493,7 +496,7 @@ def under_watch(exercise: Exercise, fn, case: Case, refused: list):
         yield
 
 
-def results_after(exercise: Exercise, fn, cases: list[Case]) -> list:
+def results_after(exercise: Exercise, fn, cases: tuple[Case, ...]) -> list:
     """(case, what `fn` returns, the right answer) for the cases after a wrong one, as far as
     it runs them as it ran the others (no error, no refused call, in time): against them,
     matching_slip tells two slips apart that agree on the failing case."""
@@ -904,6 +907,8 @@ def describe(exercise: Exercise, found: Outcome, lang: str) -> str:
                                        else type(found.got).__name__)
     if found.status == "async":
         return head + say["async"]
+    if found.status == "emptied":
+        return head + say["emptied"]
     if found.status == "own":
         return head + say["own"].format(name=exercise.function, module=found.got.__module__)
     label = found.case.label(lang)

@@ -54,6 +54,8 @@ MESSAGES = {
         "raised_in": "your function raised {error}{where}",
         "tampered": "case '{case}': your function changed what the check compares its answer "
                     "with; leave the book's code and the check as they are.",
+        "emptied": "the check found no case to run: your code changed the check itself; leave "
+                   "the book's code and the check as they are.",
         "changed": "case '{case}': your function changed its argument `{name}` in place; leave "
                    "its inputs as they were and compute a new result.",
         "count": "expected {expected} values returned, got {got}",
@@ -235,6 +237,7 @@ MESSAGES = {
                 "完成的事。",
         "raised_in": "你的函数抛出了 {error}{where}",
         "tampered": "用例“{case}”：你的函数改动了检查用来比对答案的东西；请让本书的代码和检查保持原样。",
+        "emptied": "检查找不到可运行的用例：你的代码改动了检查本身；请让本书的代码和检查保持原样。",
         "changed": "用例“{case}”：你的函数原地修改了参数 `{name}`；请保持输入不变，另算出新的结果。",
         "returned": "返回的 {n} 个值中的第 {i} 个：{problem}",
         "item": "其中 {n} 项里的第 {i} 项：{problem}",
