@@ -328,11 +328,14 @@ def test_a_check_called_with_its_number_unquoted_fails_that_exercise_with_the_ca
 @pytest.mark.parametrize("lang, typo, names", [
     ("en", "2.9", ('check("2.9", ...)', "no exercise", "2.1, 2.2, 2.3", "correct the number")),
     ("zh", "2.9", ('check("2.9", ...)', "2.1, 2.2, 2.3")),
-    ("en", "2.l", ('check("2.l", ...)', "no exercise", "2.1, 2.2, 2.3"))])
+    ("en", "2.l", ('check("2.l", ...)', "no exercise", "2.1, 2.2, 2.3")),
+    ("en", "1.4", ("1.4", "predict-then-run", "no check")),
+    ("zh", "1.4", ("1.4", "先预测、再运行", "没有检查"))])
 def test_a_notebook_whose_only_check_has_a_mistyped_number_is_told_the_number(tmp_path, lang,
                                                                               typo, names):
     """Its one check names no exercise of the book: the row says which number and the
-    chapter's own, not that the notebook has no check; a letter for a digit too."""
+    chapter's own, not that the notebook has no check; a letter for a digit too. A number
+    of an exercise without a check (predict, then run) is told so, as check itself tells it."""
     write(tmp_path, "typo.ipynb", [SETUP, f'check("{typo}", len)'])
     done = subprocess.run([sys.executable, "-m", "annotated.exercises", "grade", "--lang", lang,
                            str(tmp_path / "typo.ipynb"), "--json"], capture_output=True,

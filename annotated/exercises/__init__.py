@@ -126,12 +126,18 @@ def misused(exercise_id, fn, lang: str, more=()) -> str | None:
         return say["id_as_text"].format(given=shown(exercise_id),
                                         id=likely_id(exercise_id, fn))
     if exercise_id not in exercises():
-        if (kind := kind_in_the_book(exercise_id)) is not None:    # predict, or derive
-            return say["not_coding"].format(id=exercise_id, kind=say["kinds"][kind])
-        return say["unknown_id"].format(id=exercise_id, known=nearest_ids(exercise_id))
+        return not_an_exercise(exercise_id, say)
     if fn is None:
         return say["needs_fn"].format(id=exercise_id)
     return None
+
+
+def not_an_exercise(exercise_id: str, say: dict) -> str:
+    """Why check cannot run `exercise_id`, in the language of `say`: it is an exercise without
+    a check (predict, or derive), or no exercise of the book at all (the nearest ones named)."""
+    if (kind := kind_in_the_book(exercise_id)) is not None:
+        return say["not_coding"].format(id=exercise_id, kind=say["kinds"][kind])
+    return say["unknown_id"].format(id=exercise_id, known=nearest_ids(exercise_id))
 
 
 def keep_misuse(exercise_id, fn, more) -> None:

@@ -40,7 +40,7 @@ from annotated.base.errors import DataError
 from annotated.base.files import compressed_by, free_name, links_loop, write_files
 from annotated.base.settings import between
 from annotated.base.signals import signals_held, stop_group
-from annotated.exercises import exercises, graded_ids, nearest_ids
+from annotated.exercises import exercises, graded_ids, not_an_exercise
 from annotated.exercises.guard import FOUND, Installation, Restored
 from annotated.exercises.messages import MESSAGES
 from annotated.exercises.notebook import PROJECT, NotANotebook, checks, mentions_check, read
@@ -386,9 +386,8 @@ def grade(notebook: Path, args) -> dict:
     called = checks(nb)
     ids = graded_ids(called)
     if not ids and (called or not mentions_check(nb)):
-        row["note"] = (say["unknown_id"].format(id=next(iter(called)),
-                                                known=nearest_ids(next(iter(called))))
-                       if called else say["no_exercises"])
+        row["note"] = (not_an_exercise(next(iter(called)), say) if called
+                       else say["no_exercises"])
         return row
     report = execute(notebook, args)
     row["total"] = len(report.get("results") or ids)
@@ -415,7 +414,7 @@ def grade(notebook: Path, args) -> dict:
     row["note"] = say["notes_sep"].join(dict.fromkeys(filter(None, [    # each note once
         opened and say["solutions_opened"].format(files=", ".join(opened)),
         died and say[died[0]].format(detail=died[1]), cell_note(row["errors"], args, say),
-        typos and say["unknown_id"].format(id=typos[0], known=nearest_ids(typos[0])),
+        typos and not_an_exercise(typos[0], say),
         *wrong_calls]))) or None
     return row
 
