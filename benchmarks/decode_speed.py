@@ -32,7 +32,7 @@ from annotated.base.errors import DataError
 from annotated.base.files import read_lines
 from annotated.base.settings import at_least, between
 from annotated.configs import option
-from annotated.data.corpus import DATA_ENV, _find
+from annotated.data.corpus import DATA_ENV, data_location, folder_holding
 from annotated.data.tokenizer import EOS, PAD, train_bpe
 from annotated.inference.search import beam_search, source_batch
 from annotated.model import make_model
@@ -87,8 +87,7 @@ def parse_args(argv=None):
     parser.add_argument("--max-extra", type=option("max_extra"),
                         help="default: 0 (random model), 50 (trained)")
     args = parser.parse_args(argv)
-    args.data_dir = args.data_dir or os.environ.get(DATA_ENV)
-    if not args.data_dir:
+    if not (args.data_dir or os.environ.get(DATA_ENV)):
         parser.error(f"give --data-dir or set {DATA_ENV} (the folder holding wmt14/)")
     return args
 
@@ -97,7 +96,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     threads = set_threads(args.threads)
-    folder = _find("wmt14", ["newstest2014.en", "newstest2014.de"], args.data_dir)
+    folder = folder_holding("wmt14", ["newstest2014.en", "newstest2014.de"],
+                            data_location(args.data_dir))
     lines = [line for line in read_lines(folder / "newstest2014.en") if line.strip()]
     lines = lines[:args.sentences]
     model, tokenizer, what, search = model_to_time(args, folder)

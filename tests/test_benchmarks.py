@@ -494,6 +494,16 @@ def test_decode_speed_on_a_few_lines_of_newstest_names_them_not_a_setting(tmp_pa
     assert "vocab_size" not in line
 
 
+@pytest.mark.parametrize("made, what", [(None, "not there"), ("file", "a file")])
+def test_decode_speed_names_a_data_location_that_is_no_folder(tmp_path, capsys, made, what):
+    location = tmp_path / "data"
+    if made:
+        location.write_text("")
+    with pytest.raises(SystemExit):
+        decode_speed.main(["--data-dir", str(location), "--threads", "1"])
+    says(capsys.readouterr().err.strip(), str(location), what, "--data-dir")
+
+
 def test_decode_speed_decodes_a_checkpoint_as_it_was_scored(tmp_path, capsys):
     """The shipped model's own beam and alpha, not the random model's 4 and 0.6."""
     from annotated.pretrained import MULTI30K_EN_DE

@@ -525,7 +525,7 @@ def test_multi30k_tokenizer_cached_and_length_filter_counted(multi30k):
 
 def test_multi30k_folder_itself_is_accepted(multi30k):
     corpus, cache, _, location = multi30k
-    folder = data._find("multi30k", list(data.MULTI30K_SHA256), location)
+    folder = data.folder_holding("multi30k", list(data.MULTI30K_SHA256), location)
     again = load_corpus(get("multi30k").override(vocab_size=1000), data_dir=folder,
                         cache_dir=cache, log=quiet)
     assert again.test_src == corpus.test_src
@@ -865,10 +865,10 @@ def test_a_data_location_with_a_space_at_its_end_shows_the_space(tmp_path):
 
 
 def test_a_folder_in_place_of_a_corpus_file_is_named_a_folder(tmp_path):
-    from annotated.data.corpus import _find
+    from annotated.data.corpus import folder_holding
     (tmp_path / "multi30k" / "train.en.gz").mkdir(parents=True)
     with pytest.raises(FileNotFoundError) as error:
-        _find("multi30k", ["train.en.gz"], tmp_path)
+        folder_holding("multi30k", ["train.en.gz"], tmp_path)
     says(str(error.value), "train.en.gz (a folder there, not a file)")
 
 

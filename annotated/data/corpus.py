@@ -558,12 +558,12 @@ def corpus_files(config, data_dir, cache, log) -> dict:
     if config.dataset == "multi30k_sample":
         folder, stems, suffix = SAMPLE, SAMPLE_SPLITS, ".gz"
         names = [f"{stem}.{lang}{suffix}" for stem in stems.values() for lang in langs]
-        _find("multi30k_sample", names, folder)
+        folder_holding("multi30k_sample", names, folder)
     elif config.dataset == "multi30k":
         stems, suffix = MULTI30K_SPLITS, ".gz"
         names = [f"{stem}.{lang}{suffix}" for stem in stems.values() for lang in langs]
         if data_dir:
-            folder = _find("multi30k", names, data_dir)
+            folder = folder_holding("multi30k", names, data_dir)
             _check_published(folder, names)
             log(f"multi30k: reading {folder}")
         else:
@@ -571,7 +571,7 @@ def corpus_files(config, data_dir, cache, log) -> dict:
     else:                                                      # wmt14
         stems, suffix = WMT14_SPLITS, ""
         names = [f"{stem}.{lang}" for stem in stems.values() for lang in langs]
-        folder = _find("wmt14", names, data_dir or cache / "wmt14")
+        folder = folder_holding("wmt14", names, data_dir or cache / "wmt14")
         log(f"wmt14: reading {folder}")
     return {split: [folder / f"{stem}.{lang}{suffix}" for lang in langs]
             for split, stem in stems.items()}
@@ -713,7 +713,7 @@ def _describe(s) -> str:
             f"dropped, {s['too_long']:,} longer than max_sentence_len dropped, {s['kept']:,} kept")
 
 
-def _find(dataset, names, location) -> Path:
+def folder_holding(dataset, names, location) -> Path:
     """The folder holding all `names`: location/dataset or location itself."""
     location = expand(location)
     folders = (location / dataset, location)
