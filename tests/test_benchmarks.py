@@ -11,10 +11,11 @@ from conftest import says
 
 from annotated import configs
 from annotated.base.errors import ConfigError
+from annotated.training import onednn
 from annotated.training.flops import batch_training_flops
-from benchmarks import (adam_step, attention_kernels, common, cpu_allocator, decode_speed,
-                        device_run, exercise_checks, gpu_train, train_step_vs_nn_transformer,
-                        train_throughput)
+from benchmarks import (adam_step, attention_kernels, common, cpu_allocator, cpu_matmul,
+                        decode_speed, device_run, exercise_checks, gpu_train,
+                        train_step_vs_nn_transformer, train_throughput)
 from experiments import folders, gpu_schedule
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -407,8 +408,8 @@ def test_the_device_script_runs_every_stage_on_a_cpu(tmp_path):
         json.loads((RESULTS / "gpu_schedule.json").read_text())["models"]
 
 
-@pytest.mark.parametrize("module", [adam_step, attention_kernels, cpu_allocator, decode_speed,
-                                    exercise_checks, train_step_vs_nn_transformer,
+@pytest.mark.parametrize("module", [adam_step, attention_kernels, cpu_allocator, cpu_matmul,
+                                    decode_speed, exercise_checks, train_step_vs_nn_transformer,
                                     train_throughput])
 def test_a_thread_count_torch_cannot_take_is_refused_before_any_work(module, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -532,3 +533,17 @@ def test_a_timing_on_a_busy_machine_says_so_in_its_first_line(monkeypatch):
     says(common.busy(), "busy", "load average 3.9 on 2 cores", "slower")
     monkeypatch.setattr(common.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
     assert common.busy() == ""
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="this torch has no oneDNN")
+def test_cpu_matmul_times_each_product_of_a_step_through_both_libraries(capsys):
+    before = torch.get_num_threads()
+    try:
+        cpu_matmul.main(["--threads", "1", "--repeats", "1"])
+    finally:
+        torch.set_num_threads(before)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 + len(cpu_matmul.products())
+    for line, name in zip(lines[1:], cpu_matmul.products()):
+        says(line, name, "BLAS", "oneDNN", "x")
+    says(lines[-1], "one step's products", "BLAS", "oneDNN")

@@ -22,13 +22,14 @@ floating-point additions (the tests hold them to float64 rounding, and to refere
 accuracy counts y when log p(y) equals the row's largest log-probability, as there. Under
 autocast the products run in its dtype, the softmax in float32, as in the plain path.
 `compile=True` compiles the per-chunk arithmetic (the softmax, the sums and d loss / d z) into
-a few fused kernels; the matrix products are the library's either way.
+a few fused kernels; the matrix products are the library's either way (oneDNN's on a CPU in
+float32: training.onednn).
 """
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from annotated.loss import LossStats
+from annotated.training.onednn import linear, matmul
 
 CPU_CHUNK = 2 ** 21        # logits in a chunk on a CPU: 8 MiB of float32, in the caches
 GPU_CHUNK = 2 ** 27        # on a GPU: enough rows that the matrix products stay large
@@ -103,15 +104,15 @@ class _ProjectedLoss(torch.autograd.Function):
             d_b = None if bias is None else torch.zeros_like(bias)
         for start in range(0, len(y), rows):
             h_c, y_c = h[start:start + rows], y[start:start + rows]
-            z = F.linear(h_c, weight, bias)                           # (rows, V)
+            z = linear(h_c, weight, bias)                             # (rows, V)
             chunk_loss, chunk_nll, chunk_correct, dz = terms(z, y_c, pad, eps_ls, grad)
             loss += chunk_loss
             nll += chunk_nll
             correct += chunk_correct
             if grad:
                 dz = dz.to(z.dtype)                  # the logits' dtype, as autograd's would be
-                d_h[start:start + rows] = dz @ weight
-                d_wt += h_c.T @ dz                   # faster than dz^T h_c into (V, d_model)
+                d_h[start:start + rows] = matmul(dz, weight)
+                d_wt += matmul(h_c.T, dz)            # faster than dz^T h_c into (V, d_model)
                 if d_b is not None:
                     d_b += dz.sum(0)
         ctx.mark_non_differentiable(nll, correct, tokens)

@@ -17,7 +17,8 @@ reads and writes about ten times. `cuda_graphs=true` (on a GPU, with compile=tru
 the compiled forward and backward passes as CUDA graphs, one for each of a few padded batch
 shapes (training.buckets), so that the GPU no longer waits for the CPU to launch each kernel.
 On a CPU without compile, dropout draws its random numbers four elements at a time
-(training.dropout).
+(training.dropout), and the linear layers' matrix products run through oneDNN, whose kernels
+use the processor's widest instructions whoever made it (training.onednn).
 """
 import functools
 import math
@@ -38,6 +39,7 @@ from annotated.training import distributed
 from annotated.training.buckets import Bucketed
 from annotated.training.decoder_states import DecoderStates
 from annotated.training.dropout import use_drawn_dropout
+from annotated.training.onednn import use_onednn_linear
 from annotated.training.output_loss import OutputLoss
 
 AMP_DTYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -96,6 +98,7 @@ def make_engine(model: nn.Module, config, device: torch.device) -> Engine:
     amp = AMP_DTYPES[config.amp]
     if device.type == "cpu" and not config.compile:
         use_drawn_dropout(model)                     # cheaper random draws (training.dropout)
+        use_onednn_linear(model)                     # oneDNN matrix products (training.onednn)
     ddp = None
     states = DecoderStates(model, spelled_out=device.type == "cpu" and amp is not None)
     if distributed.active():
