@@ -367,6 +367,30 @@ def test_a_file_nested_deeper_than_python_reads_is_not_a_notebook(tmp_path):
     assert nb is None and "JSON" in problem
 
 
+@pytest.mark.parametrize("change, where, found, expected", [
+    ({"cells": {"a": 1}}, "`cells`", ("an object", "一个对象"), ("a list", "一个列表")),
+    ({"cells": ["x"]}, "`cells[0]`", ("a string", "一个字符串"), ("an object", "一个对象")),
+    ({"metadata": []}, "`metadata`", ("a list", "一个列表"), ("an object", "一个对象")),
+    ({"cells": [{"cell_type": 7, "source": "", "metadata": {}}]}, "`cells[0].cell_type`",
+     ("a number", "一个数"), ("a string", "一个字符串")),
+    ({"cells": [{"cell_type": "markdown", "source": ["a", 3], "metadata": {}}]},
+     "`cells[0].source[1]`", ("a number", "一个数"), ("a string", "一个字符串"))])
+def test_a_notebook_entry_of_the_wrong_kind_is_named_with_its_place(tmp_path, change, where,
+                                                                    found, expected):
+    """nbformat's own checks fail inside their code on these (naming a Python error); the row
+    names the entry, what it is and what a notebook has there, in both languages."""
+    from annotated.exercises.grade import notebook_problem
+    from annotated.exercises.messages import MESSAGES
+    path = tmp_path / "odd.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                "cells": [], **change}))
+    for lang, i in (("en", 0), ("zh", 1)):
+        nb, problem = notebook_problem(path, MESSAGES[lang])
+        assert nb is None
+        says(problem, where, found[i], expected[i])
+        assert "attribute" not in problem and "argument" not in problem
+
+
 def test_a_link_to_a_missing_notebook_is_named_as_a_link(tmp_path):
     """A dangling link is not 'no such file': the row names where it points, in both
     languages."""
@@ -824,3 +848,21 @@ def test_a_notebook_given_twice_is_named_as_typed_and_graded_once(tmp_path, caps
     twice, linked = capsys.readouterr().err.strip().splitlines()
     says(twice, "a.ipynb is given twice", "graded once")
     says(linked, "b.ipynb is a.ipynb", "given before", "graded once")
+
+
+@pytest.mark.parametrize("shared, kind", [("HOME", "home folder"), ("TMPDIR", "temporary")])
+def test_notebooks_in_a_folder_other_programs_write_in_are_refused_before_any_runs(
+        tmp_path, monkeypatch, shared, kind):
+    """The grader puts back every file of the submissions' folder that changes while a
+    notebook runs: in the home or a temporary folder that would undo other programs' writes
+    (a training run's log), so it names the folder and asks for one of their own."""
+    import tempfile
+    from annotated.base.errors import DataError
+    from annotated.exercises.grade import Folders
+    monkeypatch.setenv(shared, str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)          # read TMPDIR again
+    (tmp_path / "alice.ipynb").write_text("{}")
+    with pytest.raises(DataError) as refused:
+        Folders([tmp_path / "alice.ipynb"])
+    says(refused, str(tmp_path), kind, "other programs", "folder of their own")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alice.ipynb"]     # no lock left

@@ -153,6 +153,12 @@ class Folders:
     def __init__(self, notebooks: list[Path]):
         self.folders = {Path(os.path.abspath(n)).parent for n in notebooks
                         if Path(os.path.abspath(n)).parent.is_dir()}
+        for folder in sorted(self.folders):
+            if kind := shared_folder(folder):
+                raise DataError(f"{folder} holds notebooks to grade, and it is {kind}, where "
+                                f"other programs write too: the grader would put back their "
+                                f"files if they changed while a notebook ran; copy the "
+                                f"notebooks into a folder of their own and grade them there")
         self.lock()
         self.files, self.kept, self.links = {}, 0, set(self.listed(links=True))
         for file in [Path(os.path.abspath(n)) for n in notebooks] + self.listed():
@@ -327,6 +333,21 @@ class Folders:
         return out
 
 
+def shared_folder(folder: Path) -> str | None:
+    """What `folder` is, when other programs write there as a matter of course (the root
+    folder, the home folder, a temporary folder), else None."""
+    shared = [("/", "the root folder"), (os.path.expanduser("~"), "your home folder"),
+              *((path, "a temporary folder") for path in (tempfile.gettempdir(), "/tmp",
+                                                          "/var/tmp", "/dev/shm"))]
+    for path, kind in shared:
+        try:
+            if os.path.samefile(folder, path):
+                return kind
+        except OSError:                          # no such folder on this system
+            continue
+    return None
+
+
 def listing(files: list[Path], say: dict, name=str) -> str:
     """The files named in a row's note: the first five, then how many more."""
     shown = ", ".join(map(name, files[:5]))
@@ -362,7 +383,8 @@ def notebook_problem(notebook: Path, say: dict) -> tuple[dict | None, str | None
         return None, say["not_utf8"].format(line=e.object[:e.start].count(b"\n") + 1,
                                             encoding="utf-16" if utf16 else "ITS_ENCODING")
     except NotANotebook as e:
-        return None, say[e.key].format(detail=e.detail)
+        return None, say[e.key].format(detail=e.detail, **{name: say["json_types"][kind]
+                                                            for name, kind in e.types.items()})
     except Exception as e:            # nbformat's reader raises whatever its parser met
         return None, " ".join(str(e).split())[:160] or type(e).__name__
     return nb, None

@@ -38,11 +38,12 @@ class Listed:
 
 class NotANotebook(ValueError):
     """Why a file is not a notebook this book reads: `key` names the message (in
-    annotated.exercises.messages, in every language), `detail` fills it in."""
+    annotated.exercises.messages, in every language), `detail` fills it in, and `types`
+    names the kinds of JSON value it speaks of (keys of the messages' "json_types")."""
 
-    def __init__(self, key: str, detail: str = ""):
+    def __init__(self, key: str, detail: str = "", **types: str):
         super().__init__(key, detail)
-        self.key, self.detail = key, detail
+        self.key, self.detail, self.types = key, detail, types
 
 
 def read(path) -> nbformat.NotebookNode:
@@ -71,6 +72,9 @@ def read(path) -> nbformat.NotebookNode:
         raise NotANotebook("no_cells", ", ".join(f"'{key}'" for key in lacking))
     if version != 4:
         raise NotANotebook("other_nbformat", repr(version))
+    if wrong := wrong_shape(data):
+        where, found, expected = wrong
+        raise NotANotebook("wrong_type", where, found=found, expected=expected)
     with warnings.catch_warnings():           # cells without ids, or sharing one: graded
         warnings.simplefilter("ignore")
         try:
@@ -80,6 +84,32 @@ def read(path) -> nbformat.NotebookNode:
             why = getattr(e, "message", None) or str(e) or type(e).__name__
             raise NotANotebook("invalid", " ".join(str(why).split())[:120]) from None
     return nb
+
+
+def json_type(value) -> str:
+    """The kind of JSON value `value` was read from: object, list, string, ..."""
+    return ("boolean" if isinstance(value, bool) else "number" if isinstance(value, (int, float))
+            else {dict: "object", list: "list", str: "string"}.get(type(value), "null"))
+
+
+def wrong_shape(data: dict) -> tuple[str, str, str] | None:
+    """(where, found, expected) for the first value of a notebook's JSON whose kind is not a
+    notebook's, where nbformat's own checks would fail inside their code: the cells a list of
+    objects, each with a string cell_type and a text source, the metadata an object."""
+    places = [("metadata", data.get("metadata", {}), "object"), ("cells", data["cells"], "list")]
+    for i, cell in enumerate(data["cells"] if isinstance(data["cells"], list) else []):
+        places.append((f"cells[{i}]", cell, "object"))
+        if isinstance(cell, dict):
+            source = cell.get("source", "")
+            places += [(f"cells[{i}].cell_type", cell.get("cell_type", ""), "string"),
+                       (f"cells[{i}].source", source, "text")]
+            places += [(f"cells[{i}].source[{j}]", line, "string")       # a list of lines
+                       for j, line in enumerate(source if isinstance(source, list) else [])]
+    for where, value, expected in places:
+        if json_type(value) != expected and not (expected == "text" and
+                                                 json_type(value) in ("string", "list")):
+            return where, json_type(value), expected
+    return None
 
 
 def python_script(path, text: str) -> bool:
