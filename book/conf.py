@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))             # autodoc reads this checkout's packag
 
 from book import languages  # noqa: E402
 from book.figures import plain_math  # noqa: E402  (the same plain text as the figures' alt)
+from book.i18n import MYST_EXTENSIONS  # noqa: E402  (the translations check reads as we do)
 
 project = "The Annotated Transformer, checked"
 author = project                          # the footer's "By ..." names the project
@@ -33,7 +34,7 @@ extensions = ["myst_nb", "sphinx.ext.mathjax", "sphinx-mathjax-offline",
               "sphinx.ext.autodoc", "sphinx.ext.viewcode"]
 nb_execution_mode = "off"                 # the committed outputs are the book
 nb_render_markdown_format = "myst"        # markdown outputs hold tables and math
-myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_enable_extensions = MYST_EXTENSIONS
 exclude_patterns = ["_build"]
 
 default_role = "literal"                  # `name` in a docstring is code, as in the chapters

@@ -50,6 +50,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
+
 from annotated.base.errors import DataError
 from annotated.base.files import read_lines, with_line_ends_of, write_files
 from book import languages
@@ -452,8 +456,9 @@ def translation_problem(unit: Unit) -> str | None:
     as it is (prose words, outside code and math, the same as the quote), code, math or a link
     target that is not as in the English (kept_pieces), a formula or a code block it adds, a
     number of its prose changed, added (numbers_changed) or moved to another noun
-    (numbers_moved), code, math, links or numbers in another order (order_changed), a heading's
-    level changed (headings_changed), or what would break its page (unpublishable)."""
+    (numbers_moved), code, math, links or numbers in another order (order_changed), or what
+    would break its page (unpublishable: markup added, or blocks not the English's, such as a
+    heading at another level or a paragraph made code or a comment)."""
     prose_words = WORD.findall(kept_and_prose(unit.en)[1])
     if unit.text.strip() == unit.en.strip() and len(prose_words) >= 3:
         return (f"its translation is the English itself, {short(unit.en)}: translate it "
@@ -475,7 +480,7 @@ def translation_problem(unit: Unit) -> str | None:
         return (f"its translation has {short(added[0])}, a formula or a code block the English "
                 f"has not (or has fewer times): keep the English's, and only those")
     return (numbers_changed(unit) or numbers_moved(unit) or order_changed(unit)
-            or headings_changed(unit) or unpublishable(unit))
+            or unpublishable(unit))
 
 
 def invisible_added(unit: Unit) -> str | None:
@@ -507,20 +512,47 @@ def entity_added(unit: Unit) -> str | None:
             f"not: write the character itself (a space for &nbsp;), or leave it out")
 
 
-#: A markdown heading's marks, at the start of a line of prose.
-HEADING = re.compile(r"^(#{1,6})[ \t]", re.M)
+#: The MyST extensions the book's pages are written with (book/conf.py enables these).
+MYST_EXTENSIONS = ["dollarmath", "amsmath"]
+#: Markdown as the site's build reads it.
+MARKDOWN = create_md_parser(MdParserConfig(enable_extensions=set(MYST_EXTENSIONS)),
+                            RendererHTML)
+#: What a reader sees of each kind of block, by markdown-it's name for it.
+BLOCK_NAMES = {"paragraph": "a paragraph", "code_block": "a code block (lines indented by four "
+               "spaces or a tab)", "fence": "a code block (```)", "math_block": "a formula ($$)",
+               "bullet_list": "a bulleted list", "ordered_list": "a numbered list",
+               "list_item": "a list item", "blockquote": "a quote (>)", "table": "a table",
+               "hr": "a horizontal rule (---, *** or ___)", "html_block": "raw HTML",
+               "myst_line_comment": "a comment line (% ..., hidden from the page)",
+               "myst_target": "a target line ((name)=)", "myst_block_break": "a block break "
+               "(+++)", **{f"h{n}": f"a heading ({'#' * n})" for n in range(1, 7)}}
 
 
-def headings_changed(unit: Unit) -> str | None:
-    """Headings whose levels differ from the English's (a ## section made a # title): the
-    page's outline, and the book's table of contents, would change."""
-    english, translated = ([len(m) for m in HEADING.findall(kept_and_prose(text)[1])]
-                           for text in (unit.en, unit.text))
+def blocks(text: str) -> list[str]:
+    """The blocks of markdown `text` as the site's build reads them, in order: paragraph,
+    h2, bullet_list, list_item, code_block, myst_line_comment, ... (a heading by its level,
+    however it is written: `## Title`, or Title underlined)."""
+    return [token.tag if token.type == "heading_open" else token.type.removesuffix("_open")
+            for token in MARKDOWN.parse(text) if token.block and token.nesting >= 0
+            and token.type != "inline"]
+
+
+def blocks_changed(unit: Unit) -> str | None:
+    """A block of the translation that is not the English's (a heading at another level or
+    added, a paragraph indented into a code block, a comment line that hides it, a target, a
+    rule), or one it drops: the page, and its outline, would differ from the English's."""
+    english, translated = blocks(unit.en), blocks(unit.text)
     if english == translated:
         return None
-    said = [", ".join("#" * n for n in levels) or "none" for levels in (translated, english)]
-    return (f"its translation's headings are {said[0]} where the English has {said[1]}: keep "
-            f"the English's headings, each at its level")
+    tag, i, j, k, m = next(op for op in difflib.SequenceMatcher(
+        None, english, translated, autojunk=False).get_opcodes() if op[0] != "equal")
+    ours, theirs = (BLOCK_NAMES.get(b[0], b[0]) if b else None
+                    for b in (translated[k:m], english[i:j]))
+    what = (f"adds {ours}, which the English has not" if theirs is None else
+            f"drops the English's {theirs.removeprefix('a ')}" if ours is None else
+            f"has {ours} where the English has {theirs}")
+    return (f"its translation {what}: keep the English's blocks (paragraphs, headings at their "
+            f"levels, lists, code), each as it is written")
 
 
 #: Inline math that is one symbol ($n$, $V$, $\epsilon_{ls}$): a translation may name one the
@@ -785,9 +817,16 @@ def open_emphasis(unit: Unit) -> str | None:
 
 def unpublishable(unit: Unit) -> str | None:
     """What in a unit's translation would break its page, which the build therefore publishes
-    in English: a code block it never closes (the rest of the page would show as code), or a
-    link (other than to a glossary term, which a translation may link where its wording names
-    the term) or a directive that the English has not (the build would fail on it)."""
+    in English: markup that would (markup_added), or blocks that are not the English's
+    (blocks_changed: a paragraph hidden as a comment or shown as code, a heading added)."""
+    return markup_added(unit) or blocks_changed(unit)
+
+
+def markup_added(unit: Unit) -> str | None:
+    """What in a translation, a page's or a table cell's, would break the page: a code block
+    it never closes (the rest of the page would show as code), or a link (other than to a
+    glossary term, which a translation may link where its wording names the term) or a
+    directive that the English has not (the build would fail on it)."""
     if broken := open_block(unit):
         return broken
     added = [p for p in Counter(kept_pieces(unit.text)) - Counter(kept_pieces(unit.en))
@@ -1046,9 +1085,9 @@ def check_tables(lang: str) -> Report:
 
 def table_cell_problem(unit: Unit) -> str | None:
     """What makes a table cell's translation unfit to publish: what would break its page
-    (unpublishable), or a number the cell has not. A cell's numbers are its #s, and one
+    (markup_added), or a number the cell has not. A cell's numbers are its #s, and one
     written out would stand in every table that shows the cell."""
-    if problem := unpublishable(unit):
+    if problem := markup_added(unit):
         return problem
     added = [n for n in NUMBER.findall(unit.text)             # x1.4 in the cell, ×1.4 here
              if not re.search(rf"(?<![\d.]){re.escape(n)}(?![\d.])", unit.en)]

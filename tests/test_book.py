@@ -393,17 +393,22 @@ def slips_page_alone(tmp_path, monkeypatch, en: str | None = None, zh: str | Non
     return book
 
 
+@pytest.mark.parametrize("added, named", [("```{bogusdirective}\nhello\n```\n",
+                                             "bogusdirective"),
+                                            ("% ", "comment line")])
 def test_a_unit_unfit_to_publish_is_noted_before_the_build_and_left_in_english(
-        tmp_path, monkeypatch, capsys):
-    """A directive the translation adds would fail the build on a temporary file's line."""
+        tmp_path, monkeypatch, capsys, added, named):
+    """A directive the translation adds would fail the build on a temporary file's line; a
+    comment line would hide the paragraph it starts."""
     from book import build, i18n
     zh = (i18n.BOOK / "zh" / "slips.md").read_text(encoding="utf-8")
-    slips_page_alone(tmp_path, monkeypatch, zh=zh.replace(
-        "--- zh ---\n", "--- zh ---\n```{bogusdirective}\nhello\n```\n", 1))
+    slips_page_alone(tmp_path, monkeypatch, zh=zh.replace("--- zh ---\n",
+                                                          "--- zh ---\n" + added, 1))
     build.check_edition("zh")
-    says(capsys.readouterr().err, "note", "book/zh/slips.md:", "bogusdirective",
-         "published in English")
-    assert "bogusdirective" not in i18n.translated_page(i18n.BOOK / "slips.md", "zh")
+    says(capsys.readouterr().err, "note", "book/zh/slips.md:", named, "published in English")
+    unit = i18n.read_units(i18n.BOOK / "zh" / "slips.md", "zh")[0]      # the one changed
+    page = i18n.translated_page(i18n.BOOK / "slips.md", "zh")
+    assert unit.text.startswith(added) and unit.text not in page and unit.en in page
 
 
 def test_translations_whose_english_changed_are_noted_before_the_build(tmp_path, monkeypatch,

@@ -758,10 +758,41 @@ def test_a_heading_moved_to_another_level_is_named():
     english = "## One convention\n\nMasks hold `True` where attention may look."
     right = "## 统一约定\n\n掩码在注意力可以看的位置为 `True`。"
     assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
-    for changed, names in ((right.replace("## ", "# "), ["#", "where the English has ##"]),
-                           (right.replace("## ", ""), ["none", "##"])):
+    for changed, names in ((right.replace("## ", "# "), ["heading (#)", "heading (##)"]),
+                           (right.replace("## ", ""), ["paragraph", "heading (##)"])):
         says(i18n.translation_problem(i18n.Unit("block", english, changed, 3)), *names,
-             "keep the English's headings")
+             "headings at their levels")
+
+
+ONE_PARAGRAPH = ("Scores grow with $\\sqrt{d_k}$.", "分数随 $\\sqrt{d_k}$ 增长。")
+
+
+@pytest.mark.parametrize("changed, names", [
+    ("% 分数随 $\\sqrt{d_k}$ 增长。", ["comment line", "hidden from the page", "paragraph"]),
+    ("    分数随 $\\sqrt{d_k}$ 增长。", ["code block", "indented", "paragraph"]),
+    ("小标题\n=====\n\n分数随 $\\sqrt{d_k}$ 增长。", ["adds a heading (#)"]),
+    ("小标题\n-----\n\n分数随 $\\sqrt{d_k}$ 增长。", ["adds a heading (##)"]),
+    ("(my-label)=\n分数随 $\\sqrt{d_k}$ 增长。", ["adds a target line"]),
+    ("---\n\n分数随 $\\sqrt{d_k}$ 增长。", ["adds a horizontal rule"]),
+    ("+++\n\n分数随 $\\sqrt{d_k}$ 增长。", ["adds a block break"]),
+    ("> 分数随 $\\sqrt{d_k}$ 增长。", ["quote", "paragraph"]),
+    ("- 分数随 $\\sqrt{d_k}$ 增长。", ["bulleted list", "paragraph"])])
+def test_a_block_the_english_has_not_is_named_and_its_unit_published_in_english(changed,
+                                                                                names):
+    """Markdown's block syntax changes what a page shows though every word, formula and link
+    is kept: a comment line or an indent hides a paragraph or shows it as code, an underline
+    makes a heading. The check names the block; the build publishes the English instead."""
+    english, right = ONE_PARAGRAPH
+    assert i18n.translation_problem(i18n.Unit("block", english, right, 3)) is None
+    unit = i18n.Unit("block", english, changed, 3)
+    says(i18n.translation_problem(unit), *names, "keep the English's blocks")
+    assert i18n.unpublishable(unit)                     # fit_units leaves it out
+
+
+def test_a_table_cell_is_no_block_and_its_hash_no_heading():
+    """A table cell's unit is one cell's text: "# (# to #)" is numbers, not a heading."""
+    unit = i18n.Unit("block", "# (# to #)", "#（# 至 #）", 3)
+    assert i18n.table_cell_problem(unit) is None
 
 
 def test_a_code_block_left_open_is_named_by_the_fence_it_opens_with():

@@ -150,7 +150,7 @@ MESSAGES = {
         "wrong_type": "JSON whose `{detail}` is {found} where a notebook has {expected}: save "
                       "the notebook again from Jupyter, or mend that entry",
         "json_types": {"object": "an object", "list": "a list", "string": "a string",
-                       "number": "a number", "boolean": "true or false", "null": "null",
+                       "number": "a number", "boolean": "`true` or `false`", "null": "`null`",
                        "text": "a string or a list of strings"},
         "old_nbformat": "a notebook of format {detail}, older than the format 4 this book "
                         "reads: open it in Jupyter and save it, or convert it (jupyter "
@@ -299,7 +299,7 @@ MESSAGES = {
         "wrong_type": "是 JSON，但其中的 `{detail}` 是{found}，而笔记本在这里应是{expected}："
                       "请在 Jupyter 中重新保存笔记本，或改正这一项",
         "json_types": {"object": "一个对象", "list": "一个列表", "string": "一个字符串",
-                       "number": "一个数", "boolean": "true 或 false", "null": "null",
+                       "number": "一个数", "boolean": "`true` 或 `false`", "null": "`null`",
                        "text": "一个字符串或字符串列表"},
         "old_nbformat": "这是第 {detail} 版格式的笔记本，早于本书读取的第 4 版：请在 Jupyter "
                         "中打开并保存，或者转换它（jupyter nbconvert --to notebook --nbformat 4 FILE）",
