@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import ArgumentParser, command, number, path
+from annotated.base.cli import ArgumentParser, command, folder, number, path
 from annotated.base.errors import DataError, DeviceError
 from annotated.base.files import atomic_open
 from annotated.base.settings import at_least
@@ -95,7 +95,7 @@ def run_stage(argv: list[str], cwd: Path, seconds: float) -> dict:
 def parse_args(argv=None):
     parser = ArgumentParser(prog="python -m benchmarks.device_run",
                             description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", type=path, required=True, metavar="DIR",
+    parser.add_argument("--before", type=folder, required=True, metavar="DIR",
                         help="a copy of the code to compare with (see above)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--out-dir", type=path, help="default results/ (on a GPU only)")

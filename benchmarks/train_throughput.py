@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from annotated import configs
-from annotated.base.cli import ArgumentParser, command, path, say_error
+from annotated.base.cli import ArgumentParser, command, folder, say_error
 from annotated.base.errors import DataError
 from annotated.data.batching import lengths_of, make_batches
 from annotated.model import EncoderDecoder
@@ -131,7 +131,7 @@ def parse_args(argv=None):
     parser.add_argument("--amp", choices=["none", "bf16"], default="none",
                         help="the steps' precision (amp=bf16: bf16 autocast, for a CPU with bf16 "
                              "arithmetic); default none, float32")
-    parser.add_argument("--against", type=path, metavar="DIR",
+    parser.add_argument("--against", type=folder, metavar="DIR",
                         help="another copy of the project, timed in turn with this one")
     args = parser.parse_args(argv)
     theirs = args.against and args.against / "benchmarks" / "train_throughput.py"

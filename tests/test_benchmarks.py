@@ -265,6 +265,20 @@ def test_the_throughput_comparison_refuses_a_folder_that_is_not_the_project(tmp_
     says(err, "not this project's", "git worktree add")
 
 
+@pytest.mark.parametrize("given, what", [("missing", "no such folder"), ("file", "a file")])
+@pytest.mark.parametrize("module, option", [(train_throughput, "--against"),
+                                            (device_run, "--before")])
+def test_a_copy_to_compare_with_that_is_no_folder_is_named_as_such(tmp_path, capsys, given,
+                                                                   what, module, option):
+    place = tmp_path / given
+    if given == "file":
+        place.write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        module.main([option, str(place)])
+    assert exit_.value.code == 2
+    says(capsys.readouterr().err.strip().splitlines()[-1], option, str(place), what)
+
+
 @pytest.mark.slow
 def test_the_throughput_comparison_steps_two_copies_in_turn(capfd):
     """This project against itself: both copies time their steps, and the ratio is printed."""

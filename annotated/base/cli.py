@@ -418,6 +418,15 @@ def path(text: str) -> Path:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def folder(text: str) -> Path:
+    """An argparse type: a folder that is there (not a file, not a missing path)."""
+    found = path(text)
+    if not found.is_dir():
+        what = "a file, not a folder" if found.exists() else "not there: no such folder"
+        raise argparse.ArgumentTypeError(f"{found} is {what}")
+    return found
+
+
 def out_file(text: str) -> Path:
     """An argparse type: a file to write. A name ending in / names a folder (pathlib would
     drop the slash and write a file of that name)."""
