@@ -7,6 +7,8 @@
                  that let the fused kernels run (is_causal for the decoder's self-attention)
     output_loss  the output projection and the label-smoothed loss fused, in chunks of tokens
     dropout      dropout on a CPU with its random numbers drawn four elements at a time
+    onednn       the linear layers' and the output loss's matrix products on a CPU, through
+                 oneDNN, whose kernels use the processor's widest instructions
     buckets      batches padded up to a few shapes, for CUDA graphs
     state        where a run is (step, data position, clock, RNG streams): a checkpoint's
                  `training`, to and from a dict
