@@ -1697,3 +1697,15 @@ def test_without_sigalrm_the_cases_run_without_a_time_limit(monkeypatch):
     result = run(EXERCISES["2.1"], lambda size: torch.ones(size, size, dtype=torch.bool)
                  .tril()[None, None])
     assert result.status == "passed", result.message()
+
+
+def test_a_float64_penalty_for_whole_number_lengths_is_told_the_dtype_the_text_asks_for():
+    """7.1's text asks for float32 (the default dtype) for a tensor of whole numbers."""
+    def lp(length, alpha):
+        if isinstance(length, torch.Tensor):
+            return ((length.double() + 5) / 6) ** alpha
+        return ((5 + length) / 6) ** alpha
+    result = run(EXERCISES["7.1"], lp)
+    assert result.status == "failed"
+    says(result.message("en"), "whole-number lengths", "float64", "float32", "default dtype")
+    says(result.message("zh"), "整数长度", "float64", "float32", "默认数据类型")

@@ -41,10 +41,21 @@ TENSOR_FOR_A_NUMBER = Text(
     "数值处返回了张量：这里的 `length` 是一个数，所以应返回一个数与之相配（张量是给长度张量的答案）")
 
 
+WIDER_FOR_WHOLE_NUMBERS = Text(
+    "a float64 tensor for whole-number lengths: the exercise asks for float32 there, PyTorch's "
+    "default dtype, which the search's scores have too",
+    "整数长度得到了 float64 张量：练习要求这里用 float32，即 PyTorch 的默认数据类型，搜索中的分数也是这个类型")
+
+
 def number_to_match(expected, got, lang: str) -> str | None:
-    """compare(), and a number for a number: the penalty of one length is not a tensor."""
+    """compare(), and a number for a number: the penalty of one length is not a tensor; and
+    float32, the default dtype, for a tensor of whole numbers (whose expected result is the
+    only float32 one)."""
     if isinstance(expected, (int, float)) and isinstance(got, torch.Tensor):
         return TENSOR_FOR_A_NUMBER(lang)
+    if isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor) and \
+            (expected.dtype, got.dtype) == (torch.float32, torch.float64):
+        return WIDER_FOR_WHOLE_NUMBERS(lang)
     return compare(expected, got, lang)
 
 
