@@ -1069,3 +1069,19 @@ def test_lines_in_capitals_and_lines_of_many_sentences_are_noted(tmp_path, capsy
 def test_sentences_are_counted_by_their_ends_not_by_abbreviations_or_quotes(text, count):
     from annotated.inference.batched import sentence_count
     assert sentence_count(text) == count
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "utf-8"])
+@pytest.mark.parametrize("name", ["runs/ü ñ", "it's \\ here", "plain"])
+def test_a_printed_command_names_the_file_even_where_stdout_cannot_write_its_name(
+        monkeypatch, encoding, name):
+    """The "Next:" commands quote each path as one shell word; on an ASCII terminal a name
+    with an umlaut is written in bash's $'...' form, which pasted back names the same file."""
+    import io
+    from annotated.base.cli import shell_word
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding=encoding))
+    word = shell_word(name)
+    word.encode(encoding)                                  # stdout can write it as it is
+    echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True,
+                            check=True).stdout
+    assert echoed.decode("utf-8") == name

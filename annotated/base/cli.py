@@ -26,6 +26,7 @@ import functools
 import math
 import os
 import re
+import shlex
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -346,6 +347,19 @@ def escaped_for_stdout(text: str) -> str:
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return text.encode(encoding, "backslashreplace").decode(encoding)
+
+
+def shell_word(text: str) -> str:
+    """`text` quoted as one word of a shell command printed on stdout: shlex's quoting, or,
+    where stdout's encoding cannot write one of its characters (an ASCII terminal, a name with
+    an umlaut), bash's $'...' quoting with those characters as their UTF-8 bytes in octal, so
+    that the command pasted back still names the file."""
+    if not unwritable_on_stdout(text):
+        return shlex.quote(text)
+    data = text.encode("utf-8", "surrogateescape")
+    return "$'" + "".join(chr(b) if 32 <= b < 127 and chr(b) not in "\\'" else
+                          f"\\{chr(b)}" if chr(b) in "\\'" else f"\\{b:03o}"
+                          for b in data) + "'"
 
 
 def require_stdout(what: str) -> None:

@@ -14,7 +14,6 @@ is applied, naming the last good checkpoint, which rotation never deletes (`Loss
 metrics go to the progress bar every step, to stdout and RUN/metrics.jsonl every log_every
 steps; validation every eval_every steps.
 """
-import shlex
 import sys
 import traceback
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from annotated.base.cli import unwritable_on_stdout
+from annotated.base.cli import shell_word, unwritable_on_stdout
 from annotated.base.errors import ConfigError, DataError
 from annotated.configs import Config
 from annotated.data.batching import lengths_of, make_batches, padding_fraction
@@ -330,16 +329,16 @@ def show_next(config, run_dir, sentences) -> None:
     last, n = found[-1], min(config.keep_last, len(found))    # what the folder holds
     print(f"Next:\n  the checkpoint         {last}")
     if sentences:
-        print(f"  translate with it      echo {shlex.quote(sentences[0][0])} | "
-              f"python -m annotated.translate --checkpoint {shlex.quote(str(last))}")
+        print(f"  translate with it      echo {shell_word(sentences[0][0])} | "
+              f"python -m annotated.translate --checkpoint {shell_word(str(last))}")
     if n > 1:
         print(f"  average the last ones  python -m annotated.checkpoint average --last {n} "
-              f"{shlex.quote(str(run_dir))} --out {shlex.quote(str(run_dir / 'average.pt'))}")
+              f"{shell_word(str(run_dir))} --out {shell_word(str(run_dir / 'average.pt'))}")
     if config.dataset in ("copy", "multi30k_sample"):
         if CHAPTERS.is_dir():                     # a clone of the project, not an installed copy
             here = Path.cwd()
             where = CHAPTERS.relative_to(here) if CHAPTERS.is_relative_to(here) else CHAPTERS
-            print(f"  read the chapters      jupyter lab {shlex.quote(str(where))}/")
+            print(f"  read the chapters      jupyter lab {shell_word(str(where))}/")
         print("  train on all of Multi30k (29,000 pairs)\n"
               "                         python -m annotated.train --config multi30k "
               "--data-dir DIR    # DIR holds multi30k/train.en.gz ...")
