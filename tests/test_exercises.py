@@ -931,6 +931,17 @@ def test_a_result_rounded_for_printing_is_named_as_rounded(decimals):
     says(result.message("zh"), f"舍入到了 {decimals} 位小数")
 
 
+def test_a_result_of_one_for_nearly_one_is_not_called_rounded():
+    """1 for 0.9995 (a test set 6 words short) comes of a branch or a clamp far more often
+    than of rounding for print: the line does not guess rounding (38 for 38.02 it does)."""
+    def penalty_one_when_nearly_as_long(c, r):
+        return 0.0 if c == 0 else 1.0 if c == r - 6 else min(1.0, math.exp(1 - r / c))
+    result = run(EXERCISES["8.1"], penalty_one_when_nearly_as_long)
+    assert result.status == "failed"
+    says(result.message(), "6 words short", "expected 0.999504, got 1")
+    assert "rounded" not in result.message()
+
+
 @pytest.mark.parametrize("wrap, en, zh", [
     (lambda grads: torch.cat(grads), ["tuple of 3 items", "got a Tensor", "not stacked"],
      ["含 3 项的元组", "不要堆叠"]),
