@@ -6,8 +6,8 @@
 
 Reads sentences from --input (plain or gzip) or stdin and writes one detokenized translation
 per input line, in the input's order; an empty input line gives an empty output line; `-`
-means stdin or stdout. An --out that is the input, the references or the checkpoint, or that
-cannot be written, is refused before any work. The checkpoint carries its tokenizer and config,
+means stdin or stdout. An --out that is the input, the references, the checkpoint or a file
+committed to the project, or that cannot be written, is refused before any work. The checkpoint carries its tokenizer and config,
 so nothing else is needed; an averaged checkpoint (`python -m annotated.checkpoint average`) is
 read the same way. Beam size, alpha and the maximum extra length default to the checkpoint
 config's decoding fields (the paper's 4, 0.6 and 50 unless the run changed them). With --ref
@@ -19,6 +19,7 @@ import argparse
 import gzip
 import os
 import re
+import subprocess
 import sys
 import unicodedata
 from pathlib import Path
@@ -80,8 +81,9 @@ def parse_args(argv=None):
                    help="source tokens per batch, padding included")
     p.add_argument("--input", type=path, help="text file, plain or gzip (default or -: stdin)")
     p.add_argument("--out", type=out_file, help="file to write, atomically (gzip if it ends in "
-                                            ".gz); never the input, the references or the "
-                                            "checkpoint (default or -: stdout)")
+                                            ".gz); never the input, the references, the "
+                                            "checkpoint or a project file (default or -: "
+                                            "stdout)")
     p.add_argument("--ref", type=path,
                    help="references: print BLEU (annotated.evaluate) on stderr")
     p.add_argument("--device", type=device_name,
@@ -323,13 +325,36 @@ def check_out_name(out_path) -> None:
                         f"suffix out")
 
 
+#: The project's top folder: the package's parent (in a checkout, the git repository).
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def committed_to_the_project(path) -> bool:
+    """Whether `path` is a file committed to the project's own repository (the shipped
+    model's record, a results file, the README); False outside a checkout or without git."""
+    here = Path(os.path.realpath(path))
+    if not here.is_relative_to(PROJECT) or not (PROJECT / ".git").exists():
+        return False
+    try:
+        return subprocess.run(["git", "-C", str(PROJECT), "ls-files", "--error-unmatch",
+                               str(here.relative_to(PROJECT))], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def check_replaceable(out_path, lines: list[str]) -> None:
     """Refuse an --out that holds the input's own text (test.en.gz beside test.en, a copy of
-    it); say so when it holds another number of lines than these, which the translations
-    replace as asked, though perhaps not meant."""
+    it), or that is a file of the project's own (the record beside the shipped model); say so
+    when it holds another number of lines than these, which the translations replace as
+    asked, though perhaps not meant."""
     if out_path is None or not Path(out_path).is_file() or Path(out_path).stat().st_size == 0 \
             or std_stream(Path(out_path)) is not None:        # `--out /dev/stdout >> log`
         return
+    if committed_to_the_project(out_path):
+        raise DataError(f"--out {out_path} is a file of this project, committed to its "
+                        f"repository: the translations would replace it; choose another "
+                        f"--out, outside the project's files")
     try:
         held = list(read_lines(out_path))
     except DataError:

@@ -810,6 +810,18 @@ def test_an_out_that_is_the_references_says_to_write_elsewhere(tmp_path, capsys)
     assert (tmp_path / "ref.de").read_text() == "Ein Hund.\n"
 
 
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a checkout of the project")
+def test_an_out_that_is_a_committed_file_of_the_project_is_refused(tmp_path, capsys):
+    """The record beside the shipped model is no earlier translation: it stays as it was."""
+    record = SHIPPED.with_suffix(".json")
+    before = record.read_bytes()
+    (tmp_path / "test.en").write_text("A dog runs.\n")
+    exits_with_error(translate.main, ["--checkpoint", str(SHIPPED), "--input",
+                                      str(tmp_path / "test.en"), "--out", str(record)])
+    says(error_line(capsys), str(record), "file of this project", "another --out")
+    assert record.read_bytes() == before
+
+
 def test_translations_that_are_a_copy_of_the_references_are_noted(tmp_path, capsys):
     """A copy of the references: a note says it is a copy, not a system."""
     (tmp_path / "ref.de").write_text("Ein Hund läuft.\nZwei Katzen.\n")
