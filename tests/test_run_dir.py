@@ -106,6 +106,18 @@ def test_a_metrics_line_cut_short_by_a_crash_is_repaired_on_resume(tmp_path, cap
     assert steps == [1, 2, 2, 3, 3]               # train 1, train and valid 2, train and valid 3
 
 
+def test_a_resume_whose_metrics_log_is_gone_says_the_log_starts_again(tmp_path, capsys):
+    run = tmp_path / "run"
+    train.main(["--run-dir", str(run), "--max-steps", "2", *TINY[:4],
+                *merged(TINY[4:], ["ckpt_every=2"])])
+    (run / "metrics.jsonl").unlink()
+    train.main(["--run-dir", str(run), "--resume", "--max-steps", "3"])
+    says(next(line for line in capsys.readouterr().out.splitlines() if "missing" in line),
+         "metrics.jsonl", "starts again after step 2", "not in it")
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [3, 3]
+
+
 def test_a_metrics_line_edited_in_the_middle_is_refused_on_resume_not_dropped(tmp_path,
                                                                              capsys):
     """Only a last line can be a crash's; a bad line between good ones is an edit. The resume

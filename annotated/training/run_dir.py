@@ -234,7 +234,11 @@ class RunDir:
         line cut short by a crash is dropped, and said; any other line that is not a metrics
         line (an edit) is refused, as read_metrics refuses it, and the log left as it is. A
         fresh run in a folder whose log holds lines of an earlier run (its checkpoints gone)
-        keeps them under another name."""
+        keeps them under another name. A resumed run whose log is gone starts it again, and
+        says that the steps before are not in it."""
+        if self.active and not fresh and step and not os.path.lexists(self.metrics):
+            self.say(f"{self.metrics} is missing: the log starts again after step "
+                     f"{step:,}, and the steps before it are not in it")
         if not (self.active and self.metrics.exists()):
             return
         if fresh and self.metrics.stat().st_size:
