@@ -12,10 +12,11 @@ and those of the output projection in training.output_loss; on a CPU in float32 
                                          a plain tensor out, any strides
 
 The numbers are the BLAS's up to the order of floating-point additions. Anything else (another
-device or dtype, autocast, a torch built without oneDNN) goes to F.linear and `@` as before.
+device or dtype, autocast, a torch built without oneDNN) goes to F.linear as before.
 `use_onednn_linear(model)` makes every nn.Linear of a model a `OneDNNLinear`, whose forward
-and backward passes are these products: training.step does this on a CPU without compile or
-amp. The weights stay where they were, so checkpoints do not change.
+and backward passes are these products: training.step does this on a CPU without compile
+(under amp=bf16 the layers find autocast on and take torch's path). The weights stay where
+they were, so checkpoints do not change.
 `python -m benchmarks.cpu_matmul` times both libraries on training's products.
 """
 import torch
@@ -43,8 +44,8 @@ def linear(x, weight, bias=None):
 
 
 def matmul(a, b):
-    """a (m, k) @ b (k, n) -> (m, n); no autograd."""
-    return linear(a, b.T) if on_onednn(a, b) else a @ b
+    """a (m, k) @ b (k, n) -> (m, n), as `a @ b`; no autograd."""
+    return linear(a, b.T)
 
 
 class _Linear(torch.autograd.Function):
