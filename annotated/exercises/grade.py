@@ -337,11 +337,11 @@ def shared_folder(folder: Path) -> str | None:
     """What `folder` is, when other programs write there as a matter of course (the root
     folder, the home folder, a temporary folder), else None."""
     shared = [("/", "the root folder"), (os.path.expanduser("~"), "your home folder"),
-              *((path, "a temporary folder") for path in (tempfile.gettempdir(), "/tmp",
-                                                          "/var/tmp", "/dev/shm"))]
-    for path, kind in shared:
+              *((place, "a temporary folder") for place in (tempfile.gettempdir(), "/tmp",
+                                                            "/var/tmp", "/dev/shm"))]
+    for place, kind in shared:
         try:
-            if os.path.samefile(folder, path):
+            if os.path.samefile(folder, place):
                 return kind
         except OSError:                          # no such folder on this system
             continue
